@@ -1,0 +1,42 @@
+/** Embedded PGlite driver for the {@link Db} interface: real Postgres in WASM, one process, no server. */
+import { PGlite } from "@electric-sql/pglite";
+import type { Db, NotifyHandler, Queryable } from "./db.ts";
+
+/** Options for {@link openPglite}. */
+export interface PgliteOptions {
+  /** A data directory to use (created when missing); omitted = in memory. */
+  dataDir?: string;
+  /** A tarball from `dumpDataDir` to start from (test template clones). */
+  loadDataDir?: Blob | File;
+}
+
+/** Opens (or creates) an embedded database. */
+export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pglite: PGlite }> {
+  if (options.dataDir) await Deno.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const pg = await PGlite.create(options.dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+  const wrap = (q: Pick<PGlite, "query">): Queryable => ({
+    async query<T>(text: string, params: readonly unknown[] = []) {
+      const res = await q.query<T>(text, params as unknown[]);
+      return res.rows;
+    },
+  });
+  const base = wrap(pg);
+  return {
+    driver: "pglite",
+    pglite: pg,
+    query: base.query,
+    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      return pg.transaction((tx) => fn(wrap(tx)));
+    },
+    async listen(channel: string, handler: NotifyHandler) {
+      const unsub = await pg.listen(channel, handler);
+      return async () => await unsub();
+    },
+    async notify(channel: string, payload: string) {
+      await pg.query("SELECT pg_notify($1, $2)", [channel, payload]);
+    },
+    async close() {
+      if (!pg.closed) await pg.close();
+    },
+  };
+}
