@@ -1,0 +1,23 @@
+/**
+ * What every server part receives: configuration, database, PKI material, version and a logger. Built once
+ * in main.ts (or by a test) and passed down; no module reaches for globals.
+ */
+import type { ServerConfig } from "./config/config.ts";
+import type { Db } from "./db/db.ts";
+import type { Ca } from "./pki/mod.ts";
+import type { Logger } from "./log.ts";
+
+/** Shared server state. */
+export interface ServerContext {
+  config: ServerConfig;
+  db: Db;
+  ca: Ca;
+  /** Web-port certificate (operator files or generated). */
+  webCert: { certPem: string; keyPem: string };
+  /** Policy-port certificate: always signed by the internal CA. */
+  internalCert: { certPem: string; keyPem: string };
+  version: string;
+  log: Logger;
+  /** Unique id of this server process (scale-out bookkeeping). */
+  replicaId: string;
+}

@@ -1,0 +1,109 @@
+/**
+ * A small JSON Schema (2020-12 subset) validator for request bodies and query strings. The same schema objects
+ * feed the OpenAPI document, so what is documented is what is enforced. Supported keywords: type, properties,
+ * required, additionalProperties (false), items, minItems, maxItems, uniqueItems, minLength, maxLength,
+ * pattern, enum, minimum, maximum, format (uuid), nullable via `type: [x, "null"]`, description.
+ */
+import type { FieldError } from "./errors.ts";
+
+/** A JSON Schema object (the subset above). */
+export interface JsonSchema {
+  type?: string | string[];
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  additionalProperties?: boolean | JsonSchema;
+  items?: JsonSchema;
+  minItems?: number;
+  maxItems?: number;
+  uniqueItems?: boolean;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  enum?: readonly unknown[];
+  minimum?: number;
+  maximum?: number;
+  format?: string;
+  description?: string;
+  example?: unknown;
+  default?: unknown;
+  $ref?: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function typeOf(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  if (typeof value === "number") return Number.isInteger(value) ? "integer" : "number";
+  return typeof value;
+}
+
+function typeMatches(expected: string, actual: string): boolean {
+  return expected === actual || (expected === "number" && actual === "integer");
+}
+
+/** Validates `value` against `schema`; returns every problem found, each naming its field. */
+export function validateJson(schema: JsonSchema, value: unknown, path = ""): FieldError[] {
+  const errors: FieldError[] = [];
+  const here = path || "(body)";
+  const push = (message: string) => errors.push({ field: here, message });
+  if (schema.type) {
+    const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+    const actual = typeOf(value);
+    if (!types.some((t) => typeMatches(t, actual))) {
+      push(`must be ${types.filter((t) => t !== "null").join(" or ")}${types.includes("null") ? " or null" : ""}`);
+      return errors;
+    }
+  }
+  if (value === null) return errors;
+  if (schema.enum && !schema.enum.some((e) => e === value)) {
+    push(`must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`);
+  }
+  if (typeof value === "string") {
+    const length = [...value].length;
+    if (schema.minLength !== undefined && length < schema.minLength) {
+      push(schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters`);
+    }
+    if (schema.maxLength !== undefined && length > schema.maxLength) {
+      push(`must be at most ${schema.maxLength} characters`);
+    }
+    if (schema.pattern && !new RegExp(schema.pattern, "u").test(value)) push(`has an invalid format`);
+    if (schema.format === "uuid" && !UUID.test(value)) push("must be a UUID");
+  }
+  if (typeof value === "number") {
+    if (schema.minimum !== undefined && value < schema.minimum) push(`must be at least ${schema.minimum}`);
+    if (schema.maximum !== undefined && value > schema.maximum) push(`must be at most ${schema.maximum}`);
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) {
+      push(`needs at least ${schema.minItems} item${schema.minItems === 1 ? "" : "s"}`);
+    }
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) {
+      push(`allows at most ${schema.maxItems} items`);
+    }
+    if (schema.uniqueItems && new Set(value.map((v) => JSON.stringify(v))).size !== value.length) {
+      push("must not contain duplicates");
+    }
+    if (schema.items) value.forEach((v, i) => errors.push(...validateJson(schema.items!, v, `${path}[${i}]`)));
+  }
+  if (typeOf(value) === "object") {
+    const obj = value as Record<string, unknown>;
+    for (const key of schema.required ?? []) {
+      if (obj[key] === undefined) errors.push({ field: join(path, key), message: "is required" });
+    }
+    for (const [key, v] of Object.entries(obj)) {
+      const sub = schema.properties?.[key];
+      if (sub) errors.push(...validateJson(sub, v, join(path, key)));
+      else if (schema.additionalProperties === false) {
+        errors.push({ field: join(path, key), message: "is not a known field" });
+      } else if (typeof schema.additionalProperties === "object") {
+        errors.push(...validateJson(schema.additionalProperties, v, join(path, key)));
+      }
+    }
+  }
+  return errors;
+}
+
+function join(path: string, key: string): string {
+  return path ? `${path}.${key}` : key;
+}

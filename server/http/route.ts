@@ -1,0 +1,174 @@
+/**
+ * REST routes are declared, not just registered: one {@link RouteSpec} carries the method, path, required
+ * permission, audit resource type, request schema and OpenAPI text. From that one declaration the server
+ * mounts the handler behind authentication, permission and audit; the OpenAPI document is generated; and
+ * the table-driven permission test walks every route. A route cannot exist without a permission decision.
+ */
+import type { Context, Hono } from "hono";
+import type { Permission } from "../../shared/permissions.ts";
+import { badRequest, type FieldError, HttpError } from "./errors.ts";
+import { type JsonSchema, validateJson } from "./json_schema.ts";
+
+/** The authenticated caller. */
+export interface AuthUser {
+  id: string;
+  username: string;
+  /** Effective global permissions (node-group-scoped grants give nothing in the community edition). */
+  permissions: ReadonlySet<string>;
+  /** How the request authenticated. */
+  via: "cookie" | "bearer";
+}
+
+/** Hono environment: variables set by middlewares. */
+export type AppEnv = {
+  Variables: {
+    user: AuthUser | null;
+    /** Set by handlers so the audit row carries the real resource id and name. */
+    auditResource: { id?: string; name?: string; type?: string } | undefined;
+    /** Extra audit details (redacted by the audit service). */
+    auditDetails: Record<string, unknown> | undefined;
+    /** Parsed and validated JSON body. */
+    body: unknown;
+    /** Client IP after trusted-proxy handling. */
+    clientIp: string;
+    route: RouteSpec | undefined;
+  };
+};
+
+/** Handler context. */
+export type RouteContext = Context<AppEnv>;
+
+/** Who may call a route. */
+export type Access = Permission | "authenticated" | "public";
+
+/** A REST route declaration. */
+export interface RouteSpec {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  /** Hono path with `:params`, always under `/api/v1/`. */
+  path: string;
+  summary: string;
+  tag: string;
+  access: Access;
+  /**
+   * Audit resource type (e.g. `policy`). Every mutating route is audited; the action defaults to
+   * create/update/delete by method, or `audit.action` when given (e.g. `policy.release`).
+   */
+  audit?: { resourceType: string; action?: string };
+  /** JSON request body schema (validated before the handler runs; 400 naming fields). */
+  body?: JsonSchema;
+  /** Query parameter schemas (strings in the URL; `integer`/`boolean` are coerced first). */
+  query?: Record<string, JsonSchema>;
+  /** Response documentation by status code. */
+  responses?: Record<string, { description: string; schema?: JsonSchema; contentType?: string }>;
+  handler: (c: RouteContext) => Response | Promise<Response>;
+}
+
+/** Hooks the identity module provides to the route mounter. */
+export interface RouteHooks {
+  /** Resolves the caller from cookie or bearer token; null when absent or invalid. */
+  authenticate(c: RouteContext): Promise<AuthUser | null>;
+  /** Records the outcome of a mutating or denied request. */
+  audit(c: RouteContext, route: RouteSpec, outcome: "success" | "failure" | "denied", status: number): Promise<void>;
+}
+
+/** Maximum JSON body accepted by ordinary routes (import has its own, larger limit). */
+export const MAX_JSON_BODY = 1 << 20;
+
+/** Converts `/api/v1/policies/:id` into OpenAPI's `/api/v1/policies/{id}`. */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_]+)/g, "{$1}");
+}
+
+/** Mounts routes on `app` behind authentication, permission, validation and audit. */
+export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hooks: RouteHooks): void {
+  const seen = new Set<string>();
+  for (const route of routes) {
+    const key = `${route.method} ${route.path}`;
+    if (seen.has(key)) throw new Error(`route declared twice: ${key}`);
+    seen.add(key);
+    if (!route.path.startsWith("/api/v1/")) throw new Error(`route ${key} must live under /api/v1/`);
+    app.on(route.method, route.path, async (c) => {
+      c.set("route", route);
+      const mutating = route.method !== "GET";
+      if (route.access !== "public") {
+        const user = await hooks.authenticate(c);
+        c.set("user", user);
+        if (!user) throw new HttpError(401, "unauthorized", "authentication required: log in again");
+        if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
+          await hooks.audit(c, route, "denied", 403);
+          throw new HttpError(403, "forbidden", `permission ${route.access} is required for this action`);
+        }
+      }
+      if (route.query) validateQuery(c, route.query);
+      if (route.body) c.set("body", await readJsonBody(c, route.body));
+      if (!mutating || !route.audit) return await route.handler(c);
+      try {
+        const res = await route.handler(c);
+        await hooks.audit(c, route, res.status < 400 ? "success" : "failure", res.status);
+        return res;
+      } catch (err) {
+        await hooks.audit(c, route, "failure", err instanceof HttpError ? err.status : 500);
+        throw err;
+      }
+    });
+  }
+}
+
+/** Reads and validates a JSON body. */
+async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknown> {
+  const type = c.req.header("content-type") ?? "";
+  if (!type.includes("application/json")) {
+    throw new HttpError(415, "unsupported_media_type", "send the request body as JSON (Content-Type: application/json)");
+  }
+  const text = await c.req.text();
+  if (text.length > MAX_JSON_BODY) {
+    throw new HttpError(413, "payload_too_large", `request body exceeds ${MAX_JSON_BODY} bytes`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw badRequest("request body is not valid JSON");
+  }
+  const errors = validateJson(schema, value);
+  if (errors.length > 0) throw badRequest(summarize(errors), errors);
+  return value;
+}
+
+function validateQuery(c: RouteContext, schemas: Record<string, JsonSchema>): void {
+  const errors: FieldError[] = [];
+  for (const [name, schema] of Object.entries(schemas)) {
+    const raw = c.req.query(name);
+    if (raw === undefined) continue;
+    let value: unknown = raw;
+    if (schema.type === "integer") value = /^-?\d+$/.test(raw) ? Number(raw) : raw;
+    if (schema.type === "boolean") value = raw === "true" ? true : raw === "false" ? false : raw;
+    errors.push(...validateJson(schema, value, name));
+  }
+  for (const name of Object.keys(c.req.query())) {
+    if (!(name in schemas)) errors.push({ field: name, message: "is not a known query parameter" });
+  }
+  if (errors.length > 0) throw badRequest(summarize(errors), errors);
+}
+
+function summarize(errors: FieldError[]): string {
+  const first = errors[0];
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : "";
+  return `${first.field}: ${first.message}${more}`;
+}
+
+/** Reads a typed query integer with a default (after validation). */
+export function queryInt(c: RouteContext, name: string, fallback: number): number {
+  const raw = c.req.query(name);
+  return raw === undefined ? fallback : Number(raw);
+}
+
+/** The validated body, typed by the caller. */
+export function body<T>(c: RouteContext): T {
+  return c.get("body") as T;
+}
+
+/** Tells the audit middleware which resource a mutating handler touched. */
+export function auditResource(c: RouteContext, resource: { id?: string; name?: string; type?: string }): void {
+  c.set("auditResource", resource);
+}

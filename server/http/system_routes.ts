@@ -1,0 +1,21 @@
+/** Routes about the server itself. */
+import type { ServerContext } from "../context.ts";
+import type { RouteSpec } from "./route.ts";
+
+/** `GET /api/v1/version`: answers without touching the database. */
+export function systemRoutes(ctx: ServerContext): RouteSpec[] {
+  return [{
+    method: "GET",
+    path: "/api/v1/version",
+    summary: "Server version",
+    tag: "system",
+    access: "public",
+    responses: {
+      "200": {
+        description: "The server version",
+        schema: { type: "object", properties: { version: { type: "string" } }, required: ["version"] },
+      },
+    },
+    handler: (c) => c.json({ version: ctx.version }),
+  }];
+}

@@ -1,0 +1,196 @@
+/**
+ * The internal certificate authority: loaded from operator files, or created
+ * under the data directory on first start and loaded from there afterwards.
+ *
+ * @module
+ */
+
+import { join } from "node:path";
+import { decodeCertificate, x509 } from "../../shared/pki/csr.ts";
+import type { X509Certificate } from "@peculiar/x509";
+import {
+  ensurePrivateDir,
+  exists,
+  pairIsConfigured,
+  PRIVATE_DIR_MODE,
+  PRIVATE_FILE_MODE,
+  PUBLIC_FILE_MODE,
+  readConfiguredFile,
+  writeFileAtomic,
+} from "./files.ts";
+import { BACKDATE_MS, type CaCredentials, randomSerialHex } from "./issue.ts";
+import { exportPrivateKeyPem, importPrivateKeyPem, keyMatchesCertificate, signingAlgorithm } from "./keys.ts";
+import { signCsr, type SignCsrOptions, type SignedCertificate } from "./sign_csr.ts";
+
+const CA_CURVE = { name: "ECDSA", namedCurve: "P-384" } as const;
+const CA_VALIDITY_YEARS = 10;
+const CA_CERT_FILE = "ca.crt";
+const CA_KEY_FILE = "ca.key";
+
+/** The internal CA, ready to sign. */
+export interface Ca extends CaCredentials {
+  /** The CA certificate as PEM, as served at `/agent/ca.crt` and pinned by agents. */
+  readonly certPem: string;
+  readonly cert: X509Certificate;
+  /** Not extractable. */
+  readonly privateKey: CryptoKey;
+  /** True when this call created a new CA (first start). */
+  readonly generated: boolean;
+  /** {@linkcode signCsr} with this CA. */
+  signCsr(csrPem: string, options: SignCsrOptions): Promise<SignedCertificate>;
+}
+
+/** Options of {@linkcode loadOrCreateCa}. */
+export interface LoadOrCreateCaOptions {
+  /** Server data directory; the generated CA lives in `{dataDir}/pki/ca/`. */
+  dataDir: string;
+  /** `ca.cert_file`: PEM CA certificate. Set together with `keyFile`, or neither. */
+  certFile?: string;
+  /** `ca.key_file`: PEM private key of the CA (PKCS#8, or SEC1/PKCS#1 as openssl writes them). */
+  keyFile?: string;
+}
+
+/**
+ * Loads the CA from `certFile` and `keyFile` when both are set; otherwise
+ * loads `{dataDir}/pki/ca/ca.crt` and `ca.key`, creating them on first start:
+ * an ECDSA P-384 self-signed CA "svc Internal CA" valid 10 years, allowed to
+ * sign end-entity certificates only (path length 0). The directory is 0700
+ * and the key 0600; the pair appears at once (staged in a temporary directory
+ * and renamed), so a crash or a second server starting at the same moment
+ * never leaves a half-written CA.
+ *
+ * @throws {Error} when only one of the files is set, when the files cannot be
+ * used (naming the file and the fix), or when the data directory holds only
+ * half of a CA
+ */
+export async function loadOrCreateCa(options: LoadOrCreateCaOptions): Promise<Ca> {
+  const configured = { certFile: options.certFile, keyFile: options.keyFile };
+  if (pairIsConfigured(configured, { cert: "ca.cert_file", key: "ca.key_file" })) {
+    const certFile = options.certFile!;
+    const keyFile = options.keyFile!;
+    return await loadCa({
+      certPem: await readConfiguredFile(certFile, "ca.cert_file"),
+      keyPem: await readConfiguredFile(keyFile, "ca.key_file"),
+      certSource: `ca.cert_file ${certFile}`,
+      keySource: `ca.key_file ${keyFile}`,
+      generated: false,
+    });
+  }
+
+  const pkiDir = join(options.dataDir, "pki");
+  const caDir = join(pkiDir, "ca");
+  let generated = false;
+  if (!(await caFilesPresent(caDir))) {
+    await ensurePrivateDir(pkiDir);
+    generated = await createCaDir(pkiDir, caDir);
+  }
+  const certFile = join(caDir, CA_CERT_FILE);
+  const keyFile = join(caDir, CA_KEY_FILE);
+  return await loadCa({
+    certPem: await readConfiguredFile(certFile, "CA certificate"),
+    keyPem: await readConfiguredFile(keyFile, "CA key"),
+    certSource: `CA certificate ${certFile}`,
+    keySource: `CA key ${keyFile}`,
+    generated,
+  });
+}
+
+/**
+ * Whether both generated CA files exist.
+ *
+ * @throws {Error} when only one does: the CA may already have signed agent
+ * certificates, so silently replacing it would lock every agent out
+ */
+async function caFilesPresent(caDir: string): Promise<boolean> {
+  const certFile = join(caDir, CA_CERT_FILE);
+  const keyFile = join(caDir, CA_KEY_FILE);
+  const [hasCert, hasKey] = await Promise.all([exists(certFile), exists(keyFile)]);
+  if (hasCert !== hasKey) {
+    const [present, missing] = hasCert ? [certFile, keyFile] : [keyFile, certFile];
+    throw new Error(
+      `internal CA is incomplete: ${present} exists but ${missing} is missing; restore ${missing} ` +
+        `from a backup, or remove ${caDir} to create a new CA (every enrolled agent must then enroll again)`,
+    );
+  }
+  return hasCert;
+}
+
+/**
+ * Writes a new CA into a temporary directory next to `caDir` and renames it
+ * into place. Returns false when another process created the CA first.
+ */
+async function createCaDir(pkiDir: string, caDir: string): Promise<boolean> {
+  const { certPem, keyPem } = await generateCaPem();
+  const staging = await Deno.makeTempDir({ dir: pkiDir, prefix: ".ca-" });
+  try {
+    await Deno.chmod(staging, PRIVATE_DIR_MODE);
+    await writeFileAtomic(join(staging, CA_KEY_FILE), keyPem, { mode: PRIVATE_FILE_MODE });
+    await writeFileAtomic(join(staging, CA_CERT_FILE), certPem, { mode: PUBLIC_FILE_MODE });
+    await Deno.rename(staging, caDir);
+    return true;
+  } catch (err) {
+    await Deno.remove(staging, { recursive: true }).catch(() => {});
+    if (await caFilesPresent(caDir)) return false;
+    throw new Error(`cannot create the internal CA in ${caDir}: ${(err as Error).message}`);
+  }
+}
+
+async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
+  const keys = await crypto.subtle.generateKey(CA_CURVE, true, ["sign", "verify"]);
+  const now = new Date();
+  const notAfter = new Date(now);
+  notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CA_VALIDITY_YEARS);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: randomSerialHex(),
+    name: [{ O: ["svc"] }, { CN: ["svc Internal CA"] }],
+    notBefore: new Date(now.getTime() - BACKDATE_MS),
+    notAfter,
+    keys,
+    signingAlgorithm: signingAlgorithm(keys.privateKey),
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  });
+  return { certPem: cert.toString("pem"), keyPem: await exportPrivateKeyPem(keys.privateKey) };
+}
+
+interface LoadCaInput {
+  certPem: string;
+  keyPem: string;
+  certSource: string;
+  keySource: string;
+  generated: boolean;
+}
+
+async function loadCa(input: LoadCaInput): Promise<Ca> {
+  const { certSource, keySource } = input;
+  let cert: X509Certificate;
+  try {
+    cert = decodeCertificate(input.certPem);
+  } catch (err) {
+    throw new Error(`${certSource}: ${(err as Error).message}`);
+  }
+  if (!cert.getExtension(x509.BasicConstraintsExtension)?.ca) {
+    throw new Error(`${certSource} is not a CA certificate (basicConstraints CA:TRUE is missing)`);
+  }
+  if (cert.notAfter.getTime() <= Date.now()) {
+    throw new Error(
+      `${certSource} expired on ${cert.notAfter.toISOString()}; configure a valid CA certificate ` +
+        "(agents must enroll again when the CA key changes)",
+    );
+  }
+  const privateKey = await importPrivateKeyPem(input.keyPem, { source: keySource });
+  if (!(await keyMatchesCertificate(privateKey, cert))) {
+    throw new Error(`${keySource} is not the private key of ${certSource}`);
+  }
+  const credentials = { cert, privateKey };
+  return {
+    certPem: cert.toString("pem"),
+    cert,
+    privateKey,
+    generated: input.generated,
+    signCsr: (csrPem, options) => signCsr(credentials, csrPem, options),
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * Signing agent certificate requests with the internal CA.
+ *
+ * @module
+ */
+
+import { formatSerial, x509 } from "../../shared/pki/csr.ts";
+import type { Pkcs10CertificateRequest } from "@peculiar/x509";
+import { PkiError } from "./errors.ts";
+import { BACKDATE_MS, type CaCredentials, DAY_MS, issueCertificate } from "./issue.ts";
+
+/** Validity of agent certificates when the caller does not say otherwise. */
+export const AGENT_CERT_VALIDITY_DAYS = 90;
+
+const COMMON_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+const COMMON_NAME_MAX = 253;
+const ACCEPTED_CURVES = new Set(["P-256", "P-384", "P-521"]);
+
+/** Options of {@linkcode signCsr}. */
+export interface SignCsrOptions {
+  /** The node name; becomes the only subject field, whatever the request asked for. */
+  commonName: string;
+  /** Defaults to {@linkcode AGENT_CERT_VALIDITY_DAYS}. */
+  validityDays?: number;
+  /** Issue time; defaults to the current time. */
+  now?: Date;
+}
+
+/** A certificate issued by {@linkcode signCsr}. */
+export interface SignedCertificate {
+  /** PEM block `CERTIFICATE`. */
+  certPem: string;
+  /** Serial in the `formatSerial` format of `shared/pki/csr.ts`. */
+  serial: string;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/**
+ * Checks that `name` can be a certificate Common Name (and so a node name):
+ * 1 to 253 characters, letters, digits, `.`, `_` and `-`, not starting with
+ * punctuation.
+ *
+ * @throws {PkiError} naming the value and the rule
+ */
+export function validateCommonName(name: string): void {
+  if (name.length < 1 || name.length > COMMON_NAME_MAX || !COMMON_NAME_PATTERN.test(name)) {
+    throw new PkiError(
+      `common name ${JSON.stringify(name)} is invalid: use 1 to ${COMMON_NAME_MAX} letters, digits, ` +
+        "'.', '_' or '-', starting with a letter or digit",
+    );
+  }
+}
+
+/**
+ * Issues a client certificate for a certificate request.
+ *
+ * Only the request's public key is used: the subject becomes exactly
+ * `CN=<commonName>`, and the request's other subject fields, extensions and
+ * alternative names are dropped, so a node cannot ask for more than its name.
+ * The certificate is valid from one minute before `now` (clock skew) for
+ * `validityDays`, with key usage digitalSignature and extended key usage
+ * clientAuth.
+ *
+ * @throws {PkiError} when the request or the common name is unacceptable
+ */
+export async function signCsr(
+  ca: CaCredentials,
+  csrPem: string,
+  options: SignCsrOptions,
+): Promise<SignedCertificate> {
+  const { commonName, validityDays = AGENT_CERT_VALIDITY_DAYS, now = new Date() } = options;
+  validateCommonName(commonName);
+  if (!Number.isInteger(validityDays) || validityDays < 1) {
+    throw new Error(`validityDays must be a positive whole number, got ${validityDays}`);
+  }
+  const csr = parseCsr(csrPem);
+  checkKeyStrength(csr);
+  if (!(await signatureIsValid(csr))) {
+    throw new PkiError("certificate request signature is invalid");
+  }
+
+  const notBefore = new Date(now.getTime() - BACKDATE_MS);
+  const notAfter = new Date(now.getTime() + validityDays * DAY_MS);
+  const cert = await issueCertificate(ca, {
+    subject: [{ CN: [commonName] }],
+    publicKey: csr.publicKey,
+    notBefore,
+    notAfter,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth]),
+    ],
+  });
+  return {
+    certPem: cert.toString("pem"),
+    serial: formatSerial(cert.serialNumber),
+    notBefore: cert.notBefore,
+    notAfter: cert.notAfter,
+  };
+}
+
+function parseCsr(csrPem: string): Pkcs10CertificateRequest {
+  let blocks;
+  try {
+    blocks = x509.PemConverter.decodeWithHeaders(csrPem);
+  } catch {
+    blocks = [];
+  }
+  if (blocks.length === 0 || blocks[0].type !== "CERTIFICATE REQUEST") {
+    throw new PkiError("csr_pem is not a PEM certificate request");
+  }
+  try {
+    return new x509.Pkcs10CertificateRequest(blocks[0].rawData);
+  } catch {
+    throw new PkiError("csr_pem is not a PEM certificate request (its content cannot be parsed)");
+  }
+}
+
+function checkKeyStrength(csr: Pkcs10CertificateRequest): void {
+  let algorithm: Partial<EcKeyAlgorithm> = {};
+  try {
+    algorithm = csr.publicKey.algorithm;
+  } catch {
+    // A key algorithm the library does not know (DSA, GOST…) is refused below.
+  }
+  const accepted = (algorithm.name === "ECDSA" && ACCEPTED_CURVES.has(algorithm.namedCurve ?? "")) ||
+    algorithm.name === "Ed25519";
+  if (!accepted) {
+    throw new PkiError(
+      "only ECDSA P-256 or stronger keys are accepted (ECDSA P-256, P-384, P-521 or Ed25519); " +
+        "generate the request with an ECDSA P-256 key",
+    );
+  }
+}
+
+async function signatureIsValid(csr: Pkcs10CertificateRequest): Promise<boolean> {
+  try {
+    return await csr.verify();
+  } catch {
+    // Signature bytes that do not even decode are as invalid as wrong ones.
+    return false;
+  }
+}
