@@ -6,6 +6,7 @@ import type { ServerConfig } from "./config/config.ts";
 import type { Db } from "./db/db.ts";
 import type { Ca } from "./pki/mod.ts";
 import type { Logger } from "./log.ts";
+import type { AuditRecorder } from "./audit/event.ts";
 
 /** Shared server state. */
 export interface ServerContext {
@@ -18,6 +19,8 @@ export interface ServerContext {
   internalCert: { certPem: string; keyPem: string };
   version: string;
   log: Logger;
+  /** Audit recorder (database + optional syslog). */
+  audit: AuditRecorder;
   /** Unique id of this server process (scale-out bookkeeping). */
   replicaId: string;
 }

@@ -1,0 +1,16 @@
+import { loadOrCreateCa, ensureInternalServerCert } from "./server/pki/mod.ts";
+import { generateKeyAndCsr, parseCertificate } from "./shared/pki/csr.ts";
+const dir = await Deno.makeTempDir();
+const ca = await loadOrCreateCa({ dataDir: dir });
+console.log(JSON.stringify(ca.certPem.slice(-40)), ca.generated);
+const { csrPem, keyPem } = await generateKeyAndCsr("node-1");
+console.log(JSON.stringify(keyPem.slice(-40)));
+const s = await ca.signCsr(csrPem, { commonName: "node-1" });
+console.log(s.serial, s.notBefore, s.notAfter, parseCertificate(s.certPem));
+const sc = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: ["example.com", "10.0.0.1", "fe80::1"] });
+console.log(sc.generated, sc.reason);
+const sc2 = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: ["example.com", "10.0.0.1", "fe80::1"] });
+console.log(sc2.generated, sc2.reason);
+await Deno.writeTextFile(dir + "/leaf.pem", s.certPem);
+await Deno.writeTextFile(dir + "/server.pem", sc.certPem);
+console.log(dir);
