@@ -6,7 +6,7 @@
  */
 
 import { join } from "node:path";
-import { decodeCertificate, x509 } from "../../shared/pki/csr.ts";
+import { decodeCertificate, toPem, x509 } from "../../shared/pki/csr.ts";
 import type { X509Certificate } from "@peculiar/x509";
 import {
   ensurePrivateDir,
@@ -153,7 +153,7 @@ async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
-  return { certPem: cert.toString("pem"), keyPem: await exportPrivateKeyPem(keys.privateKey) };
+  return { certPem: toPem(cert.rawData, "CERTIFICATE"), keyPem: await exportPrivateKeyPem(keys.privateKey) };
 }
 
 interface LoadCaInput {
@@ -187,7 +187,7 @@ async function loadCa(input: LoadCaInput): Promise<Ca> {
   }
   const credentials = { cert, privateKey };
   return {
-    certPem: cert.toString("pem"),
+    certPem: toPem(cert.rawData, "CERTIFICATE"),
     cert,
     privateKey,
     generated: input.generated,

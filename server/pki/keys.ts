@@ -6,8 +6,8 @@
  * @module
  */
 
-import { x509 } from "../../shared/pki/csr.ts";
-import type { X509Certificate } from "@peculiar/x509";
+import { toPem, x509 } from "../../shared/pki/csr.ts";
+import type { PemStruct, X509Certificate } from "@peculiar/x509";
 
 const OID_EC_PUBLIC_KEY = "2a8648ce3d0201";
 const OID_RSA_ENCRYPTION = "2a864886f70d010101";
@@ -45,7 +45,7 @@ export type SigningAlgorithm = Algorithm | EcdsaParams;
  */
 export async function importPrivateKeyPem(pem: string, options: { source: string }): Promise<CryptoKey> {
   const { source } = options;
-  let blocks;
+  let blocks: PemStruct[];
   try {
     blocks = x509.PemConverter.decodeWithHeaders(pem);
   } catch (err) {
@@ -61,7 +61,7 @@ export async function importPrivateKeyPem(pem: string, options: { source: string
         "`openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.pkcs8` and protect the file with mode 0600",
     );
   }
-  let pkcs8: Uint8Array;
+  let pkcs8: Uint8Array<ArrayBuffer>;
   try {
     const der = new Uint8Array(block.rawData);
     if (block.type === "PRIVATE KEY") pkcs8 = der;
@@ -75,8 +75,9 @@ export async function importPrivateKeyPem(pem: string, options: { source: string
   try {
     algorithm = pkcs8Algorithm(pkcs8);
   } catch (err) {
+    const reason = (err as Error).message;
     throw new Error(
-      `${source}: ${(err as Error).message}; use an ECDSA P-256/P-384/P-521, RSA or Ed25519 key in PKCS#8 form`,
+      `${source}: ${reason}; use an ECDSA P-256/P-384/P-521, RSA or Ed25519 key in PKCS#8 form`,
     );
   }
   try {
@@ -89,7 +90,7 @@ export async function importPrivateKeyPem(pem: string, options: { source: string
 /** Encodes an extractable private key as a PKCS#8 `PRIVATE KEY` PEM block. */
 export async function exportPrivateKeyPem(key: CryptoKey): Promise<string> {
   const pkcs8 = await crypto.subtle.exportKey("pkcs8", key);
-  return x509.PemConverter.encode(pkcs8, "PRIVATE KEY");
+  return toPem(pkcs8, "PRIVATE KEY");
 }
 
 /**
@@ -140,13 +141,18 @@ function pkcs8Algorithm(der: Uint8Array): EcKeyImportParams | RsaHashedImportPar
 }
 
 /** Wraps a SEC1 ECPrivateKey into PKCS#8, taking the curve from its parameters field. */
-function sec1ToPkcs8(der: Uint8Array): Uint8Array {
+function sec1ToPkcs8(der: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
   const key = readTlv(der, 0, TAG_SEQUENCE, "EC private key");
   let pos = readTlv(der, key.start, TAG_INTEGER, "EC private key version").end;
   pos = readTlv(der, pos, TAG_OCTET_STRING, "EC private key").end;
-  if (pos >= key.end || der[pos] !== TAG_EC_PARAMETERS) throw new Error("EC private key does not name its curve");
+  if (pos >= key.end || der[pos] !== TAG_EC_PARAMETERS) {
+    throw new Error("EC private key does not name its curve");
+  }
   const params = readTlv(der, pos, TAG_EC_PARAMETERS, "EC parameters");
-  const curve = readTlv(der, params.start, TAG_OID, "EC curve (explicit curve parameters are not supported)");
+  if (der[params.start] !== TAG_OID) {
+    throw new Error("EC private key spells out its curve parameters instead of naming the curve");
+  }
+  const curve = readTlv(der, params.start, TAG_OID, "EC curve");
   const curveOid = der.subarray(params.start, curve.end);
   return encodeTlv(TAG_SEQUENCE, [
     encodeTlv(TAG_INTEGER, [new Uint8Array([0])]),
@@ -156,7 +162,7 @@ function sec1ToPkcs8(der: Uint8Array): Uint8Array {
 }
 
 /** Wraps a PKCS#1 RSAPrivateKey into PKCS#8. */
-function pkcs1ToPkcs8(der: Uint8Array): Uint8Array {
+function pkcs1ToPkcs8(der: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
   const key = readTlv(der, 0, TAG_SEQUENCE, "RSA private key");
   return encodeTlv(TAG_SEQUENCE, [
     encodeTlv(TAG_INTEGER, [new Uint8Array([0])]),
@@ -192,7 +198,7 @@ function readTlv(der: Uint8Array, pos: number, tag: number, what: string): Tlv {
 }
 
 /** Encodes one DER element from already encoded content parts. */
-function encodeTlv(tag: number, parts: Uint8Array[]): Uint8Array {
+function encodeTlv(tag: number, parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
   const length = parts.reduce((sum, p) => sum + p.length, 0);
   const lengthBytes: number[] = [];
   if (length < 0x80) {
@@ -216,6 +222,6 @@ function hex(bytes: Uint8Array): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function unhex(text: string): Uint8Array {
+function unhex(text: string): Uint8Array<ArrayBuffer> {
   return new Uint8Array(text.match(/../g)!.map((h) => parseInt(h, 16)));
 }

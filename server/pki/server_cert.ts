@@ -7,7 +7,7 @@
 
 import { isIP } from "node:net";
 import { join } from "node:path";
-import { decodeCertificate, x509 } from "../../shared/pki/csr.ts";
+import { decodeCertificate, toPem, x509 } from "../../shared/pki/csr.ts";
 import type { X509Certificate } from "@peculiar/x509";
 import {
   ensurePrivateDir,
@@ -62,7 +62,10 @@ export interface ServerCert {
  *
  * @throws {Error} when only one file is set or the files do not form a pair
  */
-export async function loadOrCreateServerCert(ca: CaCredentials, options: ServerCertOptions): Promise<ServerCert> {
+export async function loadOrCreateServerCert(
+  ca: CaCredentials,
+  options: ServerCertOptions,
+): Promise<ServerCert> {
   const configured = { certFile: options.certFile, keyFile: options.keyFile };
   if (!pairIsConfigured(configured, { cert: "tls.cert_file", key: "tls.key_file" })) {
     return await ensureInternalServerCert(ca, options);
@@ -129,8 +132,8 @@ export async function ensureInternalServerCert(
       ]),
     ],
   });
-  const certPem = withNewline(cert.toString("pem"));
-  const keyPem = withNewline(await exportPrivateKeyPem(keys.privateKey));
+  const certPem = toPem(cert.rawData, "CERTIFICATE");
+  const keyPem = await exportPrivateKeyPem(keys.privateKey);
   await ensurePrivateDir(dir);
   // Key first: a crash between the renames leaves a pair that does not match,
   // which the next start detects and replaces.
@@ -154,7 +157,9 @@ function requiredNames(hostnames: string[]): RequiredNames {
     if (isIP(name)) ips.add(canonicalIp(name));
     else if (DNS_NAME_PATTERN.test(name) && name.length <= 253) dns.add(name);
     else if (fromConfig) {
-      throw new Error(`server.hostnames entry ${JSON.stringify(entry)} is neither an IP address nor a DNS name`);
+      throw new Error(
+        `server.hostnames entry ${JSON.stringify(entry)} is neither an IP address nor a DNS name`,
+      );
     }
     // An odd machine host name is left out rather than failing the start: the
     // operator can list the proper name in server.hostnames.
@@ -167,7 +172,9 @@ function requiredNames(hostnames: string[]): RequiredNames {
 
 /** One spelling per address, so `::1` and `0:0:0:0:0:0:0:1` compare equal. */
 function canonicalIp(ip: string): string {
-  return isIP(ip) === 6 ? new URL(`http://[${ip}]/`).hostname.slice(1, -1) : new URL(`http://${ip}/`).hostname;
+  return isIP(ip) === 6
+    ? new URL(`http://[${ip}]/`).hostname.slice(1, -1)
+    : new URL(`http://${ip}/`).hostname;
 }
 
 interface ExistingPair {
@@ -231,8 +238,4 @@ function presentNames(cert: X509Certificate): { dns: Set<string>; ips: Set<strin
     if (name.type === "ip" && isIP(name.value)) ips.add(canonicalIp(name.value));
   }
   return { dns, ips };
-}
-
-function withNewline(pem: string): string {
-  return pem.endsWith("\n") ? pem : `${pem}\n`;
 }

@@ -4,8 +4,8 @@
  * @module
  */
 
-import { formatSerial, x509 } from "../../shared/pki/csr.ts";
-import type { Pkcs10CertificateRequest } from "@peculiar/x509";
+import { formatSerial, toPem, x509 } from "../../shared/pki/csr.ts";
+import type { PemStruct, Pkcs10CertificateRequest } from "@peculiar/x509";
 import { PkiError } from "./errors.ts";
 import { BACKDATE_MS, type CaCredentials, DAY_MS, issueCertificate } from "./issue.ts";
 
@@ -94,7 +94,7 @@ export async function signCsr(
     ],
   });
   return {
-    certPem: cert.toString("pem"),
+    certPem: toPem(cert.rawData, "CERTIFICATE"),
     serial: formatSerial(cert.serialNumber),
     notBefore: cert.notBefore,
     notAfter: cert.notAfter,
@@ -102,7 +102,7 @@ export async function signCsr(
 }
 
 function parseCsr(csrPem: string): Pkcs10CertificateRequest {
-  let blocks;
+  let blocks: PemStruct[];
   try {
     blocks = x509.PemConverter.decodeWithHeaders(csrPem);
   } catch {

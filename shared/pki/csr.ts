@@ -54,6 +54,14 @@ async function loadX509(): Promise<typeof X509> {
 /** The `@peculiar/x509` library, ready to use with the runtime's WebCrypto. */
 export const x509: typeof X509 = await loadX509();
 
+/**
+ * Encodes DER bytes as one PEM block ending in a newline, as files and tools
+ * such as `openssl` expect.
+ */
+export function toPem(der: BufferSource, label: string): string {
+  return `${x509.PemConverter.encode(der, label)}\n`;
+}
+
 const P256 = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 
 /** A new private key (PKCS#8 PEM) and a certificate request signed with it. */
@@ -78,8 +86,8 @@ export async function generateKeyAndCsr(commonName: string): Promise<KeyAndCsr> 
   });
   const pkcs8 = await crypto.subtle.exportKey("pkcs8", keys.privateKey);
   return {
-    keyPem: x509.PemConverter.encode(pkcs8, "PRIVATE KEY"),
-    csrPem: csr.toString("pem"),
+    keyPem: toPem(pkcs8, "PRIVATE KEY"),
+    csrPem: toPem(csr.rawData, "CERTIFICATE REQUEST"),
   };
 }
 

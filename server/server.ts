@@ -1,0 +1,123 @@
+/**
+ * Assembles and runs svc-server: database and migrations, PKI, identity and audit, the policy hub, and the
+ * three listeners. `startServer` is what `server/main.ts` runs and what end-to-end tests start in-process.
+ */
+import { hostname } from "node:os";
+import type { ServerConfig } from "./config/config.ts";
+import type { ServerContext } from "./context.ts";
+import { type Db, migrate, openDatabase } from "./db/mod.ts";
+import { createLogger, type Logger, type LogLevel } from "./log.ts";
+import { ensureInternalServerCert, loadOrCreateCa, loadOrCreateServerCert } from "./pki/mod.ts";
+import { VERSION } from "../shared/version.ts";
+import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
+import { createApp } from "./http/app.ts";
+import type { RouteSpec } from "./http/route.ts";
+import { systemRoutes } from "./http/system_routes.ts";
+import { domainRoutes } from "./http/routes/mod.ts";
+import { openApiRoute } from "./http/openapi.ts";
+import { spaHandler } from "./http/spa.ts";
+import { createHub } from "./hub/hub.ts";
+import { startPolicyServer } from "./grpc/policy_server.ts";
+import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
+import { startWebPort } from "./web_port.ts";
+import { startMetricsListener } from "./metrics/listener.ts";
+
+/** Options for {@link startServer}. */
+export interface StartOptions {
+  /** Use this database instead of opening one from the config (tests). */
+  db?: Db;
+  log?: Logger;
+}
+
+/** A running server. */
+export interface RunningServer {
+  ctx: ServerContext;
+  ports: { web: number; policy: number; metrics: string | null };
+  /** Stops listeners, background jobs and (when it opened it) the database. */
+  stop(): Promise<void>;
+}
+
+/** Every REST route the server mounts, in one list (also feeds OpenAPI and the permission test). */
+export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
+  const routes: RouteSpec[] = [...systemRoutes(ctx), ...identity.routes, ...domainRoutes(ctx)];
+  routes.push(openApiRoute(() => routes, ctx.version));
+  return routes;
+}
+
+/** Starts svc-server with `config`. */
+export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
+  const log = options.log ?? createLogger(config.log.level as LogLevel);
+  await Deno.mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
+  const db = options.db ?? await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
+  const cleanups: Array<() => Promise<void>> = [];
+  if (!options.db) cleanups.push(() => db.close());
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) log.info("database migrated", { applied: applied.join(",") });
+    const ca = await loadOrCreateCa({
+      dataDir: config.server.dataDir,
+      certFile: config.ca.certFile || undefined,
+      keyFile: config.ca.keyFile || undefined,
+    });
+    const hostnames = config.server.hostnames;
+    const webCert = await loadOrCreateServerCert(ca, {
+      dataDir: config.server.dataDir,
+      hostnames,
+      certFile: config.tls.certFile || undefined,
+      keyFile: config.tls.keyFile || undefined,
+    });
+    const internalCert = await ensureInternalServerCert(ca, { dataDir: config.server.dataDir, hostnames });
+    const base = {
+      config,
+      db,
+      ca,
+      webCert,
+      internalCert,
+      version: VERSION,
+      log,
+      replicaId: `${hostname()}-${crypto.randomUUID().slice(0, 8)}`,
+    };
+    const audit = createAuditRecorder(base);
+    cleanups.unshift(() => audit.close());
+    const ctx: ServerContext = { ...base, audit };
+    const identity = createIdentity(ctx);
+    await identity.start();
+    cleanups.unshift(() => identity.stop());
+
+    const hub = createHub(ctx);
+    await hub.start();
+    cleanups.unshift(() => hub.stop());
+
+    const routes = buildRoutes(ctx, identity);
+    const app = createApp({ ctx, routes, hooks: identity.hooks, spa: spaHandler() });
+    const metrics = await startMetricsListener(ctx);
+    cleanups.unshift(() => metrics.stop());
+    const policy = await startPolicyServer(ctx, hub);
+    cleanups.unshift(() => policy.stop());
+    const web = await startWebPort(ctx, {
+      fetch: async (req) => await app.fetch(req),
+      enrollment: createEnrollmentHandlers(ctx),
+    });
+    cleanups.unshift(() => web.stop());
+    log.info("svc-server started", {
+      version: VERSION,
+      web: web.port,
+      policy: policy.port,
+      metrics: metrics.addr ?? "off",
+      database: db.driver,
+    });
+    let stopped = false;
+    return {
+      ctx,
+      ports: { web: web.port, policy: policy.port, metrics: metrics.addr },
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        for (const c of cleanups) await c().catch((err) => log.warn("shutdown step failed", { error: String(err) }));
+      },
+    };
+  } catch (err) {
+    for (const c of cleanups) await c().catch(() => {});
+    throw err;
+  }
+}
