@@ -1,0 +1,128 @@
+/**
+ * Runs svc-server as a real process for end-to-end tests: free ports, a temp data dir, a YAML config,
+ * readiness by polling `/api/v1/version`, and a `stop()` that always kills it.
+ */
+import { stringify } from "yaml";
+
+/** A free TCP port on 127.0.0.1 (bound then released). */
+export function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+/** A running server process. */
+export interface ServerProcess {
+  webPort: number;
+  policyPort: number;
+  metricsPort: number;
+  dataDir: string;
+  configPath: string;
+  baseUrl: string;
+  /** Everything the process printed so far (stdout + stderr). */
+  output(): string;
+  /** The admin password from `{data_dir}/initial_admin_password`. */
+  adminPassword(): Promise<string>;
+  /** SIGTERM, then SIGKILL after 5 s; resolves with the exit code. */
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+/** Options for {@link startServerProcess}. */
+export interface ServerProcessOptions {
+  /** Extra config values (nested YAML object merged at top level). */
+  config?: Record<string, Record<string, unknown>>;
+  env?: Record<string, string>;
+  /** Reuse a data dir (e.g. to restart a server). */
+  dataDir?: string;
+  ports?: { web?: number; policy?: number; metrics?: number };
+  /** Wait for readiness (default true). */
+  wait?: boolean;
+}
+
+const MAIN = new URL("../../server/main.ts", import.meta.url).pathname;
+
+/** Starts `deno run -A server/main.ts --config <temp yaml>`. */
+export async function startServerProcess(options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "svc-e2e-" });
+  const webPort = options.ports?.web ?? freePort();
+  const policyPort = options.ports?.policy ?? freePort();
+  const metricsPort = options.ports?.metrics ?? freePort();
+  const config = {
+    ...options.config,
+    server: {
+      data_dir: dataDir,
+      enrollment_port: webPort,
+      policy_port: policyPort,
+      ...(options.config?.server ?? {}),
+    },
+    metrics: { listen_addr: `127.0.0.1:${metricsPort}`, ...(options.config?.metrics ?? {}) },
+  };
+  const configPath = `${dataDir}/server.yaml`;
+  await Deno.writeTextFile(configPath, stringify(config));
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", MAIN, "--config", configPath],
+    env: { NO_COLOR: "1", ...options.env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let out = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited: number | undefined;
+  const status = child.status.then((s) => (exited = s.code));
+  const proc: ServerProcess = {
+    webPort,
+    policyPort,
+    metricsPort,
+    dataDir,
+    configPath,
+    baseUrl: `https://127.0.0.1:${webPort}`,
+    output: () => out,
+    adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      if (exited === undefined) {
+        try {
+          child.kill(signal);
+        } catch { /* already gone */ }
+        const timer = setTimeout(() => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* already gone */ }
+        }, 5000);
+        await status;
+        clearTimeout(timer);
+      }
+      await pumps;
+      return exited!;
+    },
+  };
+  if (options.wait === false) return proc;
+  let client: Deno.HttpClient | undefined;
+  try {
+    for (let i = 0; i < 600; i++) {
+      if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${out}`);
+      try {
+        client ??= Deno.createHttpClient({ caCerts: [await Deno.readTextFile(`${dataDir}/pki/ca/ca.crt`)] });
+        const res = await fetch(`${proc.baseUrl}/api/v1/version`, { client, signal: AbortSignal.timeout(1000) });
+        await res.body?.cancel();
+        if (res.ok) return proc;
+      } catch { /* not up yet */ }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`svc-server did not answer within 60 s:\n${out}`);
+  } catch (err) {
+    await proc.stop("SIGKILL");
+    throw err;
+  } finally {
+    client?.close();
+  }
+}
+
+/** An HTTP client trusting the server's internal CA (read from its data dir). */
+export async function trustingClient(proc: ServerProcess): Promise<Deno.HttpClient> {
+  const ca = await Deno.readTextFile(`${proc.dataDir}/pki/ca/ca.crt`);
+  return Deno.createHttpClient({ caCerts: [ca] });
+}
