@@ -160,7 +160,7 @@ export function resolveConfig(
     const hasB = values.get(b) !== "";
     if (hasA !== hasB) {
       throw new ConfigError(
-        `${a} and ${b} must both be set or neither (${hasA ? a : b} is set, ${hasA ? b : a} is empty)`,
+        `${a} and ${b}: both must be set or neither (${hasA ? a : b} is set, ${hasA ? b : a} is empty)`,
       );
     }
   }

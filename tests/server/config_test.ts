@@ -37,9 +37,9 @@ Deno.test("the spec's environment names are honoured", () => {
 const BAD: Array<[Record<string, unknown>, Record<string, string>, RegExp]> = [
   [{ "server.policy_port": 70000 }, {}, /server\.policy_port: 70000 is above the maximum 65535/],
   [{}, { SVC_SERVER_ENROLLMENT_PORT: "eighty" }, /SVC_SERVER_ENROLLMENT_PORT: "eighty" is not a whole number/],
-  [{ "tls.cert_file": "/etc/svc/web.crt" }, {}, /tls\.cert_file and tls\.key_file must both be set or neither/],
-  [{ "ca.key_file": "/k" }, {}, /ca\.cert_file and ca\.key_file must both be set or neither/],
-  [{}, { SVC_METRICS_TLS_CERT_FILE: "/c" }, /metrics\.tls_cert_file and metrics\.tls_key_file must both be set or neither/],
+  [{ "tls.cert_file": "/etc/svc/web.crt" }, {}, /tls\.cert_file and tls\.key_file: both must be set or neither/],
+  [{ "ca.key_file": "/k" }, {}, /ca\.cert_file and ca\.key_file: both must be set or neither/],
+  [{}, { SVC_METRICS_TLS_CERT_FILE: "/c" }, /metrics\.tls_cert_file and metrics\.tls_key_file: both must be set or neither/],
   [{ "metrics.listen_addr": "localhost" }, {}, /metrics\.listen_addr: "localhost" is not host:port/],
   [{ "database.url": "mysql://x" }, {}, /database\.url: must be a postgres:\/\//],
   [{}, { JWT_SECRET: "short" }, /JWT_SECRET: must be at least 32 bytes/],

@@ -1,0 +1,303 @@
+/**
+ * Gauges computed from the database at each scrape: one grouped query per metric (two per-node families
+ * share one query), never one query per node.
+ *
+ * A query that fails omits only the families it feeds: it runs in its own read-only transaction with a
+ * statement timeout, a line starting with `metrics:` is logged, and the other queries still run.
+ *
+ * Flatpak catalog and disk-encryption tables do not exist yet. Their queries first check the tables with
+ * `to_regclass` and report an empty catalog / zero volumes while the tables are missing. The names the
+ * queries expect, for the migrations that add them:
+ * - `flatpak_repos (id, name text unique, last_success_at timestamptz null)`: `last_success_at` is the last
+ *   successful refresh or upload.
+ * - `flatpak_catalog_apps (repo_id → flatpak_repos.id, …)`: one row per indexed application.
+ * - `luks_volumes (id, …, rotation_requested_at timestamptz null)`: `rotation_requested_at` is set while a
+ *   recovery-key rotation is pending and cleared when it completes.
+ * - `luks_recovery_keys (volume_id → luks_volumes.id, state text, …)`: `state = 'active'` marks the escrowed
+ *   key in force.
+ * If those tables end up shaped differently, the query fails and is logged like any other; adjust it here.
+ *
+ * @module
+ */
+import type { Db, Queryable } from "../db/db.ts";
+import type { Logger } from "../log.ts";
+import type { MetricFamily, MetricSample } from "./exposition.ts";
+
+/** Node statuses always present in `svc_nodes_total`. */
+export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
+/** Binding states always present in `svc_policy_bindings_total`. */
+export const BINDING_STATES = ["enabled", "disabled"] as const;
+/** Compliance statuses always present in `svc_compliance_results_total` (`inapplicable` is never exported). */
+export const EXPORTED_COMPLIANCE_STATUSES = ["compliant", "non_compliant", "error", "unknown"] as const;
+
+/** Longest a single scrape query may run before PostgreSQL cancels it. */
+const STATEMENT_TIMEOUT = "10s";
+
+type Row = Record<string, unknown>;
+
+/** One query and the families it yields. */
+interface Probe {
+  /** Families this probe feeds, for the log line when it fails. */
+  families: string[];
+  run(q: Queryable): Promise<MetricFamily[]>;
+}
+
+function gauge(name: string, help: string, samples: MetricSample[]): MetricFamily {
+  return { name, help, type: "gauge", samples };
+}
+
+/** Samples of a one-label count, with `always` values present (0 when absent) in that order first. */
+function countsBy(name: string, label: string, rows: Row[], always: readonly string[]): MetricSample[] {
+  const counts = new Map<string, number>(always.map((v) => [v, 0]));
+  for (const row of rows) counts.set(String(row.key), Number(row.n));
+  return [...counts].map(([value, n]) => ({ name, labels: { [label]: value }, value: n }));
+}
+
+async function tablesExist(q: Queryable, tables: readonly string[]): Promise<boolean> {
+  const list = tables.map((_, i) => `to_regclass($${i + 1}) IS NOT NULL`).join(" AND ");
+  const rows = await q.query<{ ok: boolean }>(`SELECT ${list} AS ok`, tables);
+  return rows[0]?.ok === true;
+}
+
+const PROBES: readonly Probe[] = [
+  {
+    families: ["svc_nodes_total"],
+    async run(q) {
+      const rows = await q.query(
+        "SELECT status AS key, count(*) AS n FROM nodes GROUP BY status ORDER BY status",
+      );
+      const name = "svc_nodes_total";
+      return [gauge(name, "Nodes by status.", countsBy(name, "status", rows, NODE_STATUSES))];
+    },
+  },
+  {
+    families: ["svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
+    async run(q) {
+      const rows = await q.query<{ name: string; fqdn: string; expiry: number | null; seen: number | null }>(
+        `SELECT name, fqdn,
+                round(extract(epoch FROM cert_not_after - now()))::float8 AS expiry,
+                floor(extract(epoch FROM last_seen))::float8 AS seen
+           FROM nodes ORDER BY name`,
+      );
+      const expiry: MetricSample[] = [];
+      const seen: MetricSample[] = [];
+      for (const r of rows) {
+        const labels = { node: r.name, fqdn: r.fqdn };
+        // A node without a certificate or without a heartbeat yet has no value to report.
+        if (r.expiry !== null) {
+          expiry.push({ name: "svc_node_certificate_expiry_seconds", labels, value: Number(r.expiry) });
+        }
+        if (r.seen !== null) seen.push({ name: "svc_node_last_seen_seconds", labels, value: Number(r.seen) });
+      }
+      return [
+        gauge(
+          "svc_node_certificate_expiry_seconds",
+          "Seconds until the node's certificate expires; negative once it has expired.",
+          expiry,
+        ),
+        gauge(
+          "svc_node_last_seen_seconds",
+          "Unix time of the node's last heartbeat (sent on connect and on metadata request, not periodically).",
+          seen,
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_policies_total"],
+    async run(q) {
+      const rows = await q.query<{ state: string; type: string; n: number }>(
+        "SELECT state, type, count(*) AS n FROM policies GROUP BY state, type ORDER BY state, type",
+      );
+      const name = "svc_policies_total";
+      return [
+        gauge(
+          name,
+          "Policies by state and type (only combinations that exist).",
+          rows.map((r) => ({ name, labels: { state: r.state, type: r.type }, value: Number(r.n) })),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_policy_bindings_total"],
+    async run(q) {
+      const rows = await q.query(
+        "SELECT state AS key, count(*) AS n FROM policy_bindings GROUP BY state ORDER BY state",
+      );
+      const name = "svc_policy_bindings_total";
+      return [gauge(name, "Policy bindings by state.", countsBy(name, "state", rows, BINDING_STATES))];
+    },
+  },
+  {
+    families: ["svc_compliance_results_total"],
+    async run(q) {
+      // Only results of policies still assigned to the node (enabled binding on one of its groups) count:
+      // an unbound policy's last result is history, and counting it would keep alerts firing forever.
+      const rows = await q.query(
+        `SELECT cr.status AS key, count(*) AS n
+           FROM compliance_results cr
+          WHERE cr.status <> 'inapplicable'
+            AND EXISTS (SELECT 1 FROM policy_bindings pb
+                          JOIN node_group_members m ON m.node_group_id = pb.node_group_id
+                         WHERE pb.policy_id = cr.policy_id AND m.node_id = cr.node_id AND pb.state = 'enabled')
+          GROUP BY cr.status ORDER BY cr.status`,
+      );
+      const name = "svc_compliance_results_total";
+      return [
+        gauge(
+          name,
+          "Latest compliance result per node and assigned policy, by status; inapplicable results are not counted.",
+          countsBy(name, "status", rows, EXPORTED_COMPLIANCE_STATUSES),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_users_total"],
+    async run(q) {
+      const rows = await q.query<{ source: string; enabled: boolean; n: number }>(
+        "SELECT source, enabled, count(*) AS n FROM users GROUP BY source, enabled ORDER BY source, enabled DESC",
+      );
+      const name = "svc_users_total";
+      return [
+        gauge(
+          name,
+          "Users by authentication source and enabled flag.",
+          rows.map((r) => ({
+            name,
+            labels: { source: r.source, enabled: String(r.enabled) },
+            value: Number(r.n),
+          })),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_audit_events_total"],
+    async run(q) {
+      const rows = await q.query<{ action: string; n: number }>(
+        "SELECT action, count(*) AS n FROM audit_logs GROUP BY action ORDER BY action",
+      );
+      const name = "svc_audit_events_total";
+      return [
+        gauge(
+          name,
+          "Rows in the audit log per action (drops when retention purges old rows).",
+          rows.map((r) => ({ name, labels: { action: r.action }, value: Number(r.n) })),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_flatpak_catalog_apps_total", "svc_flatpak_catalog_last_success_timestamp"],
+    async run(q) {
+      const rows = await tablesExist(q, ["flatpak_repos", "flatpak_catalog_apps"])
+        ? await q.query<{ repo: string; apps: number; last: number }>(
+          `SELECT r.name AS repo,
+                  (SELECT count(*) FROM flatpak_catalog_apps a WHERE a.repo_id = r.id) AS apps,
+                  coalesce(floor(extract(epoch FROM r.last_success_at)), 0)::float8 AS last
+             FROM flatpak_repos r ORDER BY r.name`,
+        )
+        : [];
+      return [
+        gauge(
+          "svc_flatpak_catalog_apps_total",
+          "Applications indexed in the Flatpak catalog per repository.",
+          rows.map((r) => ({
+            name: "svc_flatpak_catalog_apps_total",
+            labels: { repo: r.repo },
+            value: Number(r.apps),
+          })),
+        ),
+        gauge(
+          "svc_flatpak_catalog_last_success_timestamp",
+          "Unix time of the last successful catalog refresh or upload per repository; 0 if never.",
+          rows.map((r) => ({
+            name: "svc_flatpak_catalog_last_success_timestamp",
+            labels: { repo: r.repo },
+            value: Number(r.last),
+          })),
+        ),
+      ];
+    },
+  },
+  {
+    // Disk-encryption figures are fleet-wide counts only: never a node name, volume id or key material.
+    families: ["svc_luks_volumes_total"],
+    async run(q) {
+      const rows = await tablesExist(q, ["luks_volumes", "luks_recovery_keys"])
+        ? await q.query(
+          `SELECT escrowed::text AS key, count(*) AS n
+             FROM (SELECT EXISTS (SELECT 1 FROM luks_recovery_keys k
+                                   WHERE k.volume_id = v.id AND k.state = 'active') AS escrowed
+                     FROM luks_volumes v) s
+            GROUP BY escrowed`,
+        )
+        : [];
+      const name = "svc_luks_volumes_total";
+      return [
+        gauge(
+          name,
+          "Encrypted volumes reported by agents, by whether an active recovery key is escrowed.",
+          countsBy(name, "escrowed", rows, ["true", "false"]),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_luks_recovery_keys_overdue_total"],
+    async run(q) {
+      const rows = await tablesExist(q, ["luks_volumes"])
+        ? await q.query<{ n: number }>(
+          "SELECT count(*) AS n FROM luks_volumes WHERE rotation_requested_at IS NOT NULL",
+        )
+        : [{ n: 0 }];
+      const name = "svc_luks_recovery_keys_overdue_total";
+      return [
+        gauge(name, "Encrypted volumes with a pending recovery-key rotation request not yet completed.", [
+          { name, labels: {}, value: Number(rows[0].n) },
+        ]),
+      ];
+    },
+  },
+];
+
+/**
+ * Runs every scrape query and returns the families that could be computed. Never throws: a failing query
+ * omits its families, an unreachable database omits them all, each with a `metrics:` log line.
+ */
+export async function collectDatabaseFamilies(db: Db, log: Logger): Promise<MetricFamily[]> {
+  try {
+    await db.query("SELECT 1");
+  } catch (err) {
+    log.error("metrics: database unavailable; database metrics omitted from this scrape", {
+      error: errorText(err),
+    });
+    return [];
+  }
+  const families: MetricFamily[] = [];
+  // One short read-only transaction per query, run one after another so a scrape holds at most one pooled
+  // connection. Not one transaction with savepoints: postgres.js fails a whole transaction once any
+  // statement in it failed, even when the error was caught and rolled back to a savepoint.
+  for (const probe of PROBES) {
+    try {
+      families.push(
+        ...await db.transaction(async (tx) => {
+          await tx.query("SET TRANSACTION READ ONLY");
+          await tx.query(`SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'`);
+          return await probe.run(tx);
+        }),
+      );
+    } catch (err) {
+      log.error(`metrics: query for ${probe.families.join(", ")} failed; omitted from this scrape`, {
+        error: errorText(err),
+      });
+    }
+  }
+  return families;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
