@@ -13,11 +13,17 @@ export interface Logger {
 }
 
 /** Creates a logger writing to stderr at or above `level`. */
-export function createLogger(level: LogLevel = "info", sink: (line: string) => void = (l) => console.error(l)): Logger {
+export function createLogger(
+  level: LogLevel = "info",
+  sink: (line: string) => void = (l) => console.error(l),
+): Logger {
   const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[at] < ORDER[level]) return;
     const extra = fields
-      ? " " + Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(" ")
+      ? " " +
+        Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(
+          " ",
+        )
       : "";
     sink(`${new Date().toISOString()} ${at.toUpperCase()} ${msg}${extra}`);
   };

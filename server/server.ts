@@ -113,7 +113,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       async stop() {
         if (stopped) return;
         stopped = true;
-        for (const c of cleanups) await c().catch((err) => log.warn("shutdown step failed", { error: String(err) }));
+        for (const c of cleanups) {
+          await c().catch((err) => log.warn("shutdown step failed", { error: String(err) }));
+        }
       },
     };
   } catch (err) {

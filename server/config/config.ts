@@ -30,7 +30,14 @@ export interface ServerConfig {
   metrics: { listenAddr: string; bearerToken: string; tlsCertFile: string; tlsKeyFile: string };
   audit: {
     retentionDays: number;
-    syslog: { enabled: boolean; network: string; addr: string; format: string; facility: number; tlsCaFile: string };
+    syslog: {
+      enabled: boolean;
+      network: string;
+      addr: string;
+      format: string;
+      facility: number;
+      tlsCaFile: string;
+    };
   };
   agentRepo: { dir: string };
   log: { level: string };
@@ -141,7 +148,9 @@ export function resolveConfig(
   const known = new Set(CONFIG_KEYS.map((k) => k.key));
   for (const key of Object.keys(fileValues)) {
     if (!known.has(key)) {
-      throw new ConfigError(`unknown configuration key "${key}": check its spelling against packaging/server.yaml`);
+      throw new ConfigError(
+        `unknown configuration key "${key}": check its spelling against packaging/server.yaml`,
+      );
     }
   }
   const values = new Map<string, unknown>();
@@ -149,7 +158,9 @@ export function resolveConfig(
     let value: unknown = spec.default;
     let source = "default";
     if (spec.key in overrides) [value, source] = [overrides[spec.key], "default"];
-    if (spec.key in fileValues && fileValues[spec.key] !== null) [value, source] = [fileValues[spec.key], "file"];
+    if (spec.key in fileValues && fileValues[spec.key] !== null) {
+      [value, source] = [fileValues[spec.key], "file"];
+    }
     const envName = envNameFor(spec);
     const envValue = env[envName];
     if (envValue !== undefined && envValue !== "") [value, source] = [envValue, "env"];
@@ -216,7 +227,9 @@ function flattenYaml(text: string, path: string): Record<string, unknown> {
   }
   if (doc === null || doc === undefined) return {};
   if (typeof doc !== "object" || Array.isArray(doc)) {
-    throw new ConfigError(`configuration file ${path} must be a YAML mapping of sections (server:, database:, …)`);
+    throw new ConfigError(
+      `configuration file ${path} must be a YAML mapping of sections (server:, database:, …)`,
+    );
   }
   const out: Record<string, unknown> = {};
   const known = new Set(CONFIG_KEYS.map((k) => k.key));
@@ -244,7 +257,9 @@ function coerce(spec: KeySpec, raw: unknown, name: string): unknown {
     case "hostport":
       if (typeof raw !== "string" && typeof raw !== "number") fail(`expected a string, got ${describe(raw)}`);
       value = String(raw).trim();
-      if (spec.kind === "hostport" && !/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]*):\d{1,5}$/.test(value as string)) {
+      if (
+        spec.kind === "hostport" && !/^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9._-]*):\d{1,5}$/.test(value as string)
+      ) {
         fail(`"${value}" is not host:port (for example 127.0.0.1:9090)`);
       }
       if (spec.kind === "hostport") {
@@ -313,6 +328,8 @@ function checkJwtSecret(value: unknown): string | undefined {
 
 function checkAdminToken(value: unknown): string | undefined {
   const s = value as string;
-  if (s !== "" && s.length < 24) return "must be at least 24 characters (generate one with: openssl rand -hex 24)";
+  if (s !== "" && s.length < 24) {
+    return "must be at least 24 characters (generate one with: openssl rand -hex 24)";
+  }
   return undefined;
 }

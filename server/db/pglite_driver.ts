@@ -13,7 +13,10 @@ export interface PgliteOptions {
 /** Opens (or creates) an embedded database. */
 export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pglite: PGlite }> {
   if (options.dataDir) await Deno.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  const pg = await PGlite.create(options.dataDir, options.loadDataDir ? { loadDataDir: options.loadDataDir } : {});
+  const pg = await PGlite.create(
+    options.dataDir,
+    options.loadDataDir ? { loadDataDir: options.loadDataDir } : {},
+  );
   const wrap = (q: Pick<PGlite, "query">): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
       const res = await q.query<T>(text, params as unknown[]);

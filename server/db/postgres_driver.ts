@@ -14,7 +14,9 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     max: options.max ?? 20,
     onnotice: () => {},
     // int8 (oid 20) as a JS number: counts and revisions stay far below 2^53, and PGlite does the same.
-    types: { bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+    types: {
+      bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    },
     connection: { application_name: "svc-server" },
   });
   await sql`SELECT 1`;

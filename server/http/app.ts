@@ -35,7 +35,9 @@ export function createApp(parts: AppParts): Hono<AppEnv> {
     }
     ctx.log.error("http: unhandled error", { method: c.req.method, path: c.req.path, error: String(err) });
     if (err instanceof Error && err.stack) ctx.log.debug(err.stack);
-    return c.json({ error: { code: "internal", message: "internal server error; the server log has details" } }, 500);
+    return c.json({
+      error: { code: "internal", message: "internal server error; the server log has details" },
+    }, 500);
   });
   app.use("/api/*", csrfProtection());
   mountRoutes(app, parts.routes, parts.hooks);

@@ -27,7 +27,9 @@ export function timingSafeEqual(a: string, b: string): boolean {
 /** The CSRF middleware. */
 export function csrfProtection(): MiddlewareHandler {
   return async (c, next) => {
-    if (SAFE.has(c.req.method) || !c.req.path.startsWith("/api/") || EXEMPT.has(c.req.path)) return await next();
+    if (SAFE.has(c.req.method) || !c.req.path.startsWith("/api/") || EXEMPT.has(c.req.path)) {
+      return await next();
+    }
     const cookie = getCookie(c, CSRF_COOKIE);
     const header = c.req.header(CSRF_HEADER);
     if (!cookie || !header) {
@@ -38,7 +40,11 @@ export function csrfProtection(): MiddlewareHandler {
       );
     }
     if (!timingSafeEqual(cookie, header)) {
-      throw new HttpError(403, "csrf_invalid", `invalid CSRF token: ${CSRF_HEADER} must equal the ${CSRF_COOKIE} cookie`);
+      throw new HttpError(
+        403,
+        "csrf_invalid",
+        `invalid CSRF token: ${CSRF_HEADER} must equal the ${CSRF_COOKIE} cookie`,
+      );
     }
     await next();
   };

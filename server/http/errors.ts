@@ -55,7 +55,9 @@ export function unauthorized(message = "authentication required: log in again"):
 }
 
 /** The JSON body for an error. */
-export function errorBody(err: HttpError): { error: { code: string; message: string; fields?: FieldError[] } } {
+export function errorBody(
+  err: HttpError,
+): { error: { code: string; message: string; fields?: FieldError[] } } {
   return { error: { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) } };
 }
 
@@ -65,6 +67,8 @@ export function fromDatabaseError(err: unknown): HttpError | undefined {
   if (code === "23505") return conflict("an item with the same name or key already exists");
   if (code === "23503") return conflict("a referenced item does not exist or is still in use");
   if (code === "22P02") return badRequest("an identifier in the request is not a valid UUID");
-  if (code === "23514") return badRequest("a value in the request is not allowed (it failed a database check)");
+  if (code === "23514") {
+    return badRequest("a value in the request is not allowed (it failed a database check)");
+  }
   return undefined;
 }

@@ -51,7 +51,11 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     const actual = typeOf(value);
     if (!types.some((t) => typeMatches(t, actual))) {
-      push(`must be ${types.filter((t) => t !== "null").join(" or ")}${types.includes("null") ? " or null" : ""}`);
+      push(
+        `must be ${types.filter((t) => t !== "null").join(" or ")}${
+          types.includes("null") ? " or null" : ""
+        }`,
+      );
       return errors;
     }
   }
@@ -84,7 +88,9 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
     if (schema.uniqueItems && new Set(value.map((v) => JSON.stringify(v))).size !== value.length) {
       push("must not contain duplicates");
     }
-    if (schema.items) value.forEach((v, i) => errors.push(...validateJson(schema.items!, v, `${path}[${i}]`)));
+    if (schema.items) {
+      value.forEach((v, i) => errors.push(...validateJson(schema.items!, v, `${path}[${i}]`)));
+    }
   }
   if (typeOf(value) === "object") {
     const obj = value as Record<string, unknown>;

@@ -68,7 +68,12 @@ export interface RouteHooks {
   /** Resolves the caller from cookie or bearer token; null when absent or invalid. */
   authenticate(c: RouteContext): Promise<AuthUser | null>;
   /** Records the outcome of a mutating or denied request. */
-  audit(c: RouteContext, route: RouteSpec, outcome: "success" | "failure" | "denied", status: number): Promise<void>;
+  audit(
+    c: RouteContext,
+    route: RouteSpec,
+    outcome: "success" | "failure" | "denied",
+    status: number,
+  ): Promise<void>;
 }
 
 /** Maximum JSON body accepted by ordinary routes (import has its own, larger limit). */
@@ -118,7 +123,11 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
 async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknown> {
   const type = c.req.header("content-type") ?? "";
   if (!type.includes("application/json")) {
-    throw new HttpError(415, "unsupported_media_type", "send the request body as JSON (Content-Type: application/json)");
+    throw new HttpError(
+      415,
+      "unsupported_media_type",
+      "send the request body as JSON (Content-Type: application/json)",
+    );
   }
   const text = await c.req.text();
   if (text.length > MAX_JSON_BODY) {
@@ -169,6 +178,9 @@ export function body<T>(c: RouteContext): T {
 }
 
 /** Tells the audit middleware which resource a mutating handler touched. */
-export function auditResource(c: RouteContext, resource: { id?: string; name?: string; type?: string }): void {
+export function auditResource(
+  c: RouteContext,
+  resource: { id?: string; name?: string; type?: string },
+): void {
   c.set("auditResource", resource);
 }

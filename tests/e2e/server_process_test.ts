@@ -4,7 +4,6 @@
  */
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import https from "node:https";
 import * as grpc from "@grpc/grpc-js";
 import postgres from "postgres";
 import { freePort, type ServerProcess, startServerProcess } from "../helpers/process.ts";
@@ -42,24 +41,23 @@ async function handshake(port: number, extra: string[]): Promise<{ ok: boolean; 
   return { ok, out };
 }
 
-function h1Get(proc: ServerProcess, ca: string, path: string): Promise<{ status: number; body: string; alpn: string }> {
-  return new Promise((resolve, reject) => {
-    const req = https.request(
-      { host: "127.0.0.1", port: proc.webPort, path, ca, ALPNProtocols: ["http/1.1"], servername: "localhost" },
-      (res) => {
-        let body = "";
-        res.on("data", (d) => (body += d));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode!,
-            body,
-            alpn: String((res.socket as unknown as { alpnProtocol: string }).alpnProtocol),
-          }));
-      },
-    );
-    req.on("error", reject);
-    req.end();
-  });
+/** GET over HTTP/1.1 with curl (ALPN offers only http/1.1); reports the protocol version actually used. */
+async function h1Get(
+  proc: ServerProcess,
+  path: string,
+): Promise<{ status: number; body: string; httpVersion: string }> {
+  const res = await run("curl", [
+    "-sS",
+    "--http1.1",
+    "--cacert",
+    `${proc.dataDir}/pki/ca/ca.crt`,
+    "-w",
+    "\n%{http_code} %{http_version}",
+    `https://127.0.0.1:${proc.webPort}${path}`,
+  ]);
+  const lines = res.out.trimEnd().split("\n");
+  const [status, httpVersion] = lines.pop()!.split(" ");
+  return { status: Number(status), body: lines.join("\n"), httpVersion };
 }
 
 function h2Request(
@@ -93,9 +91,9 @@ Deno.test({
     try {
       const ca = await Deno.readTextFile(`${proc.dataDir}/pki/ca/ca.crt`);
       await t.step("GET /api/v1/version over HTTP/1.1 and HTTP/2", async () => {
-        const one = await h1Get(proc, ca, "/api/v1/version");
+        const one = await h1Get(proc, "/api/v1/version");
         assert.equal(one.status, 200);
-        assert.equal(one.alpn, "http/1.1");
+        assert.equal(one.httpVersion, "1.1");
         assert.deepEqual(JSON.parse(one.body), { version: VERSION });
         const two = await h2Request(proc, ca, { ":path": "/api/v1/version", ":method": "GET" });
         assert.equal(two.status, 200);
@@ -103,14 +101,18 @@ Deno.test({
         assert.match(String(two.headers["content-security-policy"]), /script-src 'self'/);
       });
       await t.step("GET /agent/ca.crt serves the internal CA without login", async () => {
-        const res = await h1Get(proc, ca, "/agent/ca.crt");
+        const res = await h1Get(proc, "/agent/ca.crt");
         assert.equal(res.status, 200);
         assert.equal(res.body.trim(), ca.trim());
       });
       await t.step("web port refuses TLS 1.1 and non-GCM TLS 1.2 suites, accepts ECDHE-GCM", async () => {
         const tls11 = await handshake(proc.webPort, ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0"]);
         assert.equal(tls11.ok, false, tls11.out);
-        const cbc = await handshake(proc.webPort, ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA"]);
+        const cbc = await handshake(proc.webPort, [
+          "-tls1_2",
+          "-cipher",
+          "ECDHE-ECDSA-AES128-SHA256:ECDHE-ECDSA-AES256-SHA",
+        ]);
         assert.equal(cbc.ok, false, cbc.out);
         const gcm = await handshake(proc.webPort, ["-tls1_2", "-cipher", "ECDHE-ECDSA-AES128-GCM-SHA256"]);
         assert.equal(gcm.ok, true, gcm.out);
@@ -155,17 +157,24 @@ Deno.test({
       await t.step("policy port: TLS 1.2 refused, no client certificate refused", async () => {
         const tls12 = await handshake(proc.policyPort, ["-tls1_2"]);
         assert.equal(tls12.ok, false, tls12.out);
-        // In TLS 1.3 the client learns of a missing certificate only after sending data; ask for h2 and
-        // check no application data flows and the server alerts.
-        const noCert = await run("curl", [
-          "-sS",
-          "--http2",
-          "--cacert",
+        // In TLS 1.3 the server checks the client certificate after the client's Finished, so the refusal is an
+        // alert the client reads once it sends data: "certificate required" (alert 116), and no data flows back.
+        const { out } = await run("timeout", [
+          "10",
+          "openssl",
+          "s_client",
+          "-connect",
+          `127.0.0.1:${proc.policyPort}`,
+          "-tls1_3",
+          "-alpn",
+          "h2",
+          "-ign_eof",
+          "-CAfile",
           `${proc.dataDir}/pki/ca/ca.crt`,
-          `https://127.0.0.1:${proc.policyPort}/`,
-        ]);
-        assert.notEqual(noCert.code, 0, noCert.out);
-        assert.match(noCert.out, /certificate required|alert|SSL/i);
+          "-servername",
+          "localhost",
+        ], "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        assert.match(out, /alert certificate required/, out);
       });
       await t.step("policy port negotiates ALPN h2 with a CA-signed client certificate", async () => {
         const dir = await Deno.makeTempDir();
@@ -238,9 +247,12 @@ Deno.test({
     const repo = new URL("../../", import.meta.url).pathname;
     const [web, policy, metrics] = [freePort(), freePort(), freePort()];
     const child = new Deno.Command(Deno.execPath(), {
-      args: ["task", "--config", `${repo}deno.json`, "--cwd", cwd, "start"],
+      args: ["task", "--config", `${repo}deno.json`, "start"],
       env: {
         NO_COLOR: "1",
+        // The task's default data dir is ./.svc-data in the checkout; the environment moves it to a temp dir so
+        // the test never shares state with a developer's running server.
+        SVC_SERVER_DATA_DIR: `${cwd}/.svc-data`,
         SVC_SERVER_ENROLLMENT_PORT: String(web),
         SVC_SERVER_POLICY_PORT: String(policy),
         SVC_METRICS_ADDR: `127.0.0.1:${metrics}`,
@@ -254,7 +266,9 @@ Deno.test({
     };
     const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
     try {
-      for (let i = 0; i < 600 && !/svc-server started/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+      for (let i = 0; i < 600 && !/svc-server started/.test(out); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
       assert.match(out, /svc-server started/, out);
       assert.match(out, /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
       const password = (await Deno.readTextFile(`${cwd}/.svc-data/initial_admin_password`)).trim();
@@ -279,7 +293,9 @@ Deno.test({
     await tdb.db.close();
     const proc = await startServerProcess({ config: { database: { url: tdb.url } } });
     try {
-      const client = Deno.createHttpClient({ caCerts: [await Deno.readTextFile(`${proc.dataDir}/pki/ca/ca.crt`)] });
+      const client = Deno.createHttpClient({
+        caCerts: [await Deno.readTextFile(`${proc.dataDir}/pki/ca/ca.crt`)],
+      });
       const dbName = new URL(tdb.url).pathname.slice(1);
       const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} });
       await admin.unsafe(`DROP DATABASE ${dbName} WITH (FORCE)`);

@@ -106,7 +106,10 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
       if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${out}`);
       try {
         client ??= Deno.createHttpClient({ caCerts: [await Deno.readTextFile(`${dataDir}/pki/ca/ca.crt`)] });
-        const res = await fetch(`${proc.baseUrl}/api/v1/version`, { client, signal: AbortSignal.timeout(1000) });
+        const res = await fetch(`${proc.baseUrl}/api/v1/version`, {
+          client,
+          signal: AbortSignal.timeout(1000),
+        });
         await res.body?.cancel();
         if (res.ok) return proc;
       } catch { /* not up yet */ }

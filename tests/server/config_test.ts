@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { parse } from "yaml";
-import { CONFIG_KEYS, ConfigError, envNameFor, loadConfig, resolveConfig } from "../../server/config/config.ts";
+import {
+  CONFIG_KEYS,
+  ConfigError,
+  envNameFor,
+  loadConfig,
+  resolveConfig,
+} from "../../server/config/config.ts";
 
 Deno.test("defaults match the specification", () => {
   const c = resolveConfig({}, {});
@@ -13,7 +19,11 @@ Deno.test("defaults match the specification", () => {
 Deno.test("environment wins over the file, the file over defaults", () => {
   const c = resolveConfig(
     { "server.enrollment_port": 9443, "server.policy_port": 9444, "metrics.listen_addr": "0.0.0.0:9100" },
-    { SVC_SERVER_ENROLLMENT_PORT: "10443", SVC_METRICS_ADDR: "127.0.0.1:9200", SVC_SERVER_HOSTNAMES: "a.example, b" },
+    {
+      SVC_SERVER_ENROLLMENT_PORT: "10443",
+      SVC_METRICS_ADDR: "127.0.0.1:9200",
+      SVC_SERVER_HOSTNAMES: "a.example, b",
+    },
   );
   assert.equal(c.server.enrollmentPort, 10443);
   assert.equal(c.server.policyPort, 9444);
@@ -36,10 +46,22 @@ Deno.test("the spec's environment names are honoured", () => {
 
 const BAD: Array<[Record<string, unknown>, Record<string, string>, RegExp]> = [
   [{ "server.policy_port": 70000 }, {}, /server\.policy_port: 70000 is above the maximum 65535/],
-  [{}, { SVC_SERVER_ENROLLMENT_PORT: "eighty" }, /SVC_SERVER_ENROLLMENT_PORT: "eighty" is not a whole number/],
-  [{ "tls.cert_file": "/etc/svc/web.crt" }, {}, /tls\.cert_file and tls\.key_file: both must be set or neither/],
+  [
+    {},
+    { SVC_SERVER_ENROLLMENT_PORT: "eighty" },
+    /SVC_SERVER_ENROLLMENT_PORT: "eighty" is not a whole number/,
+  ],
+  [
+    { "tls.cert_file": "/etc/svc/web.crt" },
+    {},
+    /tls\.cert_file and tls\.key_file: both must be set or neither/,
+  ],
   [{ "ca.key_file": "/k" }, {}, /ca\.cert_file and ca\.key_file: both must be set or neither/],
-  [{}, { SVC_METRICS_TLS_CERT_FILE: "/c" }, /metrics\.tls_cert_file and metrics\.tls_key_file: both must be set or neither/],
+  [
+    {},
+    { SVC_METRICS_TLS_CERT_FILE: "/c" },
+    /metrics\.tls_cert_file and metrics\.tls_key_file: both must be set or neither/,
+  ],
   [{ "metrics.listen_addr": "localhost" }, {}, /metrics\.listen_addr: "localhost" is not host:port/],
   [{ "database.url": "mysql://x" }, {}, /database\.url: must be a postgres:\/\//],
   [{}, { JWT_SECRET: "short" }, /JWT_SECRET: must be at least 32 bytes/],
@@ -52,7 +74,10 @@ const BAD: Array<[Record<string, unknown>, Record<string, string>, RegExp]> = [
 
 for (const [file, env, message] of BAD) {
   Deno.test(`config error names the key: ${message.source.slice(0, 60)}`, () => {
-    assert.throws(() => resolveConfig(file, env), (err: Error) => err instanceof ConfigError && message.test(err.message));
+    assert.throws(
+      () => resolveConfig(file, env),
+      (err: Error) => err instanceof ConfigError && message.test(err.message),
+    );
   });
 }
 
@@ -66,7 +91,10 @@ Deno.test("YAML file: nested sections, invalid YAML and an explicit missing file
     assert.deepEqual(c.server.hostnames, ["svc.example"]);
     await Deno.writeTextFile(path, "server: [unclosed\n");
     await assert.rejects(loadConfig({ path, env: {} }), /is not valid YAML/);
-    await assert.rejects(loadConfig({ path: `${dir}/none.yaml`, explicitPath: true, env: {} }), /cannot read/);
+    await assert.rejects(
+      loadConfig({ path: `${dir}/none.yaml`, explicitPath: true, env: {} }),
+      /cannot read/,
+    );
     const implicit = await loadConfig({ path: `${dir}/none.yaml`, env: {} });
     assert.equal(implicit.server.enrollmentPort, 8443);
   } finally {
