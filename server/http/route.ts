@@ -104,11 +104,15 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
           throw new HttpError(403, "forbidden", `permission ${route.access} is required for this action`);
         }
       }
-      if (route.query) validateQuery(c, route.query);
-      if (route.body) c.set("body", await readJsonBody(c, route.body));
-      if (!mutating || !route.audit) return await route.handler(c);
+      const run = async () => {
+        if (route.query) validateQuery(c, route.query);
+        if (route.body) c.set("body", await readJsonBody(c, route.body));
+        return await route.handler(c);
+      };
+      if (!mutating || !route.audit) return await run();
       try {
-        const res = await route.handler(c);
+        // Validation runs inside so a rejected mutation is audited as a failure too.
+        const res = await run();
         await hooks.audit(c, route, res.status < 400 ? "success" : "failure", res.status);
         return res;
       } catch (err) {

@@ -1,0 +1,349 @@
+/**
+ * `/api/v1/auth/*`: login, refresh, logout, the current user, and changing one's own password.
+ *
+ * Scripts use the same double submit as the browser: `POST /api/v1/auth/login` with a cookie jar, then send
+ * the `svc_csrf` cookie value in `X-CSRF-Token` on every POST/PUT/PATCH/DELETE. A client that prefers
+ * `Authorization: Bearer` takes the `svc_session` cookie value as the token and still echoes `svc_csrf`.
+ */
+import type { Context } from "hono";
+import { getCookie } from "hono/cookie";
+import { HttpError, unauthorized } from "../http/errors.ts";
+import { body, type RouteContext, type RouteSpec } from "../http/route.ts";
+import type { AuditEvent } from "../audit/event.ts";
+import { bearerToken } from "./hooks.ts";
+import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
+import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "./password.ts";
+import { effectivePermissions, identityTransaction } from "./rbac.ts";
+import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
+import type { IdentityServices } from "./services.ts";
+import { isWellFormedToken } from "./tokens.ts";
+import { findUserForLogin, getUser, passwordHashOf, setPassword, USERNAME_PATTERN } from "./users.ts";
+
+/** What `/auth/me` (and login) answer. */
+export interface MeResponse {
+  user: { id: string; username: string; email: string; full_name: string; source: string };
+  permissions: string[];
+  edition: "community";
+  features: { scoped_role_bindings: false; mfa: false; ldap: false };
+  /** When the access token expires (login and refresh only). */
+  expires_at?: string;
+}
+
+const ME_SCHEMA = {
+  type: "object",
+  properties: {
+    user: {
+      type: "object",
+      properties: {
+        id: { type: "string", format: "uuid" },
+        username: { type: "string" },
+        email: { type: "string" },
+        full_name: { type: "string" },
+        source: { type: "string" },
+      },
+    },
+    permissions: { type: "array", items: { type: "string" } },
+    edition: { type: "string", enum: ["community"] },
+    features: {
+      type: "object",
+      properties: {
+        scoped_role_bindings: { type: "boolean" },
+        mfa: { type: "boolean" },
+        ldap: { type: "boolean" },
+      },
+    },
+    expires_at: { type: "string" },
+  },
+};
+
+const INVALID_CREDENTIALS = "invalid username or password";
+
+/**
+ * Login and refresh are exempt from the CSRF header (they set the cookie). A browser marks a request made by
+ * another site's page `Sec-Fetch-Site: cross-site`; refusing those stops login CSRF (being logged into the
+ * attacker's account) and cross-site refresh. Non-browser clients send no such header.
+ */
+function refuseCrossSite(c: RouteContext): void {
+  if (c.req.header("sec-fetch-site") === "cross-site") {
+    throw new HttpError(
+      403,
+      "cross_site",
+      "this request came from another site; open svc directly and try again",
+    );
+  }
+}
+
+/** The auth routes. */
+export function authRoutes(s: IdentityServices): RouteSpec[] {
+  const { ctx } = s;
+  const security = ctx.config.security;
+
+  /** Signs an access token for a session and sets the three cookies (the CSRF token is the session's). */
+  const issueCookies = async (
+    c: Context,
+    options: { userId: string; sessionId: string; refresh: string; notBeforeMs?: number },
+  ): Promise<Date> => {
+    const { token, expiresAt } = await s.signer.sign({
+      userId: options.userId,
+      sessionId: options.sessionId,
+      issuedAtMs: Math.max(Date.now(), options.notBeforeMs ?? 0),
+    }, security.accessTokenTtlSeconds);
+    setSessionCookies(c, {
+      access: token,
+      refresh: options.refresh,
+      csrf: await s.signer.csrfToken(options.sessionId),
+      refreshTtlSeconds: security.refreshTokenTtlSeconds,
+    });
+    return expiresAt;
+  };
+
+  const me = async (userId: string): Promise<MeResponse> => {
+    const user = await getUser(ctx.db, userId);
+    if (!user) throw unauthorized();
+    return {
+      user: {
+        id: user.id,
+        username: user.username,
+        email: user.email,
+        full_name: user.full_name,
+        source: user.source,
+      },
+      permissions: await effectivePermissions(ctx.db, userId),
+      edition: "community",
+      features: { scoped_role_bindings: false, mfa: false, ldap: false },
+    };
+  };
+
+  const authEvent = (c: RouteContext, event: Omit<AuditEvent, "sourceIp">): Promise<void> =>
+    ctx.audit.record({ ...event, sourceIp: c.get("clientIp") });
+
+  return [
+    {
+      method: "POST",
+      path: "/api/v1/auth/login",
+      summary: "Log in with username and password",
+      tag: "auth",
+      access: "public",
+      body: {
+        type: "object",
+        required: ["username", "password"],
+        additionalProperties: false,
+        properties: {
+          username: { type: "string", minLength: 1, maxLength: 128 },
+          password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+        },
+      },
+      responses: {
+        "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+        "401": { description: "Wrong username or password (the same answer for both)" },
+        "429": {
+          description: "Too many failed attempts from this address or for this account; see Retry-After",
+        },
+      },
+      async handler(c) {
+        refuseCrossSite(c);
+        const { username, password } = body<{ username: string; password: string }>(c);
+        const ip = s.clientIp(c.req.raw.headers);
+        c.set("clientIp", ip);
+        const keys = [`ip:${ip}`, `user:${username.toLowerCase()}`];
+        const wait = s.limiter.retryAfter(keys);
+        if (wait > 0) {
+          ctx.log.warn("auth: login rate limited", { ip, retry_after: wait });
+          throw new HttpError(
+            429,
+            "rate_limited",
+            `too many failed login attempts; try again in ${wait} seconds`,
+            undefined,
+            { "Retry-After": String(wait) },
+          );
+        }
+        const user = new RegExp(USERNAME_PATTERN).test(username)
+          ? await findUserForLogin(ctx.db, username)
+          : undefined;
+        const usable = user && user.enabled && user.source === "local" ? user.password_hash : undefined;
+        const ok = await verifyPassword(password, usable);
+        if (!ok || !user) {
+          s.limiter.fail(keys);
+          await authEvent(c, {
+            action: "auth.login",
+            outcome: "failure",
+            actor: { username },
+            resource: { type: "user", id: user?.id, name: username },
+            details: { reason: !user ? "unknown_user" : !user.enabled ? "disabled" : "wrong_password" },
+          });
+          throw new HttpError(401, "invalid_credentials", INVALID_CREDENTIALS);
+        }
+        s.limiter.reset(keys[1]);
+        const session = await startSession(ctx.db, {
+          userId: user.id,
+          ttlSeconds: security.refreshTokenTtlSeconds,
+        });
+        const expiresAt = await issueCookies(c, {
+          userId: user.id,
+          sessionId: session.familyId,
+          refresh: session.token,
+        });
+        await authEvent(c, {
+          action: "auth.login",
+          outcome: "success",
+          actor: { userId: user.id, username: user.username },
+          resource: { type: "user", id: user.id, name: user.username },
+        });
+        return c.json({ ...(await me(user.id)), expires_at: expiresAt.toISOString() });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/auth/refresh",
+      summary: "Exchange the refresh cookie for a new session (the refresh token rotates)",
+      tag: "auth",
+      access: "public",
+      responses: {
+        "200": { description: "New svc_session, svc_refresh and svc_csrf cookies", schema: ME_SCHEMA },
+        "401": { description: "No, expired or revoked refresh token; a replayed one ends the whole session" },
+      },
+      async handler(c) {
+        refuseCrossSite(c);
+        c.set("clientIp", s.clientIp(c.req.raw.headers));
+        const presented = getCookie(c, REFRESH_COOKIE);
+        if (!isWellFormedToken(presented)) {
+          clearSessionCookies(c);
+          throw unauthorized("no valid refresh token: log in again");
+        }
+        const result = await ctx.db.transaction((tx) =>
+          rotateRefreshToken(tx, { token: presented, ttlSeconds: security.refreshTokenTtlSeconds })
+        );
+        if (result.kind === "reused") {
+          const user = await getUser(ctx.db, result.userId);
+          await authEvent(c, {
+            action: "auth.refresh_reuse",
+            outcome: "denied",
+            actor: { userId: result.userId, username: user?.username },
+            resource: { type: "session", id: result.familyId, name: user?.username },
+            details: { reason: "a refresh token was presented twice; the session was revoked" },
+          });
+        }
+        if (result.kind !== "rotated") {
+          clearSessionCookies(c);
+          throw unauthorized("the session has ended: log in again");
+        }
+        const { issued } = result;
+        const expiresAt = await issueCookies(c, {
+          userId: issued.userId,
+          sessionId: issued.familyId,
+          refresh: issued.token,
+        });
+        return c.json({ ...(await me(issued.userId)), expires_at: expiresAt.toISOString() });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/auth/logout",
+      summary: "End the current session and clear the cookies",
+      tag: "auth",
+      // Public so an expired session can still be ended; the CSRF check still applies.
+      access: "public",
+      responses: { "204": { description: "Session revoked (when there was one) and cookies cleared" } },
+      async handler(c) {
+        c.set("clientIp", s.clientIp(c.req.raw.headers));
+        const token = getCookie(c, SESSION_COOKIE) ?? bearerToken(c.req.header("authorization"));
+        const claims = token ? await s.signer.verify(token, { allowExpired: true }) : undefined;
+        if (claims) {
+          await revokeSession(ctx.db, claims.sessionId);
+          const user = await getUser(ctx.db, claims.userId);
+          await authEvent(c, {
+            action: "auth.logout",
+            outcome: "success",
+            actor: { userId: user?.id, username: user?.username },
+            resource: { type: "user", id: claims.userId, name: user?.username },
+          });
+        }
+        clearSessionCookies(c);
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/auth/me",
+      summary: "The current user, their permissions and the edition's features",
+      tag: "auth",
+      access: "authenticated",
+      responses: { "200": { description: "Current user", schema: ME_SCHEMA } },
+      async handler(c) {
+        return c.json(await me(c.get("user")!.id));
+      },
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/auth/password",
+      summary: "Change your own password (the current one is required); other sessions end",
+      tag: "auth",
+      access: "authenticated",
+      audit: { resourceType: "user", action: "user.password_change" },
+      body: {
+        type: "object",
+        required: ["current_password", "new_password"],
+        additionalProperties: false,
+        properties: {
+          current_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+          new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+        },
+      },
+      responses: {
+        "204": { description: "Changed; this client receives a fresh session, every other session ends" },
+        "400": { description: "The new password breaks the rules" },
+        "403": { description: "The current password is wrong" },
+      },
+      async handler(c) {
+        const caller = c.get("user")!;
+        auditSelf(c, caller);
+        const input = body<{ current_password: string; new_password: string }>(c);
+        const keys = [`user:${caller.username.toLowerCase()}`];
+        const wait = s.limiter.retryAfter(keys);
+        if (wait > 0) {
+          throw new HttpError(
+            429,
+            "rate_limited",
+            `too many failed attempts; try again in ${wait} seconds`,
+            undefined,
+            {
+              "Retry-After": String(wait),
+            },
+          );
+        }
+        const hash = await passwordHashOf(ctx.db, caller.id);
+        if (!(await verifyPassword(input.current_password, hash))) {
+          s.limiter.fail(keys);
+          throw new HttpError(403, "wrong_password", "current_password is not your current password", [
+            { field: "current_password", message: "is not your current password" },
+          ]);
+        }
+        checkPasswordRules(input.new_password, "new_password");
+        if (input.new_password === input.current_password) {
+          throw new HttpError(400, "bad_request", "new_password must differ from the current password", [
+            { field: "new_password", message: "must differ from the current password" },
+          ]);
+        }
+        const cutoff = await identityTransaction(
+          ctx.db,
+          (tx) => setPassword(tx, caller.id, input.new_password),
+        );
+        const session = await startSession(ctx.db, {
+          userId: caller.id,
+          ttlSeconds: security.refreshTokenTtlSeconds,
+        });
+        await issueCookies(c, {
+          userId: caller.id,
+          sessionId: session.familyId,
+          refresh: session.token,
+          notBeforeMs: cutoff,
+        });
+        return c.body(null, 204);
+      },
+    },
+  ];
+}
+
+function auditSelf(c: RouteContext, caller: { id: string; username: string }): void {
+  c.set("auditResource", { type: "user", id: caller.id, name: caller.username });
+}

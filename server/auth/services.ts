@@ -1,0 +1,23 @@
+/** What the identity routes and hooks share: context, token signer, login limiter and client-address resolver. */
+import type { ServerContext } from "../context.ts";
+import { type ClientIpResolver, createClientIpResolver } from "./client_ip.ts";
+import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
+import { createTokenSigner, type TokenSigner } from "./tokens.ts";
+
+/** Shared identity state for one server process. */
+export interface IdentityServices {
+  ctx: ServerContext;
+  signer: TokenSigner;
+  limiter: LoginLimiter;
+  clientIp: ClientIpResolver;
+}
+
+/** Builds the shared state from the context (logs the JWT secret warning when it applies). */
+export function createIdentityServices(ctx: ServerContext): IdentityServices {
+  return {
+    ctx,
+    signer: createTokenSigner(ctx.config.security.jwtSecret, ctx.log),
+    limiter: createLoginLimiter(),
+    clientIp: createClientIpResolver(ctx.config.server.trustedProxies),
+  };
+}
