@@ -56,6 +56,8 @@ export interface RouteSpec {
   audit?: { resourceType: string; action?: string };
   /** JSON request body schema (validated before the handler runs; 400 naming fields). */
   body?: JsonSchema;
+  /** A body the handler reads itself (e.g. a YAML bundle), documented in OpenAPI only. */
+  rawBody?: { description: string; contentTypes: string[] };
   /** Query parameter schemas (strings in the URL; `integer`/`boolean` are coerced first). */
   query?: Record<string, JsonSchema>;
   /** Response documentation by status code. */
@@ -116,7 +118,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         await hooks.audit(c, route, res.status < 400 ? "success" : "failure", res.status);
         return res;
       } catch (err) {
-        await hooks.audit(c, route, "failure", err instanceof HttpError ? err.status : 500);
+        const status = err instanceof HttpError ? err.status : 500;
+        await hooks.audit(c, route, status === 403 ? "denied" : "failure", status);
         throw err;
       }
     });
@@ -126,6 +129,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
 /** Reads and validates a JSON body. */
 async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknown> {
   const type = c.req.header("content-type") ?? "";
+  // An action route whose body is all optional (e.g. revoke with an optional reason) may be called bare.
+  if (!type && !(schema.required?.length) && (c.req.header("content-length") ?? "0") === "0") return {};
   if (!type.includes("application/json")) {
     throw new HttpError(
       415,

@@ -1,0 +1,55 @@
+/**
+ * Errors of the domain layer. Domain functions know nothing about HTTP; they throw a {@link DomainError}
+ * whose `kind` says what went wrong, and the REST layer maps the kind to a status code.
+ */
+
+/** One problem with one field, e.g. `{field: "content.rules[2].action_ids", message: "…"}`. */
+export interface DomainFieldError {
+  field: string;
+  message: string;
+}
+
+/**
+ * What kind of failure: `not_found` (the named thing does not exist), `conflict` (refused because of the
+ * current state; the message says what to do first), `invalid` (content or a value does not validate),
+ * `forbidden` (the caller lacks a permission the request turned out to need).
+ */
+export type DomainErrorKind = "not_found" | "conflict" | "invalid" | "forbidden";
+
+/** A refusal meant for a person: the message names the thing and the fix. */
+export class DomainError extends Error {
+  constructor(
+    readonly kind: DomainErrorKind,
+    message: string,
+    readonly fields?: DomainFieldError[],
+  ) {
+    super(message);
+    this.name = "DomainError";
+  }
+}
+
+/** `<what> not found`. */
+export function notFoundError(what: string): DomainError {
+  return new DomainError("not_found", `${what} not found`);
+}
+
+/** A refusal because of the current state. */
+export function conflictError(message: string): DomainError {
+  return new DomainError("conflict", message);
+}
+
+/** A validation failure; the message summarises the first field problem. */
+export function invalidError(message: string, fields?: DomainFieldError[]): DomainError {
+  return new DomainError("invalid", message, fields);
+}
+
+/** Builds an `invalid` error from field problems (at least one), prefixing each field with `prefix`. */
+export function fieldsError(fields: readonly DomainFieldError[], prefix = ""): DomainError {
+  const named = fields.map((f) => ({
+    field: prefix && f.field ? `${prefix}.${f.field}` : prefix || f.field,
+    message: f.message,
+  }));
+  const first = named[0];
+  const more = named.length > 1 ? ` (and ${named.length - 1} more)` : "";
+  return new DomainError("invalid", `${first.field ? `${first.field}: ` : ""}${first.message}${more}`, named);
+}

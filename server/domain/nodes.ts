@@ -1,0 +1,255 @@
+/**
+ * Nodes: enrolled machines. Listing and reading, notes, certificate revocation, deletion and the metadata
+ * request. Revocation is enforced by the server (no CRL): every serial ever issued to the node goes into
+ * `revoked_certificates`, which both ports consult on every call, and the node's open streams are told to
+ * close. Deleting a node revokes first, so a deleted node's certificate stays refused.
+ */
+import { type Queryable, queryOne } from "../db/db.ts";
+import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
+import { nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
+import { conflictError, notFoundError } from "./errors.ts";
+import {
+  likePattern,
+  limitOffset,
+  orderBy,
+  type Page,
+  type PageRequest,
+  Params,
+  type SortRequest,
+} from "./pagination.ts";
+
+/** Node statuses. */
+export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
+/** A node status. */
+export type NodeStatus = (typeof NODE_STATUSES)[number];
+
+/** A node in a list. */
+export interface NodeSummary {
+  id: string;
+  name: string;
+  status: NodeStatus;
+  status_reason: string;
+  fqdn: string;
+  ip_address: string;
+  os_name: string;
+  os_version: string;
+  desktop_environments: string[];
+  agent_version: string;
+  last_seen: Date | null;
+  cert_not_after: Date | null;
+  groups: { id: string; name: string }[];
+  created_at: Date;
+}
+
+/** The full node record. */
+export interface NodeRecord extends NodeSummary {
+  machine_id: string;
+  gnome_version: string;
+  agent_healthy: boolean;
+  agent_health_message: string;
+  cert_serial: string | null;
+  /** True when the current certificate serial is on the revoked list. */
+  cert_revoked: boolean;
+  notes: string;
+  updated_at: Date;
+  /** True while the node has an open policy stream on some replica. */
+  connected: boolean;
+  /** Latest results of the policies that reach the node, counted per status. */
+  compliance: StatusCounts;
+}
+
+const GROUPS_SQL = `coalesce((SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY g.name)
+  FROM node_group_members m JOIN node_groups g ON g.id = m.node_group_id WHERE m.node_id = n.id), '[]'::json)`;
+
+const SUMMARY_COLUMNS =
+  `n.id, n.name, n.status, n.status_reason, n.fqdn, n.ip_address, n.os_name, n.os_version,
+  n.desktop_environments, n.agent_version, n.last_seen, n.cert_not_after, ${GROUPS_SQL} AS groups, n.created_at`;
+
+/** Public sort names → SQL. */
+export const NODE_SORT_COLUMNS: Record<string, string> = {
+  name: "n.name",
+  status: "n.status",
+  os: "n.os_name",
+  agent_version: "n.agent_version",
+  last_seen: "n.last_seen",
+  cert_not_after: "n.cert_not_after",
+  created_at: "n.created_at",
+};
+
+/** Filters of the node list. */
+export interface NodeFilter {
+  status?: NodeStatus;
+  /** A node group id, or `none` for nodes in no group. */
+  group?: string;
+  /** Exact operating system name. */
+  os?: string;
+  /** Exact agent version. */
+  agentVersion?: string;
+  /** Exact desktop environment, e.g. `GNOME`. */
+  desktop?: string;
+  /** Case-insensitive substring of name, FQDN, IP address or machine id. */
+  search?: string;
+}
+
+/** Lists nodes, filtered, sorted and paginated. */
+export async function listNodes(
+  q: Queryable,
+  filter: NodeFilter,
+  options: { page: PageRequest; sort?: SortRequest },
+): Promise<Page<NodeSummary>> {
+  const params = new Params();
+  const where: string[] = [];
+  if (filter.status) where.push(`n.status = ${params.add(filter.status)}`);
+  if (filter.group === "none") {
+    where.push("NOT EXISTS (SELECT 1 FROM node_group_members m WHERE m.node_id = n.id)");
+  } else if (filter.group) {
+    where.push(
+      `EXISTS (SELECT 1 FROM node_group_members m WHERE m.node_id = n.id AND m.node_group_id = ${
+        params.add(filter.group)
+      })`,
+    );
+  }
+  if (filter.os) where.push(`n.os_name = ${params.add(filter.os)}`);
+  if (filter.agentVersion) where.push(`n.agent_version = ${params.add(filter.agentVersion)}`);
+  if (filter.desktop) where.push(`${params.add(filter.desktop)} = ANY(n.desktop_environments)`);
+  if (filter.search) {
+    const like = params.add(likePattern(filter.search));
+    where.push(
+      `(n.name ILIKE ${like} ESCAPE '\\' OR n.fqdn ILIKE ${like} ESCAPE '\\' OR n.ip_address ILIKE ${like} ESCAPE '\\'
+        OR n.machine_id ILIKE ${like} ESCAPE '\\')`,
+    );
+  }
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const [{ total }] = await q.query<{ total: number }>(
+    `SELECT count(*)::int AS total FROM nodes n ${clause}`,
+    params.values,
+  );
+  const order = orderBy(options.sort ?? {}, {
+    columns: NODE_SORT_COLUMNS,
+    fallback: "name",
+    tiebreak: "n.name, n.id",
+  });
+  const items = await q.query<NodeSummary>(
+    `SELECT ${SUMMARY_COLUMNS} FROM nodes n ${clause} ${order} ${limitOffset(options.page)}`,
+    params.values,
+  );
+  return { items, total, page: options.page.page, per_page: options.page.perPage };
+}
+
+/** Distinct values for the list's filter drop-downs. */
+export async function nodeFilterOptions(
+  q: Queryable,
+): Promise<{ os: string[]; agent_versions: string[]; desktops: string[] }> {
+  const os = await q.query<{ v: string }>(
+    "SELECT DISTINCT os_name AS v FROM nodes WHERE os_name <> '' ORDER BY 1",
+  );
+  const versions = await q.query<{ v: string }>(
+    "SELECT DISTINCT agent_version AS v FROM nodes WHERE agent_version <> '' ORDER BY 1",
+  );
+  const desktops = await q.query<{ v: string }>(
+    "SELECT DISTINCT unnest(desktop_environments) AS v FROM nodes ORDER BY 1",
+  );
+  return {
+    os: os.map((r) => r.v),
+    agent_versions: versions.map((r) => r.v),
+    desktops: desktops.map((r) => r.v),
+  };
+}
+
+/** Reads one node with its groups, certificate, heartbeat facts and compliance summary. */
+export async function getNode(q: Queryable, id: string): Promise<NodeRecord> {
+  const row = await queryOne<Omit<NodeRecord, "connected" | "compliance">>(
+    q,
+    `SELECT ${SUMMARY_COLUMNS}, n.machine_id, n.gnome_version, n.agent_healthy, n.agent_health_message,
+       n.cert_serial, n.notes, n.updated_at,
+       EXISTS (SELECT 1 FROM revoked_certificates rc WHERE rc.serial = lower(n.cert_serial)) AS cert_revoked
+     FROM nodes n WHERE n.id = $1`,
+    [id],
+  );
+  if (!row) throw notFoundError(`node ${id}`);
+  return { ...row, connected: await isNodeConnected(q, id), compliance: await nodeComplianceSummary(q, id) };
+}
+
+/** Updates the free-text notes of a node (its name is its certificate identity and never changes here). */
+export async function updateNodeNotes(q: Queryable, id: string, notes: string): Promise<NodeRecord> {
+  const rows = await q.query("UPDATE nodes SET notes = $2, updated_at = now() WHERE id = $1 RETURNING id", [
+    id,
+    notes,
+  ]);
+  if (rows.length === 0) throw notFoundError(`node ${id}`);
+  return await getNode(q, id);
+}
+
+/**
+ * Revokes every certificate serial issued to the node (and its current serial, should it be missing from
+ * `node_certificates`) and tells its open streams to disconnect. Returns the serials newly revoked.
+ * Throws a conflict when the node has no certificate at all.
+ */
+export async function revokeNode(
+  q: Queryable,
+  id: string,
+  options: { reason?: string } = {},
+): Promise<string[]> {
+  const node = await queryOne<{ id: string; cert_serial: string | null }>(
+    q,
+    "SELECT id, cert_serial FROM nodes WHERE id = $1 FOR UPDATE",
+    [id],
+  );
+  if (!node) throw notFoundError(`node ${id}`);
+  const serials = await nodeSerials(q, id, node.cert_serial);
+  if (serials.length === 0) throw conflictError("node has no certificate to revoke");
+  const revoked = await q.query<{ serial: string }>(
+    `INSERT INTO revoked_certificates (serial, node_id, reason) SELECT unnest($1::text[]), $2, $3
+     ON CONFLICT (serial) DO NOTHING RETURNING serial`,
+    [serials, id, options.reason || "revoked by an administrator"],
+  );
+  await sendNodeCommand(q, id, "disconnect");
+  return revoked.map((r) => r.serial).sort();
+}
+
+/** Deletes a node after revoking all its certificates; its streams are told to disconnect. */
+export async function deleteNode(q: Queryable, id: string): Promise<{ id: string; name: string }> {
+  const node = await queryOne<{ id: string; name: string; cert_serial: string | null }>(
+    q,
+    "SELECT id, name, cert_serial FROM nodes WHERE id = $1 FOR UPDATE",
+    [id],
+  );
+  if (!node) throw notFoundError(`node ${id}`);
+  const serials = await nodeSerials(q, id, node.cert_serial);
+  await q.query(
+    `INSERT INTO revoked_certificates (serial, node_id, reason) SELECT unnest($1::text[]), $2, 'node deleted'
+     ON CONFLICT (serial) DO NOTHING`,
+    [serials, id],
+  );
+  await q.query("DELETE FROM nodes WHERE id = $1", [id]);
+  await sendNodeCommand(q, id, "disconnect");
+  return { id: node.id, name: node.name };
+}
+
+/**
+ * Asks the connected agent for a fresh heartbeat (METADATA_REQUEST). Refused with a conflict
+ * "agent not connected" when the node has no open stream.
+ */
+export async function requestNodeMetadata(q: Queryable, id: string): Promise<{ id: string; name: string }> {
+  const node = await queryOne<{ id: string; name: string }>(q, "SELECT id, name FROM nodes WHERE id = $1", [
+    id,
+  ]);
+  if (!node) throw notFoundError(`node ${id}`);
+  if (!(await isNodeConnected(q, id))) {
+    throw conflictError(
+      "agent not connected: the node has no open policy stream; try again when it is online",
+    );
+  }
+  await sendNodeCommand(q, id, "metadata_request");
+  return node;
+}
+
+async function nodeSerials(q: Queryable, id: string, current: string | null): Promise<string[]> {
+  const rows = await q.query<{ serial: string }>("SELECT serial FROM node_certificates WHERE node_id = $1", [
+    id,
+  ]);
+  const serials = new Set(rows.map((r) => r.serial));
+  const normalized = current?.toLowerCase();
+  if (normalized && /^[0-9a-f]+$/.test(normalized)) serials.add(normalized);
+  return [...serials].sort();
+}

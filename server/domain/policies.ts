@@ -1,0 +1,324 @@
+/**
+ * Policies: the authored artifacts. A policy is created as a draft (version 1), edited only while draft
+ * (each edit bumps the version), released after its content validates, archived, or moved back to draft
+ * while no enabled binding delivers it. Every change that can alter what a node receives publishes a resync
+ * for the node groups the policy reaches, inside the caller's transaction.
+ */
+import { type Queryable, queryOne } from "../db/db.ts";
+import { publishResync } from "../hub/publish.ts";
+import { canonicalPolicyContent, validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import { conflictError, fieldsError, invalidError, notFoundError } from "./errors.ts";
+import {
+  likePattern,
+  limitOffset,
+  orderBy,
+  type Page,
+  type PageRequest,
+  Params,
+  type SortRequest,
+} from "./pagination.ts";
+
+/** Lifecycle states of a policy. */
+export const POLICY_STATES = ["draft", "released", "archived"] as const;
+/** A policy state. */
+export type PolicyState = (typeof POLICY_STATES)[number];
+
+/** Allowed transitions (spec: States and transitions, policy artifact state). */
+const TRANSITIONS: Record<PolicyState, readonly PolicyState[]> = {
+  draft: ["released"],
+  released: ["archived", "draft"],
+  archived: ["draft"],
+};
+
+/** The REST policy record. */
+export interface PolicyRecord {
+  id: string;
+  name: string;
+  description: string;
+  /** Wire name, e.g. `Firefox`. */
+  type: string;
+  /** protojson text of the type's content message (canonical form for known types). */
+  content: string;
+  version: number;
+  state: PolicyState;
+  deprecated: boolean;
+  deprecated_at: Date | null;
+  deprecation_message: string;
+  replacement_policy_id: string | null;
+  created_by: string;
+  created_at: Date;
+  updated_at: Date;
+  bindings_count: number;
+  enabled_bindings_count: number;
+}
+
+/** A policy without its content (list rows stay small). */
+export type PolicySummary = Omit<PolicyRecord, "content">;
+
+const SUMMARY_COLUMNS =
+  `p.id, p.name, p.description, p.type, p.version, p.state, p.deprecated, p.deprecated_at,
+  p.deprecation_message, p.replacement_policy_id, p.created_by, p.created_at, p.updated_at,
+  (SELECT count(*)::int FROM policy_bindings b WHERE b.policy_id = p.id) AS bindings_count,
+  (SELECT count(*)::int FROM policy_bindings b WHERE b.policy_id = p.id AND b.state = 'enabled')
+    AS enabled_bindings_count`;
+
+/** Public sort names → SQL. */
+export const POLICY_SORT_COLUMNS: Record<string, string> = {
+  name: "p.name",
+  type: "p.type",
+  state: "p.state",
+  version: "p.version",
+  created_at: "p.created_at",
+  updated_at: "p.updated_at",
+};
+
+/** Filters of the policy list. */
+export interface PolicyFilter {
+  state?: PolicyState;
+  type?: string;
+  /** Case-insensitive substring of the name. */
+  name?: string;
+  deprecated?: boolean;
+}
+
+/** Lists policies (without content), filtered, sorted and paginated. */
+export async function listPolicies(
+  q: Queryable,
+  filter: PolicyFilter,
+  options: { page: PageRequest; sort?: SortRequest },
+): Promise<Page<PolicySummary>> {
+  const params = new Params();
+  const where: string[] = [];
+  if (filter.state) where.push(`p.state = ${params.add(filter.state)}`);
+  if (filter.type) where.push(`p.type = ${params.add(filter.type)}`);
+  if (filter.name) where.push(`p.name ILIKE ${params.add(likePattern(filter.name))} ESCAPE '\\'`);
+  if (filter.deprecated !== undefined) where.push(`p.deprecated = ${params.add(filter.deprecated)}`);
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const [{ total }] = await q.query<{ total: number }>(
+    `SELECT count(*)::int AS total FROM policies p ${clause}`,
+    params.values,
+  );
+  const order = orderBy(options.sort ?? {}, {
+    columns: POLICY_SORT_COLUMNS,
+    fallback: "updated_at",
+    tiebreak: "p.name, p.id",
+    defaultOrder: options.sort?.field ? "asc" : "desc",
+  });
+  const { page, perPage } = options.page;
+  const items = await q.query<PolicySummary>(
+    `SELECT ${SUMMARY_COLUMNS} FROM policies p ${clause} ${order}
+     ${limitOffset(options.page)}`,
+    params.values,
+  );
+  return { items, total, page, per_page: perPage };
+}
+
+/** Reads one policy; throws not_found. `lock` takes a row lock for the rest of the transaction. */
+export async function getPolicy(
+  q: Queryable,
+  id: string,
+  options: { lock?: boolean } = {},
+): Promise<PolicyRecord> {
+  if (options.lock) {
+    const locked = await queryOne(q, "SELECT id FROM policies WHERE id = $1 FOR UPDATE", [id]);
+    if (!locked) throw notFoundError(`policy ${id}`);
+  }
+  const row = await queryOne<PolicyRecord>(
+    q,
+    `SELECT ${SUMMARY_COLUMNS}, p.content FROM policies p WHERE p.id = $1`,
+    [id],
+  );
+  if (!row) throw notFoundError(`policy ${id}`);
+  return row;
+}
+
+/** Finds a policy by its exact name. */
+export async function findPolicyByName(q: Queryable, name: string): Promise<PolicyRecord | undefined> {
+  return await queryOne<PolicyRecord>(
+    q,
+    `SELECT ${SUMMARY_COLUMNS}, p.content FROM policies p WHERE p.name = $1`,
+    [name],
+  );
+}
+
+/**
+ * Validates content for `type` (spec rules 1–5) and returns the text to store: the canonical protojson for a
+ * known type, the trimmed text for an unknown one. Throws `invalid` naming the field (`content.…`).
+ */
+export function normalizeContent(type: string, content: string): string {
+  const issues = validatePolicyContent(type, content);
+  if (issues.length > 0) throw fieldsError(issues, "content");
+  return canonicalPolicyContent(type, content) ?? content.trim();
+}
+
+/** Input of {@link createPolicy}. */
+export interface CreatePolicyInput {
+  name: string;
+  description?: string;
+  type: string;
+  content: string;
+  createdBy: string;
+}
+
+/** Creates a draft policy at version 1 after validating its content. Publishes nothing (drafts reach no node). */
+export async function createPolicy(q: Queryable, input: CreatePolicyInput): Promise<PolicyRecord> {
+  const content = normalizeContent(input.type, input.content);
+  await assertNameFree(q, input.name);
+  const [row] = await q.query<{ id: string }>(
+    `INSERT INTO policies (name, description, type, content, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+    [input.name, input.description ?? "", input.type, content, input.createdBy],
+  );
+  return await getPolicy(q, row.id);
+}
+
+/** Input of {@link updatePolicy}; absent fields keep their value. */
+export interface UpdatePolicyInput {
+  name?: string;
+  description?: string;
+  type?: string;
+  content?: string;
+  /** When given, the update is refused unless the stored version still equals it (lost-update guard). */
+  expectedVersion?: number;
+}
+
+/**
+ * Edits a draft policy and bumps its version. Released and archived policies are refused (move to draft
+ * first). Publishes a resync to the groups the policy reaches (none while it is a draft, so in practice
+ * nothing: the call is kept so that the rule "an update reaches whoever receives the policy" lives here).
+ */
+export async function updatePolicy(
+  q: Queryable,
+  id: string,
+  input: UpdatePolicyInput,
+): Promise<PolicyRecord> {
+  const current = await getPolicy(q, id, { lock: true });
+  if (current.state !== "draft") {
+    throw conflictError(
+      `policy can only be edited in draft state (current state: ${current.state}); move it to draft first`,
+    );
+  }
+  if (input.expectedVersion !== undefined && input.expectedVersion !== current.version) {
+    throw conflictError(
+      `policy was changed meanwhile (expected version ${input.expectedVersion}, current version ${current.version}); reload it and apply your edit again`,
+    );
+  }
+  const type = input.type ?? current.type;
+  const content = input.content !== undefined || input.type !== undefined
+    ? normalizeContent(type, input.content ?? current.content)
+    : current.content;
+  if (input.name !== undefined && input.name !== current.name) await assertNameFree(q, input.name, id);
+  await q.query(
+    `UPDATE policies SET name = $2, description = $3, type = $4, content = $5, version = version + 1,
+       updated_at = now() WHERE id = $1`,
+    [id, input.name ?? current.name, input.description ?? current.description, type, content],
+  );
+  await publishResync(q, await reachedGroups(q, id));
+  return await getPolicy(q, id);
+}
+
+/** Result of a state change. */
+export interface StateChange {
+  policy: PolicyRecord;
+  from: PolicyState;
+}
+
+/**
+ * Moves a policy along the transitions table. Release validates the content for the type; moving to draft is
+ * refused while enabled bindings exist; anything else not in the table is refused naming the current state.
+ * Publishes a resync to the groups reached through enabled bindings.
+ */
+export async function changePolicyState(q: Queryable, id: string, target: PolicyState): Promise<StateChange> {
+  const current = await getPolicy(q, id, { lock: true });
+  const from = current.state;
+  if (from === target) throw conflictError(`policy is already ${target}`);
+  if (!TRANSITIONS[from].includes(target)) {
+    const allowed = TRANSITIONS[from].join(" or ");
+    throw conflictError(
+      `cannot move a policy from ${from} to ${target} (current state: ${from}; allowed next: ${allowed})`,
+    );
+  }
+  if (target === "released") {
+    const issues = validatePolicyContent(current.type, current.content);
+    if (issues.length > 0) {
+      const err = fieldsError(issues, "content");
+      throw invalidError(`policy cannot be released: ${err.message}`, err.fields);
+    }
+  }
+  if (target === "draft" && current.enabled_bindings_count > 0) {
+    throw conflictError(
+      `cannot move policy to draft: ${current.enabled_bindings_count} enabled binding(s) exist; disable them first`,
+    );
+  }
+  await q.query("UPDATE policies SET state = $2, updated_at = now() WHERE id = $1", [id, target]);
+  await publishResync(q, await reachedGroups(q, id));
+  return { policy: await getPolicy(q, id), from };
+}
+
+/** Input of {@link deprecatePolicy}. */
+export interface DeprecateInput {
+  /** False lifts a deprecation. */
+  deprecated: boolean;
+  message?: string;
+  replacementPolicyId?: string | null;
+}
+
+/**
+ * Marks a policy deprecated (flag, message, optional replacement that must exist and not be the policy
+ * itself), or lifts the mark. Publishes a resync to the groups reached (agents show the deprecation).
+ */
+export async function deprecatePolicy(
+  q: Queryable,
+  id: string,
+  input: DeprecateInput,
+): Promise<PolicyRecord> {
+  await getPolicy(q, id, { lock: true });
+  const replacement = input.deprecated ? input.replacementPolicyId ?? null : null;
+  if (replacement !== null) {
+    if (replacement === id) {
+      throw invalidError("replacement_policy_id: a policy cannot replace itself; choose another policy", [
+        { field: "replacement_policy_id", message: "a policy cannot replace itself; choose another policy" },
+      ]);
+    }
+    const exists = await queryOne(q, "SELECT 1 FROM policies WHERE id = $1", [replacement]);
+    if (!exists) {
+      throw invalidError(`replacement_policy_id: policy ${replacement} does not exist`, [
+        { field: "replacement_policy_id", message: `policy ${replacement} does not exist` },
+      ]);
+    }
+  }
+  await q.query(
+    `UPDATE policies SET deprecated = $2, deprecated_at = CASE WHEN $2 THEN coalesce(deprecated_at, now()) END,
+       deprecation_message = $3, replacement_policy_id = $4, updated_at = now() WHERE id = $1`,
+    [id, input.deprecated, input.deprecated ? input.message ?? "" : "", replacement],
+  );
+  await publishResync(q, await reachedGroups(q, id));
+  return await getPolicy(q, id);
+}
+
+/** Deletes a policy and its (disabled) bindings; refused while enabled bindings exist. */
+export async function deletePolicy(q: Queryable, id: string): Promise<PolicyRecord> {
+  const current = await getPolicy(q, id, { lock: true });
+  if (current.enabled_bindings_count > 0) {
+    throw conflictError(
+      `cannot delete policy: ${current.enabled_bindings_count} enabled binding(s) exist; disable them first`,
+    );
+  }
+  await q.query("DELETE FROM policies WHERE id = $1", [id]);
+  return current;
+}
+
+/** Node groups that an enabled binding links to the policy (whom a change of it may concern). */
+export async function reachedGroups(q: Queryable, policyId: string): Promise<string[]> {
+  const rows = await q.query<{ node_group_id: string }>(
+    "SELECT node_group_id FROM policy_bindings WHERE policy_id = $1 AND state = 'enabled' ORDER BY node_group_id",
+    [policyId],
+  );
+  return rows.map((r) => r.node_group_id);
+}
+
+async function assertNameFree(q: Queryable, name: string, exceptId?: string): Promise<void> {
+  const row = await queryOne<{ id: string }>(q, "SELECT id FROM policies WHERE name = $1", [name]);
+  if (row && row.id !== exceptId) {
+    throw conflictError(`a policy named "${name}" already exists; choose another name`);
+  }
+}

@@ -1,0 +1,156 @@
+/** REST routes for policy bindings (policy ↔ node group, state, priority). */
+import type { ServerContext } from "../../context.ts";
+import {
+  BINDING_SORT_COLUMNS,
+  BINDING_STATES,
+  type BindingState,
+  createBinding,
+  deleteBinding,
+  getBinding,
+  listBindings,
+  MAX_PRIORITY,
+  MIN_PRIORITY,
+  updateBinding,
+} from "../../domain/bindings.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { auditResource, body, type RouteSpec } from "../route.ts";
+import {
+  DATE_TIME,
+  page,
+  PAGE_QUERY,
+  pageSchema,
+  sort,
+  sortQuery,
+  UUID_SCHEMA,
+  uuidParam,
+} from "./common.ts";
+
+const PRIORITY: JsonSchema = {
+  type: "integer",
+  minimum: MIN_PRIORITY,
+  maximum: MAX_PRIORITY,
+  description: "Higher wins when several bindings deliver policies of one type",
+};
+
+const BINDING_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    id: UUID_SCHEMA,
+    policy_id: UUID_SCHEMA,
+    policy_name: { type: "string" },
+    policy_type: { type: "string" },
+    policy_state: { type: "string" },
+    node_group_id: UUID_SCHEMA,
+    node_group_name: { type: "string" },
+    state: { type: "string", enum: BINDING_STATES },
+    priority: { type: "integer" },
+    node_count: { type: "integer" },
+    created_at: DATE_TIME,
+    updated_at: DATE_TIME,
+  },
+};
+
+const NAME = (binding: { policy_name: string; node_group_name: string }) =>
+  `${binding.policy_name} → ${binding.node_group_name}`;
+
+/** Routes of the binding area. */
+export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/policy-bindings",
+      summary: "List bindings (highest priority first by default)",
+      tag: "bindings",
+      access: "binding:view",
+      query: {
+        ...PAGE_QUERY,
+        ...sortQuery(BINDING_SORT_COLUMNS),
+        policy_id: UUID_SCHEMA,
+        node_group_id: UUID_SCHEMA,
+        state: { type: "string", enum: BINDING_STATES },
+      },
+      responses: { "200": { description: "A page of bindings", schema: pageSchema(BINDING_SCHEMA) } },
+      handler: async (c) =>
+        c.json(
+          await listBindings(db, {
+            policyId: c.req.query("policy_id")?.toLowerCase(),
+            nodeGroupId: c.req.query("node_group_id")?.toLowerCase(),
+            state: c.req.query("state") as BindingState | undefined,
+          }, { page: page(c), sort: sort(c) }),
+        ),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/policy-bindings",
+      summary: "Bind a policy to a node group; a new binding always starts disabled",
+      tag: "bindings",
+      access: "binding:create",
+      audit: { resourceType: "binding" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["policy_id", "node_group_id"],
+        properties: { policy_id: UUID_SCHEMA, node_group_id: UUID_SCHEMA, priority: PRIORITY },
+      },
+      responses: { "201": { description: "The binding", schema: BINDING_SCHEMA } },
+      handler: async (c) => {
+        const input = body<{ policy_id: string; node_group_id: string; priority?: number }>(c);
+        const binding = await db.transaction((tx) =>
+          createBinding(tx, {
+            policyId: input.policy_id.toLowerCase(),
+            nodeGroupId: input.node_group_id.toLowerCase(),
+            priority: input.priority,
+          })
+        );
+        auditResource(c, { id: binding.id, name: NAME(binding) });
+        return c.json(binding, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policy-bindings/:id",
+      summary: "Read a binding",
+      tag: "bindings",
+      access: "binding:view",
+      responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
+      handler: async (c) => c.json(await getBinding(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/policy-bindings/:id",
+      summary: "Enable or disable a binding (enabling needs a released policy) or change its priority",
+      tag: "bindings",
+      access: "binding:edit",
+      audit: { resourceType: "binding" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { state: { type: "string", enum: BINDING_STATES }, priority: PRIORITY },
+      },
+      responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const input = body<{ state?: BindingState; priority?: number }>(c);
+        const binding = await db.transaction((tx) => updateBinding(tx, id, input));
+        auditResource(c, { id, name: NAME(binding) });
+        return c.json(binding);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/policy-bindings/:id",
+      summary: "Delete a binding",
+      tag: "bindings",
+      access: "binding:delete",
+      audit: { resourceType: "binding" },
+      responses: { "204": { description: "Deleted" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const binding = await db.transaction((tx) => deleteBinding(tx, id));
+        auditResource(c, { id, name: NAME(binding) });
+        return c.body(null, 204);
+      },
+    },
+  ];
+}

@@ -1,0 +1,162 @@
+/** REST routes for compliance views: fleet list and summary, per node, per policy. */
+import type { ServerContext } from "../../context.ts";
+import {
+  COMPLIANCE_SORT_COLUMNS,
+  COMPLIANCE_STATUSES,
+  type ComplianceStatus,
+  fleetSummary,
+  listCompliance,
+  nodeCompliance,
+  policyCompliance,
+} from "../../domain/compliance.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import type { RouteSpec } from "../route.ts";
+import { page, PAGE_QUERY, pageSchema, sort, sortQuery, UUID_SCHEMA, uuidParam } from "./common.ts";
+
+/** Counts per status. */
+export const STATUS_COUNTS_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: Object.fromEntries([...COMPLIANCE_STATUSES, "total"].map((s) => [s, { type: "integer" }])),
+};
+
+const ROW_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    node_id: UUID_SCHEMA,
+    node_name: { type: "string" },
+    policy_id: UUID_SCHEMA,
+    policy_name: { type: "string" },
+    policy_type: { type: "string" },
+    reported_version: { type: ["integer", "null"] },
+    policy_version: { type: "integer" },
+    status: { type: "string", enum: COMPLIANCE_STATUSES },
+    message: { type: "string" },
+    items: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          schema_id: { type: "string" },
+          key: { type: "string" },
+          status: { type: "string" },
+          message: { type: "string" },
+        },
+      },
+    },
+    reported_at: { type: ["string", "null"], format: "date-time" },
+  },
+};
+
+const STATUS_QUERY: JsonSchema = { type: "string", enum: COMPLIANCE_STATUSES };
+
+/** Routes of the compliance area. */
+export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/compliance",
+      summary:
+        "Latest reported results, only where the policy still reaches the node; with counts per status",
+      tag: "compliance",
+      access: "compliance:view",
+      query: {
+        ...PAGE_QUERY,
+        ...sortQuery(COMPLIANCE_SORT_COLUMNS),
+        status: STATUS_QUERY,
+        node_id: UUID_SCHEMA,
+        policy_id: UUID_SCHEMA,
+        search: { type: "string", maxLength: 200, description: "Substring of the node or policy name" },
+      },
+      responses: {
+        "200": {
+          description: "A page of results",
+          schema: pageSchema(ROW_SCHEMA, { status_counts: STATUS_COUNTS_SCHEMA }),
+        },
+      },
+      handler: async (c) =>
+        c.json(
+          await listCompliance(db, {
+            status: c.req.query("status") as ComplianceStatus | undefined,
+            nodeId: c.req.query("node_id")?.toLowerCase(),
+            policyId: c.req.query("policy_id")?.toLowerCase(),
+            search: c.req.query("search"),
+          }, { page: page(c), sort: sort(c) }),
+        ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/compliance/summary",
+      summary: "Fleet summary: expected results per status (missing reports count as unknown), score, nodes",
+      tag: "compliance",
+      access: "compliance:view",
+      responses: {
+        "200": {
+          description: "Summary",
+          schema: {
+            type: "object",
+            properties: {
+              results: STATUS_COUNTS_SCHEMA,
+              score: {
+                type: ["number", "null"],
+                description: "compliant / (compliant + non_compliant + error)",
+              },
+              nodes: {
+                type: "object",
+                properties: {
+                  total: { type: "integer" },
+                  compliant: { type: "integer" },
+                  non_compliant: { type: "integer" },
+                  without_policies: { type: "integer" },
+                },
+              },
+            },
+          },
+        },
+      },
+      handler: async (c) => c.json(await fleetSummary(db)),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/nodes/:id/compliance",
+      summary: "Every policy that reaches the node with its latest result",
+      tag: "compliance",
+      access: "compliance:view",
+      responses: {
+        "200": {
+          description: "Per-node compliance",
+          schema: {
+            type: "object",
+            properties: {
+              node_id: UUID_SCHEMA,
+              summary: STATUS_COUNTS_SCHEMA,
+              results: { type: "array", items: ROW_SCHEMA },
+            },
+          },
+        },
+      },
+      handler: async (c) => c.json(await nodeCompliance(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/all/:id/compliance",
+      summary: "Every node the policy reaches with its latest result, with counts per status",
+      tag: "compliance",
+      access: "compliance:view",
+      query: { ...PAGE_QUERY, status: STATUS_QUERY },
+      responses: {
+        "200": {
+          description: "Per-policy compliance",
+          schema: pageSchema(ROW_SCHEMA, { policy_id: UUID_SCHEMA, status_counts: STATUS_COUNTS_SCHEMA }),
+        },
+      },
+      handler: async (c) =>
+        c.json(
+          await policyCompliance(db, uuidParam(c, "id"), {
+            page: page(c),
+            status: c.req.query("status") as ComplianceStatus | undefined,
+          }),
+        ),
+    },
+  ];
+}

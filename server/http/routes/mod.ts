@@ -1,0 +1,25 @@
+/**
+ * The policy domain's REST routes (policies, bindings, node groups, nodes, compliance, agent settings), with
+ * domain errors mapped to HTTP statuses in one place.
+ */
+import type { ServerContext } from "../../context.ts";
+import type { RouteSpec } from "../route.ts";
+import { bindingRoutes } from "./bindings.ts";
+import { mapDomainErrors } from "./common.ts";
+import { complianceRoutes } from "./compliance.ts";
+import { nodeGroupRoutes } from "./node_groups.ts";
+import { nodeRoutes } from "./nodes.ts";
+import { policyRoutes } from "./policies.ts";
+import { settingsRoutes } from "./settings.ts";
+
+/** Every route of the policy domain. */
+export function domainRoutes(ctx: ServerContext): RouteSpec[] {
+  return mapDomainErrors([
+    ...policyRoutes(ctx),
+    ...bindingRoutes(ctx),
+    ...nodeGroupRoutes(ctx),
+    ...nodeRoutes(ctx),
+    ...complianceRoutes(ctx),
+    ...settingsRoutes(ctx),
+  ]);
+}

@@ -1,0 +1,246 @@
+/** REST routes for node groups, their members and enrollment tokens. */
+import type { ServerContext } from "../../context.ts";
+import {
+  addMembers,
+  createEnrollmentToken,
+  createNodeGroup,
+  deleteNodeGroup,
+  getNodeGroup,
+  listMembers,
+  listNodeGroups,
+  NODE_GROUP_SORT_COLUMNS,
+  removeMember,
+  updateNodeGroup,
+} from "../../domain/node_groups.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { auditResource, body, type RouteSpec } from "../route.ts";
+import {
+  caller,
+  DATE_TIME,
+  NAME_PATTERN,
+  page,
+  PAGE_QUERY,
+  pageSchema,
+  queryBool,
+  sort,
+  sortQuery,
+  TEXT_PATTERN,
+  UUID_SCHEMA,
+  uuidParam,
+} from "./common.ts";
+
+const NAME: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: NAME_PATTERN };
+const DESCRIPTION: JsonSchema = { type: "string", maxLength: 2000, pattern: TEXT_PATTERN };
+
+const GROUP_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    id: UUID_SCHEMA,
+    name: { type: "string" },
+    description: { type: "string" },
+    node_count: { type: "integer" },
+    bindings_count: { type: "integer" },
+    enabled_bindings_count: { type: "integer" },
+    created_at: DATE_TIME,
+    updated_at: DATE_TIME,
+  },
+};
+
+const MEMBER_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    node_id: UUID_SCHEMA,
+    name: { type: "string" },
+    fqdn: { type: "string" },
+    status: { type: "string" },
+    added_at: DATE_TIME,
+  },
+};
+
+/** Routes of the node-group area. */
+export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/node-groups",
+      summary: "List node groups with member and binding counts",
+      tag: "node-groups",
+      access: "node_group:view",
+      query: {
+        ...PAGE_QUERY,
+        ...sortQuery(NODE_GROUP_SORT_COLUMNS),
+        search: { type: "string", maxLength: 200 },
+      },
+      responses: { "200": { description: "A page of node groups", schema: pageSchema(GROUP_SCHEMA) } },
+      handler: async (c) =>
+        c.json(await listNodeGroups(db, { search: c.req.query("search") }, { page: page(c), sort: sort(c) })),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/node-groups",
+      summary: "Create a node group",
+      tag: "node-groups",
+      access: "node_group:create",
+      audit: { resourceType: "node_group" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name"],
+        properties: { name: NAME, description: DESCRIPTION },
+      },
+      responses: { "201": { description: "The node group", schema: GROUP_SCHEMA } },
+      handler: async (c) => {
+        const input = body<{ name: string; description?: string }>(c);
+        auditResource(c, { name: input.name });
+        const group = await db.transaction((tx) => createNodeGroup(tx, input));
+        auditResource(c, { id: group.id, name: group.name });
+        return c.json(group, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/node-groups/:id",
+      summary: "Read a node group",
+      tag: "node-groups",
+      access: "node_group:view",
+      responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
+      handler: async (c) => c.json(await getNodeGroup(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/node-groups/:id",
+      summary: "Rename or re-describe a node group",
+      tag: "node-groups",
+      access: "node_group:edit",
+      audit: { resourceType: "node_group" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { name: NAME, description: DESCRIPTION },
+      },
+      responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const group = await db.transaction((tx) => updateNodeGroup(tx, id, body(c)));
+        auditResource(c, { id, name: group.name });
+        return c.json(group);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/node-groups/:id",
+      summary:
+        "Delete a node group; refused while it has bindings or members unless force=true (which removes them too)",
+      tag: "node-groups",
+      access: "node_group:delete",
+      audit: { resourceType: "node_group" },
+      query: { force: { type: "boolean" } },
+      responses: { "204": { description: "Deleted" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const force = queryBool(c, "force") ?? false;
+        const group = await db.transaction((tx) => deleteNodeGroup(tx, id, { force }));
+        auditResource(c, { id, name: group.name });
+        if (force) {
+          c.set("auditDetails", {
+            force,
+            bindings_removed: group.bindings_count,
+            members_removed: group.node_count,
+          });
+        }
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/node-groups/:id/members",
+      summary: "List the nodes in a node group",
+      tag: "node-groups",
+      access: "node_group:view",
+      query: { ...PAGE_QUERY },
+      responses: { "200": { description: "A page of members", schema: pageSchema(MEMBER_SCHEMA) } },
+      handler: async (c) => c.json(await listMembers(db, uuidParam(c, "id"), { page: page(c) })),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/node-groups/:id/members",
+      summary: "Add nodes to a node group (no resync: agents see it at their next reconnect)",
+      tag: "node-groups",
+      access: "node_group:edit",
+      audit: { resourceType: "node_group", action: "node_group.add_members" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["node_ids"],
+        properties: { node_ids: { type: "array", minItems: 1, maxItems: 1000, items: UUID_SCHEMA } },
+      },
+      responses: {
+        "200": {
+          description: "Nodes that were added (already-present members are left as they are)",
+          schema: { type: "object", properties: { added: { type: "array", items: UUID_SCHEMA } } },
+        },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const { node_ids } = body<{ node_ids: string[] }>(c);
+        const added = await db.transaction(async (tx) => {
+          const group = await getNodeGroup(tx, id);
+          auditResource(c, { id, name: group.name });
+          return await addMembers(tx, id, node_ids.map((n) => n.toLowerCase()));
+        });
+        c.set("auditDetails", { added });
+        return c.json({ added });
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/node-groups/:id/members/:nodeId",
+      summary: "Remove a node from a node group (no resync)",
+      tag: "node-groups",
+      access: "node_group:edit",
+      audit: { resourceType: "node_group", action: "node_group.remove_member" },
+      responses: { "204": { description: "Removed" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const nodeId = uuidParam(c, "nodeId");
+        await db.transaction(async (tx) => {
+          const group = await getNodeGroup(tx, id);
+          auditResource(c, { id, name: group.name });
+          await removeMember(tx, id, nodeId);
+        });
+        c.set("auditDetails", { node_id: nodeId });
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/node-groups/:id/tokens",
+      summary: "Create a one-time enrollment token for the group (plaintext returned once, valid 5 minutes)",
+      tag: "node-groups",
+      access: "node_group:create",
+      audit: { resourceType: "node_group", action: "enrollment_token.create" },
+      responses: {
+        "201": {
+          description: "The token; only its SHA-256 is stored, so it cannot be shown again",
+          schema: {
+            type: "object",
+            required: ["token", "node_group_id", "expires_at"],
+            properties: { token: { type: "string" }, node_group_id: UUID_SCHEMA, expires_at: DATE_TIME },
+          },
+        },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const token = await db.transaction(async (tx) => {
+          const group = await getNodeGroup(tx, id);
+          auditResource(c, { id, name: group.name });
+          return await createEnrollmentToken(tx, id, { createdBy: caller(c).username });
+        });
+        c.set("auditDetails", { expires_at: token.expires_at.toISOString() });
+        c.header("Cache-Control", "no-store");
+        return c.json(token, 201);
+      },
+    },
+  ];
+}

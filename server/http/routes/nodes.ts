@@ -1,0 +1,230 @@
+/** REST routes for nodes: list, read, notes, revoke, delete, metadata request, and per-node compliance. */
+import type { ServerContext } from "../../context.ts";
+import {
+  deleteNode,
+  getNode,
+  listNodes,
+  NODE_SORT_COLUMNS,
+  NODE_STATUSES,
+  nodeFilterOptions,
+  type NodeStatus,
+  requestNodeMetadata,
+  revokeNode,
+  updateNodeNotes,
+} from "../../domain/nodes.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { auditResource, body, type RouteSpec } from "../route.ts";
+import {
+  DATE_TIME,
+  page,
+  PAGE_QUERY,
+  pageSchema,
+  sort,
+  sortQuery,
+  TEXT_PATTERN,
+  UUID_SCHEMA,
+  uuidParam,
+} from "./common.ts";
+import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
+
+const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
+const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
+
+const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  status: { type: "string", enum: NODE_STATUSES },
+  status_reason: { type: "string" },
+  fqdn: { type: "string" },
+  ip_address: { type: "string" },
+  os_name: { type: "string" },
+  os_version: { type: "string" },
+  desktop_environments: { type: "array", items: { type: "string" } },
+  agent_version: { type: "string" },
+  last_seen: NULLABLE_DATE,
+  cert_not_after: NULLABLE_DATE,
+  groups: { type: "array", items: GROUP_REF },
+  created_at: DATE_TIME,
+};
+
+const NODE_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    ...NODE_SUMMARY_PROPERTIES,
+    machine_id: { type: "string" },
+    gnome_version: { type: "string" },
+    agent_healthy: { type: "boolean" },
+    agent_health_message: { type: "string" },
+    cert_serial: { type: ["string", "null"] },
+    cert_revoked: { type: "boolean" },
+    notes: { type: "string" },
+    updated_at: DATE_TIME,
+    connected: { type: "boolean" },
+    compliance: STATUS_COUNTS_SCHEMA,
+  },
+};
+
+/** Routes of the node area. */
+export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/nodes",
+      summary:
+        "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, search), sorted, paginated",
+      tag: "nodes",
+      access: "node:view",
+      query: {
+        ...PAGE_QUERY,
+        ...sortQuery(NODE_SORT_COLUMNS),
+        status: { type: "string", enum: NODE_STATUSES },
+        group: {
+          type: "string",
+          pattern: "^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+          description: "Node group id, or `none` for nodes in no group",
+        },
+        os: { type: "string", maxLength: 200 },
+        agent_version: { type: "string", maxLength: 100 },
+        desktop: { type: "string", maxLength: 100 },
+        search: {
+          type: "string",
+          maxLength: 200,
+          description: "Substring of name, FQDN, IP address or machine id",
+        },
+      },
+      responses: {
+        "200": {
+          description: "A page of nodes",
+          schema: pageSchema({ type: "object", properties: NODE_SUMMARY_PROPERTIES }),
+        },
+      },
+      handler: async (c) =>
+        c.json(
+          await listNodes(db, {
+            status: c.req.query("status") as NodeStatus | undefined,
+            group: c.req.query("group")?.toLowerCase(),
+            os: c.req.query("os"),
+            agentVersion: c.req.query("agent_version"),
+            desktop: c.req.query("desktop"),
+            search: c.req.query("search"),
+          }, { page: page(c), sort: sort(c) }),
+        ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/nodes/filter-options",
+      summary: "Distinct operating systems, agent versions and desktops, for the node list's filters",
+      tag: "nodes",
+      access: "node:view",
+      responses: {
+        "200": {
+          description: "Filter values",
+          schema: {
+            type: "object",
+            properties: {
+              os: { type: "array", items: { type: "string" } },
+              agent_versions: { type: "array", items: { type: "string" } },
+              desktops: { type: "array", items: { type: "string" } },
+            },
+          },
+        },
+      },
+      handler: async (c) => c.json(await nodeFilterOptions(db)),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/nodes/:id",
+      summary: "Read a node: groups, certificate, last heartbeat facts, connection and compliance summary",
+      tag: "nodes",
+      access: "node:view",
+      responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
+      handler: async (c) => c.json(await getNode(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/nodes/:id",
+      summary: "Edit a node's notes (its name is its certificate identity and cannot change)",
+      tag: "nodes",
+      access: "node:edit",
+      audit: { resourceType: "node" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["notes"],
+        properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
+      },
+      responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const node = await db.transaction((tx) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes));
+        auditResource(c, { id, name: node.name });
+        return c.json(node);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/nodes/:id",
+      summary: "Delete a node: every certificate serial it had is revoked first and its stream is closed",
+      tag: "nodes",
+      access: "node:delete",
+      audit: { resourceType: "node" },
+      responses: { "204": { description: "Deleted" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const node = await db.transaction((tx) => deleteNode(tx, id));
+        auditResource(c, { id, name: node.name });
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/nodes/:id/revoke",
+      summary:
+        "Revoke every certificate of the node (refused on both ports from now on) and close its stream",
+      tag: "nodes",
+      access: "node:revoke",
+      audit: { resourceType: "node", action: "node.revoke" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { reason: { type: "string", maxLength: 500, pattern: TEXT_PATTERN } },
+      },
+      responses: {
+        "200": {
+          description: "Serials revoked by this call",
+          schema: {
+            type: "object",
+            properties: { revoked_serials: { type: "array", items: { type: "string" } } },
+          },
+        },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const { reason } = body<{ reason?: string }>(c) ?? {};
+        const serials = await db.transaction(async (tx) => {
+          const node = await getNode(tx, id);
+          auditResource(c, { id, name: node.name });
+          return await revokeNode(tx, id, { reason });
+        });
+        c.set("auditDetails", { revoked_serials: serials });
+        return c.json({ revoked_serials: serials });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/nodes/:id/metadata-request",
+      summary: "Ask the connected agent for a fresh heartbeat (409 when the agent is not connected)",
+      tag: "nodes",
+      access: "node:edit",
+      audit: { resourceType: "node", action: "node.metadata_request" },
+      responses: { "202": { description: "Request sent to the agent's stream" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const node = await db.transaction((tx) => requestNodeMetadata(tx, id));
+        auditResource(c, { id, name: node.name });
+        return c.json({ requested: true }, 202);
+      },
+    },
+  ];
+}

@@ -1,0 +1,465 @@
+/**
+ * REST routes for policies: list, read, create, update, state change, deprecation, delete, the registry of
+ * policy types, and export/import bundles. Handlers only translate HTTP to the domain (server/domain/).
+ */
+import type { ServerContext } from "../../context.ts";
+import {
+  changePolicyState,
+  createPolicy,
+  deletePolicy,
+  deprecatePolicy,
+  getPolicy,
+  listPolicies,
+  POLICY_SORT_COLUMNS,
+  POLICY_STATES,
+  type PolicyState,
+  updatePolicy,
+} from "../../domain/policies.ts";
+import {
+  type BundleFormat,
+  type ConflictMode,
+  exportBundle,
+  importBundle,
+  MAX_BUNDLE_BYTES,
+} from "../../domain/export_import.ts";
+import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
+import { forbidden, HttpError } from "../errors.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { auditResource, body, type RouteContext, type RouteSpec } from "../route.ts";
+import {
+  caller,
+  DATE_TIME,
+  NAME_PATTERN,
+  page,
+  PAGE_QUERY,
+  pageSchema,
+  queryBool,
+  sort,
+  sortQuery,
+  TEXT_PATTERN,
+  UUID_SCHEMA,
+  uuidParam,
+} from "./common.ts";
+import type { RawBodyRoute } from "../openapi.ts";
+
+const TYPE_SCHEMA: JsonSchema = {
+  type: "string",
+  pattern: "^[A-Z][A-Za-z0-9]{0,63}$",
+  description: "Policy type wire name, e.g. Firefox (unknown types are accepted for forward compatibility)",
+};
+const NAME: JsonSchema = { type: "string", minLength: 1, maxLength: 200, pattern: NAME_PATTERN };
+const DESCRIPTION: JsonSchema = { type: "string", maxLength: 4000, pattern: TEXT_PATTERN };
+const CONTENT: JsonSchema = {
+  type: "string",
+  maxLength: MAX_CONTENT_BYTES,
+  description: "protojson of the type's content message (json_name or snake_case field names)",
+};
+
+const POLICY_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  type: { type: "string" },
+  version: { type: "integer", minimum: 1 },
+  state: { type: "string", enum: POLICY_STATES },
+  deprecated: { type: "boolean" },
+  deprecated_at: { type: ["string", "null"], format: "date-time" },
+  deprecation_message: { type: "string" },
+  replacement_policy_id: { type: ["string", "null"], format: "uuid" },
+  created_by: { type: "string" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+  bindings_count: { type: "integer" },
+  enabled_bindings_count: { type: "integer" },
+};
+
+/** A policy record in responses. */
+export const POLICY_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: { ...POLICY_SUMMARY_PROPERTIES, content: { type: "string" } },
+  required: [...Object.keys(POLICY_SUMMARY_PROPERTIES), "content"],
+};
+const POLICY_SUMMARY_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: POLICY_SUMMARY_PROPERTIES,
+  required: Object.keys(POLICY_SUMMARY_PROPERTIES),
+};
+
+const IMPORT_REPORT_SCHEMA: JsonSchema = {
+  type: "object",
+  required: ["ok", "dry_run", "created", "updated", "skipped", "errors", "results"],
+  properties: {
+    ok: { type: "boolean" },
+    dry_run: { type: "boolean" },
+    created: { type: "integer" },
+    updated: { type: "integer" },
+    skipped: { type: "integer" },
+    errors: { type: "integer" },
+    results: {
+      type: "array",
+      items: {
+        type: "object",
+        properties: {
+          doc: { type: "integer", description: "0-based index of the document in the bundle" },
+          kind: { type: "string", enum: ["Policy", "PolicyBinding"] },
+          name: { type: "string" },
+          status: { type: "string", enum: ["created", "updated", "skipped", "error"] },
+          message: { type: "string" },
+        },
+      },
+    },
+  },
+};
+
+/** Routes of the policy area. */
+export function policyRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  const importRoute: RouteSpec & RawBodyRoute = {
+    method: "POST",
+    path: "/api/v1/policies/import",
+    summary:
+      "Import a YAML or JSON bundle of policies (and bindings). All or nothing; dry_run=true validates and rolls back. Bindings in the bundle also need binding:create.",
+    tag: "policies",
+    access: "policy:create",
+    audit: { resourceType: "policy", action: "policy.import" },
+    query: {
+      dry_run: { type: "boolean", description: "Validate and report without writing" },
+      on_conflict: {
+        type: "string",
+        enum: ["error", "skip", "new-version"],
+        description:
+          "What to do when a policy with the same name exists (new-version: drafts only, same type)",
+      },
+      format: { type: "string", enum: ["yaml", "json"], description: "Bundle format (default: detected)" },
+    },
+    rawBody: {
+      description: `A bundle (at most ${MAX_BUNDLE_BYTES} bytes): YAML documents or a JSON array`,
+      contentTypes: ["application/yaml", "application/json"],
+    },
+    responses: {
+      "200": {
+        description: "Import report (nothing was written when dry_run is true)",
+        schema: IMPORT_REPORT_SCHEMA,
+      },
+    },
+    handler: async (c) => {
+      const user = caller(c);
+      const text = await readLimitedText(c, MAX_BUNDLE_BYTES);
+      const dryRun = queryBool(c, "dry_run") ?? false;
+      const report = await importBundle(db, text, {
+        format: c.req.query("format") as BundleFormat | undefined ?? formatFromContentType(c),
+        onConflict: (c.req.query("on_conflict") ?? "error") as ConflictMode,
+        dryRun,
+        createdBy: user.username,
+        mayCreateBindings: user.permissions.has("binding:create"),
+      });
+      c.set("auditDetails", {
+        dry_run: dryRun,
+        created: report.created,
+        updated: report.updated,
+        skipped: report.skipped,
+        errors: report.errors,
+      });
+      if (!report.ok) {
+        const failed = report.results.filter((r) => r.status === "error");
+        throw new HttpError(
+          422,
+          "validation_failed",
+          `import refused, nothing was written: ${failed[0].name}: ${failed[0].message}${
+            failed.length > 1 ? ` (and ${failed.length - 1} more)` : ""
+          }`,
+          failed.map((r) => ({ field: `documents[${r.doc}]`, message: `${r.name}: ${r.message}` })),
+        );
+      }
+      return c.json(report);
+    },
+  };
+
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/policies/all",
+      summary: "List policies (without content), filtered, sorted and paginated",
+      tag: "policies",
+      access: "policy:view",
+      query: {
+        ...PAGE_QUERY,
+        ...sortQuery(POLICY_SORT_COLUMNS),
+        state: { type: "string", enum: POLICY_STATES },
+        type: TYPE_SCHEMA,
+        name: { type: "string", maxLength: 200, description: "Case-insensitive substring of the name" },
+        deprecated: { type: "boolean" },
+      },
+      responses: { "200": { description: "A page of policies", schema: pageSchema(POLICY_SUMMARY_SCHEMA) } },
+      handler: async (c) =>
+        c.json(
+          await listPolicies(db, {
+            state: c.req.query("state") as PolicyState | undefined,
+            type: c.req.query("type"),
+            name: c.req.query("name"),
+            deprecated: queryBool(c, "deprecated"),
+          }, { page: page(c), sort: sort(c) }),
+        ),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/policies/all",
+      summary: "Create a policy (draft, version 1); its content is validated for the type",
+      tag: "policies",
+      access: "policy:create",
+      audit: { resourceType: "policy" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "type", "content"],
+        properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
+      },
+      responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const input = body<{ name: string; description?: string; type: string; content: string }>(c);
+        auditResource(c, { name: input.name });
+        const policy = await db.transaction((tx) =>
+          createPolicy(tx, { ...input, createdBy: caller(c).username })
+        );
+        auditResource(c, { id: policy.id, name: policy.name });
+        return c.json(policy, 201);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/all/:id",
+      summary: "Read a policy with its content",
+      tag: "policies",
+      access: "policy:view",
+      responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
+      handler: async (c) => c.json(await getPolicy(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/policies/all/:id",
+      summary:
+        "Edit a draft policy (bumps its version); give `version` to refuse the edit if someone else changed it",
+      tag: "policies",
+      access: "policy:edit",
+      audit: { resourceType: "policy" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          name: NAME,
+          description: DESCRIPTION,
+          type: TYPE_SCHEMA,
+          content: CONTENT,
+          version: {
+            type: "integer",
+            minimum: 1,
+            description: "Expected current version (lost-update guard)",
+          },
+        },
+      },
+      responses: { "200": { description: "The updated policy", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const input = body<
+          { name?: string; description?: string; type?: string; content?: string; version?: number }
+        >(c);
+        const policy = await db.transaction((tx) =>
+          updatePolicy(tx, id, { ...input, expectedVersion: input.version })
+        );
+        auditResource(c, { id, name: policy.name });
+        return c.json(policy);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/policies/all/:id",
+      summary: "Delete a policy and its disabled bindings (refused while enabled bindings exist)",
+      tag: "policies",
+      access: "policy:delete",
+      audit: { resourceType: "policy" },
+      responses: { "204": { description: "Deleted" } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const policy = await db.transaction((tx) => deletePolicy(tx, id));
+        auditResource(c, { id, name: policy.name });
+        return c.body(null, 204);
+      },
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/policies/all/:id/state",
+      summary:
+        "Change the state (draft → released → archived, released/archived → draft). Needs policy:edit; releasing additionally needs policy:release, checked by the handler.",
+      tag: "policies",
+      access: "policy:edit",
+      audit: { resourceType: "policy", action: "policy.state_change" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["state"],
+        properties: { state: { type: "string", enum: POLICY_STATES } },
+      },
+      responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const { state } = body<{ state: PolicyState }>(c);
+        if (state === "released" && !caller(c).permissions.has("policy:release")) {
+          throw forbidden("permission policy:release is required to release a policy");
+        }
+        const { policy, from } = await db.transaction((tx) => changePolicyState(tx, id, state));
+        auditResource(c, { id, name: policy.name });
+        c.set("auditDetails", { from, to: state });
+        return c.json(policy);
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/policies/all/:id/deprecate",
+      summary:
+        "Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it",
+      tag: "policies",
+      access: "policy:edit",
+      audit: { resourceType: "policy", action: "policy.deprecate" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          deprecated: { type: "boolean", default: true },
+          message: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN },
+          replacement_policy_id: { type: ["string", "null"], format: "uuid" },
+        },
+      },
+      responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const input = body<{ deprecated?: boolean; message?: string; replacement_policy_id?: string | null }>(
+          c,
+        );
+        const policy = await db.transaction((tx) =>
+          deprecatePolicy(tx, id, {
+            deprecated: input.deprecated ?? true,
+            message: input.message,
+            replacementPolicyId: input.replacement_policy_id?.toLowerCase() ?? null,
+          })
+        );
+        auditResource(c, { id, name: policy.name });
+        return c.json(policy);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/export",
+      summary: "Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle",
+      tag: "policies",
+      access: "policy:view",
+      query: {
+        ids: {
+          type: "string",
+          pattern: "^[0-9a-fA-F-]{36}(,[0-9a-fA-F-]{36}){0,199}$",
+          description: "Comma-separated policy ids (default: every policy)",
+        },
+        include_bindings: { type: "boolean" },
+        format: { type: "string", enum: ["yaml", "json"] },
+      },
+      responses: {
+        "200": { description: "The bundle", contentType: "application/yaml", schema: { type: "string" } },
+      },
+      handler: async (c) => {
+        const user = caller(c);
+        const ids = c.req.query("ids")?.split(",").map((s) => s.toLowerCase());
+        const format = (c.req.query("format") ?? "yaml") as BundleFormat;
+        const bundle = await exportBundle(db, {
+          ids,
+          includeBindings: queryBool(c, "include_bindings") ?? false,
+          format,
+        });
+        await ctx.audit.record({
+          action: "policy.export",
+          outcome: "success",
+          actor: { userId: user.id, username: user.username },
+          resource: { type: "policy" },
+          sourceIp: c.get("clientIp"),
+          details: { policies: bundle.policies, bindings: bundle.bindings, format },
+        });
+        return c.body(bundle.text, 200, {
+          "Content-Type": `${bundle.contentType}; charset=utf-8`,
+          "Content-Disposition": `attachment; filename="${bundle.filename}"`,
+        });
+      },
+    },
+    importRoute,
+    {
+      method: "GET",
+      path: "/api/v1/policy-types",
+      summary: "Known policy types: wire name, content message, typed_content member and merge rule",
+      tag: "policies",
+      access: "policy:view",
+      responses: {
+        "200": {
+          description: "Policy types",
+          schema: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                wire_name: { type: "string" },
+                message: { type: "string" },
+                typed_content_case: { type: "string" },
+                merge: { type: "string", enum: ["priority_merge", "file_per_policy", "union"] },
+              },
+            },
+          },
+        },
+      },
+      handler: (c) =>
+        c.json(
+          listPolicyTypes().map((t) => ({
+            wire_name: t.wireName,
+            message: t.schema.typeName,
+            typed_content_case: t.typedContentCase,
+            merge: t.merge,
+          })),
+        ),
+    },
+  ];
+}
+
+function formatFromContentType(c: RouteContext): BundleFormat | undefined {
+  const type = (c.req.header("content-type") ?? "").toLowerCase();
+  if (type.includes("json")) return "json";
+  if (type.includes("yaml")) return "yaml";
+  return undefined;
+}
+
+/** Reads the request body as text, refusing (413) before buffering more than `max` bytes. */
+async function readLimitedText(c: RouteContext, max: number): Promise<string> {
+  const declared = Number(c.req.header("content-length") ?? "0");
+  const tooLarge = () => new HttpError(413, "payload_too_large", `request body exceeds ${max} bytes`);
+  if (declared > max) throw tooLarge();
+  const stream = c.req.raw.body;
+  if (!stream) return "";
+  const reader = stream.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+  } catch {
+    throw new HttpError(400, "bad_request", "request body must be UTF-8 text");
+  }
+}

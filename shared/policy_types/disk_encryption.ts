@@ -1,0 +1,74 @@
+/**
+ * DiskEncryption: requirements on LUKS volumes, recovery-key escrow and unlock protectors, merged by
+ * priority. Cipher names and PCR numbers become cryptsetup/systemd-cryptenroll arguments and Tang URLs and
+ * thumbprints end up in clevis configuration, so each is checked.
+ */
+import {
+  type DiskEncryptionPolicy,
+  DiskEncryptionPolicySchema,
+} from "../gen/svc/policy/v1/disk_encryption_pb.ts";
+import { defineType, messageJson } from "./define.ts";
+import { matches, urlWithScheme } from "./sanitizers.ts";
+
+const CIPHER = matches(
+  /^[a-z0-9]+(-[a-z0-9]+){0,3}$/,
+  "a cipher in cryptsetup notation such as aes-xts-plain64",
+);
+const THUMBPRINT = matches(
+  /^[A-Za-z0-9_-]{16,128}$/,
+  "a key thumbprint (base64url, as printed by tang-show-keys)",
+);
+
+/** The DiskEncryption policy type. */
+export const diskEncryptionType = defineType<DiskEncryptionPolicy>({
+  wireName: "DiskEncryption",
+  schema: DiskEncryptionPolicySchema,
+  typedContentCase: "diskEncryptionPolicy",
+  merge: "priority_merge",
+  names: "proto",
+  check(message, issues) {
+    const json = messageJson(DiskEncryptionPolicySchema, message) as Record<string, unknown>;
+    if (Object.keys(json).length === 0) issues.add("", "policy content needs at least one setting");
+    if (![0, 1, 2].includes(message.minLuksVersion)) {
+      issues.add("min_luks_version", "must be 0 (any), 1 or 2");
+    }
+    issues.each("allowed_ciphers", message.allowedCiphers, CIPHER);
+    if (message.minKeySizeBits < 0 || message.minKeySizeBits > 4096 || message.minKeySizeBits % 8 !== 0) {
+      issues.add("min_key_size_bits", "must be a multiple of 8 between 0 and 4096");
+    }
+    if (message.recoveryKeyRotationDays < 0 || message.recoveryKeyRotationDays > 3650) {
+      issues.add("recovery_key_rotation_days", "must be between 0 and 3650");
+    }
+    if (!message.escrowRecoveryKey) {
+      if (message.recoveryKeyRotationDays > 0) {
+        issues.add(
+          "recovery_key_rotation_days",
+          "only applies with escrow_recovery_key; enable escrow or set 0",
+        );
+      }
+      if (message.rotateAfterReveal) {
+        issues.add("rotate_after_reveal", "only applies with escrow_recovery_key; enable escrow or clear it");
+      }
+    }
+    const tpm2 = message.tpm2;
+    if (tpm2) {
+      const seen = new Set<number>();
+      tpm2.pcrs.forEach((pcr, i) => {
+        if (pcr > 23) issues.add(`tpm2.pcrs[${i}]`, "must be a PCR number between 0 and 23");
+        else if (seen.has(pcr)) issues.add(`tpm2.pcrs[${i}]`, `PCR ${pcr} is listed twice`);
+        seen.add(pcr);
+      });
+    }
+    const tang = message.tang;
+    if (tang) {
+      if (tang.servers.length === 0) issues.add("tang.servers", "at least one Tang server is required");
+      if (tang.threshold < 0 || tang.threshold > tang.servers.length) {
+        issues.add("tang.threshold", `must be between 0 and the number of servers (${tang.servers.length})`);
+      }
+      tang.servers.forEach((server, i) => {
+        issues.check(`tang.servers[${i}].url`, server.url, urlWithScheme(["http", "https"]));
+        issues.check(`tang.servers[${i}].thumbprint`, server.thumbprint, THUMBPRINT);
+      });
+    }
+  },
+});

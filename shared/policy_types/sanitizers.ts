@@ -1,0 +1,499 @@
+/**
+ * Checkers for every policy value that later becomes a path, a file name, a command argument or part of a
+ * generated file or script. The server runs them when content is saved or released; the agent runs the same
+ * functions again before rendering, because it treats server data as untrusted.
+ *
+ * Each checker returns `undefined` when the value is acceptable, or a problem description meant for a person
+ * ("must be a plain file name: letters, digits, '.', '_' and '-'"). {@link IssueList} turns those into
+ * {@link ValidationIssue}s that name the field.
+ */
+import type { ValidationIssue } from "./errors.ts";
+
+/** A checker: `undefined` when fine, otherwise what is wrong and how to fix it. */
+export type Checker = (value: string) => string | undefined;
+
+/** Largest accepted policy content, in bytes of UTF-8. */
+export const MAX_CONTENT_BYTES = 1 << 20;
+/** Deepest accepted JSON nesting of policy content. */
+export const MAX_JSON_DEPTH = 32;
+/** Longest accepted string anywhere in policy content, in characters. */
+export const MAX_STRING_LENGTH = 64 * 1024;
+
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+// deno-lint-ignore no-control-regex
+const CONTROL_EXCEPT_NEWLINE_TAB = /[\u0000-\u0008\u000b-\u001f\u007f]/;
+
+function describeChar(ch: string): string {
+  if (ch === "\0") return "a NUL character";
+  if (ch === "\n") return "a newline";
+  if (ch === "\r") return "a carriage return";
+  if (ch === "\t") return "a tab";
+  return `the control character U+${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+/** No control characters at all (no NUL, newline, tab, escape, …): for single-line values. */
+export function singleLine(value: string): string | undefined {
+  const m = CONTROL.exec(value);
+  return m ? `must not contain ${describeChar(m[0])}` : undefined;
+}
+
+/** No control characters except newline and tab: for free text rendered escaped (descriptions, filters). */
+export function multiLineText(value: string): string | undefined {
+  const m = CONTROL_EXCEPT_NEWLINE_TAB.exec(value);
+  return m ? `must not contain ${describeChar(m[0])}` : undefined;
+}
+
+/** No NUL character (the one character no file format or argv can carry). */
+export function noNul(value: string): string | undefined {
+  return value.includes("\0") ? "must not contain a NUL character" : undefined;
+}
+
+/** At most `max` characters. */
+export function maxLength(max: number): Checker {
+  return (value) => [...value].length > max ? `must be at most ${max} characters` : undefined;
+}
+
+/** Not empty. */
+export function required(value: string): string | undefined {
+  return value.length === 0 ? "is required" : undefined;
+}
+
+/** Matches `pattern`; `hint` says what is allowed. */
+export function matches(pattern: RegExp, hint: string): Checker {
+  return (value) => singleLine(value) ?? (pattern.test(value) ? undefined : `must be ${hint}`);
+}
+
+/** One of `allowed`. */
+export function oneOf(allowed: readonly string[]): Checker {
+  return (value) =>
+    allowed.includes(value)
+      ? undefined
+      : `must be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}`;
+}
+
+const FILE_NAME = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * A safe single path component (file or directory name): letters, digits, `.`, `_`, `-`; not `.` or `..`,
+ * at most 255 bytes. Never contains `/`, so it cannot climb out of the directory it is joined to.
+ */
+export function fileNameComponent(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  if (value.length === 0) return "must not be empty";
+  if (value === "." || value === "..") return `"${value}" is not a valid file name`;
+  if (!FILE_NAME.test(value)) {
+    return "must be a plain file name: letters, digits, '.', '_' and '-' only (no '/')";
+  }
+  if (new TextEncoder().encode(value).length > 255) return "must be at most 255 bytes";
+  return undefined;
+}
+
+/** Identifier: starts with a letter or digit, then letters, digits, `.`, `_`, `-`; at most `max` characters. */
+export function identifier(max = 64): Checker {
+  const re = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${max - 1}}$`);
+  return (value) =>
+    singleLine(value) ?? re.test(value)
+      ? undefined
+      : `must start with a letter or digit and contain only letters, digits, '.', '_' and '-' (at most ${max} characters)`;
+}
+
+/**
+ * An absolute, normalised path under one of `prefixes` (each ending in `/`): no `.` or `..` components, no
+ * empty components, no control characters.
+ */
+export function absolutePathUnder(prefixes: readonly string[]): Checker {
+  return (value) => {
+    const bad = singleLine(value);
+    if (bad) return bad;
+    if (!value.startsWith("/")) return "must be an absolute path starting with '/'";
+    const parts = value.split("/").slice(1);
+    if (parts.some((p) => p === "." || p === "..")) return "must not contain '.' or '..' components";
+    if (parts.slice(0, -1).some((p) => p === "")) return "must not contain '//'";
+    if (!prefixes.some((prefix) => value.startsWith(prefix))) {
+      return `must be under ${prefixes.join(" or ")}`;
+    }
+    return undefined;
+  };
+}
+
+/** A URL whose scheme is one of `schemes` (e.g. `["https"]`), with a host, on a single line. */
+export function urlWithScheme(schemes: readonly string[]): Checker {
+  return (value) => {
+    const bad = singleLine(value);
+    if (bad) return bad;
+    let url: URL;
+    try {
+      url = new URL(value);
+    } catch {
+      return `must be a valid URL (${schemes.join(" or ")})`;
+    }
+    const scheme = url.protocol.replace(/:$/, "");
+    if (!schemes.includes(scheme)) return `URL scheme must be ${schemes.join(" or ")}, not "${scheme}"`;
+    if (!url.hostname) return "URL must name a host";
+    return undefined;
+  };
+}
+
+/** A Unix user name (local or directory: letters, digits, `_`, `.`, `@`, `-`, optional trailing `$`). */
+export function unixUserName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,254}\$?$/.test(value)
+    ? undefined
+    : "must be a user name: letters, digits, '_', '.', '@' and '-' (no spaces or quotes)";
+}
+
+/** A Unix or directory group name; like a user name, but inner spaces are allowed ("domain users"). */
+export function unixGroupName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9_](?:[A-Za-z0-9_.@ -]{0,253}[A-Za-z0-9_.@$-])?$/.test(value)
+    ? undefined
+    : "must be a group name: letters, digits, '_', '.', '@', '-' and inner spaces (no quotes)";
+}
+
+/** A GSettings schema id such as `org.gnome.desktop.screensaver`. */
+export function gsettingsSchemaId(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$/.test(value) && value.length <= 255
+    ? undefined
+    : "must be a GSettings schema id such as org.gnome.desktop.screensaver";
+}
+
+/** A dconf key name (no `/`, no brackets, no `=`, no whitespace). */
+export function dconfKeyName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$/.test(value)
+    ? undefined
+    : "must be a key name such as lock-delay: letters, digits, '-' and '_'";
+}
+
+/** A dconf directory path such as `/org/gnome/terminal/legacy/profiles:/:abc/` (starts and ends with `/`). */
+export function dconfPath(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  if (!/^\/([A-Za-z0-9_.:-]+\/)+$/.test(value)) {
+    return "must be a dconf path such as /org/gnome/desktop/background/ (starting and ending with '/')";
+  }
+  if (value.split("/").some((p) => p === "." || p === "..")) return "must not contain '.' or '..' components";
+  return value.length > 1024 ? "must be at most 1024 characters" : undefined;
+}
+
+/**
+ * A GVariant text value ("true", "'Adwaita'", "uint32 300", "['a', 'b']"): one line, quotes terminated and
+ * brackets balanced, so it cannot spill into the next line of a dconf keyfile.
+ */
+export function gvariantText(value: string): string | undefined {
+  if (value.trim().length === 0) return "must not be empty";
+  const bad = singleLine(value);
+  if (bad) return bad;
+  const stack: string[] = [];
+  const closing: Record<string, string> = { "(": ")", "[": "]", "{": "}", "<": ">" };
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i];
+    if (ch === "'" || ch === '"') {
+      let j = i + 1;
+      while (j < value.length && value[j] !== ch) j += value[j] === "\\" ? 2 : 1;
+      if (j >= value.length) return "has an unterminated string: close the quote";
+      i = j;
+    } else if (ch in closing) {
+      stack.push(closing[ch]);
+    } else if (ch === ")" || ch === "]" || ch === "}" || ch === ">") {
+      if (stack.pop() !== ch) return `has an unbalanced '${ch}'`;
+    }
+  }
+  return stack.length > 0 ? `is missing a closing '${stack[stack.length - 1]}'` : undefined;
+}
+
+/** A polkit action id or prefix: lowercase-ish dotted name, e.g. `org.freedesktop.udisks2.filesystem-mount`. */
+export function polkitActionId(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/.test(value)
+    ? undefined
+    : "must be a polkit action id such as org.freedesktop.udisks2.filesystem-mount (letters, digits, '.', '_', '-')";
+}
+
+/** A firewalld zone name: letters, digits, `_` and `-`, 1 to 17 characters. */
+export function firewalldZoneName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9_-]{1,17}$/.test(value)
+    ? undefined
+    : "must be a zone name: letters, digits, '_' and '-', at most 17 characters";
+}
+
+/** A firewalld service, protocol or ICMP type name. */
+export function firewalldName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/.test(value)
+    ? undefined
+    : "must be a name such as ssh or echo-request: letters, digits, '.', '_', '+' and '-'";
+}
+
+/** A port (`443`) or inclusive range (`5000-6000`) within 1–65535. */
+export function portSpec(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  const m = /^(\d{1,5})(?:-(\d{1,5}))?$/.exec(value);
+  if (!m) return "must be a port such as 443 or a range such as 5000-6000";
+  const lo = Number(m[1]);
+  const hi = m[2] === undefined ? lo : Number(m[2]);
+  if (lo < 1 || hi > 65535) return "ports must be between 1 and 65535";
+  if (hi < lo) return "a port range must not end before it starts";
+  return undefined;
+}
+
+/** A transport protocol firewalld accepts for ports. */
+export const portProtocol: Checker = oneOf(["tcp", "udp", "sctp", "dccp"]);
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+
+/** An IPv4 or IPv6 address, without prefix length. */
+export function ipAddress(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  if (IPV4.test(value)) return undefined;
+  if (/^[0-9A-Fa-f:.]+$/.test(value) && value.includes(":")) {
+    try {
+      new URL(`http://[${value}]/`);
+      return undefined;
+    } catch {
+      // fall through
+    }
+  }
+  return "must be an IPv4 or IPv6 address";
+}
+
+/** An address with an optional prefix length (`10.0.0.0/8`, `2001:db8::/32`). */
+export function cidr(value: string): string | undefined {
+  const [addr, prefix, ...rest] = value.split("/");
+  if (rest.length > 0 || ipAddress(addr) !== undefined) {
+    return "must be an address or network such as 10.0.0.0/8";
+  }
+  if (prefix === undefined) return undefined;
+  const max = addr.includes(":") ? 128 : 32;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= max
+    ? undefined
+    : `prefix length must be between 0 and ${max}`;
+}
+
+/** A firewalld zone source: address/network, `mac:<address>` or `ipset:<name>`. */
+export function firewalldSource(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  if (value.startsWith("mac:")) {
+    return /^mac:([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$/.test(value)
+      ? undefined
+      : "must be mac: followed by a MAC address such as 00:11:22:33:44:55";
+  }
+  if (value.startsWith("ipset:")) {
+    return /^ipset:[A-Za-z0-9_.-]{1,64}$/.test(value)
+      ? undefined
+      : "must be ipset: followed by an ipset name";
+  }
+  return cidr(value) === undefined
+    ? undefined
+    : "must be an address or network (10.0.0.0/8), mac:<address> or ipset:<name>";
+}
+
+/** A network interface name (Linux: at most 15 characters, no `/` or whitespace). */
+export function interfaceName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,14}$/.test(value)
+    ? undefined
+    : "must be an interface name such as eth0 (at most 15 characters)";
+}
+
+const RICH_RULE_ELEMENTS = new Set([
+  "source",
+  "destination",
+  "service",
+  "port",
+  "protocol",
+  "icmp-block",
+  "icmp-type",
+  "masquerade",
+  "forward-port",
+  "source-port",
+  "tcp-mss-clamp",
+  "log",
+  "nflog",
+  "audit",
+  "accept",
+  "reject",
+  "drop",
+  "mark",
+]);
+const RICH_RULE_MODIFIERS = new Set(["rule", "not", "limit"]);
+const RICH_RULE_ATTRIBUTES = new Set([
+  "family",
+  "priority",
+  "address",
+  "mac",
+  "ipset",
+  "name",
+  "port",
+  "protocol",
+  "value",
+  "to-port",
+  "to-addr",
+  "prefix",
+  "level",
+  "group",
+  "queue-size",
+  "size",
+  "type",
+  "set",
+  "burst",
+]);
+
+/**
+ * Basic firewalld rich-rule grammar: one line; starts with `rule`; words are element keywords (`service`,
+ * `accept`, …), modifiers (`not`, `limit`) or `attribute=value` with a known attribute; quoted values are
+ * terminated; at least one element.
+ */
+export function firewalldRichRule(value: string): string | undefined {
+  const bad = singleLine(value);
+  if (bad) return bad;
+  const words: string[] = [];
+  let i = 0;
+  while (i < value.length) {
+    if (value[i] === " ") {
+      i++;
+      continue;
+    }
+    const word = /^[A-Za-z][A-Za-z-]*/.exec(value.slice(i))?.[0];
+    if (!word) return `has an unexpected "${value.slice(i, i + 20)}"`;
+    i += word.length;
+    if (value[i] === "=") {
+      if (!RICH_RULE_ATTRIBUTES.has(word)) return `has an unknown attribute "${word}"`;
+      i++;
+      const quote = value[i];
+      if (quote === '"' || quote === "'") {
+        const end = value.indexOf(quote, i + 1);
+        if (end < 0) return "has an unterminated quote";
+        i = end + 1;
+      } else {
+        const start = i;
+        while (i < value.length && value[i] !== " ") {
+          if (value[i] === '"' || value[i] === "'") return "has a stray quote";
+          i++;
+        }
+        if (i === start) return `attribute "${word}" needs a value`;
+      }
+      if (i < value.length && value[i] !== " ") return `needs a space after the value of "${word}"`;
+    } else {
+      if (!RICH_RULE_ELEMENTS.has(word) && !RICH_RULE_MODIFIERS.has(word)) {
+        return `has an unknown word "${word}"`;
+      }
+      words.push(word);
+    }
+  }
+  if (words[0] !== "rule") return 'must start with "rule"';
+  if (!words.some((w) => RICH_RULE_ELEMENTS.has(w))) {
+    return "needs at least one element such as service, port or accept";
+  }
+  return undefined;
+}
+
+/** Base64 text (standard alphabet, optional padding, whitespace between lines allowed). */
+export function base64Text(value: string): string | undefined {
+  return /^[A-Za-z0-9+/\s]+={0,2}\s*$/.test(value) ? undefined : "must be base64 text";
+}
+
+/** "HH:MM" on a 24-hour clock. */
+export function clockTime(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^([01]\d|2[0-3]):[0-5]\d$/.test(value)
+    ? undefined
+    : "must be a time HH:MM on a 24-hour clock, e.g. 08:30";
+}
+
+/** An IANA time zone name such as `Europe/Berlin` (also safe as a path below /usr/share/zoneinfo). */
+export function timeZoneName(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+){0,2}$/.test(value) && value.length <= 64
+    ? undefined
+    : "must be an IANA time zone such as Europe/Berlin";
+}
+
+/** A Flatpak application id: at least three dot-separated parts, e.g. `org.mozilla.firefox`. */
+export function flatpakAppId(value: string): string | undefined {
+  const line = singleLine(value);
+  if (line) return line;
+  return /^[A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*){2,}$/.test(value) && value.length <= 255
+    ? undefined
+    : "must be an application id such as org.mozilla.firefox";
+}
+
+/** KConfig group or key text: one line, no `[`, `]` or `=` (they would start a new group or key). */
+export function kconfigName(value: string): string | undefined {
+  const bad = singleLine(value);
+  if (bad) return bad;
+  if (value.trim() !== value || value.length === 0) return "must not be empty or start/end with spaces";
+  return /[[\]=]/.test(value) ? "must not contain '[', ']' or '='" : undefined;
+}
+
+/**
+ * Collects issues while a validator walks a message. `check` runs checkers in order and records the first
+ * problem; the helpers keep validators short and their field paths consistent.
+ */
+export class IssueList {
+  readonly issues: ValidationIssue[] = [];
+
+  /** Records a problem with `field`. */
+  add(field: string, message: string): void {
+    this.issues.push({ field, message });
+  }
+
+  /** Runs `checkers` on `value` and records the first problem; returns true when the value passed. */
+  check(field: string, value: string, ...checkers: Checker[]): boolean {
+    for (const checker of checkers) {
+      const problem = checker(value);
+      if (problem) {
+        this.add(field, problem);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** Like {@link check}, but an empty value is accepted (optional fields). */
+  optional(field: string, value: string | undefined, ...checkers: Checker[]): boolean {
+    return value === undefined || value === "" ? true : this.check(field, value, ...checkers);
+  }
+
+  /** Checks every element of a list, naming each as `field[i]`, and reports duplicates. */
+  each(field: string, values: readonly string[], ...checkers: Checker[]): void {
+    const seen = new Set<string>();
+    values.forEach((v, i) => {
+      if (this.check(`${field}[${i}]`, v, ...checkers) && seen.has(v)) {
+        this.add(`${field}[${i}]`, `"${v}" is listed twice`);
+      }
+      seen.add(v);
+    });
+  }
+
+  /** Records a problem when an enum value is not one of the defined numbers (open proto3 enums accept any). */
+  enumValue(
+    field: string,
+    value: number,
+    defined: readonly number[],
+    options: { allowZero?: boolean; hint?: string } = {},
+  ) {
+    if (value === 0 && !options.allowZero) {
+      this.add(field, options.hint ?? "must be set");
+    } else if (value !== 0 && !defined.includes(value)) {
+      this.add(field, `${value} is not a known value`);
+    }
+  }
+}
