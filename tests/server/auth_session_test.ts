@@ -19,8 +19,9 @@ dbTest(
   async (db) => {
     const server = await createTestServer({
       db,
-      // One second of access-token life keeps the expiry step short.
-      config: { security: { accessTokenTtlSeconds: 1, refreshTokenTtlSeconds: 3600 } },
+      // A short access-token life keeps the expiry step quick, yet long enough for a loaded CI machine to finish
+      // the steps before it.
+      config: { security: { accessTokenTtlSeconds: 5, refreshTokenTtlSeconds: 3600 } },
     });
     try {
       const alice = await server.loginAs({
@@ -77,7 +78,7 @@ dbTest(
       // After expiry: the cookie is still sent (it outlives the token so logout can find the session), the JWT
       // expiry refuses it, also when replayed as a bearer token.
       const expiredToken = alice.cookie("svc_session")!;
-      await sleep(2100);
+      await sleep(6100);
       assert.equal(
         alice.cookie("svc_session"),
         expiredToken,
