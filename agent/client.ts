@@ -1,0 +1,169 @@
+/**
+ * gRPC connections of the agent: the enrollment connection (system trust store, or no
+ * verification when `server.insecure_skip_verify` is set) and the policy-port connection
+ * (mutual TLS, TLS 1.3 only, the server verified against the CA received at enrollment, never
+ * skipped). Certificate failures are diagnosed into a cause a person can act on.
+ *
+ * @module
+ */
+
+import tls from "node:tls";
+import * as grpc from "@grpc/grpc-js";
+import { createClient, type ServiceClient } from "../shared/grpc/adapter.ts";
+import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
+import { PolicyService } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { readFileIfExists } from "./fs.ts";
+
+/** Typed client of the policy service. */
+export type PolicyClient = ServiceClient<typeof PolicyService>;
+/** Typed client of the enrollment service. */
+export type EnrollmentClient = ServiceClient<typeof EnrollmentService>;
+
+/** The agent's credentials for the policy port. */
+export interface Identity {
+  keyPem: string;
+  certPem: string;
+  caPem: string;
+}
+
+/** Largest message the agent accepts or sends (spec: 8 MiB). */
+export const MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+
+/** Where distributions keep the system trust store bundle; the first that exists is used. */
+export const SYSTEM_CA_BUNDLES: readonly string[] = [
+  "/etc/ssl/certs/ca-certificates.crt",
+  "/etc/pki/tls/certs/ca-bundle.crt",
+  "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+  "/etc/ssl/ca-bundle.pem",
+  "/etc/ssl/cert.pem",
+];
+
+/**
+ * The system trust store as PEM: `SSL_CERT_FILE` when set (the usual OpenSSL override), else
+ * the distribution bundle, else the runtime's built-in roots.
+ */
+export async function systemTrustStore(): Promise<string> {
+  const override = Deno.env.get("SSL_CERT_FILE");
+  for (const path of override ? [override] : SYSTEM_CA_BUNDLES) {
+    const bytes = await readFileIfExists(path);
+    if (bytes?.length) return new TextDecoder().decode(bytes);
+  }
+  return tls.rootCertificates.join("\n");
+}
+
+/** `host:port` with IPv6 literals bracketed. */
+export function target(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.max_receive_message_length": MAX_MESSAGE_BYTES,
+  "grpc.max_send_message_length": MAX_MESSAGE_BYTES,
+  // Pings no more often than the server's enforcement minimum (10 s) allows.
+  "grpc.keepalive_time_ms": 60_000,
+  "grpc.keepalive_timeout_ms": 20_000,
+  // One attempt per call: the agent's own loop decides when to reconnect.
+  "grpc.enable_retries": 0,
+  "grpc.initial_reconnect_backoff_ms": 1000,
+  "grpc.max_reconnect_backoff_ms": 1000,
+};
+
+/** Options of {@linkcode createEnrollmentClient}. */
+export interface EnrollmentClientOptions {
+  address: string;
+  port: number;
+  /** Skip certificate verification (enrollment only). */
+  insecureSkipVerify: boolean;
+  /** Trusted roots (PEM); default {@linkcode systemTrustStore}. */
+  trustStore?: string;
+}
+
+/** Client of the enrollment service on the web port. */
+export async function createEnrollmentClient(options: EnrollmentClientOptions): Promise<EnrollmentClient> {
+  const credentials = options.insecureSkipVerify
+    ? grpc.credentials.createSsl(null, null, null, {
+      rejectUnauthorized: false,
+      checkServerIdentity: () => undefined,
+    })
+    : grpc.credentials.createFromSecureContext(
+      tls.createSecureContext({ ca: options.trustStore ?? await systemTrustStore(), minVersion: "TLSv1.2" }),
+    );
+  return createClient(EnrollmentService, target(options.address, options.port), {
+    credentials,
+    channelOptions: CHANNEL_OPTIONS,
+  });
+}
+
+/** Client of the policy service: mutual TLS, TLS 1.3, server pinned to the received CA. */
+export function createPolicyClient(address: string, port: number, identity: Identity): PolicyClient {
+  const secureContext = tls.createSecureContext({
+    ca: identity.caPem,
+    key: identity.keyPem,
+    cert: identity.certPem,
+    minVersion: "TLSv1.3",
+  });
+  return createClient(PolicyService, target(address, port), {
+    credentials: grpc.credentials.createFromSecureContext(secureContext, { rejectUnauthorized: true }),
+    channelOptions: CHANNEL_OPTIONS,
+  });
+}
+
+/** Why a TLS connection failed, in words a person can act on. */
+export interface TlsDiagnosis {
+  cause: "unknown authority" | "name mismatch" | "expired" | "connection" | "other";
+  detail: string;
+}
+
+const UNKNOWN_AUTHORITY = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+]);
+
+/** Maps a Node TLS error to a {@linkcode TlsDiagnosis}. */
+export function classifyTlsError(err: { code?: string; message?: string }): TlsDiagnosis {
+  const code = err.code ?? "";
+  const detail = `${code ? `${code}: ` : ""}${err.message ?? "unknown error"}`;
+  if (UNKNOWN_AUTHORITY.has(code) || /unknown ?issuer|self.signed/i.test(err.message ?? "")) {
+    return { cause: "unknown authority", detail };
+  }
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID" || /not ?valid ?for ?name|altname/i.test(err.message ?? "")) {
+    return { cause: "name mismatch", detail };
+  }
+  if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID") return { cause: "expired", detail };
+  if (["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ETIMEDOUT", "ECONNRESET", "EAI_AGAIN"].includes(code)) {
+    return { cause: "connection", detail };
+  }
+  return { cause: "other", detail };
+}
+
+/**
+ * Opens one TLS connection the way the enrollment client does and reports why it fails, or
+ * undefined when it succeeds. grpc-js only says "UNAVAILABLE", so this names the real cause.
+ */
+export function diagnoseTls(
+  options: { address: string; port: number; trustStore: string; timeoutMs?: number },
+): Promise<TlsDiagnosis | undefined> {
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      host: options.address,
+      port: options.port,
+      servername: /^[\d.]+$|:/.test(options.address) ? undefined : options.address,
+      ca: options.trustStore,
+      ALPNProtocols: ["h2"],
+      minVersion: "TLSv1.2",
+    }, () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.setTimeout(options.timeoutMs ?? 10_000, () => {
+      socket.destroy();
+      resolve({ cause: "connection", detail: "timed out" });
+    });
+    socket.on("error", (err: Error & { code?: string }) => resolve(classifyTlsError(err)));
+  });
+}

@@ -1,0 +1,332 @@
+/**
+ * The svc-agent daemon: renews the certificate when due (at start and daily), keeps one policy
+ * stream open with reconnect backoff (1 s doubling to 60 s, reset after a healthy stream),
+ * and on every connect sends a heartbeat, fetches the agent configuration and, once per
+ * process, reports the GSettings and polkit catalogues. Stream events drive the sync engine;
+ * the tamper watcher follows the managed files; notifications follow changes.
+ *
+ * @module
+ */
+
+import * as grpc from "@grpc/grpc-js";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { GrpcError } from "../shared/grpc/adapter.ts";
+import { ComplianceStatus } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
+import { gnomeVersion, scanGSettingsSchemas, scanPolkitActions } from "./catalogue.ts";
+import { createPolicyClient, type Identity, type PolicyClient } from "./client.ts";
+import type { AgentConfig } from "./config.ts";
+import { enforcerRegistry } from "./enforcers/mod.ts";
+import { RootFs } from "./fs.ts";
+import { ensureDataDir, loadIdentity } from "./identity.ts";
+import type { Logger } from "./log.ts";
+import { Notifier } from "./notify.ts";
+import { renewIfDue } from "./renew.ts";
+import { Runner } from "./runner.ts";
+import { runStreamSession } from "./stream.ts";
+import { ManagedFiles } from "./sync/managed_files.ts";
+import { SyncEngine, type SyncSummary } from "./sync/engine.ts";
+import type { Enforcer } from "./sync/types.ts";
+import { collectNodeFacts } from "./sysinfo.ts";
+import { type TamperEvent, TamperWatcher } from "./tamper.ts";
+
+/** Options of {@linkcode runDaemon}. */
+export interface DaemonOptions {
+  config: AgentConfig;
+  logger: Logger;
+  /** Stops the daemon when aborted. */
+  signal: AbortSignal;
+  runner?: Runner;
+  backoff?: BackoffOptions;
+  /** Milliseconds between renewal checks while running; default one day. */
+  renewalCheckMs?: number;
+  /** A stream that stayed up this long counts as healthy even without a snapshot; default 60 s. */
+  healthyAfterMs?: number;
+  tamper?: { suppressMs?: number; settleMs?: number; procRoot?: string };
+  /** Enforcers to use; default every enforcer of this build. */
+  enforcers?: readonly Enforcer[];
+}
+
+const UNARY_TIMEOUT_MS = 15_000;
+const CATALOGUE_TIMEOUT_MS = 60_000;
+const MAX_PENDING_TAMPER = 100;
+
+const STATUS: Record<string, ComplianceStatus> = {
+  COMPLIANT: ComplianceStatus.COMPLIANT,
+  NON_COMPLIANT: ComplianceStatus.NON_COMPLIANT,
+  INAPPLICABLE: ComplianceStatus.INAPPLICABLE,
+  ERROR: ComplianceStatus.ERROR,
+  UNKNOWN: ComplianceStatus.UNKNOWN,
+};
+
+function deadline(ms = UNARY_TIMEOUT_MS): { deadline: number } {
+  return { deadline: Date.now() + ms };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Runs the daemon until `options.signal` aborts. */
+export async function runDaemon(options: DaemonOptions): Promise<void> {
+  const { config, logger, signal } = options;
+  const { dataDir } = config.enrollment;
+  const clientId = config.agent.clientId;
+  await ensureDataDir(dataDir);
+  const fs = await RootFs.open(config.agent.rootDir);
+  const runner = options.runner ?? new Runner();
+  const managed = await ManagedFiles.load(dataDir, logger);
+  const enforcers = enforcerRegistry(options.enforcers);
+  const notifier = new Notifier({ runner, logger, enabled: config.notifications.enabled });
+  const problems = new Set<string>();
+  const pendingTamper: TamperEvent[] = [];
+  let client: PolicyClient | undefined;
+  let pendingReports = false;
+
+  // Fails early (and the agent exits with the reason) when the enrollment data is unusable.
+  let identity: Identity = await loadIdentity(dataDir);
+  async function renewWhenDue(): Promise<boolean> {
+    try {
+      const renewed = await renewIfDue({
+        identity,
+        dataDir,
+        address: config.server.address,
+        policyPort: config.server.policyPort,
+        logger,
+      });
+      if (renewed) identity = renewed;
+      return renewed !== undefined;
+    } catch (err) {
+      logger.error("certificate renewal failed; continuing with the current certificate", {
+        error: errorText(err),
+      });
+      return false;
+    }
+  }
+
+  async function sendTamper(event: TamperEvent): Promise<void> {
+    if (!client) throw new Error("not connected");
+    await client.reportTamperEvent({
+      clientId,
+      filePath: event.path,
+      processes: event.processes.map((p) => ({ pid: p.pid, comm: p.comm, user: p.user })),
+      detectedAt: timestampFromDate(event.detectedAt),
+      policyType: event.type,
+    }, deadline());
+  }
+
+  const watcher = new TamperWatcher({
+    fs,
+    logger,
+    suppressMs: options.tamper?.suppressMs,
+    settleMs: options.tamper?.settleMs,
+    procRoot: options.tamper?.procRoot,
+    onTamper: (event) =>
+      engine.requestSync(async () => {
+        try {
+          await sendTamper(event);
+        } catch (err) {
+          logger.warn("tamper report failed; it is sent again after reconnecting", { error: errorText(err) });
+          if (pendingTamper.length < MAX_PENDING_TAMPER) pendingTamper.push(event);
+        }
+      }),
+  });
+
+  const engine: SyncEngine = new SyncEngine({
+    fs,
+    runner,
+    logger,
+    config,
+    managed,
+    enforcers,
+    onOwnWrite: (path) => watcher.suppress(path),
+    onSynced: async (summary: SyncSummary) => {
+      try {
+        await watcher.setWatched(summary.managed);
+        problems.delete("tamper watcher");
+      } catch (err) {
+        problems.add("tamper watcher");
+        logger.error("tamper watcher cannot watch the managed files", { error: errorText(err) });
+      }
+      const notify = [...summary.changed.keys()].filter((t) => enforcers.get(t)?.notifiesUsers);
+      if (notify.length) {
+        notifier.notify(notify).catch((err) =>
+          logger.debug("notification failed", { error: errorText(err) })
+        );
+      }
+    },
+    reportCompliance: async (policy, result) => {
+      if (!client) {
+        pendingReports = true;
+        throw new Error("not connected");
+      }
+      try {
+        await client.reportCompliance({
+          clientId,
+          policyId: policy.id,
+          status: STATUS[result.status] ?? ComplianceStatus.UNKNOWN,
+          message: result.message,
+          items: result.items.map((i) => ({
+            schemaId: i.schemaId,
+            key: i.key,
+            status: STATUS[i.status] ?? ComplianceStatus.UNKNOWN,
+            message: i.message,
+          })),
+          policyVersion: policy.version,
+        }, deadline());
+      } catch (err) {
+        pendingReports = true;
+        throw err;
+      }
+    },
+  });
+
+  async function heartbeat(): Promise<void> {
+    if (!client) return;
+    const facts = await collectNodeFacts(fs, runner);
+    await client.heartbeat({
+      clientId,
+      ...facts,
+      healthy: problems.size === 0,
+      healthMessage: problems.size ? `problems: ${[...problems].join(", ")}` : "",
+    }, deadline());
+  }
+
+  async function fetchAgentConfig(): Promise<void> {
+    if (!client) return;
+    const { config: agentConfig } = await client.getAgentConfig({ clientId }, deadline());
+    const n = agentConfig?.notifications;
+    if (n) {
+      notifier.setSettings({
+        enabled: n.enabled,
+        cooldownSeconds: n.cooldownSeconds,
+        defaultMessage: n.defaultMessage,
+        messageByType: { ...n.messageByPolicyType },
+      });
+    }
+  }
+
+  let schemasReported = false;
+  let polkitReported = false;
+  async function reportCatalogues(current: PolicyClient): Promise<void> {
+    if (!schemasReported) {
+      const schemas = await scanGSettingsSchemas(fs);
+      if (schemas === undefined) {
+        schemasReported = true;
+      } else {
+        await current.reportSchemaCatalogue(
+          { clientId, gnomeVersion: await gnomeVersion(fs), schemas },
+          deadline(CATALOGUE_TIMEOUT_MS),
+        );
+        schemasReported = true;
+        logger.info("GSettings schema catalogue reported", { schemas: schemas.length });
+      }
+    }
+    if (!polkitReported) {
+      const actions = await scanPolkitActions(fs);
+      if (actions === undefined) {
+        polkitReported = true;
+      } else {
+        await current.reportPolkitCatalogue({ clientId, actions }, deadline(CATALOGUE_TIMEOUT_MS));
+        polkitReported = true;
+        logger.info("polkit action catalogue reported", { actions: actions.length });
+      }
+    }
+  }
+
+  let connection: AbortController | undefined;
+  // Long-running agents renew too: the check repeats daily, and a renewal reconnects with the new
+  // certificate.
+  const renewTimer = setInterval(async () => {
+    if (await renewWhenDue()) connection?.abort();
+  }, options.renewalCheckMs ?? 86_400_000);
+
+  const backoff = new Backoff(options.backoff);
+  let lastRevision = 0n;
+  try {
+    while (!signal.aborted) {
+      engine.resetStaging();
+      connection = new AbortController();
+      const stopConnection = () => connection?.abort();
+      signal.addEventListener("abort", stopConnection, { once: true });
+      const started = Date.now();
+      let healthy = false;
+      try {
+        identity = await loadIdentity(dataDir);
+        // At start, and again on reconnects while a due renewal has not succeeded yet.
+        await renewWhenDue();
+        client = createPolicyClient(config.server.address, config.server.policyPort, identity);
+        const current = client;
+        logger.info("connecting to the policy service", {
+          server: `${config.server.address}:${config.server.policyPort}`,
+          last_revision: lastRevision.toString(),
+        });
+        heartbeat().catch((err) => logger.warn("heartbeat failed", { error: errorText(err) }));
+        fetchAgentConfig().catch((err) => logger.warn("GetAgentConfig failed", { error: errorText(err) }));
+        reportCatalogues(current).catch((err) =>
+          logger.warn("catalogue report failed", { error: errorText(err) })
+        );
+        while (pendingTamper.length) {
+          const event = pendingTamper[0];
+          try {
+            await sendTamper(event);
+            pendingTamper.shift();
+          } catch {
+            break;
+          }
+        }
+        if (pendingReports && engine.ready) {
+          pendingReports = false;
+          void engine.requestSync();
+        }
+        await runStreamSession({
+          client: current,
+          clientId,
+          lastRevision,
+          engine,
+          logger,
+          signal: connection.signal,
+          onMetadataRequest: () => {
+            heartbeat().catch((err) => logger.warn("heartbeat failed", { error: errorText(err) }));
+          },
+          onSnapshotComplete: () => {
+            if (!healthy) logger.info("policy stream is in sync");
+            healthy = true;
+            backoff.reset();
+          },
+          onRevision: (revision) => {
+            lastRevision = revision;
+          },
+        });
+        if (!signal.aborted) logger.warn("the server closed the policy stream");
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof GrpcError && err.code === grpc.status.UNAUTHENTICATED) {
+          logger.error("the server refuses this agent's certificate; enroll again with a new token", {
+            reason: err.message,
+          });
+        } else if (!connection.signal.aborted) {
+          logger.warn("policy stream disconnected", { error: errorText(err) });
+        }
+      } finally {
+        signal.removeEventListener("abort", stopConnection);
+        client?.close();
+        client = undefined;
+      }
+      if (signal.aborted) break;
+      if (healthy || Date.now() - started >= (options.healthyAfterMs ?? 60_000)) backoff.reset();
+      const delay = backoff.next();
+      logger.info("reconnecting", { in_ms: delay });
+      await sleep(delay, signal);
+    }
+  } finally {
+    clearInterval(renewTimer);
+    await watcher.close();
+    const settled = new AbortController();
+    await Promise.race([engine.idle(), sleep(10_000, settled.signal)]);
+    settled.abort();
+    // The stream was cancelled above; give the RST_STREAM a moment on the wire before the process
+    // exits, so the server marks the node offline at once instead of when the connection times out.
+    await sleep(200);
+  }
+}

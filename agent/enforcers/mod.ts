@@ -1,0 +1,17 @@
+/**
+ * The enforcers this agent ships, keyed by policy type wire name. A type missing here is
+ * reported NON_COMPLIANT "unsupported policy type" by the sync engine.
+ *
+ * @module
+ */
+
+import type { Enforcer } from "../sync/types.ts";
+import { firefoxEnforcer } from "./firefox.ts";
+
+/** Every enforcer of this build. */
+export const ENFORCERS: readonly Enforcer[] = [firefoxEnforcer];
+
+/** A fresh registry: wire name → enforcer. */
+export function enforcerRegistry(enforcers: readonly Enforcer[] = ENFORCERS): Map<string, Enforcer> {
+  return new Map(enforcers.map((e) => [e.type, e]));
+}

@@ -1,0 +1,58 @@
+/**
+ * The agent's logger: one readable line per event on stderr (journald adds the time stamp
+ * and unit), details as `key=value`. The agent ships alone, so it has its own copy of this
+ * small helper instead of importing the server's.
+ *
+ * @module
+ */
+
+/** Log levels in increasing severity. */
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+/** Every level, in increasing severity. */
+export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+/** A logger. */
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** Options of {@linkcode createLogger}. */
+export interface LoggerOptions {
+  /** Lowest level written; default `info`. */
+  level?: LogLevel;
+  /** Receives each finished line; default writes to stderr. */
+  sink?: (line: string) => void;
+}
+
+function formatValue(value: unknown): string {
+  if (typeof value === "string") return /[\s"=]/.test(value) ? JSON.stringify(value) : value;
+  if (value instanceof Error) return JSON.stringify(value.message);
+  return JSON.stringify(value);
+}
+
+/** Creates a logger that writes lines at or above `level`. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const min = LOG_LEVELS.indexOf(options.level ?? "info");
+  const sink = options.sink ?? ((line: string) => console.error(line));
+  const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
+    if (LOG_LEVELS.indexOf(level) < min) return;
+    const extra = fields
+      ? Object.entries(fields).filter(([, v]) => v !== undefined).map(([k, v]) => ` ${k}=${formatValue(v)}`)
+        .join("")
+      : "";
+    sink(`${new Date().toISOString()} ${level.toUpperCase()} ${msg}${extra}`);
+  };
+  return {
+    debug: (m, f) => emit("debug", m, f),
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+  };
+}
+
+/** A logger that drops everything (for callers that do not care). */
+export const SILENT_LOGGER: Logger = createLogger({ sink: () => {} });

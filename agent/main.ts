@@ -1,0 +1,119 @@
+/**
+ * svc-agent entry point: `svc-agent [--config FILE] [--token-file FILE | --token TOKEN]`.
+ *
+ * With a token (or Kerberos configured and not enrolled) it enrolls, prints the next steps and
+ * exits; a token given while already enrolled first deletes the old key and certificates.
+ * Without a token it runs the daemon, which needs an earlier enrollment.
+ *
+ * Exit codes: 0 success, 1 failure, 2 bad command line or configuration.
+ *
+ * @module
+ */
+
+import { VERSION } from "../shared/version.ts";
+import {
+  CliError,
+  NOT_ENROLLED_MESSAGE,
+  parseCliArgs,
+  resolveEnrollmentToken,
+  TOKEN_ENV,
+  USAGE,
+} from "./cli.ts";
+import { AgentConfigError, loadAgentConfig } from "./config.ts";
+import { runDaemon } from "./daemon.ts";
+import { enroll, EnrollmentError } from "./enroll.ts";
+import { ensureDataDir, isEnrolled, removeEnrollment } from "./identity.ts";
+import { createLogger } from "./log.ts";
+
+async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseCliArgs(argv);
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    console.error(`svc-agent: ${err.message}`);
+    return 2;
+  }
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (args.version) {
+    console.log(`svc-agent ${VERSION}`);
+    return 0;
+  }
+
+  let loaded;
+  let tokenChoice;
+  try {
+    loaded = await loadAgentConfig(args.configPath, { explicit: args.configExplicit });
+    tokenChoice = await resolveEnrollmentToken(args, Deno.env.get(TOKEN_ENV));
+  } catch (err) {
+    if (!(err instanceof AgentConfigError) && !(err instanceof CliError)) throw err;
+    console.error(`svc-agent: ${err.message}`);
+    return 2;
+  }
+  const { config } = loaded;
+  const logger = createLogger({ level: config.log.level });
+  for (const warning of [...loaded.warnings, ...tokenChoice.warnings]) logger.warn(warning);
+
+  const dataDir = config.enrollment.dataDir;
+  const enrolled = await isEnrolled(dataDir);
+  const kerberosPossible = config.kerberos.enabled && config.kerberos.servicePrincipal !== "";
+  if (tokenChoice.token || (!enrolled && kerberosPossible)) {
+    if (enrolled && tokenChoice.token) {
+      logger.warn("already enrolled: deleting the old key and certificates before enrolling again", {
+        data_dir: dataDir,
+      });
+      await removeEnrollment(dataDir);
+    }
+    await ensureDataDir(dataDir);
+    try {
+      const result = await enroll({ config, configPath: args.configPath, token: tokenChoice.token, logger });
+      console.log(
+        `Enrolled node "${result.nodeName}" (id ${result.nodeId}) in node group "${result.nodeGroup}".
+Key and certificates are in ${dataDir}.
+
+Next steps: start the agent and enable it at boot:
+  systemctl enable --now svc-agent
+The node appears online once the agent has synced its policies.`,
+      );
+      return 0;
+    } catch (err) {
+      if (!(err instanceof EnrollmentError)) throw err;
+      console.error(`svc-agent: ${err.message}`);
+      return 1;
+    }
+  }
+  if (!enrolled) {
+    console.error(NOT_ENROLLED_MESSAGE);
+    return 1;
+  }
+
+  const stop = new AbortController();
+  const onSignal = () => {
+    logger.info("stopping");
+    stop.abort();
+  };
+  Deno.addSignalListener("SIGTERM", onSignal);
+  Deno.addSignalListener("SIGINT", onSignal);
+  logger.info(`svc-agent ${VERSION} starting`, {
+    node: config.agent.clientId,
+    server: config.server.address,
+    root: config.agent.rootDir,
+  });
+  try {
+    await runDaemon({ config, logger, signal: stop.signal });
+    return 0;
+  } catch (err) {
+    logger.error("svc-agent stopped with an error", {
+      error: err instanceof Error ? err.message : String(err),
+    });
+    return 1;
+  } finally {
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    Deno.removeSignalListener("SIGINT", onSignal);
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,283 @@
+/**
+ * The sync engine: the policy cache, the snapshot staging set, and one serial queue of syncs.
+ *
+ * It implements the spec's "Agent handling of updates":
+ *
+ * 1. an empty snapshot empties the cache and syncs, so everything managed is removed;
+ * 2. snapshot messages accumulate in staging; `snapshot_complete` swaps staging into the cache
+ *    and syncs; staging is reset on every (re)connect ({@linkcode SyncEngine.resetStaging}), so a
+ *    snapshot cut off mid-way never leaks into the next one;
+ * 3. CREATED/UPDATED set the entry, DELETED removes it, and each syncs;
+ * 4. every sync recomputes from the whole cache, type by type, then reports compliance for
+ *    every cached policy;
+ * 5. a type without enforcer is reported NON_COMPLIANT "unsupported policy type <T>";
+ * 6. syncs run in the background, one at a time; requests made while one runs coalesce into
+ *    one follow-up run over the latest cache, so the stream is never blocked;
+ * 7. a policy missing from the next snapshot is gone from the cache, and its type's enforcer
+ *    undoes its effects.
+ *
+ * A type with no cached policy and no managed file is not touched at all. Nothing is synced
+ * before the first complete snapshot: until then the cache is unknown, not empty, and a sync
+ * would undo every managed file of the previous run.
+ *
+ * @module
+ */
+
+import type { AgentConfig } from "../config.ts";
+import type { RootFs } from "../fs.ts";
+import type { Logger } from "../log.ts";
+import type { Runner } from "../runner.ts";
+import type { ManagedFiles } from "./managed_files.ts";
+import {
+  type CachedPolicy,
+  type Enforcer,
+  type EnforcerIO,
+  type PolicyResult,
+  sortPolicies,
+} from "./types.ts";
+
+/** A stream event as the engine sees it (decoded from the wire by `agent/stream.ts`). */
+export interface PolicyEvent {
+  kind: "SNAPSHOT" | "CREATED" | "UPDATED" | "DELETED";
+  /** Absent for an empty snapshot. DELETED needs at least `id`. */
+  policy?: CachedPolicy;
+  snapshotComplete: boolean;
+}
+
+/** What one sync run did, for the tamper watcher and notifications. */
+export interface SyncSummary {
+  /** Node paths whose content changed, per type. */
+  changed: Map<string, string[]>;
+  /** Every managed node path after the run, with its type. */
+  managed: { path: string; type: string }[];
+  /** Results per cached policy. */
+  results: { policy: CachedPolicy; result: PolicyResult }[];
+}
+
+/** Options of {@linkcode SyncEngine}. */
+export interface SyncEngineOptions {
+  fs: RootFs;
+  runner: Runner;
+  logger: Logger;
+  config: AgentConfig;
+  managed: ManagedFiles;
+  /** Enforcers keyed by wire name. */
+  enforcers: ReadonlyMap<string, Enforcer>;
+  /** Sends one compliance report; failures are logged by the engine and do not stop others. */
+  reportCompliance: (policy: CachedPolicy, result: PolicyResult) => Promise<void>;
+  /** Called with a node path just before and just after the engine writes it. */
+  onOwnWrite?: (path: string) => void | Promise<void>;
+  /** Called after the enforcers ran and before compliance is reported. */
+  onSynced?: (summary: SyncSummary) => void | Promise<void>;
+}
+
+/** Work to do inside a sync run, between enforcement and the compliance reports. */
+export type AfterEnforceHook = (summary: SyncSummary) => Promise<void>;
+
+interface PendingRun {
+  hooks: AfterEnforceHook[];
+  waiters: (() => void)[];
+}
+
+/** See the module documentation. */
+export class SyncEngine {
+  readonly #options: SyncEngineOptions;
+  #cache = new Map<string, CachedPolicy>();
+  #staging = new Map<string, CachedPolicy>();
+  #pending: PendingRun | undefined;
+  #running: Promise<void> | undefined;
+  #ready = false;
+
+  constructor(options: SyncEngineOptions) {
+    this.#options = options;
+  }
+
+  /** The cached policies, sorted by id. */
+  cached(): CachedPolicy[] {
+    return [...this.#cache.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  /** Drops a partly received snapshot; call on every (re)connect. */
+  resetStaging(): void {
+    this.#staging = new Map();
+  }
+
+  /**
+   * Applies one stream event to staging or the cache, and queues a sync when the cache
+   * changed. Never waits for the sync.
+   */
+  handleEvent(event: PolicyEvent): void {
+    const { logger } = this.#options;
+    switch (event.kind) {
+      case "SNAPSHOT":
+        if (event.policy) this.#staging.set(event.policy.id, event.policy);
+        if (event.snapshotComplete) {
+          this.#cache = this.#staging;
+          this.#staging = new Map();
+          this.#ready = true;
+          logger.info("snapshot complete", { policies: this.#cache.size });
+          void this.requestSync();
+        }
+        return;
+      case "CREATED":
+      case "UPDATED":
+        if (!event.policy) return logger.warn(`${event.kind} event without a policy ignored`);
+        this.#cache.set(event.policy.id, event.policy);
+        void this.requestSync();
+        return;
+      case "DELETED":
+        if (!event.policy || !this.#cache.delete(event.policy.id)) {
+          return logger.debug("DELETED event for a policy not in the cache", { id: event.policy?.id });
+        }
+        void this.requestSync();
+        return;
+    }
+  }
+
+  /** Whether a complete snapshot has been received (syncs run only from then on). */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /**
+   * Queues a sync over the latest cache. Requests made while a sync runs coalesce into one
+   * follow-up run; before the first complete snapshot they wait for it. `hook` runs inside
+   * that run after enforcement and before the compliance reports. Resolves when the run has
+   * finished.
+   */
+  requestSync(hook?: AfterEnforceHook): Promise<void> {
+    this.#pending ??= { hooks: [], waiters: [] };
+    if (hook) this.#pending.hooks.push(hook);
+    const done = new Promise<void>((resolve) => this.#pending!.waiters.push(resolve));
+    if (this.#ready) this.#running ??= this.#drain();
+    return done;
+  }
+
+  /** Resolves when no sync is running or queued (queued before readiness does not count). */
+  async idle(): Promise<void> {
+    while (this.#running) await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#pending) {
+        const run = this.#pending;
+        this.#pending = undefined;
+        try {
+          await this.#runOnce(run.hooks);
+        } catch (err) {
+          this.#options.logger.error("sync failed", { error: err });
+        }
+        for (const wake of run.waiters) wake();
+      }
+    } finally {
+      this.#running = undefined;
+    }
+  }
+
+  async #runOnce(hooks: AfterEnforceHook[]): Promise<void> {
+    const { managed, enforcers, logger } = this.#options;
+    const byType = new Map<string, CachedPolicy[]>();
+    for (const policy of this.#cache.values()) {
+      const list = byType.get(policy.type) ?? [];
+      list.push(policy);
+      byType.set(policy.type, list);
+    }
+    const types = [...new Set([...byType.keys(), ...managed.types()])].sort();
+    const summary: SyncSummary = { changed: new Map(), managed: [], results: [] };
+    for (const type of types) {
+      const policies = sortPolicies(byType.get(type) ?? []);
+      const enforcer = enforcers.get(type);
+      if (!enforcer) {
+        if (policies.length === 0) {
+          logger.warn("files of a policy type this agent does not handle are left alone", { type });
+        }
+        for (const policy of policies) {
+          summary.results.push({
+            policy,
+            result: {
+              policyId: policy.id,
+              status: "NON_COMPLIANT",
+              message: `unsupported policy type ${type}`,
+              items: [],
+            },
+          });
+        }
+        continue;
+      }
+      const started = performance.now();
+      let results: PolicyResult[];
+      try {
+        const outcome = await enforcer.sync(policies, this.#io(type));
+        results = outcome.policies;
+        if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
+      } catch (err) {
+        logger.error("enforcer failed", { type, error: err });
+        results = policies.map((p) => ({
+          policyId: p.id,
+          status: "ERROR",
+          message: `${type} sync failed: ${(err as Error).message}`,
+          items: [],
+        }));
+      }
+      logger.debug("type synced", {
+        type,
+        policies: policies.length,
+        ms: Math.round(performance.now() - started),
+      });
+      const byId = new Map(results.map((r) => [r.policyId, r]));
+      for (const policy of policies) {
+        const result = byId.get(policy.id) ?? {
+          policyId: policy.id,
+          status: "ERROR",
+          message: `the ${type} enforcer reported nothing for this policy`,
+          items: [],
+        };
+        summary.results.push({ policy, result });
+      }
+    }
+    summary.managed = managed.list().map((r) => ({ path: r.path, type: r.type }));
+    await this.#options.onSynced?.(summary);
+    for (const hook of hooks) {
+      try {
+        await hook(summary);
+      } catch (err) {
+        logger.error("post-sync step failed", { error: err });
+      }
+    }
+    await Promise.all(summary.results.map(async ({ policy, result }) => {
+      try {
+        await this.#options.reportCompliance(policy, result);
+      } catch (err) {
+        logger.warn("compliance report failed", { policy: policy.id, error: err });
+      }
+    }));
+  }
+
+  #io(type: string): EnforcerIO {
+    const { fs, runner, logger, config, managed, onOwnWrite } = this.#options;
+    return {
+      fs,
+      runner,
+      logger,
+      config,
+      managedPaths: () => managed.list(type).map((r) => r.path),
+      writeManaged: async (path, content, options = {}) => {
+        await onOwnWrite?.(path);
+        try {
+          return await managed.write(fs, { path, type, content, ...options });
+        } finally {
+          await onOwnWrite?.(path);
+        }
+      },
+      releaseManaged: async (path) => {
+        await onOwnWrite?.(path);
+        try {
+          return await managed.release(fs, path);
+        } finally {
+          await onOwnWrite?.(path);
+        }
+      },
+    };
+  }
+}

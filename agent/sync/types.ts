@@ -1,0 +1,129 @@
+/**
+ * The contract between the sync engine and the enforcers: what a cached policy looks like,
+ * what an enforcer may do on the node (through {@linkcode EnforcerIO} only), and what it
+ * reports back.
+ *
+ * @module
+ */
+
+import type { Message } from "@bufbuild/protobuf";
+import type { AgentConfig } from "../config.ts";
+import type { RootFs } from "../fs.ts";
+import type { Logger } from "../log.ts";
+import type { Runner } from "../runner.ts";
+
+/** Compliance outcome names, as in the spec (without the `COMPLIANCE_STATUS_` prefix). */
+export type ComplianceStatusName = "COMPLIANT" | "NON_COMPLIANT" | "INAPPLICABLE" | "ERROR" | "UNKNOWN";
+
+/** A policy as the agent keeps it in its cache. */
+export interface CachedPolicy {
+  id: string;
+  name: string;
+  /** Wire name of the type, e.g. `Firefox`. */
+  type: string;
+  version: number;
+  /** Highest priority of the enabled bindings that reach this node; higher wins. */
+  priority: number;
+  /** Stored protojson content (untrusted). */
+  content: string;
+  /** The server's parse of `content` (untrusted); undefined when the server could not parse it. */
+  typed?: Message;
+}
+
+/** Result of one item (setting, rule, key) of a policy. */
+export interface ItemResult {
+  /** Group of the item, e.g. `policies.json` or a GSettings schema id. */
+  schemaId: string;
+  key: string;
+  status: ComplianceStatusName;
+  message: string;
+}
+
+/** What one policy achieved on the node. */
+export interface PolicyResult {
+  policyId: string;
+  status: ComplianceStatusName;
+  message: string;
+  items: ItemResult[];
+}
+
+/** What an enforcer reports after syncing all policies of its type. */
+export interface SyncResult {
+  /** One entry per policy passed in (the engine fills in missing ones as ERROR). */
+  policies: PolicyResult[];
+  /** Node paths whose content changed on disk during this sync. */
+  changed: string[];
+}
+
+/** Options of {@linkcode EnforcerIO.writeManaged}. */
+export interface ManagedWriteOptions {
+  /** File mode; default 0o644. */
+  mode?: number;
+  /**
+   * Recognises content svc wrote earlier (a managed-by marker) when the state file does not
+   * know the file, so it is not backed up as an "original".
+   */
+  isOwnContent?: (text: string) => boolean;
+}
+
+/**
+ * Everything an enforcer may touch. Paths are node paths, resolved under `agent.root_dir`.
+ * Enforcers never talk to the network.
+ */
+export interface EnforcerIO {
+  readonly fs: RootFs;
+  readonly runner: Runner;
+  readonly logger: Logger;
+  readonly config: AgentConfig;
+  /** Node paths this type currently manages, sorted. */
+  managedPaths(): string[];
+  /**
+   * Writes a rendered file atomically. Before the first write to a path the original file (if
+   * any, and not svc's own) is backed up so it can be restored. Own writes are announced to
+   * the tamper watcher. Resolves true when the content on disk changed.
+   */
+  writeManaged(path: string, content: string, options?: ManagedWriteOptions): Promise<boolean>;
+  /**
+   * Stops managing a file: the original is put back, or the file removed when there was none.
+   * Resolves true when the disk changed.
+   */
+  releaseManaged(path: string): Promise<boolean>;
+}
+
+/** Enforces every policy of one type; see `agent/enforcers/`. */
+export interface Enforcer {
+  /** Wire name of the type. */
+  readonly type: string;
+  /** Whether users should be told (restart the application, log in again) after a change. */
+  readonly notifiesUsers: boolean;
+  /**
+   * Brings the node in line with `policies` (all cached policies of this type, sorted by
+   * priority descending then id ascending; empty means "undo everything of this type"), then
+   * reads the real state back and reports per policy.
+   */
+  sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult>;
+}
+
+const SEVERITY: Record<ComplianceStatusName, number> = {
+  ERROR: 4,
+  NON_COMPLIANT: 3,
+  UNKNOWN: 2,
+  COMPLIANT: 1,
+  INAPPLICABLE: 0,
+};
+
+/**
+ * Derives one status for a policy from its items: ERROR beats NON_COMPLIANT beats UNKNOWN beats
+ * COMPLIANT; INAPPLICABLE only when every item is. No items → UNKNOWN.
+ */
+export function rollupStatus(items: readonly ItemResult[]): ComplianceStatusName {
+  if (items.length === 0) return "UNKNOWN";
+  let worst: ComplianceStatusName = "INAPPLICABLE";
+  for (const item of items) if (SEVERITY[item.status] > SEVERITY[worst]) worst = item.status;
+  return worst;
+}
+
+/** Sorts policies the one way every enforcer sees them: priority descending, then id ascending. */
+export function sortPolicies(policies: readonly CachedPolicy[]): CachedPolicy[] {
+  return [...policies].sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

@@ -1,0 +1,185 @@
+/**
+ * The tamper watcher: watches the directories of the files svc renders (and nothing when there
+ * are none), ignores the agent's own writes for 2 seconds, and hands every other change of a
+ * managed file, once per burst of events, to a callback together with the processes holding
+ * the file at that moment (scanned before the restore, while the writer may still be there).
+ *
+ * @module
+ */
+
+import { dirname } from "node:path";
+import type { RootFs } from "./fs.ts";
+import type { Logger } from "./log.ts";
+import { findFileHolders, type HolderProcess } from "./procs.ts";
+
+/** A managed file changed by someone else. */
+export interface TamperEvent {
+  /** Node path of the file. */
+  path: string;
+  /** Policy type that owns it. */
+  type: string;
+  processes: HolderProcess[];
+  detectedAt: Date;
+}
+
+/** Options of {@linkcode TamperWatcher}. */
+export interface TamperWatcherOptions {
+  fs: RootFs;
+  logger: Logger;
+  /** Handles one tamper event (restore, report); events of the same path wait for it. */
+  onTamper: (event: TamperEvent) => Promise<void>;
+  /** How long the agent's own writes are ignored; default 2000 ms (spec, Limits). */
+  suppressMs?: number;
+  /** Quiet time that ends a burst of events; default 150 ms. */
+  settleMs?: number;
+  /** procfs root for the holder scan; default `/proc`. */
+  procRoot?: string;
+}
+
+interface Watched {
+  path: string;
+  type: string;
+}
+
+/** See the module documentation. */
+export class TamperWatcher {
+  readonly #options: TamperWatcherOptions;
+  /** Host path → managed file. */
+  #files = new Map<string, Watched>();
+  #dirsKey = "";
+  #watcher: Deno.FsWatcher | undefined;
+  #loop: Promise<void> | undefined;
+  /** Host path → time until which events are the agent's own. */
+  readonly #suppressed = new Map<string, number>();
+  readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #busy = new Set<string>();
+  readonly #again = new Set<string>();
+  #closed = false;
+
+  constructor(options: TamperWatcherOptions) {
+    this.#options = options;
+  }
+
+  /** Node paths currently watched, sorted. */
+  watchedPaths(): string[] {
+    return [...this.#files.values()].map((w) => w.path).sort();
+  }
+
+  /**
+   * Replaces the set of watched files (node paths with their type). Directories are watched,
+   * so replacing a file by rename is seen; an empty set stops watching.
+   */
+  async setWatched(files: readonly Watched[]): Promise<void> {
+    if (this.#closed) return;
+    const next = new Map<string, Watched>();
+    for (const file of files) {
+      try {
+        next.set(await this.#options.fs.resolve(file.path), file);
+      } catch (err) {
+        this.#options.logger.warn("managed file cannot be watched", { path: file.path, error: err });
+      }
+    }
+    this.#files = next;
+    const dirs: string[] = [];
+    for (const hostPath of next.keys()) {
+      const dir = dirname(hostPath);
+      try {
+        if ((await Deno.stat(dir)).isDirectory && !dirs.includes(dir)) dirs.push(dir);
+      } catch {
+        // Directory gone; the next sync recreates it and calls setWatched again.
+      }
+    }
+    dirs.sort();
+    const key = dirs.join("\n");
+    if (key === this.#dirsKey && this.#watcher) return;
+    this.#stopWatcher();
+    this.#dirsKey = key;
+    if (dirs.length === 0) return;
+    const watcher = Deno.watchFs(dirs, { recursive: false });
+    this.#watcher = watcher;
+    this.#loop = this.#consume(watcher);
+    this.#options.logger.debug("tamper watcher watching", { dirs });
+  }
+
+  /** Marks a node path as being written by the agent: its events are ignored for 2 s. */
+  async suppress(path: string): Promise<void> {
+    try {
+      const hostPath = await this.#options.fs.resolve(path);
+      this.#suppressed.set(hostPath, Date.now() + (this.#options.suppressMs ?? 2000));
+    } catch {
+      // A path that cannot be resolved cannot be written either.
+    }
+  }
+
+  /** Stops watching and drops pending events. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#stopWatcher();
+    for (const timer of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+    await this.#loop;
+  }
+
+  #stopWatcher(): void {
+    try {
+      this.#watcher?.close();
+    } catch {
+      // already closed
+    }
+    this.#watcher = undefined;
+    this.#dirsKey = "";
+  }
+
+  async #consume(watcher: Deno.FsWatcher): Promise<void> {
+    try {
+      for await (const event of watcher) {
+        if (event.kind === "access") continue;
+        for (const path of event.paths) {
+          if (this.#files.has(path)) this.#noticed(path);
+        }
+      }
+    } catch (err) {
+      if (!this.#closed) this.#options.logger.warn("tamper watcher stopped", { error: err });
+    }
+  }
+
+  #noticed(hostPath: string): void {
+    const until = this.#suppressed.get(hostPath);
+    if (until !== undefined && Date.now() < until) return;
+    const timer = this.#timers.get(hostPath);
+    if (timer !== undefined) clearTimeout(timer);
+    this.#timers.set(
+      hostPath,
+      setTimeout(() => {
+        this.#timers.delete(hostPath);
+        void this.#fire(hostPath);
+      }, this.#options.settleMs ?? 150),
+    );
+  }
+
+  async #fire(hostPath: string): Promise<void> {
+    const file = this.#files.get(hostPath);
+    if (!file || this.#closed) return;
+    const until = this.#suppressed.get(hostPath);
+    if (until !== undefined && Date.now() < until) return;
+    if (this.#busy.has(hostPath)) {
+      this.#again.add(hostPath);
+      return;
+    }
+    this.#busy.add(hostPath);
+    try {
+      const processes = await findFileHolders(hostPath, { procRoot: this.#options.procRoot });
+      this.#options.logger.warn("managed file changed outside svc; restoring", {
+        path: file.path,
+        type: file.type,
+        processes: processes.map((p) => `${p.comm}[${p.pid}]`),
+      });
+      await this.#options.onTamper({ path: file.path, type: file.type, processes, detectedAt: new Date() });
+    } catch (err) {
+      this.#options.logger.error("tamper handling failed", { path: file.path, error: err });
+    } finally {
+      this.#busy.delete(hostPath);
+      if (this.#again.delete(hostPath)) this.#noticed(hostPath);
+    }
+  }
+}

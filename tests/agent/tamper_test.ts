@@ -1,0 +1,192 @@
+/**
+ * Tamper watch with the real sync engine, Firefox enforcer and inotify on a temp root: external
+ * edits are restored within seconds and reported with the processes holding the file; the
+ * agent's own writes are not reported; nothing is watched without managed files. Also the
+ * /proc scan on a real process.
+ */
+import assert from "node:assert/strict";
+import { findFileHolders } from "../../agent/procs.ts";
+import { SILENT_LOGGER } from "../../agent/log.ts";
+import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
+import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+
+const POLICIES_JSON = "/etc/firefox/policies/policies.json";
+
+async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Starts `sleep` holding `path` open on fd 3; resolves once it runs. */
+async function holdOpen(path: string): Promise<Deno.ChildProcess> {
+  const child = new Deno.Command("sh", {
+    args: ["-c", 'exec 3<"$0"; echo ready; exec sleep 30', path],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = child.stdout.getReader();
+  const { value } = await reader.read();
+  assert.equal(new TextDecoder().decode(value).trim(), "ready");
+  reader.releaseLock();
+  return child;
+}
+
+async function stop(child: Deno.ChildProcess): Promise<void> {
+  try {
+    child.kill("SIGKILL");
+  } catch { /* gone */ }
+  await child.status;
+  await child.stdout.cancel().catch(() => {});
+}
+
+Deno.test("/proc scan finds a process holding a file, with pid, command and user", async () => {
+  const dir = await Deno.makeTempDir();
+  const file = `${dir}/held.json`;
+  await Deno.writeTextFile(file, "{}");
+  const child = await holdOpen(file);
+  try {
+    const holders = await findFileHolders(await Deno.realPath(file));
+    const sleeper = holders.find((h) => h.pid === child.pid);
+    assert.ok(sleeper, JSON.stringify(holders));
+    assert.equal(sleeper.comm, "sleep");
+    const me = await new Deno.Command("id", { args: ["-un"], stdout: "piped" }).output();
+    assert.equal(sleeper.user, new TextDecoder().decode(me.stdout).trim());
+    assert.deepEqual(await findFileHolders(`${dir}/not-held`), []);
+  } finally {
+    await stop(child);
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("an external edit is restored within seconds, reported with its holders, then compliance again", async () => {
+  const node = await tempNode();
+  const events: TamperEvent[] = [];
+  let reportsAtTamper = -1;
+  let reportCount = 0;
+  let holder: Deno.ChildProcess | undefined;
+  // deno-lint-ignore prefer-const
+  let watcher: TamperWatcher;
+  const { engine, reports } = await engineFor(node, {
+    onOwnWrite: (path) => watcher.suppress(path),
+    onSynced: (summary) => watcher.setWatched(summary.managed),
+    reportCompliance: () => {
+      reportCount++;
+      return Promise.resolve();
+    },
+  });
+  watcher = new TamperWatcher({
+    fs: node.fs,
+    logger: SILENT_LOGGER,
+    onTamper: (event) =>
+      engine.requestSync(() => {
+        events.push(event);
+        reportsAtTamper = reportCount;
+        return Promise.resolve();
+      }),
+  });
+  try {
+    assert.deepEqual(watcher.watchedPaths(), [], "nothing watched before any sync");
+    const p = firefoxPolicy({ disableTelemetry: true });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    assert.deepEqual(watcher.watchedPaths(), [POLICIES_JSON]);
+    const path = `${node.root}${POLICIES_JSON}`;
+    const managedText = await Deno.readTextFile(path);
+    assert.equal(reportCount, 1);
+
+    // The agent's own rewrite (a new snapshot with a change) is not a tamper event.
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: { ...firefoxPolicy({ disableTelemetry: false }, { id: p.id }) },
+      snapshotComplete: true,
+    });
+    await engine.idle();
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(events.length, 0, "own writes are ignored");
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    await new Promise((r) => setTimeout(r, 2100));
+    assert.equal(events.length, 0);
+    const before = reportCount;
+
+    holder = await holdOpen(path);
+    const started = Date.now();
+    await Deno.writeTextFile(path, '{"policies": {"DisableTelemetry": false}}');
+    await waitFor(
+      async () => (await Deno.readTextFile(path)) === managedText,
+      5000,
+      "the file to be restored",
+    );
+    const restoreMs = Date.now() - started;
+    await engine.idle();
+    assert.ok(restoreMs < 5000, `restored after ${restoreMs} ms`);
+    assert.equal(events.length, 1);
+    assert.equal(events[0].path, POLICIES_JSON);
+    assert.equal(events[0].type, "Firefox");
+    assert.ok(events[0].processes.some((proc) => proc.pid === holder!.pid && proc.comm === "sleep"));
+    assert.equal(reportsAtTamper, before, "tamper report goes out before the compliance reports");
+    assert.equal(reportCount, before + 1, "compliance reported again after the restore");
+    assert.equal(reports.size, 0, "reports went to the custom reporter");
+
+    // The last policy leaves: nothing managed, nothing watched.
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+    assert.deepEqual(watcher.watchedPaths(), []);
+  } finally {
+    if (holder) await stop(holder);
+    await watcher.close();
+    await engine.idle();
+    await node.cleanup();
+  }
+});
+
+Deno.test("deleting a managed file is noticed and it comes back", async () => {
+  const node = await tempNode({ original: null });
+  // deno-lint-ignore prefer-const
+  let watcher: TamperWatcher;
+  const { engine } = await engineFor(node, {
+    onOwnWrite: (path) => watcher.suppress(path),
+    onSynced: (summary) => watcher.setWatched(summary.managed),
+  });
+  const events: TamperEvent[] = [];
+  watcher = new TamperWatcher({
+    fs: node.fs,
+    logger: SILENT_LOGGER,
+    suppressMs: 300,
+    onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
+  });
+  try {
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: firefoxPolicy({ blockAboutConfig: true }),
+      snapshotComplete: true,
+    });
+    await engine.idle();
+    await new Promise((r) => setTimeout(r, 400));
+    const path = `${node.root}${POLICIES_JSON}`;
+    await Deno.remove(path);
+    await waitFor(
+      async () => {
+        try {
+          return JSON.parse(await Deno.readTextFile(path)).policies.BlockAboutConfig === true;
+        } catch {
+          return false;
+        }
+      },
+      5000,
+      "the deleted file to come back",
+    );
+    await engine.idle();
+    assert.equal(events.length, 1);
+  } finally {
+    await watcher.close();
+    await node.cleanup();
+  }
+});
