@@ -1,5 +1,6 @@
 /** Reading the audit log: filters shared by the list and the export. SQL only, no HTTP. */
 import type { Queryable } from "../db/db.ts";
+import { type Page, type PageRequest, Params, selectPage } from "../domain/pagination.ts";
 
 /** Filters of the list and the export (all optional, combined with AND). */
 export interface AuditFilter {
@@ -34,41 +35,39 @@ const COLUMNS =
   outcome, source_ip, details`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function whereClause(filter: AuditFilter, params: unknown[]): string {
+/** The filter as SQL conditions on `audit_logs`, their values added to `params`. */
+function conditions(filter: AuditFilter, params: Params): string[] {
   const where: string[] = [];
-  const add = (sql: (n: string) => string, value: unknown) => {
-    params.push(value);
-    where.push(sql(`$${params.length}`));
-  };
-  if (filter.actions?.length) add((p) => `action = ANY(${p}::text[])`, filter.actions);
-  if (filter.resourceTypes?.length) add((p) => `resource_type = ANY(${p}::text[])`, filter.resourceTypes);
-  if (filter.resourceId) add((p) => `resource_id = ${p}`, filter.resourceId);
-  if (filter.user) {
-    if (UUID.test(filter.user)) add((p) => `user_id = ${p}::uuid`, filter.user);
-    else add((p) => `username = ${p}`, filter.user);
+  if (filter.actions?.length) where.push(`action = ANY(${params.add(filter.actions)}::text[])`);
+  if (filter.resourceTypes?.length) {
+    where.push(`resource_type = ANY(${params.add(filter.resourceTypes)}::text[])`);
   }
-  if (filter.outcome) add((p) => `outcome = ${p}`, filter.outcome);
-  if (filter.from) add((p) => `created_at >= ${p}`, filter.from);
-  if (filter.to) add((p) => `created_at < ${p}`, filter.to);
-  return where.length ? `WHERE ${where.join(" AND ")}` : "";
+  if (filter.resourceId) where.push(`resource_id = ${params.add(filter.resourceId)}`);
+  if (filter.user) {
+    if (UUID.test(filter.user)) where.push(`user_id = ${params.add(filter.user)}::uuid`);
+    else where.push(`username = ${params.add(filter.user)}`);
+  }
+  if (filter.outcome) where.push(`outcome = ${params.add(filter.outcome)}`);
+  if (filter.from) where.push(`created_at >= ${params.add(filter.from)}`);
+  if (filter.to) where.push(`created_at < ${params.add(filter.to)}`);
+  return where;
 }
 
 /** A page of rows, newest first. */
 export async function listAuditLogs(
   q: Queryable,
   filter: AuditFilter,
-  page: { perPage: number; offset: number },
-): Promise<{ items: AuditLogRow[]; total: number }> {
-  const params: unknown[] = [];
-  const where = whereClause(filter, params);
-  const [{ n }] = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM audit_logs ${where}`, params);
-  const items = await q.query<AuditLogRow>(
-    `SELECT ${COLUMNS} FROM audit_logs ${where} ORDER BY id DESC LIMIT $${params.length + 1} OFFSET $${
-      params.length + 2
-    }`,
-    [...params, page.perPage, page.offset],
-  );
-  return { items, total: n };
+  page: PageRequest,
+): Promise<Page<AuditLogRow>> {
+  const params = new Params();
+  return await selectPage<AuditLogRow>(q, {
+    columns: COLUMNS,
+    from: "audit_logs",
+    where: conditions(filter, params),
+    params: params.values,
+    orderBy: "ORDER BY id DESC",
+    page,
+  });
 }
 
 /** Every matching row, newest first, fetched in batches by id (constant memory for large exports). */
@@ -79,16 +78,13 @@ export async function* iterateAuditLogs(
 ): AsyncGenerator<AuditLogRow> {
   let before: number | undefined;
   while (true) {
-    const params: unknown[] = [];
-    let where = whereClause(filter, params);
-    if (before !== undefined) {
-      params.push(before);
-      where = `${where ? `${where} AND` : "WHERE"} id < $${params.length}`;
-    }
-    params.push(batch);
+    const params = new Params();
+    const where = conditions(filter, params);
+    if (before !== undefined) where.push(`id < ${params.add(before)}`);
     const rows = await q.query<AuditLogRow>(
-      `SELECT ${COLUMNS} FROM audit_logs ${where} ORDER BY id DESC LIMIT $${params.length}`,
-      params,
+      `SELECT ${COLUMNS} FROM audit_logs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+       ORDER BY id DESC LIMIT ${params.add(batch)}`,
+      params.values,
     );
     for (const row of rows) yield row;
     if (rows.length < batch) return;

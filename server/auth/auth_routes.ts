@@ -7,8 +7,8 @@
  */
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import { HttpError, unauthorized } from "../http/errors.ts";
-import { body, type RouteContext, type RouteSpec } from "../http/route.ts";
+import { badRequest, HttpError, unauthorized } from "../http/errors.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../http/route.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { bearerToken } from "./hooks.ts";
 import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
@@ -149,13 +149,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         const wait = s.limiter.retryAfter(keys);
         if (wait > 0) {
           ctx.log.warn("auth: login rate limited", { ip, retry_after: wait });
-          throw new HttpError(
-            429,
-            "rate_limited",
-            `too many failed login attempts; try again in ${wait} seconds`,
-            undefined,
-            { "Retry-After": String(wait) },
-          );
+          throw rateLimited("login attempts", wait);
         }
         const user = new RegExp(USERNAME_PATTERN).test(username)
           ? await findUserForLogin(ctx.db, username)
@@ -270,7 +264,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
       access: "authenticated",
       responses: { "200": { description: "Current user", schema: ME_SCHEMA } },
       async handler(c) {
-        return c.json(await me(c.get("user")!.id));
+        return c.json(await me(caller(c).id));
       },
     },
     {
@@ -295,23 +289,13 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         "403": { description: "The current password is wrong" },
       },
       async handler(c) {
-        const caller = c.get("user")!;
-        auditSelf(c, caller);
+        const user = caller(c);
+        auditResource(c, { id: user.id, name: user.username });
         const input = body<{ current_password: string; new_password: string }>(c);
-        const keys = [`user:${caller.username.toLowerCase()}`];
+        const keys = [`user:${user.username.toLowerCase()}`];
         const wait = s.limiter.retryAfter(keys);
-        if (wait > 0) {
-          throw new HttpError(
-            429,
-            "rate_limited",
-            `too many failed attempts; try again in ${wait} seconds`,
-            undefined,
-            {
-              "Retry-After": String(wait),
-            },
-          );
-        }
-        const hash = await passwordHashOf(ctx.db, caller.id);
+        if (wait > 0) throw rateLimited("attempts", wait);
+        const hash = await passwordHashOf(ctx.db, user.id);
         if (!(await verifyPassword(input.current_password, hash))) {
           s.limiter.fail(keys);
           throw new HttpError(403, "wrong_password", "current_password is not your current password", [
@@ -320,20 +304,20 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         }
         checkPasswordRules(input.new_password, "new_password");
         if (input.new_password === input.current_password) {
-          throw new HttpError(400, "bad_request", "new_password must differ from the current password", [
+          throw badRequest("new_password must differ from the current password", [
             { field: "new_password", message: "must differ from the current password" },
           ]);
         }
         const cutoff = await identityTransaction(
           ctx.db,
-          (tx) => setPassword(tx, caller.id, input.new_password),
+          (tx) => setPassword(tx, user.id, input.new_password),
         );
         const session = await startSession(ctx.db, {
-          userId: caller.id,
+          userId: user.id,
           ttlSeconds: security.refreshTokenTtlSeconds,
         });
         await issueCookies(c, {
-          userId: caller.id,
+          userId: user.id,
           sessionId: session.familyId,
           refresh: session.token,
           notBeforeMs: cutoff,
@@ -344,6 +328,13 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
   ];
 }
 
-function auditSelf(c: RouteContext, caller: { id: string; username: string }): void {
-  c.set("auditResource", { type: "user", id: caller.id, name: caller.username });
+/** 429 with `Retry-After`, after too many failed `what` (e.g. `login attempts`). */
+function rateLimited(what: string, waitSeconds: number): HttpError {
+  return new HttpError(
+    429,
+    "rate_limited",
+    `too many failed ${what}; try again in ${waitSeconds} seconds`,
+    undefined,
+    { "Retry-After": String(waitSeconds) },
+  );
 }

@@ -5,6 +5,7 @@
 import { queryOne } from "../db/db.ts";
 import { HttpError } from "../http/errors.ts";
 import { CSRF_HEADER, timingSafeEqual } from "../http/csrf.ts";
+import { isUuid } from "../http/json_schema.ts";
 import type { AuthUser, RouteContext, RouteHooks, RouteSpec } from "../http/route.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { SESSION_COOKIE } from "./cookies.ts";
@@ -12,7 +13,6 @@ import type { IdentityServices } from "./services.ts";
 import type { AccessClaims } from "./tokens.ts";
 import { getCookie } from "hono/cookie";
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Builds the hooks. */
@@ -54,7 +54,7 @@ async function resolveUser(
   claims: AccessClaims,
   via: AuthUser["via"],
 ): Promise<AuthUser | null> {
-  if (!UUID.test(claims.userId) || !UUID.test(claims.sessionId)) return null;
+  if (!isUuid(claims.userId) || !isUuid(claims.sessionId)) return null;
   const row = await queryOne<{
     id: string;
     username: string;
@@ -123,7 +123,7 @@ function requestAuditEvent(
     outcome,
     actor: { userId: user?.id, username: user?.username },
     resource: {
-      type: resource.type ?? route.audit?.resourceType ?? route.tag,
+      type: route.audit?.resourceType ?? route.tag,
       id: resource.id ?? pathId,
       name: resource.name,
     },

@@ -8,7 +8,7 @@
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { ALL_PERMISSIONS, PERMISSION_CATALOGUE } from "../../shared/permissions.ts";
-import { conflict, forbidden } from "../http/errors.ts";
+import { conflictError, forbiddenError } from "../domain/errors.ts";
 import type { AuthUser } from "../http/route.ts";
 import { BUILTIN_ROLES, builtinRolePermissions, SUPER_ADMIN } from "./builtin_roles.ts";
 
@@ -72,7 +72,7 @@ export async function rolePermissions(q: Queryable, roleId: string): Promise<str
 export function assertHolds(caller: AuthUser, wanted: Iterable<string>, what: string): void {
   const missing = [...new Set(wanted)].filter((p) => !caller.permissions.has(p)).sort();
   if (missing.length > 0) {
-    throw forbidden(
+    throw forbiddenError(
       `you cannot ${what}: it involves ${missing.length === 1 ? "permission" : "permissions"} ` +
         `${missing.join(", ")} that you do not hold`,
     );
@@ -106,7 +106,7 @@ export async function identityTransaction<T>(db: Db, fn: (tx: Queryable) => Prom
     const before = await countEnabledSuperAdmins(tx);
     const result = await fn(tx);
     if (before > 0 && (await countEnabledSuperAdmins(tx)) === 0) {
-      throw conflict(
+      throw conflictError(
         `this change would leave no enabled ${SUPER_ADMIN}: give the ${SUPER_ADMIN} role to another enabled ` +
           "user first",
       );

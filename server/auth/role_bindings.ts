@@ -56,16 +56,27 @@ export async function getBinding(
   ]);
 }
 
+/** The role and scope of a binding for one subject. */
+export interface BindingInput {
+  subject: BindingSubject;
+  roleId: string;
+  scopeType: "global" | "node_group";
+  scopeId?: string | null;
+}
+
+/** True when the subject already holds the role in this scope. */
+export async function hasBinding(q: Queryable, input: BindingInput): Promise<boolean> {
+  const [column, id] = subjectColumn(input.subject);
+  const rows = await q.query(
+    `SELECT 1 FROM role_bindings WHERE role_id = $1 AND ${column} = $2 AND scope_type = $3
+        AND scope_id IS NOT DISTINCT FROM $4`,
+    [input.roleId, id, input.scopeType, input.scopeId ?? null],
+  );
+  return rows.length > 0;
+}
+
 /** Creates a binding (409 via the unique constraint when it already exists). */
-export async function createBinding(
-  q: Queryable,
-  input: {
-    subject: BindingSubject;
-    roleId: string;
-    scopeType: "global" | "node_group";
-    scopeId?: string | null;
-  },
-): Promise<RoleBinding> {
+export async function createBinding(q: Queryable, input: BindingInput): Promise<RoleBinding> {
   const [column, id] = subjectColumn(input.subject);
   const [row] = await q.query<{ id: string }>(
     `INSERT INTO role_bindings (role_id, ${column}, scope_type, scope_id) VALUES ($1, $2, $3, $4) RETURNING id`,

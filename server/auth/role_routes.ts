@@ -3,11 +3,11 @@
  * do not hold into a role, nor edit or delete a role that holds one.
  */
 import { ALL_PERMISSIONS } from "../../shared/permissions.ts";
-import { conflict, notFound } from "../http/errors.ts";
-import type { JsonSchema } from "../http/json_schema.ts";
-import { auditResource, body, type RouteSpec } from "../http/route.ts";
-import { PAGE_QUERY, pageOf, pageRequest } from "./pagination.ts";
-import { uuidParam } from "./params.ts";
+import { found } from "../domain/errors.ts";
+import { assertNameFree } from "../domain/records.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
+import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../http/route.ts";
 import { assertHolds, identityTransaction } from "./rbac.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "./roles.ts";
 import type { IdentityServices } from "./services.ts";
@@ -22,7 +22,7 @@ const PERMISSIONS_SCHEMA: JsonSchema = {
 const ROLE_SCHEMA: JsonSchema = {
   type: "object",
   properties: {
-    id: { type: "string", format: "uuid" },
+    id: UUID_SCHEMA,
     name: { type: "string" },
     description: { type: "string" },
     builtin: { type: "boolean" },
@@ -30,8 +30,10 @@ const ROLE_SCHEMA: JsonSchema = {
   },
 };
 
-const NAME_SCHEMA: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" };
-const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000 };
+/** Name of a role or user group: 1–100 characters, not all blank. */
+export const NAME_SCHEMA: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" };
+/** Description of a role or user group. */
+export const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000 };
 
 /** The role routes. */
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
@@ -46,9 +48,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of roles", schema: { type: "object" } } },
       async handler(c) {
-        const page = pageRequest(c);
-        const { items, total } = await listRoles(db, page);
-        return c.json(pageOf(items, total, page));
+        return c.json(await listRoles(db, pageRequest(c)));
       },
     },
     {
@@ -60,9 +60,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       responses: { "200": { description: "The role", schema: ROLE_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
-        const role = await getRole(db, id);
-        if (!role) throw notFound(`role ${id}`);
-        return c.json(role);
+        return c.json(found(await getRole(db, id), `role ${id}`));
       },
     },
     {
@@ -80,23 +78,19 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: { "201": { description: "The new role", schema: ROLE_SCHEMA } },
       async handler(c) {
-        const caller = c.get("user")!;
         const input = body<{ name: string; description?: string; permissions?: string[] }>(c);
         const name = input.name.trim();
-        auditResource(c, { type: "role", name });
-        assertHolds(caller, input.permissions ?? [], `create role "${name}"`);
-        const role = await identityTransaction(db, async (tx) => {
-          if ((await tx.query("SELECT 1 FROM roles WHERE name = $1", [name])).length > 0) {
-            throw conflict(`a role named "${name}" already exists`);
-          }
-          return await createRole(tx, {
-            name,
-            description: input.description,
-            permissions: input.permissions ?? [],
-          });
+        return await created(c, {
+          name,
+          create: async () => {
+            const permissions = input.permissions ?? [];
+            assertHolds(caller(c), permissions, `create role "${name}"`);
+            return await identityTransaction(db, async (tx) => {
+              await assertNameFree(tx, { table: "roles", noun: "role", name });
+              return await createRole(tx, { name, description: input.description, permissions });
+            });
+          },
         });
-        auditResource(c, { type: "role", id: role.id, name: role.name });
-        return c.json(role, 201);
       },
     },
     {
@@ -113,32 +107,25 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: { "200": { description: "The updated role", schema: ROLE_SCHEMA } },
       async handler(c) {
-        const caller = c.get("user")!;
         const id = uuidParam(c, "id");
         const input = body<{ name?: string; description?: string; permissions?: string[] }>(c);
         const role = await identityTransaction(db, async (tx) => {
-          const current = await getRole(tx, id);
-          if (!current) throw notFound(`role ${id}`);
-          auditResource(c, { type: "role", id, name: current.name });
+          const current = found(await getRole(tx, id), `role ${id}`);
+          auditResource(c, { id, name: current.name });
           assertHolds(
-            caller,
+            caller(c),
             [...current.permissions, ...(input.permissions ?? [])],
             `change role "${current.name}"`,
           );
           const name = input.name?.trim();
-          if (
-            name && name !== current.name &&
-            (await tx.query("SELECT 1 FROM roles WHERE name = $1", [name])).length
-          ) {
-            throw conflict(`a role named "${name}" already exists`);
-          }
+          if (name) await assertNameFree(tx, { table: "roles", noun: "role", name, exceptId: id });
           return await updateRole(tx, current, {
             name,
             description: input.description,
             permissions: input.permissions,
           });
         });
-        auditResource(c, { type: "role", id, name: role.name });
+        auditResource(c, { id, name: role.name });
         return c.json(role);
       },
     },
@@ -151,13 +138,11 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       audit: { resourceType: "role" },
       responses: { "204": { description: "Deleted" } },
       async handler(c) {
-        const caller = c.get("user")!;
         const id = uuidParam(c, "id");
         await identityTransaction(db, async (tx) => {
-          const role = await getRole(tx, id);
-          if (!role) throw notFound(`role ${id}`);
-          auditResource(c, { type: "role", id, name: role.name });
-          assertHolds(caller, role.permissions, `delete role "${role.name}"`);
+          const role = found(await getRole(tx, id), `role ${id}`);
+          auditResource(c, { id, name: role.name });
+          assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
           await deleteRole(tx, role);
         });
         return c.body(null, 204);
@@ -172,9 +157,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of permissions", schema: { type: "object" } } },
       async handler(c) {
-        const page = pageRequest(c);
-        const { items, total } = await listPermissions(db, page);
-        return c.json(pageOf(items, total, page));
+        return c.json(await listPermissions(db, pageRequest(c)));
       },
     },
   ];

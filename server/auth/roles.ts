@@ -1,7 +1,7 @@
 /** Roles and the permission catalogue. Built-in roles are read-only here; SQL only, no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { conflict } from "../http/errors.ts";
-import type { PageRequest } from "./pagination.ts";
+import { conflictError } from "../domain/errors.ts";
+import { type Page, type PageRequest, selectPage } from "../domain/pagination.ts";
 
 /** A role with its permissions. */
 export interface Role {
@@ -22,25 +22,23 @@ export interface PermissionRecord {
   description: string;
 }
 
-const SELECT_ROLE = `
-  SELECT r.id, r.name, r.description, r.builtin, r.created_at, r.updated_at,
-         COALESCE(ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = r.id ORDER BY 1),
-                  '{}') AS permissions
-    FROM roles r`;
+const ROLE_COLUMNS = `r.id, r.name, r.description, r.builtin, r.created_at, r.updated_at,
+  COALESCE(ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = r.id ORDER BY 1), '{}')
+    AS permissions`;
 
 /** Lists roles: built-ins first, then by name. */
-export async function listRoles(q: Queryable, page: PageRequest): Promise<{ items: Role[]; total: number }> {
-  const [{ n }] = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM roles");
-  const items = await q.query<Role>(`${SELECT_ROLE} ORDER BY r.builtin DESC, r.name LIMIT $1 OFFSET $2`, [
-    page.perPage,
-    page.offset,
-  ]);
-  return { items, total: n };
+export async function listRoles(q: Queryable, page: PageRequest): Promise<Page<Role>> {
+  return await selectPage<Role>(q, {
+    columns: ROLE_COLUMNS,
+    from: "roles r",
+    orderBy: "ORDER BY r.builtin DESC, r.name",
+    page,
+  });
 }
 
 /** One role, or undefined. */
 export async function getRole(q: Queryable, id: string): Promise<Role | undefined> {
-  return await queryOne<Role>(q, `${SELECT_ROLE} WHERE r.id = $1`, [id]);
+  return await queryOne<Role>(q, `SELECT ${ROLE_COLUMNS} FROM roles r WHERE r.id = $1`, [id]);
 }
 
 /** Creates a custom role with the given permissions (ids already validated against the catalogue). */
@@ -88,19 +86,16 @@ async function setRolePermissions(q: Queryable, roleId: string, permissions: str
 
 function assertCustom(role: Role, verb: string): void {
   if (role.builtin) {
-    throw conflict(`built-in role "${role.name}" cannot be ${verb}; create a custom role instead`);
+    throw conflictError(`built-in role "${role.name}" cannot be ${verb}; create a custom role instead`);
   }
 }
 
 /** The permission catalogue, sorted by id. */
-export async function listPermissions(
-  q: Queryable,
-  page: PageRequest,
-): Promise<{ items: PermissionRecord[]; total: number }> {
-  const [{ n }] = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM permissions");
-  const items = await q.query<PermissionRecord>(
-    "SELECT id, resource, action, description FROM permissions ORDER BY id LIMIT $1 OFFSET $2",
-    [page.perPage, page.offset],
-  );
-  return { items, total: n };
+export async function listPermissions(q: Queryable, page: PageRequest): Promise<Page<PermissionRecord>> {
+  return await selectPage<PermissionRecord>(q, {
+    columns: "id, resource, action, description",
+    from: "permissions",
+    orderBy: "ORDER BY id",
+    page,
+  });
 }

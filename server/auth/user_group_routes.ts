@@ -2,15 +2,16 @@
  * `/api/v1/user-groups`: groups, their members and the roles bound to them. A group hands its roles to its
  * members, so changing who is in a group, or what it holds, requires holding everything the group carries.
  */
+import { found } from "../domain/errors.ts";
+import { assertNameFree } from "../domain/records.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
-import type { JsonSchema } from "../http/json_schema.ts";
-import { auditResource, type AuthUser, body, type RouteSpec } from "../http/route.ts";
-import type { Queryable } from "../db/db.ts";
-import { BINDING_BODY_SCHEMA, type BindingBody, checkBindingInput } from "./binding_input.ts";
-import { PAGE_QUERY, pageOf, pageRequest } from "./pagination.ts";
-import { uuidParam } from "./params.ts";
-import { assertHolds, identityTransaction, reachablePermissionsOfGroup } from "./rbac.ts";
-import { createBinding, deleteBinding, getBinding, listBindings } from "./role_bindings.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
+import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../http/route.ts";
+import { identityTransaction, reachablePermissionsOfGroup } from "./rbac.ts";
+import { manageable, roleBindingRoutes, type Subject } from "./role_binding_routes.ts";
+import { listBindings } from "./role_bindings.ts";
+import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./role_routes.ts";
 import type { IdentityServices } from "./services.ts";
 import {
   addMember,
@@ -28,30 +29,26 @@ import { getUser } from "./users.ts";
 const GROUP_SCHEMA: JsonSchema = {
   type: "object",
   properties: {
-    id: { type: "string", format: "uuid" },
+    id: UUID_SCHEMA,
     name: { type: "string" },
     description: { type: "string" },
     member_count: { type: "integer" },
   },
 };
-const NAME_SCHEMA: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" };
-const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000 };
 
-async function manageableGroup(q: Queryable, caller: AuthUser, id: string, verb: string): Promise<UserGroup> {
-  const group = await getUserGroup(q, id);
-  if (!group) throw notFound(`user group ${id}`);
-  assertHolds(caller, await reachablePermissionsOfGroup(q, id), `${verb} user group "${group.name}"`);
-  return group;
-}
+/** User groups as holders of roles. */
+const GROUP_SUBJECT: Subject<UserGroup> = {
+  noun: "user group",
+  find: getUserGroup,
+  nameOf: (group) => group.name,
+  reachable: reachablePermissionsOfGroup,
+  holder: (id) => ({ userGroupId: id }),
+};
 
 /** The user group routes. */
 export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
-  const requireGroup = async (id: string) => {
-    const group = await getUserGroup(db, id);
-    if (!group) throw notFound(`user group ${id}`);
-    return group;
-  };
+  const requireGroup = async (id: string) => found(await getUserGroup(db, id), `user group ${id}`);
   return [
     {
       method: "GET",
@@ -62,9 +59,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of groups", schema: { type: "object" } } },
       async handler(c) {
-        const page = pageRequest(c);
-        const { items, total } = await listUserGroups(db, page);
-        return c.json(pageOf(items, total, page));
+        return c.json(await listUserGroups(db, pageRequest(c)));
       },
     },
     {
@@ -84,15 +79,14 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       async handler(c) {
         const input = body<{ name: string; description?: string }>(c);
         const name = input.name.trim();
-        auditResource(c, { type: "user_group", name });
-        const group = await identityTransaction(db, async (tx) => {
-          if ((await tx.query("SELECT 1 FROM user_groups WHERE name = $1", [name])).length > 0) {
-            throw conflict(`a user group named "${name}" already exists`);
-          }
-          return await createUserGroup(tx, { name, description: input.description });
+        return await created(c, {
+          name,
+          create: () =>
+            identityTransaction(db, async (tx) => {
+              await assertNameFree(tx, { table: "user_groups", noun: "user group", name });
+              return await createUserGroup(tx, { name, description: input.description });
+            }),
         });
-        auditResource(c, { type: "user_group", id: group.id, name: group.name });
-        return c.json(group, 201);
       },
     },
     {
@@ -124,19 +118,15 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         const id = uuidParam(c, "id");
         const input = body<{ name?: string; description?: string }>(c);
         const group = await identityTransaction(db, async (tx) => {
-          const current = await getUserGroup(tx, id);
-          if (!current) throw notFound(`user group ${id}`);
-          auditResource(c, { type: "user_group", id, name: current.name });
+          const current = found(await getUserGroup(tx, id), `user group ${id}`);
+          auditResource(c, { id, name: current.name });
           const name = input.name?.trim();
-          if (
-            name && name !== current.name &&
-            (await tx.query("SELECT 1 FROM user_groups WHERE name = $1", [name])).length
-          ) {
-            throw conflict(`a user group named "${name}" already exists`);
+          if (name) {
+            await assertNameFree(tx, { table: "user_groups", noun: "user group", name, exceptId: id });
           }
           return await updateUserGroup(tx, current, { name, description: input.description });
         });
-        auditResource(c, { type: "user_group", id, name: group.name });
+        auditResource(c, { id, name: group.name });
         return c.json(group);
       },
     },
@@ -149,11 +139,10 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       audit: { resourceType: "user_group" },
       responses: { "204": { description: "Deleted" } },
       async handler(c) {
-        const caller = c.get("user")!;
         const id = uuidParam(c, "id");
         await identityTransaction(db, async (tx) => {
-          const group = await manageableGroup(tx, caller, id, "delete");
-          auditResource(c, { type: "user_group", id, name: group.name });
+          const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "delete" });
+          auditResource(c, { id, name: group.name });
           await deleteUserGroup(tx, id);
         });
         return c.body(null, 204);
@@ -169,9 +158,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       responses: { "200": { description: "A page of users", schema: { type: "object" } } },
       async handler(c) {
         const group = await requireGroup(uuidParam(c, "id"));
-        const page = pageRequest(c);
-        const { items, total } = await listMembers(db, group.id, page);
-        return c.json(pageOf(items, total, page));
+        return c.json(await listMembers(db, group.id, pageRequest(c)));
       },
     },
     {
@@ -185,16 +172,19 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         type: "object",
         required: ["user_id"],
         additionalProperties: false,
-        properties: { user_id: { type: "string", format: "uuid" } },
+        properties: { user_id: UUID_SCHEMA },
       },
       responses: { "204": { description: "Added" } },
       async handler(c) {
-        const caller = c.get("user")!;
         const id = uuidParam(c, "id");
         const { user_id: userId } = body<{ user_id: string }>(c);
         await identityTransaction(db, async (tx) => {
-          const group = await manageableGroup(tx, caller, id, "add members to");
-          auditResource(c, { type: "user_group", id, name: group.name });
+          const group = await manageable(tx, GROUP_SUBJECT, {
+            caller: caller(c),
+            id,
+            verb: "add members to",
+          });
+          auditResource(c, { id, name: group.name });
           const user = await getUser(tx, userId);
           if (!user) {
             throw badRequest(`user_id: no user with id ${userId}`, [{
@@ -219,12 +209,15 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
       responses: { "204": { description: "Removed" } },
       async handler(c) {
-        const caller = c.get("user")!;
         const id = uuidParam(c, "id");
         const userId = uuidParam(c, "userId");
         await identityTransaction(db, async (tx) => {
-          const group = await manageableGroup(tx, caller, id, "remove members from");
-          auditResource(c, { type: "user_group", id, name: group.name });
+          const group = await manageable(tx, GROUP_SUBJECT, {
+            caller: caller(c),
+            id,
+            verb: "remove members from",
+          });
+          auditResource(c, { id, name: group.name });
           c.set("auditDetails", { member_id: userId });
           if (!(await removeMember(tx, id, userId))) {
             throw notFound(`member ${userId} of user group "${group.name}"`);
@@ -233,84 +226,12 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         return c.body(null, 204);
       },
     },
-    {
-      method: "GET",
-      path: "/api/v1/user-groups/:id/role-bindings",
-      summary: "Roles bound to a user group",
+    ...roleBindingRoutes(s, {
+      subject: GROUP_SUBJECT,
+      path: "/api/v1/user-groups/:id",
       tag: "user-groups",
-      access: "user_group:view",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of role bindings", schema: { type: "object" } } },
-      async handler(c) {
-        const group = await requireGroup(uuidParam(c, "id"));
-        const page = pageRequest(c);
-        const all = await listBindings(db, { userGroupId: group.id });
-        return c.json(pageOf(all.slice(page.offset, page.offset + page.perPage), all.length, page));
-      },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/user-groups/:id/role-bindings",
-      summary:
-        "Bind a role to a user group (global, or one node group: scoped bindings grant nothing in this edition)",
-      tag: "user-groups",
-      access: "user_group:edit",
-      audit: { resourceType: "role_binding" },
-      body: BINDING_BODY_SCHEMA,
-      responses: { "201": { description: "The binding", schema: { type: "object" } } },
-      async handler(c) {
-        const caller = c.get("user")!;
-        const id = uuidParam(c, "id");
-        const input = body<BindingBody>(c);
-        const binding = await identityTransaction(db, async (tx) => {
-          const group = await manageableGroup(tx, caller, id, "change the roles of");
-          const { role, scopeType, scopeId } = await checkBindingInput(tx, caller, input);
-          auditResource(c, { type: "role_binding", name: `${role.name} → ${group.name}` });
-          const existing = await tx.query(
-            `SELECT 1 FROM role_bindings WHERE role_id = $1 AND user_group_id = $2 AND scope_type = $3
-               AND scope_id IS NOT DISTINCT FROM $4`,
-            [role.id, id, scopeType, scopeId],
-          );
-          if (existing.length > 0) {
-            throw conflict(`user group "${group.name}" already has role "${role.name}" in this scope`);
-          }
-          return await createBinding(tx, {
-            subject: { userGroupId: id },
-            roleId: role.id,
-            scopeType,
-            scopeId,
-          });
-        });
-        auditResource(c, { type: "role_binding", id: binding.id, name: binding.role_name });
-        return c.json(binding, 201);
-      },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/user-groups/:id/role-bindings/:bindingId",
-      summary: "Remove a role binding from a user group",
-      tag: "user-groups",
-      access: "user_group:edit",
-      audit: { resourceType: "role_binding" },
-      responses: { "204": { description: "Removed" } },
-      async handler(c) {
-        const caller = c.get("user")!;
-        const id = uuidParam(c, "id");
-        const bindingId = uuidParam(c, "bindingId");
-        auditResource(c, { type: "role_binding", id: bindingId });
-        await identityTransaction(db, async (tx) => {
-          const group = await manageableGroup(tx, caller, id, "change the roles of");
-          const binding = await getBinding(tx, { userGroupId: id }, bindingId);
-          if (!binding) throw notFound(`role binding ${bindingId} of user group "${group.name}"`);
-          auditResource(c, {
-            type: "role_binding",
-            id: bindingId,
-            name: `${binding.role_name} → ${group.name}`,
-          });
-          await deleteBinding(tx, { userGroupId: id }, bindingId);
-        });
-        return c.body(null, 204);
-      },
-    },
+      view: "user_group:view",
+      edit: "user_group:edit",
+    }),
   ];
 }

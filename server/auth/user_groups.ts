@@ -1,6 +1,6 @@
 /** User groups and their members. SQL only, no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import type { PageRequest } from "./pagination.ts";
+import { type Page, type PageRequest, selectPage } from "../domain/pagination.ts";
 import type { User } from "./users.ts";
 
 /** A user group. */
@@ -13,27 +13,22 @@ export interface UserGroup {
   updated_at: Date;
 }
 
-const SELECT_GROUP = `
-  SELECT g.id, g.name, g.description, g.created_at, g.updated_at,
-         (SELECT count(*)::int FROM user_group_members m WHERE m.user_group_id = g.id) AS member_count
-    FROM user_groups g`;
+const GROUP_COLUMNS = `g.id, g.name, g.description, g.created_at, g.updated_at,
+  (SELECT count(*)::int FROM user_group_members m WHERE m.user_group_id = g.id) AS member_count`;
 
 /** Lists groups by name. */
-export async function listUserGroups(
-  q: Queryable,
-  page: PageRequest,
-): Promise<{ items: UserGroup[]; total: number }> {
-  const [{ n }] = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM user_groups");
-  const items = await q.query<UserGroup>(`${SELECT_GROUP} ORDER BY g.name LIMIT $1 OFFSET $2`, [
-    page.perPage,
-    page.offset,
-  ]);
-  return { items, total: n };
+export async function listUserGroups(q: Queryable, page: PageRequest): Promise<Page<UserGroup>> {
+  return await selectPage<UserGroup>(q, {
+    columns: GROUP_COLUMNS,
+    from: "user_groups g",
+    orderBy: "ORDER BY g.name",
+    page,
+  });
 }
 
 /** One group, or undefined. */
 export async function getUserGroup(q: Queryable, id: string): Promise<UserGroup | undefined> {
-  return await queryOne<UserGroup>(q, `${SELECT_GROUP} WHERE g.id = $1`, [id]);
+  return await queryOne<UserGroup>(q, `SELECT ${GROUP_COLUMNS} FROM user_groups g WHERE g.id = $1`, [id]);
 }
 
 /** Creates a group. */
@@ -69,22 +64,15 @@ export async function deleteUserGroup(q: Queryable, id: string): Promise<boolean
 }
 
 /** Members of a group, by username. */
-export async function listMembers(
-  q: Queryable,
-  groupId: string,
-  page: PageRequest,
-): Promise<{ items: User[]; total: number }> {
-  const [{ n }] = await q.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM user_group_members WHERE user_group_id = $1",
-    [groupId],
-  );
-  const items = await q.query<User>(
-    `SELECT u.id, u.username, u.email, u.full_name, u.source, u.enabled, u.created_at, u.updated_at
-       FROM user_group_members m JOIN users u ON u.id = m.user_id
-      WHERE m.user_group_id = $1 ORDER BY u.username LIMIT $2 OFFSET $3`,
-    [groupId, page.perPage, page.offset],
-  );
-  return { items, total: n };
+export async function listMembers(q: Queryable, groupId: string, page: PageRequest): Promise<Page<User>> {
+  return await selectPage<User>(q, {
+    columns: "u.id, u.username, u.email, u.full_name, u.source, u.enabled, u.created_at, u.updated_at",
+    from: "user_group_members m JOIN users u ON u.id = m.user_id",
+    where: ["m.user_group_id = $1"],
+    params: [groupId],
+    orderBy: "ORDER BY u.username",
+    page,
+  });
 }
 
 /** Adds a member; false when already a member. */

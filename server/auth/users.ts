@@ -1,6 +1,6 @@
 /** Users: local accounts, their profile and enabled flag. SQL only; no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import type { PageRequest } from "./pagination.ts";
+import { likePattern, type Page, type PageRequest, Params, selectPage } from "../domain/pagination.ts";
 import { hashPassword } from "./password.ts";
 import { revokeAllSessions } from "./sessions.ts";
 
@@ -66,28 +66,24 @@ export async function passwordHashOf(q: Queryable, id: string): Promise<string |
 export async function listUsers(
   q: Queryable,
   options: { search?: string; enabled?: boolean; page: PageRequest },
-): Promise<{ items: User[]; total: number }> {
+): Promise<Page<User>> {
+  const params = new Params();
   const where: string[] = [];
-  const params: unknown[] = [];
   if (options.search) {
-    params.push(`%${escapeLike(options.search)}%`);
+    const like = params.add(likePattern(options.search));
     where.push(
-      `(username ILIKE $${params.length} OR email ILIKE $${params.length} OR full_name ILIKE $${params.length})`,
+      `(username ILIKE ${like} ESCAPE '\\' OR email ILIKE ${like} ESCAPE '\\' OR full_name ILIKE ${like} ESCAPE '\\')`,
     );
   }
-  if (options.enabled !== undefined) {
-    params.push(options.enabled);
-    where.push(`enabled = $${params.length}`);
-  }
-  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const [{ n }] = await q.query<{ n: number }>(`SELECT count(*)::int AS n FROM users ${clause}`, params);
-  const items = await q.query<User>(
-    `SELECT ${COLUMNS} FROM users ${clause} ORDER BY username LIMIT $${params.length + 1} OFFSET $${
-      params.length + 2
-    }`,
-    [...params, options.page.perPage, options.page.offset],
-  );
-  return { items, total: n };
+  if (options.enabled !== undefined) where.push(`enabled = ${params.add(options.enabled)}`);
+  return await selectPage<User>(q, {
+    columns: COLUMNS,
+    from: "users",
+    where,
+    params: params.values,
+    orderBy: "ORDER BY username",
+    page: options.page,
+  });
 }
 
 /** Updates profile fields and the enabled flag; disabling revokes every session. */
@@ -129,9 +125,4 @@ export async function deleteUser(q: Queryable, id: string): Promise<boolean> {
 export async function countUsers(q: Queryable): Promise<number> {
   const [{ n }] = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM users");
   return n;
-}
-
-/** Escapes `%`, `_` and `\` for a LIKE pattern. */
-export function escapeLike(s: string): string {
-  return s.replace(/[\\%_]/g, (ch) => `\\${ch}`);
 }

@@ -5,8 +5,9 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { conflictError, invalidError, notFoundError } from "./errors.ts";
-import { limitOffset, orderBy, type Page, type PageRequest, Params, type SortRequest } from "./pagination.ts";
+import { conflictError, found, invalidError } from "./errors.ts";
+import { type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { lockRow } from "./records.ts";
 
 /** Binding states. */
 export const BINDING_STATES = ["enabled", "disabled"] as const;
@@ -63,29 +64,26 @@ export interface BindingFilter {
 export async function listBindings(
   q: Queryable,
   filter: BindingFilter,
-  options: { page: PageRequest; sort?: SortRequest },
+  options: ListOptions,
 ): Promise<Page<BindingRecord>> {
   const params = new Params();
   const where: string[] = [];
   if (filter.policyId) where.push(`b.policy_id = ${params.add(filter.policyId)}`);
   if (filter.nodeGroupId) where.push(`b.node_group_id = ${params.add(filter.nodeGroupId)}`);
   if (filter.state) where.push(`b.state = ${params.add(filter.state)}`);
-  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM ${FROM} ${clause}`,
-    params.values,
-  );
-  const order = orderBy(options.sort ?? {}, {
-    columns: BINDING_SORT_COLUMNS,
-    fallback: "priority",
-    tiebreak: "p.name, g.name, b.id",
-    defaultOrder: options.sort?.field ? "asc" : "desc",
+  return await selectPage<BindingRecord>(q, {
+    columns: COLUMNS,
+    from: FROM,
+    where,
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: BINDING_SORT_COLUMNS,
+      fallback: "priority",
+      tiebreak: "p.name, g.name, b.id",
+      defaultOrder: options.sort?.field ? "asc" : "desc",
+    }),
+    page: options.page,
   });
-  const items = await q.query<BindingRecord>(
-    `SELECT ${COLUMNS} FROM ${FROM} ${clause} ${order} ${limitOffset(options.page)}`,
-    params.values,
-  );
-  return { items, total, page: options.page.page, per_page: options.page.perPage };
 }
 
 /** Reads one binding; throws not_found. `lock` locks the binding row for the transaction. */
@@ -94,13 +92,9 @@ export async function getBinding(
   id: string,
   options: { lock?: boolean } = {},
 ): Promise<BindingRecord> {
-  if (options.lock) {
-    const locked = await queryOne(q, "SELECT id FROM policy_bindings WHERE id = $1 FOR UPDATE", [id]);
-    if (!locked) throw notFoundError(`binding ${id}`);
-  }
+  if (options.lock) await lockRow(q, { table: "policy_bindings", id, what: `binding ${id}` });
   const row = await queryOne<BindingRecord>(q, `SELECT ${COLUMNS} FROM ${FROM} WHERE b.id = $1`, [id]);
-  if (!row) throw notFoundError(`binding ${id}`);
-  return row;
+  return found(row, `binding ${id}`);
 }
 
 /** Input of {@link createBinding}. */

@@ -4,15 +4,15 @@
  * from an unbound or archived policy describes nothing the node is asked to do any more.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { notFoundError } from "./errors.ts";
+import { found } from "./errors.ts";
 import {
   likePattern,
-  limitOffset,
+  type ListOptions,
   orderBy,
   type Page,
   type PageRequest,
   Params,
-  type SortRequest,
+  selectPage,
 } from "./pagination.ts";
 
 /** Stored compliance statuses (lower-case forms of the protocol's ComplianceStatus). */
@@ -88,7 +88,7 @@ export interface ComplianceFilter {
 export async function listCompliance(
   q: Queryable,
   filter: ComplianceFilter,
-  options: { page: PageRequest; sort?: SortRequest },
+  options: ListOptions,
 ): Promise<Page<ComplianceRow> & { status_counts: StatusCounts }> {
   const params = new Params();
   const where = [REACHES_SQL];
@@ -105,28 +105,20 @@ export async function listCompliance(
   );
   const statusCounts = toCounts(counts);
   if (filter.status) where.push(`r.status = ${params.add(filter.status)}`);
-  const clause = where.join(" AND ");
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM ${from} WHERE ${clause}`,
-    params.values,
-  );
-  const order = orderBy(options.sort ?? {}, {
-    columns: COMPLIANCE_SORT_COLUMNS,
-    fallback: "reported_at",
-    tiebreak: "n.name, p.name, n.id, p.id",
-    defaultOrder: options.sort?.field ? "asc" : "desc",
+  const page = await selectPage<ComplianceRow>(q, {
+    columns: ROW_COLUMNS,
+    from,
+    where,
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: COMPLIANCE_SORT_COLUMNS,
+      fallback: "reported_at",
+      tiebreak: "n.name, p.name, n.id, p.id",
+      defaultOrder: options.sort?.field ? "asc" : "desc",
+    }),
+    page: options.page,
   });
-  const items = await q.query<ComplianceRow>(
-    `SELECT ${ROW_COLUMNS} FROM ${from} WHERE ${clause} ${order} ${limitOffset(options.page)}`,
-    params.values,
-  );
-  return {
-    items,
-    total,
-    page: options.page.page,
-    per_page: options.page.perPage,
-    status_counts: statusCounts,
-  };
+  return { ...page, status_counts: statusCounts };
 }
 
 /**
@@ -137,8 +129,7 @@ export async function nodeCompliance(
   q: Queryable,
   nodeId: string,
 ): Promise<{ node_id: string; summary: StatusCounts; results: ComplianceRow[] }> {
-  const node = await queryOne(q, "SELECT 1 FROM nodes WHERE id = $1", [nodeId]);
-  if (!node) throw notFoundError(`node ${nodeId}`);
+  found(await queryOne(q, "SELECT 1 FROM nodes WHERE id = $1", [nodeId]), `node ${nodeId}`);
   const results = await q.query<ComplianceRow>(
     `SELECT ${ROW_COLUMNS} FROM nodes n JOIN policies p ON ${REACHES_SQL}
      LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
@@ -166,36 +157,24 @@ export async function policyCompliance(
   policyId: string,
   options: { page: PageRequest; status?: ComplianceStatus },
 ): Promise<Page<ComplianceRow> & { policy_id: string; status_counts: StatusCounts }> {
-  const policy = await queryOne(q, "SELECT 1 FROM policies WHERE id = $1", [policyId]);
-  if (!policy) throw notFoundError(`policy ${policyId}`);
+  found(await queryOne(q, "SELECT 1 FROM policies WHERE id = $1", [policyId]), `policy ${policyId}`);
   const from = `policies p JOIN nodes n ON ${REACHES_SQL}
     LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id`;
   const counts = await q.query<{ status: ComplianceStatus; n: number }>(
     `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n FROM ${from} WHERE p.id = $1 GROUP BY 1`,
     [policyId],
   );
-  const params: unknown[] = [policyId];
-  let clause = "p.id = $1";
-  if (options.status) {
-    params.push(options.status);
-    clause += " AND coalesce(r.status, 'unknown') = $2";
-  }
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM ${from} WHERE ${clause}`,
-    params,
-  );
-  const items = await q.query<ComplianceRow>(
-    `SELECT ${ROW_COLUMNS} FROM ${from} WHERE ${clause} ORDER BY n.name, n.id ${limitOffset(options.page)}`,
-    params,
-  );
-  return {
-    policy_id: policyId,
-    items,
-    total,
-    page: options.page.page,
-    per_page: options.page.perPage,
-    status_counts: toCounts(counts),
-  };
+  const where = ["p.id = $1"];
+  if (options.status) where.push("coalesce(r.status, 'unknown') = $2");
+  const page = await selectPage<ComplianceRow>(q, {
+    columns: ROW_COLUMNS,
+    from,
+    where,
+    params: options.status ? [policyId, options.status] : [policyId],
+    orderBy: "ORDER BY n.name, n.id",
+    page: options.page,
+  });
+  return { policy_id: policyId, ...page, status_counts: toCounts(counts) };
 }
 
 /** Fleet summary. */

@@ -1,6 +1,7 @@
 /**
- * Errors of the domain layer. Domain functions know nothing about HTTP; they throw a {@link DomainError}
- * whose `kind` says what went wrong, and the REST layer maps the kind to a status code.
+ * Errors of the domain layer (policies, nodes, users, roles, …). Domain functions know nothing about HTTP;
+ * they throw a {@link DomainError} whose `kind` says what went wrong, and the HTTP app maps the kind to a
+ * status code in one place (`toHttpError` in server/http/errors.ts); the gRPC services map it themselves.
  */
 
 /** One problem with one field, e.g. `{field: "content.rules[2].action_ids", message: "…"}`. */
@@ -33,9 +34,23 @@ export function notFoundError(what: string): DomainError {
   return new DomainError("not_found", `${what} not found`);
 }
 
+/**
+ * `value` when it is there, else a `not_found` error for `what` (e.g. `` `policy ${id}` ``): the one way a
+ * lookup that must succeed says so.
+ */
+export function found<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw notFoundError(what);
+  return value;
+}
+
 /** A refusal because of the current state. */
 export function conflictError(message: string): DomainError {
   return new DomainError("conflict", message);
+}
+
+/** A refusal because the caller lacks a permission the request turned out to need. */
+export function forbiddenError(message: string): DomainError {
+  return new DomainError("forbidden", message);
 }
 
 /** A validation failure; the message summarises the first field problem. */

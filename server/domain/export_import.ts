@@ -17,7 +17,7 @@ import {
 } from "../../shared/policy_types/mod.ts";
 import { jsonDepth, utf8Length } from "../../shared/policy_types/json_guard.ts";
 import { createBinding } from "./bindings.ts";
-import { DomainError, type DomainFieldError, invalidError } from "./errors.ts";
+import { DomainError, type DomainFieldError, forbiddenError, invalidError, notFoundError } from "./errors.ts";
 import { createPolicy, findPolicyByName, type PolicyRecord, updatePolicy } from "./policies.ts";
 
 /** Envelope version of every document. */
@@ -93,7 +93,7 @@ export async function exportBundle(
   if (ids && policies.length !== ids.length) {
     const found = new Set(policies.map((p) => p.id));
     const missing = ids.filter((id) => !found.has(id));
-    throw new DomainError("not_found", `policy ${missing.join(", ")} not found`);
+    throw notFoundError(`policy ${missing.join(", ")}`);
   }
   if (policies.length === 0) throw new DomainError("not_found", "no policies to export");
   const problems: DomainFieldError[] = [];
@@ -212,8 +212,7 @@ export async function importBundle(
 ): Promise<ImportReport> {
   const docs = parseBundle(text, options.format);
   if (!options.mayCreateBindings && docs.some((d) => d.kind === "PolicyBinding")) {
-    throw new DomainError(
-      "forbidden",
+    throw forbiddenError(
       "importing bindings needs the binding:create permission; remove the PolicyBinding documents or ask for the permission",
     );
   }

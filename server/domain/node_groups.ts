@@ -6,16 +6,17 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { conflictError, invalidError, notFoundError } from "./errors.ts";
+import { conflictError, found, invalidError, notFoundError } from "./errors.ts";
 import {
   likePattern,
-  limitOffset,
+  type ListOptions,
   orderBy,
   type Page,
   type PageRequest,
   Params,
-  type SortRequest,
+  selectPage,
 } from "./pagination.ts";
+import { assertNameFree, lockRow } from "./records.ts";
 
 /** Lifetime of an enrollment token (spec: 5 minutes, single use). */
 export const ENROLLMENT_TOKEN_TTL_MS = 5 * 60 * 1000;
@@ -51,26 +52,21 @@ export const NODE_GROUP_SORT_COLUMNS: Record<string, string> = {
 export async function listNodeGroups(
   q: Queryable,
   filter: { search?: string },
-  options: { page: PageRequest; sort?: SortRequest },
+  options: ListOptions,
 ): Promise<Page<NodeGroupRecord>> {
   const params = new Params();
-  const clause = filter.search
-    ? `WHERE g.name ILIKE ${params.add(likePattern(filter.search))} ESCAPE '\\'`
-    : "";
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM node_groups g ${clause}`,
-    params.values,
-  );
-  const order = orderBy(options.sort ?? {}, {
-    columns: NODE_GROUP_SORT_COLUMNS,
-    fallback: "name",
-    tiebreak: "g.id",
+  return await selectPage<NodeGroupRecord>(q, {
+    columns: COLUMNS,
+    from: "node_groups g",
+    where: filter.search ? [`g.name ILIKE ${params.add(likePattern(filter.search))} ESCAPE '\\'`] : [],
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: NODE_GROUP_SORT_COLUMNS,
+      fallback: "name",
+      tiebreak: "g.id",
+    }),
+    page: options.page,
   });
-  const items = await q.query<NodeGroupRecord>(
-    `SELECT ${COLUMNS} FROM node_groups g ${clause} ${order} ${limitOffset(options.page)}`,
-    params.values,
-  );
-  return { items, total, page: options.page.page, per_page: options.page.perPage };
 }
 
 /** Reads one node group; throws not_found. */
@@ -79,15 +75,11 @@ export async function getNodeGroup(
   id: string,
   options: { lock?: boolean } = {},
 ): Promise<NodeGroupRecord> {
-  if (options.lock) {
-    const locked = await queryOne(q, "SELECT id FROM node_groups WHERE id = $1 FOR UPDATE", [id]);
-    if (!locked) throw notFoundError(`node group ${id}`);
-  }
+  if (options.lock) await lockRow(q, { table: "node_groups", id, what: `node group ${id}` });
   const row = await queryOne<NodeGroupRecord>(q, `SELECT ${COLUMNS} FROM node_groups g WHERE g.id = $1`, [
     id,
   ]);
-  if (!row) throw notFoundError(`node group ${id}`);
-  return row;
+  return found(row, `node group ${id}`);
 }
 
 /** Creates a node group with a unique name. */
@@ -95,7 +87,7 @@ export async function createNodeGroup(
   q: Queryable,
   input: { name: string; description?: string },
 ): Promise<NodeGroupRecord> {
-  await assertNameFree(q, input.name);
+  await assertNameFree(q, { table: "node_groups", noun: "node group", name: input.name });
   const [row] = await q.query<{ id: string }>(
     "INSERT INTO node_groups (name, description) VALUES ($1, $2) RETURNING id",
     [input.name, input.description ?? ""],
@@ -110,7 +102,9 @@ export async function updateNodeGroup(
   input: { name?: string; description?: string },
 ): Promise<NodeGroupRecord> {
   const current = await getNodeGroup(q, id, { lock: true });
-  if (input.name !== undefined && input.name !== current.name) await assertNameFree(q, input.name, id);
+  if (input.name !== undefined) {
+    await assertNameFree(q, { table: "node_groups", noun: "node group", name: input.name, exceptId: id });
+  }
   await q.query(
     "UPDATE node_groups SET name = $2, description = $3, updated_at = now() WHERE id = $1",
     [id, input.name ?? current.name, input.description ?? current.description],
@@ -155,17 +149,14 @@ export async function listMembers(
   options: { page: PageRequest },
 ): Promise<Page<NodeGroupMember>> {
   await getNodeGroup(q, groupId);
-  const [{ total }] = await q.query<{ total: number }>(
-    "SELECT count(*)::int AS total FROM node_group_members WHERE node_group_id = $1",
-    [groupId],
-  );
-  const items = await q.query<NodeGroupMember>(
-    `SELECT n.id AS node_id, n.name, n.fqdn, n.status, m.created_at AS added_at
-     FROM node_group_members m JOIN nodes n ON n.id = m.node_id
-     WHERE m.node_group_id = $1 ORDER BY n.name, n.id ${limitOffset(options.page)}`,
-    [groupId],
-  );
-  return { items, total, page: options.page.page, per_page: options.page.perPage };
+  return await selectPage<NodeGroupMember>(q, {
+    columns: "n.id AS node_id, n.name, n.fqdn, n.status, m.created_at AS added_at",
+    from: "node_group_members m JOIN nodes n ON n.id = m.node_id",
+    where: ["m.node_group_id = $1"],
+    params: [groupId],
+    orderBy: "ORDER BY n.name, n.id",
+    page: options.page,
+  });
 }
 
 /**
@@ -243,11 +234,4 @@ export async function sha256Hex(text: string): Promise<string> {
 
 function encodeBase64Url(bytes: Uint8Array): string {
   return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-async function assertNameFree(q: Queryable, name: string, exceptId?: string): Promise<void> {
-  const row = await queryOne<{ id: string }>(q, "SELECT id FROM node_groups WHERE name = $1", [name]);
-  if (row && row.id !== exceptId) {
-    throw conflictError(`a node group named "${name}" already exists; choose another name`);
-  }
 }

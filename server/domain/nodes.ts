@@ -8,15 +8,7 @@ import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
 import { nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "./errors.ts";
-import {
-  likePattern,
-  limitOffset,
-  orderBy,
-  type Page,
-  type PageRequest,
-  Params,
-  type SortRequest,
-} from "./pagination.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 
 /** Node statuses. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -95,7 +87,7 @@ export interface NodeFilter {
 export async function listNodes(
   q: Queryable,
   filter: NodeFilter,
-  options: { page: PageRequest; sort?: SortRequest },
+  options: ListOptions,
 ): Promise<Page<NodeSummary>> {
   const params = new Params();
   const where: string[] = [];
@@ -119,21 +111,18 @@ export async function listNodes(
         OR n.machine_id ILIKE ${like} ESCAPE '\\')`,
     );
   }
-  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM nodes n ${clause}`,
-    params.values,
-  );
-  const order = orderBy(options.sort ?? {}, {
-    columns: NODE_SORT_COLUMNS,
-    fallback: "name",
-    tiebreak: "n.name, n.id",
+  return await selectPage<NodeSummary>(q, {
+    columns: SUMMARY_COLUMNS,
+    from: "nodes n",
+    where,
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: NODE_SORT_COLUMNS,
+      fallback: "name",
+      tiebreak: "n.name, n.id",
+    }),
+    page: options.page,
   });
-  const items = await q.query<NodeSummary>(
-    `SELECT ${SUMMARY_COLUMNS} FROM nodes n ${clause} ${order} ${limitOffset(options.page)}`,
-    params.values,
-  );
-  return { items, total, page: options.page.page, per_page: options.page.perPage };
 }
 
 /** Distinct values for the list's filter drop-downs. */

@@ -1,9 +1,13 @@
 /**
- * Page and sort handling shared by every list. Sorting is only ever by an allow-listed column: the caller
- * passes a map from the public sort name to a fixed SQL expression, so no request text reaches SQL.
+ * Pages and sorting, SQL side, shared by every list (policies, nodes, users, roles, audit log, …). A list
+ * declares its columns, tables and conditions; {@link selectPage} counts the matches and reads one page.
+ * Sorting is only ever by an allow-listed column: the caller passes a map from the public sort name to a
+ * fixed SQL expression, so no request text reaches SQL. The HTTP side (query schema, reading `page` and
+ * `per_page`) is server/http/pagination.ts.
  */
+import type { Queryable } from "../db/db.ts";
 
-/** Default and maximum page sizes of every list. */
+/** Page size when the request names none. */
 export const DEFAULT_PER_PAGE = 50;
 /** Largest accepted `per_page`. */
 export const MAX_PER_PAGE = 200;
@@ -32,16 +36,53 @@ export interface SortRequest {
   order?: SortOrder;
 }
 
-/** Clamps a page request into range (the REST layer already rejects out-of-range values). */
-export function pageRequest(page?: number, perPage?: number): PageRequest {
-  const p = Number.isInteger(page) && page! >= 1 ? page! : 1;
-  const pp = Number.isInteger(perPage) && perPage! >= 1 ? Math.min(perPage!, MAX_PER_PAGE) : DEFAULT_PER_PAGE;
-  return { page: p, perPage: pp };
+/** What a sortable list is asked for: one page, optionally sorted. */
+export interface ListOptions {
+  page: PageRequest;
+  sort?: SortRequest;
 }
 
-/** `LIMIT … OFFSET …` for a page; numbers only, so safe to inline. */
-export function limitOffset(req: PageRequest): string {
-  return `LIMIT ${req.perPage} OFFSET ${(req.page - 1) * req.perPage}`;
+/** One list query, counted and cut to a page by {@link selectPage}. */
+export interface PageQuery {
+  /** The select list. */
+  columns: string;
+  /** Tables and joins. */
+  from: string;
+  /** Conditions, joined with AND (none: every row). */
+  where?: readonly string[];
+  /** Values of the `$n` placeholders in `from` and `where` (the count does not read `columns`). */
+  params?: readonly unknown[];
+  /** `ORDER BY …` (e.g. from {@link orderBy}); it must be total, or rows repeat or vanish across pages. */
+  orderBy: string;
+  page: PageRequest;
+}
+
+/** Counts the rows a list query matches and reads the requested page of them. */
+export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Page<T>> {
+  const where = query.where?.length ? `WHERE ${query.where.join(" AND ")}` : "";
+  const [{ total }] = await q.query<{ total: number }>(
+    `SELECT count(*)::int AS total FROM ${query.from} ${where}`,
+    query.params,
+  );
+  const { page, perPage } = query.page;
+  // Numbers only (validated integers), so safe to inline.
+  const items = await q.query<T>(
+    `SELECT ${query.columns} FROM ${query.from} ${where} ${query.orderBy}
+     LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`,
+    query.params,
+  );
+  return { items, total, page, per_page: perPage };
+}
+
+/** The requested page of a list that is already in memory (short lists, e.g. a user's role bindings). */
+export function slicePage<T>(all: readonly T[], req: PageRequest): Page<T> {
+  const offset = (req.page - 1) * req.perPage;
+  return {
+    items: all.slice(offset, offset + req.perPage),
+    total: all.length,
+    page: req.page,
+    per_page: req.perPage,
+  };
 }
 
 /**

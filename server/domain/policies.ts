@@ -7,16 +7,9 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
 import { canonicalPolicyContent, validatePolicyContent } from "../../shared/policy_types/mod.ts";
-import { conflictError, fieldsError, invalidError, notFoundError } from "./errors.ts";
-import {
-  likePattern,
-  limitOffset,
-  orderBy,
-  type Page,
-  type PageRequest,
-  Params,
-  type SortRequest,
-} from "./pagination.ts";
+import { conflictError, fieldsError, found, invalidError } from "./errors.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { assertNameFree, lockRow } from "./records.ts";
 
 /** Lifecycle states of a policy. */
 export const POLICY_STATES = ["draft", "released", "archived"] as const;
@@ -85,7 +78,7 @@ export interface PolicyFilter {
 export async function listPolicies(
   q: Queryable,
   filter: PolicyFilter,
-  options: { page: PageRequest; sort?: SortRequest },
+  options: ListOptions,
 ): Promise<Page<PolicySummary>> {
   const params = new Params();
   const where: string[] = [];
@@ -93,24 +86,19 @@ export async function listPolicies(
   if (filter.type) where.push(`p.type = ${params.add(filter.type)}`);
   if (filter.name) where.push(`p.name ILIKE ${params.add(likePattern(filter.name))} ESCAPE '\\'`);
   if (filter.deprecated !== undefined) where.push(`p.deprecated = ${params.add(filter.deprecated)}`);
-  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const [{ total }] = await q.query<{ total: number }>(
-    `SELECT count(*)::int AS total FROM policies p ${clause}`,
-    params.values,
-  );
-  const order = orderBy(options.sort ?? {}, {
-    columns: POLICY_SORT_COLUMNS,
-    fallback: "updated_at",
-    tiebreak: "p.name, p.id",
-    defaultOrder: options.sort?.field ? "asc" : "desc",
+  return await selectPage<PolicySummary>(q, {
+    columns: SUMMARY_COLUMNS,
+    from: "policies p",
+    where,
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: POLICY_SORT_COLUMNS,
+      fallback: "updated_at",
+      tiebreak: "p.name, p.id",
+      defaultOrder: options.sort?.field ? "asc" : "desc",
+    }),
+    page: options.page,
   });
-  const { page, perPage } = options.page;
-  const items = await q.query<PolicySummary>(
-    `SELECT ${SUMMARY_COLUMNS} FROM policies p ${clause} ${order}
-     ${limitOffset(options.page)}`,
-    params.values,
-  );
-  return { items, total, page, per_page: perPage };
 }
 
 /** Reads one policy; throws not_found. `lock` takes a row lock for the rest of the transaction. */
@@ -119,17 +107,13 @@ export async function getPolicy(
   id: string,
   options: { lock?: boolean } = {},
 ): Promise<PolicyRecord> {
-  if (options.lock) {
-    const locked = await queryOne(q, "SELECT id FROM policies WHERE id = $1 FOR UPDATE", [id]);
-    if (!locked) throw notFoundError(`policy ${id}`);
-  }
+  if (options.lock) await lockRow(q, { table: "policies", id, what: `policy ${id}` });
   const row = await queryOne<PolicyRecord>(
     q,
     `SELECT ${SUMMARY_COLUMNS}, p.content FROM policies p WHERE p.id = $1`,
     [id],
   );
-  if (!row) throw notFoundError(`policy ${id}`);
-  return row;
+  return found(row, `policy ${id}`);
 }
 
 /** Finds a policy by its exact name. */
@@ -163,7 +147,7 @@ export interface CreatePolicyInput {
 /** Creates a draft policy at version 1 after validating its content. Publishes nothing (drafts reach no node). */
 export async function createPolicy(q: Queryable, input: CreatePolicyInput): Promise<PolicyRecord> {
   const content = normalizeContent(input.type, input.content);
-  await assertNameFree(q, input.name);
+  await assertNameFree(q, { table: "policies", noun: "policy", name: input.name });
   const [row] = await q.query<{ id: string }>(
     `INSERT INTO policies (name, description, type, content, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
     [input.name, input.description ?? "", input.type, content, input.createdBy],
@@ -206,7 +190,9 @@ export async function updatePolicy(
   const content = input.content !== undefined || input.type !== undefined
     ? normalizeContent(type, input.content ?? current.content)
     : current.content;
-  if (input.name !== undefined && input.name !== current.name) await assertNameFree(q, input.name, id);
+  if (input.name !== undefined) {
+    await assertNameFree(q, { table: "policies", noun: "policy", name: input.name, exceptId: id });
+  }
   await q.query(
     `UPDATE policies SET name = $2, description = $3, type = $4, content = $5, version = version + 1,
        updated_at = now() WHERE id = $1`,
@@ -314,11 +300,4 @@ export async function reachedGroups(q: Queryable, policyId: string): Promise<str
     [policyId],
   );
   return rows.map((r) => r.node_group_id);
-}
-
-async function assertNameFree(q: Queryable, name: string, exceptId?: string): Promise<void> {
-  const row = await queryOne<{ id: string }>(q, "SELECT id FROM policies WHERE name = $1", [name]);
-  if (row && row.id !== exceptId) {
-    throw conflictError(`a policy named "${name}" already exists; choose another name`);
-  }
 }

@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import type { ServerContext } from "../context.ts";
-import { errorBody, fromDatabaseError, HttpError } from "./errors.ts";
+import { errorBody, HttpError, toHttpError } from "./errors.ts";
 import { securityHeaders } from "./security_headers.ts";
 import { csrfProtection } from "./csrf.ts";
 import { type AppEnv, mountRoutes, type RouteHooks, type RouteSpec } from "./route.ts";
@@ -27,7 +27,7 @@ export function createApp(parts: AppParts): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use("*", securityHeaders());
   app.onError((err, c) => {
-    const mapped = err instanceof HttpError ? err : fromDatabaseError(err);
+    const mapped = toHttpError(err);
     if (mapped) {
       const res = c.json(errorBody(mapped), mapped.status as 400);
       for (const [k, v] of Object.entries(mapped.headers ?? {})) res.headers.set(k, v);

@@ -1,7 +1,10 @@
 /**
  * The one error shape every non-2xx REST response carries: `{"error": {"code", "message", "fields"?}}`.
  * Messages are meant for a person and name the thing and the fix; stack traces and SQL never leave the server.
+ * {@link toHttpError} is the one place where other errors (domain refusals, database constraint
+ * violations) get their HTTP status; the app's error handler and the route audit both use it.
  */
+import { DomainError } from "../domain/errors.ts";
 
 /** A problem with one field of a request, shown next to that field in the UI. */
 export interface FieldError {
@@ -61,8 +64,28 @@ export function errorBody(
   return { error: { code: err.code, message: err.message, ...(err.fields ? { fields: err.fields } : {}) } };
 }
 
-/** Maps a database constraint violation to a person-readable HttpError, or returns undefined. */
-export function fromDatabaseError(err: unknown): HttpError | undefined {
+const STATUS_BY_KIND: Record<DomainError["kind"], { status: number; code: string }> = {
+  not_found: { status: 404, code: "not_found" },
+  conflict: { status: 409, code: "conflict" },
+  invalid: { status: 422, code: "validation_failed" },
+  forbidden: { status: 403, code: "forbidden" },
+};
+
+/**
+ * The HTTP form of an error a handler threw: an {@link HttpError} as it is, a domain refusal by its kind
+ * (404, 409, 422 or 403 with the domain's message and fields), a database constraint violation as a
+ * person-readable 400 or 409; undefined for anything else (a bug: logged, answered with a bare 500).
+ */
+export function toHttpError(err: unknown): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  if (err instanceof DomainError) {
+    const { status, code } = STATUS_BY_KIND[err.kind];
+    return new HttpError(status, code, err.message, err.fields);
+  }
+  return fromDatabaseError(err);
+}
+
+function fromDatabaseError(err: unknown): HttpError | undefined {
   const code = (err as { code?: string })?.code;
   if (code === "23505") return conflict("an item with the same name or key already exists");
   if (code === "23503") return conflict("a referenced item does not exist or is still in use");

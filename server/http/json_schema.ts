@@ -31,6 +31,14 @@ export interface JsonSchema {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** True for a UUID in its text form (any case), what `format: uuid` accepts. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** Schema of a UUID string. */
+export const UUID_SCHEMA: JsonSchema = { type: "string", format: "uuid" };
+
 function typeOf(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "array";
@@ -72,7 +80,7 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
       push(`must be at most ${schema.maxLength} characters`);
     }
     if (schema.pattern && !new RegExp(schema.pattern, "u").test(value)) push(`has an invalid format`);
-    if (schema.format === "uuid" && !UUID.test(value)) push("must be a UUID");
+    if (schema.format === "uuid" && !isUuid(value)) push("must be a UUID");
   }
   if (typeof value === "number") {
     if (schema.minimum !== undefined && value < schema.minimum) push(`must be at least ${schema.minimum}`);

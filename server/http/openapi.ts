@@ -4,7 +4,7 @@
  * the common error body, and security (session cookie or bearer token, plus the CSRF header on mutations).
  * Nothing is written by hand twice, so the document cannot drift from the routes.
  */
-import type { JsonSchema } from "./json_schema.ts";
+import { type JsonSchema, UUID_SCHEMA } from "./json_schema.ts";
 import { openApiPath, type RouteSpec } from "./route.ts";
 
 /** Extra declaration for a route whose body is not JSON (e.g. a YAML bundle); read by the generator. */
@@ -127,7 +127,7 @@ function pathParameters(path: string): Record<string, unknown>[] {
     name,
     in: "path",
     required: true,
-    schema: { type: "string", format: "uuid" },
+    schema: UUID_SCHEMA,
   }));
 }
 

@@ -6,8 +6,9 @@
  */
 import type { Context, Hono } from "hono";
 import type { Permission } from "../../shared/permissions.ts";
-import { badRequest, type FieldError, HttpError } from "./errors.ts";
-import { type JsonSchema, validateJson } from "./json_schema.ts";
+import type { AuditEvent } from "../audit/event.ts";
+import { badRequest, type FieldError, forbidden, HttpError, toHttpError, unauthorized } from "./errors.ts";
+import { isUuid, type JsonSchema, validateJson } from "./json_schema.ts";
 
 /** The authenticated caller. */
 export interface AuthUser {
@@ -24,7 +25,7 @@ export type AppEnv = {
   Variables: {
     user: AuthUser | null;
     /** Set by handlers so the audit row carries the real resource id and name. */
-    auditResource: { id?: string; name?: string; type?: string } | undefined;
+    auditResource: AuditResource | undefined;
     /** Extra audit details (redacted by the audit service). */
     auditDetails: Record<string, unknown> | undefined;
     /** Parsed and validated JSON body. */
@@ -100,10 +101,10 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
       if (route.access !== "public") {
         const user = await hooks.authenticate(c);
         c.set("user", user);
-        if (!user) throw new HttpError(401, "unauthorized", "authentication required: log in again");
+        if (!user) throw unauthorized();
         if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
           await hooks.audit(c, route, "denied", 403);
-          throw new HttpError(403, "forbidden", `permission ${route.access} is required for this action`);
+          throw forbidden(`permission ${route.access} is required for this action`);
         }
       }
       const run = async () => {
@@ -118,7 +119,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         await hooks.audit(c, route, res.status < 400 ? "success" : "failure", res.status);
         return res;
       } catch (err) {
-        const status = err instanceof HttpError ? err.status : 500;
+        // The status the client will see, so the audit row agrees with the response.
+        const status = toHttpError(err)?.status ?? 500;
         await hooks.audit(c, route, status === 403 ? "denied" : "failure", status);
         throw err;
       }
@@ -181,15 +183,73 @@ export function queryInt(c: RouteContext, name: string, fallback: number): numbe
   return raw === undefined ? fallback : Number(raw);
 }
 
+/** Reads a query boolean (after validation); undefined when absent. */
+export function queryBool(c: RouteContext, name: string): boolean | undefined {
+  const raw = c.req.query(name);
+  return raw === undefined ? undefined : raw === "true";
+}
+
+/** A path parameter that must be a UUID, lower-cased (400 naming it otherwise). */
+export function uuidParam(c: RouteContext, name: string): string {
+  const value = c.req.param(name) ?? "";
+  if (!isUuid(value)) {
+    throw badRequest(`${name} in the path must be a UUID, got "${value.slice(0, 60)}"`, [
+      { field: name, message: "must be a UUID" },
+    ]);
+  }
+  return value.toLowerCase();
+}
+
 /** The validated body, typed by the caller. */
 export function body<T>(c: RouteContext): T {
   return c.get("body") as T;
 }
 
+/** The authenticated caller (for routes that are not public, where authentication already ran). */
+export function caller(c: RouteContext): AuthUser {
+  const user = c.get("user");
+  if (!user) throw unauthorized();
+  return user;
+}
+
+/** The resource a mutating handler touched (its type is the route's `audit.resourceType`). */
+export interface AuditResource {
+  id?: string;
+  name?: string;
+}
+
 /** Tells the audit middleware which resource a mutating handler touched. */
-export function auditResource(
-  c: RouteContext,
-  resource: { id?: string; name?: string; type?: string },
-): void {
+export function auditResource(c: RouteContext, resource: AuditResource): void {
   c.set("auditResource", resource);
+}
+
+/**
+ * Handles a create: names the new resource in the audit row by `name` first (so a refused create is named
+ * too), runs `create`, names it again with its new id, and answers 201 with the created record.
+ */
+export async function created<T extends { id: string; name: string }>(
+  c: RouteContext,
+  options: { name: string; create: () => Promise<T> },
+): Promise<Response> {
+  auditResource(c, { name: options.name });
+  const record = await options.create();
+  auditResource(c, { id: record.id, name: record.name });
+  return c.json(record as object, 201);
+}
+
+/**
+ * A successful audit event by the caller of this request, for reads worth a row of their own (exports);
+ * mutations are audited by the route declaration instead.
+ */
+export function callerEvent(
+  c: RouteContext,
+  event: Pick<AuditEvent, "action" | "resource" | "details">,
+): AuditEvent {
+  const user = caller(c);
+  return {
+    ...event,
+    outcome: "success",
+    actor: { userId: user.id, username: user.username },
+    sourceIp: c.get("clientIp"),
+  };
 }

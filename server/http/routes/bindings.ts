@@ -12,18 +12,10 @@ import {
   MIN_PRIORITY,
   updateBinding,
 } from "../../domain/bindings.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
-import {
-  DATE_TIME,
-  page,
-  PAGE_QUERY,
-  pageSchema,
-  sort,
-  sortQuery,
-  UUID_SCHEMA,
-  uuidParam,
-} from "./common.ts";
+import { changeById, DATE_TIME, noContent, readById } from "./common.ts";
 
 const PRIORITY: JsonSchema = {
   type: "integer",
@@ -50,8 +42,10 @@ const BINDING_SCHEMA: JsonSchema = {
   },
 };
 
-const NAME = (binding: { policy_name: string; node_group_name: string }) =>
-  `${binding.policy_name} → ${binding.node_group_name}`;
+/** A binding's name in the audit log. */
+function bindingName(binding: { policy_name: string; node_group_name: string }): string {
+  return `${binding.policy_name} → ${binding.node_group_name}`;
+}
 
 /** Routes of the binding area. */
 export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
@@ -64,8 +58,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "bindings",
       access: "binding:view",
       query: {
-        ...PAGE_QUERY,
-        ...sortQuery(BINDING_SORT_COLUMNS),
+        ...listQuery(BINDING_SORT_COLUMNS),
         policy_id: UUID_SCHEMA,
         node_group_id: UUID_SCHEMA,
         state: { type: "string", enum: BINDING_STATES },
@@ -77,7 +70,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
             policyId: c.req.query("policy_id")?.toLowerCase(),
             nodeGroupId: c.req.query("node_group_id")?.toLowerCase(),
             state: c.req.query("state") as BindingState | undefined,
-          }, { page: page(c), sort: sort(c) }),
+          }, listRequest(c)),
         ),
     },
     {
@@ -103,7 +96,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
             priority: input.priority,
           })
         );
-        auditResource(c, { id: binding.id, name: NAME(binding) });
+        auditResource(c, { id: binding.id, name: bindingName(binding) });
         return c.json(binding, 201);
       },
     },
@@ -114,7 +107,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "bindings",
       access: "binding:view",
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
-      handler: async (c) => c.json(await getBinding(db, uuidParam(c, "id"))),
+      handler: readById(db, getBinding),
     },
     {
       method: "PUT",
@@ -129,13 +122,11 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { state: { type: "string", enum: BINDING_STATES }, priority: PRIORITY },
       },
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const input = body<{ state?: BindingState; priority?: number }>(c);
-        const binding = await db.transaction((tx) => updateBinding(tx, id, input));
-        auditResource(c, { id, name: NAME(binding) });
-        return c.json(binding);
-      },
+      handler: changeById(
+        db,
+        (tx, id, c) => updateBinding(tx, id, body<{ state?: BindingState; priority?: number }>(c)),
+        { auditName: bindingName },
+      ),
     },
     {
       method: "DELETE",
@@ -145,12 +136,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
       access: "binding:delete",
       audit: { resourceType: "binding" },
       responses: { "204": { description: "Deleted" } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const binding = await db.transaction((tx) => deleteBinding(tx, id));
-        auditResource(c, { id, name: NAME(binding) });
-        return c.body(null, 204);
-      },
+      handler: changeById(db, deleteBinding, { respond: noContent, auditName: bindingName }),
     },
   ];
 }

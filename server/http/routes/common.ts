@@ -1,92 +1,54 @@
 /**
- * Helpers shared by the domain routes: mapping domain errors to HTTP, pagination and sort parameters, path
- * ids, and a few schema fragments reused across routes.
+ * Pieces shared by the policy-domain routes: handlers for the two shapes most routes on one resource take
+ * (read it by its `:id`; change it by its `:id` in a transaction, naming it in the audit row), and schema
+ * fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
  */
-import { DomainError } from "../../domain/errors.ts";
-import type { PageRequest, SortRequest } from "../../domain/pagination.ts";
-import { HttpError } from "../errors.ts";
+import type { Db, Queryable } from "../../db/db.ts";
 import type { JsonSchema } from "../json_schema.ts";
-import type { AuthUser, RouteContext, RouteSpec } from "../route.ts";
-import { PAGE_QUERY, pageRequest } from "../../auth/pagination.ts";
-import { UUID_SCHEMA, uuidParam } from "../../auth/params.ts";
+import { auditResource, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 
-export { PAGE_QUERY, UUID_SCHEMA, uuidParam };
+type Handler = RouteSpec["handler"];
+type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
+type Respond<T> = (c: RouteContext, record: T) => Response | Promise<Response>;
 
-const STATUS_BY_KIND: Record<DomainError["kind"], { status: number; code: string }> = {
-  not_found: { status: 404, code: "not_found" },
-  conflict: { status: 409, code: "conflict" },
-  invalid: { status: 422, code: "validation_failed" },
-  forbidden: { status: 403, code: "forbidden" },
-};
-
-/** The HTTP form of a domain error (404, 409, 422 or 403 with the domain's message and fields). */
-export function toHttpError(err: DomainError): HttpError {
-  const { status, code } = STATUS_BY_KIND[err.kind];
-  return new HttpError(status, code, err.message, err.fields);
+/** Handler answering with the record named by the `:id` path parameter (`read` throws not_found). */
+export function readById<T>(db: Db, read: (q: Queryable, id: string) => Promise<T>): Handler {
+  return async (c) => c.json(await read(db, uuidParam(c, "id")));
 }
 
-/** Wraps every handler so domain errors become HTTP errors; other errors pass through unchanged. */
-export function mapDomainErrors(routes: RouteSpec[]): RouteSpec[] {
-  return routes.map((route) => ({
-    ...route,
-    handler: async (c) => {
-      try {
-        return await route.handler(c);
-      } catch (err) {
-        throw err instanceof DomainError ? toHttpError(err) : err;
-      }
-    },
-  }));
+/** Answers 204 without a body (what a delete returns). */
+export function noContent(c: RouteContext): Response {
+  return c.body(null, 204);
 }
 
-/** The authenticated caller (routes that use this are never public). */
-export function caller(c: RouteContext): AuthUser {
-  const user = c.get("user");
-  if (!user) throw new HttpError(401, "unauthorized", "authentication required: log in again");
-  return user;
-}
-
-/** The validated page parameters. */
-export function page(c: RouteContext): PageRequest {
-  const { page, perPage } = pageRequest(c);
-  return { page, perPage };
-}
-
-/** Query schemas for an allow-listed sort (`sort` one of `columns`, `order` asc/desc). */
-export function sortQuery(columns: Record<string, string>): Record<string, JsonSchema> {
-  return {
-    sort: { type: "string", enum: Object.keys(columns), description: "Column to sort by" },
-    order: { type: "string", enum: ["asc", "desc"], description: "Sort direction" },
-  };
-}
-
-/** The validated sort parameters. */
-export function sort(c: RouteContext): SortRequest {
-  const order = c.req.query("order");
-  return { field: c.req.query("sort"), order: order === "asc" || order === "desc" ? order : undefined };
-}
-
-/** A validated boolean query parameter. */
-export function queryBool(c: RouteContext, name: string): boolean | undefined {
-  const raw = c.req.query(name);
-  return raw === undefined ? undefined : raw === "true";
-}
-
-/** Schema of the common error body. */
-export const ERROR_SCHEMA: JsonSchema = { $ref: "#/components/schemas/Error" };
-
-/** A paginated list response schema around `item`. */
-export function pageSchema(item: JsonSchema, extra: Record<string, JsonSchema> = {}): JsonSchema {
-  return {
-    type: "object",
-    required: ["items", "total", "page", "per_page"],
-    properties: {
-      items: { type: "array", items: item },
-      total: { type: "integer", minimum: 0 },
-      page: { type: "integer", minimum: 1 },
-      per_page: { type: "integer", minimum: 1, maximum: 200 },
-      ...extra,
-    },
+/**
+ * Handler of a change to the resource named by the `:id` path parameter: runs `change` in one transaction,
+ * names the changed record in the audit row (by `auditName`, default its `name`), and answers with the
+ * record, or as `respond` says.
+ */
+export function changeById<T extends { name: string }>(
+  db: Db,
+  change: Change<T>,
+  options?: { respond?: Respond<T> },
+): Handler;
+/** As above, for a record without a `name` of its own. */
+export function changeById<T>(
+  db: Db,
+  change: Change<T>,
+  options: { respond?: Respond<T>; auditName: (record: T) => string },
+): Handler;
+export function changeById<T>(
+  db: Db,
+  change: Change<T>,
+  options: { respond?: Respond<T>; auditName?: (record: T) => string } = {},
+): Handler {
+  const auditName = options.auditName ?? ((record: T) => (record as { name: string }).name);
+  const respond = options.respond ?? ((c: RouteContext, record: T) => c.json(record as object));
+  return async (c) => {
+    const id = uuidParam(c, "id");
+    const record = await db.transaction((tx) => change(tx, id, c));
+    auditResource(c, { id, name: auditName(record) });
+    return await respond(c, record);
   };
 }
 

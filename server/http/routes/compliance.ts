@@ -9,9 +9,10 @@ import {
   nodeCompliance,
   policyCompliance,
 } from "../../domain/compliance.ts";
-import type { JsonSchema } from "../json_schema.ts";
-import type { RouteSpec } from "../route.ts";
-import { page, PAGE_QUERY, pageSchema, sort, sortQuery, UUID_SCHEMA, uuidParam } from "./common.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { type RouteSpec, uuidParam } from "../route.ts";
+import { readById } from "./common.ts";
 
 /** Counts per status. */
 export const STATUS_COUNTS_SCHEMA: JsonSchema = {
@@ -61,8 +62,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "compliance",
       access: "compliance:view",
       query: {
-        ...PAGE_QUERY,
-        ...sortQuery(COMPLIANCE_SORT_COLUMNS),
+        ...listQuery(COMPLIANCE_SORT_COLUMNS),
         status: STATUS_QUERY,
         node_id: UUID_SCHEMA,
         policy_id: UUID_SCHEMA,
@@ -81,7 +81,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             nodeId: c.req.query("node_id")?.toLowerCase(),
             policyId: c.req.query("policy_id")?.toLowerCase(),
             search: c.req.query("search"),
-          }, { page: page(c), sort: sort(c) }),
+          }, listRequest(c)),
         ),
     },
     {
@@ -135,7 +135,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
           },
         },
       },
-      handler: async (c) => c.json(await nodeCompliance(db, uuidParam(c, "id"))),
+      handler: readById(db, nodeCompliance),
     },
     {
       method: "GET",
@@ -153,7 +153,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
       handler: async (c) =>
         c.json(
           await policyCompliance(db, uuidParam(c, "id"), {
-            page: page(c),
+            page: pageRequest(c),
             status: c.req.query("status") as ComplianceStatus | undefined,
           }),
         ),

@@ -1,11 +1,10 @@
 /**
- * The policy domain's REST routes (policies, bindings, node groups, nodes, compliance, agent settings), with
- * domain errors mapped to HTTP statuses in one place.
+ * The policy domain's REST routes (policies, bindings, node groups, nodes, compliance, agent settings). Domain
+ * errors they throw get their HTTP status in the app's one error mapping (`toHttpError`).
  */
 import type { ServerContext } from "../../context.ts";
 import type { RouteSpec } from "../route.ts";
 import { bindingRoutes } from "./bindings.ts";
-import { mapDomainErrors } from "./common.ts";
 import { complianceRoutes } from "./compliance.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
@@ -14,12 +13,12 @@ import { settingsRoutes } from "./settings.ts";
 
 /** Every route of the policy domain. */
 export function domainRoutes(ctx: ServerContext): RouteSpec[] {
-  return mapDomainErrors([
+  return [
     ...policyRoutes(ctx),
     ...bindingRoutes(ctx),
     ...nodeGroupRoutes(ctx),
     ...nodeRoutes(ctx),
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
-  ]);
+  ];
 }

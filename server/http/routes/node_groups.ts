@@ -12,22 +12,10 @@ import {
   removeMember,
   updateNodeGroup,
 } from "../../domain/node_groups.ts";
-import type { JsonSchema } from "../json_schema.ts";
-import { auditResource, body, type RouteSpec } from "../route.ts";
-import {
-  caller,
-  DATE_TIME,
-  NAME_PATTERN,
-  page,
-  PAGE_QUERY,
-  pageSchema,
-  queryBool,
-  sort,
-  sortQuery,
-  TEXT_PATTERN,
-  UUID_SCHEMA,
-  uuidParam,
-} from "./common.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { auditResource, body, caller, created, queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { changeById, DATE_TIME, NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
 
 const NAME: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: NAME_PATTERN };
 const DESCRIPTION: JsonSchema = { type: "string", maxLength: 2000, pattern: TEXT_PATTERN };
@@ -68,13 +56,14 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "node-groups",
       access: "node_group:view",
       query: {
-        ...PAGE_QUERY,
-        ...sortQuery(NODE_GROUP_SORT_COLUMNS),
+        ...listQuery(NODE_GROUP_SORT_COLUMNS),
         search: { type: "string", maxLength: 200 },
       },
       responses: { "200": { description: "A page of node groups", schema: pageSchema(GROUP_SCHEMA) } },
       handler: async (c) =>
-        c.json(await listNodeGroups(db, { search: c.req.query("search") }, { page: page(c), sort: sort(c) })),
+        c.json(
+          await listNodeGroups(db, { search: c.req.query("search") }, listRequest(c)),
+        ),
     },
     {
       method: "POST",
@@ -90,12 +79,12 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION },
       },
       responses: { "201": { description: "The node group", schema: GROUP_SCHEMA } },
-      handler: async (c) => {
+      handler: (c) => {
         const input = body<{ name: string; description?: string }>(c);
-        auditResource(c, { name: input.name });
-        const group = await db.transaction((tx) => createNodeGroup(tx, input));
-        auditResource(c, { id: group.id, name: group.name });
-        return c.json(group, 201);
+        return created(c, {
+          name: input.name,
+          create: () => db.transaction((tx) => createNodeGroup(tx, input)),
+        });
       },
     },
     {
@@ -105,7 +94,7 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "node-groups",
       access: "node_group:view",
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
-      handler: async (c) => c.json(await getNodeGroup(db, uuidParam(c, "id"))),
+      handler: readById(db, getNodeGroup),
     },
     {
       method: "PUT",
@@ -120,12 +109,7 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION },
       },
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const group = await db.transaction((tx) => updateNodeGroup(tx, id, body(c)));
-        auditResource(c, { id, name: group.name });
-        return c.json(group);
-      },
+      handler: changeById(db, (tx, id, c) => updateNodeGroup(tx, id, body(c))),
     },
     {
       method: "DELETE",
@@ -160,7 +144,7 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
       access: "node_group:view",
       query: { ...PAGE_QUERY },
       responses: { "200": { description: "A page of members", schema: pageSchema(MEMBER_SCHEMA) } },
-      handler: async (c) => c.json(await listMembers(db, uuidParam(c, "id"), { page: page(c) })),
+      handler: async (c) => c.json(await listMembers(db, uuidParam(c, "id"), { page: pageRequest(c) })),
     },
     {
       method: "POST",

@@ -12,19 +12,10 @@ import {
   revokeNode,
   updateNodeNotes,
 } from "../../domain/nodes.ts";
-import type { JsonSchema } from "../json_schema.ts";
-import { auditResource, body, type RouteSpec } from "../route.ts";
-import {
-  DATE_TIME,
-  page,
-  PAGE_QUERY,
-  pageSchema,
-  sort,
-  sortQuery,
-  TEXT_PATTERN,
-  UUID_SCHEMA,
-  uuidParam,
-} from "./common.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, pageSchema } from "../pagination.ts";
+import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
+import { changeById, DATE_TIME, noContent, readById, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 
 const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
@@ -76,8 +67,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "nodes",
       access: "node:view",
       query: {
-        ...PAGE_QUERY,
-        ...sortQuery(NODE_SORT_COLUMNS),
+        ...listQuery(NODE_SORT_COLUMNS),
         status: { type: "string", enum: NODE_STATUSES },
         group: {
           type: "string",
@@ -108,7 +98,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
             agentVersion: c.req.query("agent_version"),
             desktop: c.req.query("desktop"),
             search: c.req.query("search"),
-          }, { page: page(c), sort: sort(c) }),
+          }, listRequest(c)),
         ),
     },
     {
@@ -139,7 +129,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "nodes",
       access: "node:view",
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: async (c) => c.json(await getNode(db, uuidParam(c, "id"))),
+      handler: readById(db, getNode),
     },
     {
       method: "PUT",
@@ -155,12 +145,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
       },
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const node = await db.transaction((tx) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes));
-        auditResource(c, { id, name: node.name });
-        return c.json(node);
-      },
+      handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes)),
     },
     {
       method: "DELETE",
@@ -170,12 +155,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       access: "node:delete",
       audit: { resourceType: "node" },
       responses: { "204": { description: "Deleted" } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const node = await db.transaction((tx) => deleteNode(tx, id));
-        auditResource(c, { id, name: node.name });
-        return c.body(null, 204);
-      },
+      handler: changeById(db, deleteNode, { respond: noContent }),
     },
     {
       method: "POST",
@@ -219,12 +199,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       access: "node:edit",
       audit: { resourceType: "node", action: "node.metadata_request" },
       responses: { "202": { description: "Request sent to the agent's stream" } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const node = await db.transaction((tx) => requestNodeMetadata(tx, id));
-        auditResource(c, { id, name: node.name });
-        return c.json({ requested: true }, 202);
-      },
+      handler: changeById(db, requestNodeMetadata, { respond: (c) => c.json({ requested: true }, 202) }),
     },
   ];
 }

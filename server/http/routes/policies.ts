@@ -24,22 +24,20 @@ import {
 } from "../../domain/export_import.ts";
 import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
 import { forbidden, HttpError } from "../errors.ts";
-import type { JsonSchema } from "../json_schema.ts";
-import { auditResource, body, type RouteContext, type RouteSpec } from "../route.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import {
+  auditResource,
+  body,
   caller,
-  DATE_TIME,
-  NAME_PATTERN,
-  page,
-  PAGE_QUERY,
-  pageSchema,
+  callerEvent,
+  created,
   queryBool,
-  sort,
-  sortQuery,
-  TEXT_PATTERN,
-  UUID_SCHEMA,
+  type RouteContext,
+  type RouteSpec,
   uuidParam,
-} from "./common.ts";
+} from "../route.ts";
+import { changeById, DATE_TIME, NAME_PATTERN, noContent, readById, TEXT_PATTERN } from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
@@ -183,8 +181,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "policies",
       access: "policy:view",
       query: {
-        ...PAGE_QUERY,
-        ...sortQuery(POLICY_SORT_COLUMNS),
+        ...listQuery(POLICY_SORT_COLUMNS),
         state: { type: "string", enum: POLICY_STATES },
         type: TYPE_SCHEMA,
         name: { type: "string", maxLength: 200, description: "Case-insensitive substring of the name" },
@@ -198,7 +195,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             type: c.req.query("type"),
             name: c.req.query("name"),
             deprecated: queryBool(c, "deprecated"),
-          }, { page: page(c), sort: sort(c) }),
+          }, listRequest(c)),
         ),
     },
     {
@@ -215,14 +212,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
       },
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
-      handler: async (c) => {
+      handler: (c) => {
         const input = body<{ name: string; description?: string; type: string; content: string }>(c);
-        auditResource(c, { name: input.name });
-        const policy = await db.transaction((tx) =>
-          createPolicy(tx, { ...input, createdBy: caller(c).username })
-        );
-        auditResource(c, { id: policy.id, name: policy.name });
-        return c.json(policy, 201);
+        return created(c, {
+          name: input.name,
+          create: () => db.transaction((tx) => createPolicy(tx, { ...input, createdBy: caller(c).username })),
+        });
       },
     },
     {
@@ -232,7 +227,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "policies",
       access: "policy:view",
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
-      handler: async (c) => c.json(await getPolicy(db, uuidParam(c, "id"))),
+      handler: readById(db, getPolicy),
     },
     {
       method: "PUT",
@@ -258,17 +253,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       responses: { "200": { description: "The updated policy", schema: POLICY_SCHEMA } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
+      handler: changeById(db, (tx, id, c) => {
         const input = body<
           { name?: string; description?: string; type?: string; content?: string; version?: number }
         >(c);
-        const policy = await db.transaction((tx) =>
-          updatePolicy(tx, id, { ...input, expectedVersion: input.version })
-        );
-        auditResource(c, { id, name: policy.name });
-        return c.json(policy);
-      },
+        return updatePolicy(tx, id, { ...input, expectedVersion: input.version });
+      }),
     },
     {
       method: "DELETE",
@@ -278,12 +268,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       access: "policy:delete",
       audit: { resourceType: "policy" },
       responses: { "204": { description: "Deleted" } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
-        const policy = await db.transaction((tx) => deletePolicy(tx, id));
-        auditResource(c, { id, name: policy.name });
-        return c.body(null, 204);
-      },
+      handler: changeById(db, deletePolicy, { respond: noContent }),
     },
     {
       method: "PUT",
@@ -330,21 +315,16 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
-      handler: async (c) => {
-        const id = uuidParam(c, "id");
+      handler: changeById(db, (tx, id, c) => {
         const input = body<{ deprecated?: boolean; message?: string; replacement_policy_id?: string | null }>(
           c,
         );
-        const policy = await db.transaction((tx) =>
-          deprecatePolicy(tx, id, {
-            deprecated: input.deprecated ?? true,
-            message: input.message,
-            replacementPolicyId: input.replacement_policy_id?.toLowerCase() ?? null,
-          })
-        );
-        auditResource(c, { id, name: policy.name });
-        return c.json(policy);
-      },
+        return deprecatePolicy(tx, id, {
+          deprecated: input.deprecated ?? true,
+          message: input.message,
+          replacementPolicyId: input.replacement_policy_id?.toLowerCase() ?? null,
+        });
+      }),
     },
     {
       method: "GET",
@@ -365,7 +345,6 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         "200": { description: "The bundle", contentType: "application/yaml", schema: { type: "string" } },
       },
       handler: async (c) => {
-        const user = caller(c);
         const ids = c.req.query("ids")?.split(",").map((s) => s.toLowerCase());
         const format = (c.req.query("format") ?? "yaml") as BundleFormat;
         const bundle = await exportBundle(db, {
@@ -373,14 +352,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           includeBindings: queryBool(c, "include_bindings") ?? false,
           format,
         });
-        await ctx.audit.record({
+        await ctx.audit.record(callerEvent(c, {
           action: "policy.export",
-          outcome: "success",
-          actor: { userId: user.id, username: user.username },
           resource: { type: "policy" },
-          sourceIp: c.get("clientIp"),
           details: { policies: bundle.policies, bindings: bundle.bindings, format },
-        });
+        }));
         return c.body(bundle.text, 200, {
           "Content-Type": `${bundle.contentType}; charset=utf-8`,
           "Content-Disposition": `attachment; filename="${bundle.filename}"`,

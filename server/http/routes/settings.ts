@@ -9,8 +9,7 @@ import {
   updateAgentSettings,
 } from "../../domain/agent_settings.ts";
 import type { JsonSchema } from "../json_schema.ts";
-import { auditResource, body, type RouteSpec } from "../route.ts";
-import { caller } from "./common.ts";
+import { auditResource, body, caller, type RouteSpec } from "../route.ts";
 
 const MESSAGE: JsonSchema = { type: "string", maxLength: MAX_MESSAGE_LENGTH };
 

@@ -1,0 +1,209 @@
+/**
+ * Users and user groups both hold roles, and both are managed under the same rule: changing a subject (its
+ * profile, members or roles) requires holding every permission it carries, or an account manager could take
+ * over a more powerful account. This module is that rule ({@link manageable}) and the role-binding routes
+ * (`…/:id/role-bindings`) that users and user groups share.
+ */
+import type { Permission } from "../../shared/permissions.ts";
+import type { Queryable } from "../db/db.ts";
+import { found } from "../domain/errors.ts";
+import { slicePage } from "../domain/pagination.ts";
+import { badRequest, conflict, notFound } from "../http/errors.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
+import { auditResource, type AuthUser, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
+import { assertHolds, identityTransaction } from "./rbac.ts";
+import {
+  type BindingSubject,
+  createBinding,
+  deleteBinding,
+  getBinding,
+  hasBinding,
+  listBindings,
+} from "./role_bindings.ts";
+import { getRole, type Role } from "./roles.ts";
+import type { IdentityServices } from "./services.ts";
+
+/** A kind of subject that holds roles (users, user groups), as the routes managing it see it. */
+export interface Subject<T> {
+  /** What the subject is called in messages: `user`, `user group`. */
+  noun: string;
+  find(q: Queryable, id: string): Promise<T | undefined>;
+  /** The subject's name in messages and audit rows. */
+  nameOf(subject: T): string;
+  /** Every permission the subject carries through any binding (any scope). */
+  reachable(q: Queryable, id: string): Promise<string[]>;
+  /** The subject as the holder of role bindings. */
+  holder(id: string): BindingSubject;
+}
+
+/**
+ * Loads the subject (404) and refuses (403) when it carries permissions the caller does not hold. `verb`
+ * completes "you cannot … user "x"", e.g. `change the roles of`.
+ */
+export async function manageable<T>(
+  q: Queryable,
+  subject: Subject<T>,
+  options: { caller: AuthUser; id: string; verb: string },
+): Promise<T> {
+  const target = found(await subject.find(q, options.id), `${subject.noun} ${options.id}`);
+  assertHolds(
+    options.caller,
+    await subject.reachable(q, options.id),
+    `${options.verb} ${subject.noun} "${subject.nameOf(target)}"`,
+  );
+  return target;
+}
+
+/** Body of `POST …/role-bindings`. */
+export interface BindingBody {
+  role_id: string;
+  scope_type?: "global" | "node_group";
+  scope_id?: string | null;
+}
+
+/** Schema of {@link BindingBody}. */
+export const BINDING_BODY_SCHEMA: JsonSchema = {
+  type: "object",
+  required: ["role_id"],
+  additionalProperties: false,
+  properties: {
+    role_id: UUID_SCHEMA,
+    scope_type: {
+      type: "string",
+      enum: ["global", "node_group"],
+      description:
+        "global (default) or node_group; node-group-scoped bindings grant nothing in the community edition",
+    },
+    scope_id: {
+      type: ["string", "null"],
+      format: "uuid",
+      description: "The node group when scope_type is node_group",
+    },
+  },
+};
+
+/** Checks the role, the scope and the escalation rule; returns the role and the normalised scope. */
+export async function checkBindingInput(
+  q: Queryable,
+  caller: AuthUser,
+  input: BindingBody,
+): Promise<{ role: Role; scopeType: "global" | "node_group"; scopeId: string | null }> {
+  const scopeType = input.scope_type ?? "global";
+  const scopeId = input.scope_id ?? null;
+  if (scopeType === "global" && scopeId !== null) {
+    throw badRequest("scope_id must be omitted when scope_type is global", [
+      { field: "scope_id", message: "must be omitted for a global binding" },
+    ]);
+  }
+  if (scopeType === "node_group") {
+    if (scopeId === null) {
+      throw badRequest("scope_id is required when scope_type is node_group", [
+        { field: "scope_id", message: "is required for a node_group binding" },
+      ]);
+    }
+    const rows = await q.query("SELECT 1 FROM node_groups WHERE id = $1", [scopeId]);
+    if (rows.length === 0) {
+      throw badRequest(`scope_id: no node group with id ${scopeId}`, [
+        { field: "scope_id", message: "no node group with this id" },
+      ]);
+    }
+  }
+  const role = await getRole(q, input.role_id);
+  if (!role) {
+    throw badRequest(`role_id: no role with id ${input.role_id}`, [{
+      field: "role_id",
+      message: "no role with this id",
+    }]);
+  }
+  assertHolds(caller, role.permissions, `grant role "${role.name}"`);
+  return { role, scopeType, scopeId };
+}
+
+/** Where a subject's role-binding routes live and who may use them. */
+export interface RoleBindingRoutesOptions<T> {
+  subject: Subject<T>;
+  /** Path of one subject, with `:id`, e.g. `/api/v1/users/:id`. */
+  path: string;
+  tag: string;
+  /** Permission to read the subject's bindings. */
+  view: Permission;
+  /** Permission to change them. */
+  edit: Permission;
+}
+
+/** `GET`/`POST …/:id/role-bindings` and `DELETE …/:id/role-bindings/:bindingId` for one kind of subject. */
+export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRoutesOptions<T>): RouteSpec[] {
+  const { db } = s.ctx;
+  const { subject, tag } = options;
+  const { noun } = subject;
+  const verb = "change the roles of";
+  return [
+    {
+      method: "GET",
+      path: `${options.path}/role-bindings`,
+      summary: `Roles bound directly to a ${noun}`,
+      tag,
+      access: options.view,
+      query: PAGE_QUERY,
+      responses: { "200": { description: "A page of role bindings", schema: { type: "object" } } },
+      async handler(c) {
+        const id = uuidParam(c, "id");
+        found(await subject.find(db, id), `${noun} ${id}`);
+        return c.json(slicePage(await listBindings(db, subject.holder(id)), pageRequest(c)));
+      },
+    },
+    {
+      method: "POST",
+      path: `${options.path}/role-bindings`,
+      summary:
+        `Bind a role to a ${noun} (global, or one node group: scoped bindings grant nothing in this edition)`,
+      tag,
+      access: options.edit,
+      audit: { resourceType: "role_binding" },
+      body: BINDING_BODY_SCHEMA,
+      responses: { "201": { description: "The binding", schema: { type: "object" } } },
+      async handler(c) {
+        const id = uuidParam(c, "id");
+        const input = body<BindingBody>(c);
+        const holder = subject.holder(id);
+        const { binding, label } = await identityTransaction(db, async (tx) => {
+          const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
+          const { role, scopeType, scopeId } = await checkBindingInput(tx, caller(c), input);
+          const label = `${role.name} → ${name}`;
+          auditResource(c, { name: label });
+          const wanted = { subject: holder, roleId: role.id, scopeType, scopeId };
+          if (await hasBinding(tx, wanted)) {
+            throw conflict(`${noun} "${name}" already has role "${role.name}" in this scope`);
+          }
+          return { binding: await createBinding(tx, wanted), label };
+        });
+        auditResource(c, { id: binding.id, name: label });
+        return c.json(binding, 201);
+      },
+    },
+    {
+      method: "DELETE",
+      path: `${options.path}/role-bindings/:bindingId`,
+      summary: `Remove a role binding from a ${noun}`,
+      tag,
+      access: options.edit,
+      audit: { resourceType: "role_binding" },
+      responses: { "204": { description: "Removed" } },
+      async handler(c) {
+        const id = uuidParam(c, "id");
+        const bindingId = uuidParam(c, "bindingId");
+        const holder = subject.holder(id);
+        auditResource(c, { id: bindingId });
+        await identityTransaction(db, async (tx) => {
+          const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
+          const binding = await getBinding(tx, holder, bindingId);
+          if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
+          auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
+          await deleteBinding(tx, holder, bindingId);
+        });
+        return c.body(null, 204);
+      },
+    },
+  ];
+}
