@@ -31,6 +31,9 @@ export const DEFAULT_NOTIFICATION_SETTINGS: NotificationSettings = {
     "Your administrator updated the settings of this computer. Some changes apply after you log in again.",
   messageByType: {
     Firefox: "Your administrator updated Firefox settings. Restart Firefox to apply them.",
+    Thunderbird: "Your administrator updated Thunderbird settings. Restart Thunderbird to apply them.",
+    Chrome: "Your administrator updated browser settings. Restart Chrome or Chromium to apply them.",
+    Edge: "Your administrator updated Microsoft Edge settings. Restart Edge to apply them.",
   },
 };
 

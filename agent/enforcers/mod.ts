@@ -6,10 +6,18 @@
  */
 
 import type { Enforcer } from "../sync/types.ts";
+import { chromeEnforcer } from "./chrome.ts";
+import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
+import { thunderbirdEnforcer } from "./thunderbird.ts";
 
 /** Every enforcer of this build. */
-export const ENFORCERS: readonly Enforcer[] = [firefoxEnforcer];
+export const ENFORCERS: readonly Enforcer[] = [
+  firefoxEnforcer,
+  thunderbirdEnforcer,
+  chromeEnforcer,
+  edgeEnforcer,
+];
 
 /** A fresh registry: wire name → enforcer. */
 export function enforcerRegistry(enforcers: readonly Enforcer[] = ENFORCERS): Map<string, Enforcer> {

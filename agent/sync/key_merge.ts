@@ -13,15 +13,27 @@
  * - `per-member-union`: an object whose list members are `union` units and other members
  *   `replace` units (e.g. `Extensions.Install`).
  *
- * A value of another shape than its rule expects is one `replace` unit.
+ * A value of another shape than its rule expects is one `replace` unit. In a `union`, an item
+ * whose identity ({@linkcode MergeOptions.itemIdentity}; default: the item itself) was already
+ * given by a higher-priority policy is dropped, so two policies force-installing one extension
+ * from different update URLs give one entry, the higher-priority one.
  *
  * @module
  */
 
+import type { KeyMergeRule } from "../../shared/policy_types/browser.ts";
 import type { CachedPolicy, ItemResult } from "./types.ts";
 
-/** How a top-level key merges; see the module documentation. */
-export type KeyMergeRule = "replace" | "union" | "per-entry" | "per-member-union";
+export type { KeyMergeRule };
+
+/** Options of {@linkcode mergeKeys}. */
+export interface MergeOptions {
+  /**
+   * Identity of a `union` item under top-level key `key` (e.g. the extension id of
+   * `"<id>;<update url>"`); undefined means the item's canonical JSON.
+   */
+  itemIdentity?: (key: string, item: unknown) => string | undefined;
+}
 
 /** A policy and its rendered top-level keys. */
 export interface KeyedValues {
@@ -42,8 +54,10 @@ export interface MergedUnit {
   path: string[];
   kind: UnitKind;
   value: unknown;
-  /** The policy whose value won (`replace` units). */
+  /** The policy whose value won (`replace` units) or that gave the first item (`union` units). */
   winner: CachedPolicy;
+  /** `union` units: which policy gave the item of each identity. */
+  owners?: Map<string, CachedPolicy>;
 }
 
 /** Result of {@linkcode mergeKeys}. */
@@ -54,6 +68,8 @@ export interface KeyMerge {
   units: Map<string, MergedUnit>;
   /** The units each policy asked for, keyed by policy id. */
   wanted: Map<string, Unit[]>;
+  /** The identity function the merge used for `union` items. */
+  identify: (key: string, item: unknown) => string;
 }
 
 /** Stable identifier of a unit path (entry names may contain dots). */
@@ -104,45 +120,40 @@ function splitUnits(values: Record<string, unknown>, ruleOf: (key: string) => Ke
  * Merges `inputs` (any order: they are sorted here by priority descending, then id ascending)
  * by `ruleOf`.
  */
-export function mergeKeys(inputs: readonly KeyedValues[], ruleOf: (key: string) => KeyMergeRule): KeyMerge {
+export function mergeKeys(
+  inputs: readonly KeyedValues[],
+  ruleOf: (key: string) => KeyMergeRule,
+  options: MergeOptions = {},
+): KeyMerge {
   const ordered = [...inputs].sort((a, b) =>
     b.policy.priority - a.policy.priority ||
     (a.policy.id < b.policy.id ? -1 : a.policy.id > b.policy.id ? 1 : 0)
   );
+  const identify = (key: string, item: unknown) => options.itemIdentity?.(key, item) ?? canonicalJson(item);
   const units = new Map<string, MergedUnit>();
   const wanted = new Map<string, Unit[]>();
-  const seen = new Map<string, Set<string>>();
   for (const { policy, values } of ordered) {
     const own = splitUnits(values, ruleOf);
     wanted.set(policy.id, own);
     for (const unit of own) {
       const id = unitId(unit.path);
-      const existing = units.get(id);
-      if (!existing) {
-        units.set(id, {
-          path: unit.path,
-          kind: unit.kind,
-          value: unit.kind === "union" ? [...dedupe(unit.value as unknown[], seen, id)] : unit.value,
-          winner: policy,
-        });
-      } else if (existing.kind === "union" && unit.kind === "union") {
-        (existing.value as unknown[]).push(...dedupe(unit.value as unknown[], seen, id));
+      let merged = units.get(id);
+      if (!merged) {
+        merged = unit.kind === "union"
+          ? { path: unit.path, kind: "union", value: [], winner: policy, owners: new Map() }
+          : { path: unit.path, kind: unit.kind, value: unit.value, winner: policy };
+        units.set(id, merged);
       }
-      // Otherwise a higher-priority policy already set this unit.
+      if (merged.kind !== "union" || unit.kind !== "union") continue; // a higher-priority policy set it
+      for (const item of unit.value as unknown[]) {
+        const identity = identify(unit.path[0], item);
+        if (merged.owners!.has(identity)) continue;
+        merged.owners!.set(identity, policy);
+        (merged.value as unknown[]).push(item);
+      }
     }
   }
-  return { merged: rebuild(units), units, wanted };
-}
-
-function* dedupe(items: unknown[], seen: Map<string, Set<string>>, id: string): Generator<unknown> {
-  let set = seen.get(id);
-  if (!set) seen.set(id, set = new Set());
-  for (const item of items) {
-    const text = canonicalJson(item);
-    if (set.has(text)) continue;
-    set.add(text);
-    yield item;
-  }
+  return { merged: rebuild(units), units, wanted, identify };
 }
 
 function rebuild(units: Map<string, MergedUnit>): Record<string, unknown> {
@@ -178,6 +189,15 @@ function describePolicy(policy: CachedPolicy): string {
   return `"${policy.name}" (${policy.id}, priority ${policy.priority})`;
 }
 
+/** Options of {@linkcode readBackItems}. */
+export interface ReadBackOptions {
+  /**
+   * Lets the caller refine each item with what it knows about the target (a key the browser
+   * does not know, a key another file overrides); `path` is the unit's path.
+   */
+  adjust?: (path: readonly string[], item: ItemResult) => ItemResult;
+}
+
 /**
  * Compares what `policy` asked for with `actual` (the policies object read back from the file)
  * and returns one item per unit. `schemaId` names the file.
@@ -187,55 +207,95 @@ export function readBackItems(
   policy: CachedPolicy,
   actual: Record<string, unknown>,
   schemaId: string,
+  options: ReadBackOptions = {},
 ): ItemResult[] {
   const items: ItemResult[] = [];
   for (const unit of merge.wanted.get(policy.id) ?? []) {
-    const key = unitLabel(unit.path);
-    const merged = merge.units.get(unitId(unit.path));
-    const found = lookupPath(actual, unit.path);
-    if (unit.kind === "union") {
-      const present = new Set(
-        found.found && Array.isArray(found.value) ? found.value.map(canonicalJson) : [],
-      );
-      const missing = (unit.value as unknown[]).filter((v) => !present.has(canonicalJson(v)));
-      items.push(
-        missing.length === 0
-          ? {
-            schemaId,
-            key,
-            status: "COMPLIANT",
-            message: `all ${(unit.value as unknown[]).length} entries present`,
-          }
-          : {
-            schemaId,
-            key,
-            status: "NON_COMPLIANT",
-            message: `missing ${missing.length} entr${missing.length === 1 ? "y" : "ies"}: ${
-              shortJson(missing)
-            }`,
-          },
-      );
-      continue;
-    }
-    if (found.found && canonicalJson(found.value) === canonicalJson(unit.value)) {
-      items.push({ schemaId, key, status: "COMPLIANT", message: `set to ${shortJson(unit.value)}` });
-    } else if (merged && merged.winner.id !== policy.id) {
-      items.push({
-        schemaId,
-        key,
-        status: "INAPPLICABLE",
-        message: `overridden by higher-priority policy ${describePolicy(merged.winner)}`,
-      });
-    } else {
-      items.push({
-        schemaId,
-        key,
-        status: "NON_COMPLIANT",
-        message: found.found
-          ? `expected ${shortJson(unit.value)}, found ${shortJson(found.value)}`
-          : `expected ${shortJson(unit.value)}, but the key is missing`,
-      });
-    }
+    const item = unit.kind === "union"
+      ? unionItem(merge, policy, unit, actual, schemaId)
+      : replaceItem(merge, policy, unit, actual, schemaId);
+    items.push(options.adjust ? options.adjust(unit.path, item) : item);
   }
   return items;
+}
+
+function replaceItem(
+  merge: KeyMerge,
+  policy: CachedPolicy,
+  unit: Unit,
+  actual: Record<string, unknown>,
+  schemaId: string,
+): ItemResult {
+  const key = unitLabel(unit.path);
+  const merged = merge.units.get(unitId(unit.path));
+  const found = lookupPath(actual, unit.path);
+  if (found.found && canonicalJson(found.value) === canonicalJson(unit.value)) {
+    return { schemaId, key, status: "COMPLIANT", message: `set to ${shortJson(unit.value)}` };
+  }
+  if (merged && merged.winner.id !== policy.id) {
+    return {
+      schemaId,
+      key,
+      status: "INAPPLICABLE",
+      message: `overridden by higher-priority policy ${describePolicy(merged.winner)}`,
+    };
+  }
+  return {
+    schemaId,
+    key,
+    status: "NON_COMPLIANT",
+    message: found.found
+      ? `expected ${shortJson(unit.value)}, found ${shortJson(found.value)}`
+      : `expected ${shortJson(unit.value)}, but the key is missing`,
+  };
+}
+
+function unionItem(
+  merge: KeyMerge,
+  policy: CachedPolicy,
+  unit: Unit,
+  actual: Record<string, unknown>,
+  schemaId: string,
+): ItemResult {
+  const key = unitLabel(unit.path);
+  const owners = merge.units.get(unitId(unit.path))?.owners;
+  const found = lookupPath(actual, unit.path);
+  const present = new Set(found.found && Array.isArray(found.value) ? found.value.map(canonicalJson) : []);
+  const missing: unknown[] = [];
+  const replacedBy = new Map<string, CachedPolicy>();
+  const asked = unit.value as unknown[];
+  for (const item of asked) {
+    if (present.has(canonicalJson(item))) continue;
+    const owner = owners?.get(merge.identify(unit.path[0], item));
+    if (owner && owner.id !== policy.id) replacedBy.set(owner.id, owner);
+    else missing.push(item);
+  }
+  if (missing.length > 0) {
+    return {
+      schemaId,
+      key,
+      status: "NON_COMPLIANT",
+      message: `missing ${missing.length} entr${missing.length === 1 ? "y" : "ies"}: ${shortJson(missing)}`,
+    };
+  }
+  const replaced = [...replacedBy.values()];
+  const applied = asked.filter((item) => present.has(canonicalJson(item))).length;
+  if (applied === 0 && replaced.length > 0) {
+    return {
+      schemaId,
+      key,
+      status: "INAPPLICABLE",
+      message: `every entry is given differently by higher-priority policy ${describePolicy(replaced[0])}`,
+    };
+  }
+  return {
+    schemaId,
+    key,
+    status: "COMPLIANT",
+    message: replaced.length === 0
+      ? `all ${asked.length} entries present`
+      : `${applied} of ${asked.length} entries present; the others are given differently by higher-priority policy ${
+        replaced.map(describePolicy).join(", ")
+      }`,
+  };
 }

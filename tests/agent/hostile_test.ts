@@ -97,13 +97,17 @@ Deno.test("hostile values: bad URL schemes and NUL are rejected; a newline stays
       ORIGINAL_POLICIES,
     );
 
-    const injection = '/home\n}, "policies": {"BlockAboutConfig": false';
-    const newline = firefoxPolicy({ defaultDownloadDirectory: injection }, { id: "newline" });
+    const injection = 'Ask IT\n}, "policies": {"BlockAboutConfig": false';
+    const newline = firefoxPolicy({ extensionSettings: { "*": { blockedInstallMessage: injection } } }, {
+      id: "newline",
+    });
     engine.handleEvent({ kind: "SNAPSHOT", policy: newline, snapshotComplete: true });
     await engine.idle();
     const text = await Deno.readTextFile(`${node.root}/etc/firefox/policies/policies.json`);
-    assert.deepEqual(JSON.parse(text).policies, { DefaultDownloadDirectory: injection });
-    assert.equal(text.split("\n").length, 7, "the value's newline is escaped, not a line of the file");
+    assert.deepEqual(JSON.parse(text).policies, {
+      ExtensionSettings: { "*": { blocked_install_message: injection } },
+    });
+    assert.equal(text.split("\n").length, 11, "the value's newline is escaped, not a line of the file");
   } finally {
     await node.cleanup();
   }

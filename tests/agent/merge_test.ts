@@ -5,19 +5,21 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { canonicalJson, mergeKeys, readBackItems } from "../../agent/sync/key_merge.ts";
-import { firefoxKeyRule, firefoxPolicyValues, renderFirefoxPolicies } from "../../agent/enforcers/firefox.ts";
+import { browserPolicyValues } from "../../agent/enforcers/browser_enforcer.ts";
+import { renderMozillaPolicies } from "../../agent/enforcers/mozilla.ts";
+import { firefoxType } from "../../shared/policy_types/firefox.ts";
 import { firefoxPolicy } from "./helpers.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 
 function keyed(policies: CachedPolicy[]) {
-  return policies.map((policy) => ({ policy, values: firefoxPolicyValues(policy) }));
+  return policies.map((policy) => ({ policy, values: browserPolicyValues(firefoxType, policy) }));
 }
 
 Deno.test("higher priority wins per key; equal priority → smaller policy id wins", () => {
   const a = firefoxPolicy({ disableTelemetry: false, blockAboutConfig: true }, { id: "a", priority: 5 });
   const b = firefoxPolicy({ disableTelemetry: true }, { id: "b", priority: 5 });
   const c = firefoxPolicy({ blockAboutConfig: false }, { id: "c", priority: 9 });
-  const { merged } = mergeKeys(keyed([b, c, a]), firefoxKeyRule);
+  const { merged } = mergeKeys(keyed([b, c, a]), firefoxType.mergeRule);
   assert.deepEqual(merged, { BlockAboutConfig: false, DisableTelemetry: false });
 });
 
@@ -31,7 +33,7 @@ Deno.test("additive keys: extension lists are unioned without duplicates, entrie
     extensionSettings: { "a@x": { installationMode: "force_installed", installUrl: "https://x/a.xpi" } },
     homepage: { url: "https://home.example/" },
   }, { id: "high", priority: 2 });
-  const merge = mergeKeys(keyed([low, high]), firefoxKeyRule);
+  const merge = mergeKeys(keyed([low, high]), firefoxType.mergeRule);
   assert.deepEqual(merge.merged.Extensions, {
     Install: ["https://x/b.xpi", "https://x/c.xpi", "https://x/a.xpi"],
   });
@@ -78,10 +80,10 @@ Deno.test("the rendered file is identical for every order of the same policies (
       priority: -2,
     }),
   ];
-  const expected = renderFirefoxPolicies(mergeKeys(keyed(pool), firefoxKeyRule).merged);
+  const expected = renderMozillaPolicies(mergeKeys(keyed(pool), firefoxType.mergeRule).merged);
   fc.assert(
     fc.property(fc.shuffledSubarray(pool, { minLength: pool.length, maxLength: pool.length }), (order) => {
-      assert.equal(renderFirefoxPolicies(mergeKeys(keyed(order), firefoxKeyRule).merged), expected);
+      assert.equal(renderMozillaPolicies(mergeKeys(keyed(order), firefoxType.mergeRule).merged), expected);
     }),
     { numRuns: 200 },
   );
