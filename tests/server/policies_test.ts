@@ -48,7 +48,19 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
         403,
       );
       assert.match(denied.error.message, /policy:release is required/);
-      const released = expectStatus(await state("released"), 200);
+      // A reviewer releases without being an editor, and cannot archive or unpublish.
+      const reviewer = await server.loginAs({ permissions: ["policy:view", "policy:release"] });
+      const released = expectStatus(
+        await reviewer.request("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" }),
+        200,
+      );
+      assert.match(
+        expectStatus(
+          await reviewer.request("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "archived" }),
+          403,
+        ).error.message,
+        /policy:edit is required to move a policy to archived/,
+      );
       assert.equal(released.state, "released");
       assert.equal(released.version, 1, "a state change is not an edit");
     });

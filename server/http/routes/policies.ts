@@ -274,9 +274,9 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       method: "PUT",
       path: "/api/v1/policies/all/:id/state",
       summary:
-        "Change the state (draft → released → archived, released/archived → draft). Needs policy:edit; releasing additionally needs policy:release, checked by the handler.",
+        "Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known.",
       tag: "policies",
-      access: "policy:edit",
+      access: "policy:view",
       audit: { resourceType: "policy", action: "policy.state_change" },
       body: {
         type: "object",
@@ -288,8 +288,13 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { state } = body<{ state: PolicyState }>(c);
-        if (state === "released" && !caller(c).permissions.has("policy:release")) {
-          throw forbidden("permission policy:release is required to release a policy");
+        const needed = state === "released" ? "policy:release" : "policy:edit";
+        if (!caller(c).permissions.has(needed)) {
+          throw forbidden(
+            state === "released"
+              ? "permission policy:release is required to release a policy"
+              : `permission policy:edit is required to move a policy to ${state}`,
+          );
         }
         const { policy, from } = await db.transaction((tx) => changePolicyState(tx, id, state));
         auditResource(c, { id, name: policy.name });

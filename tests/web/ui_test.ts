@@ -1,0 +1,812 @@
+/**
+ * The web console in a real browser (Debian's Chromium driven by puppeteer-core) against the real server
+ * (`startServer`: PGlite, real TLS, real gRPC ports), with a simulated agent that enrolls with a token the UI
+ * generated, receives the policy over a real policy stream and reports compliance through ReportCompliance.
+ *
+ * Proves: log in; create a Firefox policy through the generated form; deep-link reload of its editor; release;
+ * bind to a group and enable (the confirmation names the node count); the node drawer shows the agent's
+ * compliance and the per-setting provenance; an expired access token is refreshed exactly once for many
+ * parallel calls; a revoked session shows the login screen and returns to the same URL; a user without
+ * `policy:create` sees no create button and the server refuses the call; axe-core finds no serious or
+ * critical violation on any page; the CSP is never violated. Screenshots of every page go to
+ * `test-artifacts/screenshots/`.
+ *
+ * One browser run per file keeps the suite fast: it uses PostgreSQL when SVC_TEST_DATABASE_URL is set (as in
+ * CI) and PGlite otherwise; the UI does not depend on the driver, the server tests cover both.
+ */
+import assert from "node:assert/strict";
+import { Buffer } from "node:buffer";
+import * as grpc from "@grpc/grpc-js";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { resolveConfig } from "../../server/config/config.ts";
+import { type RunningServer, startServer } from "../../server/server.ts";
+import { createLogger } from "../../server/log.ts";
+import { createClient } from "../../shared/grpc/adapter.ts";
+import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
+import {
+  ComplianceStatus,
+  EventType,
+  PolicyService,
+  type PolicyUpdate,
+} from "../../shared/gen/svc/policy/v1/policy_pb.ts";
+import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
+import { freePort } from "../helpers/process.ts";
+import { DRIVERS, freshDb } from "../helpers/db.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const DRIVER = DRIVERS[DRIVERS.length - 1];
+const ADMIN_PASSWORD = "Admin-Passw0rd-for-ui-tests";
+const VIEWER_PASSWORD = "Viewer-Passw0rd-for-ui-tests";
+const ACCESS_TTL_SECONDS = 5;
+const SHOTS = new URL("../../test-artifacts/screenshots/", import.meta.url);
+const AXE_SOURCE = await Deno.readTextFile(
+  new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
+);
+
+const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+
+// Functions passed to page.evaluate run in the browser. The test program is type-checked without the DOM
+// library (it would clash with Deno's own types), so the few browser names they use are declared here.
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const location: any;
+// deno-lint-ignore no-explicit-any
+declare const localStorage: any;
+/** The parts of a DOM element the page-side code touches. */
+type El = {
+  value: string;
+  checked: boolean;
+  textContent: string | null;
+  dataset: Record<string, string>;
+  click(): void;
+};
+
+/** Everything one run shares: one server, one browser, one page. */
+interface Harness {
+  server: RunningServer;
+  base: string;
+  browser: Browser;
+  page: Page;
+  /** API paths requested by the page, in order, with their status. */
+  requests: Array<{ path: string; method: string; status: number }>;
+  cspViolations: string[];
+}
+
+async function startHarness(): Promise<Harness> {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-ui-test-" });
+  const config = resolveConfig({
+    "server.data_dir": dataDir,
+    "server.enrollment_port": freePort(),
+    "server.policy_port": freePort(),
+    "server.hostnames": ["localhost"],
+    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
+    "security.admin_password": ADMIN_PASSWORD,
+    "security.jwt_secret": "ui-test-jwt-secret-0123456789abcdef0123456789",
+    "security.access_token_ttl_seconds": ACCESS_TTL_SECONDS,
+  }, {});
+  const database = await freshDb(DRIVER);
+  const server = await startServer(config, { db: database.db, log: createLogger("warn") }).catch(
+    async (err) => {
+      await database.dispose();
+      throw err;
+    },
+  );
+  const profile = await Deno.makeTempDir({ prefix: "svc-ui-chromium-" });
+  const browser = await puppeteer.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      `--user-data-dir=${profile}`,
+      "--ignore-certificate-errors",
+    ],
+  });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.setDefaultTimeout(15_000);
+  const requests: Harness["requests"] = [];
+  const cspViolations: string[] = [];
+  page.on("response", (res) => {
+    const url = new URL(res.url());
+    if (url.pathname.startsWith("/api/")) {
+      requests.push({
+        path: url.pathname + url.search,
+        method: res.request().method(),
+        status: res.status(),
+      });
+    }
+  });
+  page.on("console", (msg) => {
+    if (/Content Security Policy/i.test(msg.text())) cspViolations.push(msg.text());
+  });
+  page.on("pageerror", (err) => cspViolations.push(`page error: ${String(err)}`));
+  const stop = server.stop.bind(server);
+  server.stop = async () => {
+    await browser.close();
+    await stop();
+    await database.dispose();
+    await Deno.remove(profile, { recursive: true }).catch(() => {});
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  };
+  return {
+    server,
+    base: `https://localhost:${server.ports.web}`,
+    browser,
+    page,
+    requests,
+    cspViolations,
+  };
+}
+
+// Browser helpers ---------------------------------------------------------------------------------------
+
+async function waitForText(page: Page, text: string, timeout = 15_000): Promise<void> {
+  await page.waitForFunction((t: string) => document.body.innerText.includes(t), { timeout }, text);
+}
+
+async function fill(page: Page, host: string, value: string): Promise<void> {
+  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
+  await input!.click({ count: 3 });
+  await input!.type(value);
+  await page.keyboard.press("Tab");
+}
+
+/**
+ * Opens an `sl-select` and clicks the option whose text contains `text`. A click that lands while the form
+ * is still moving (a section opening) is retried.
+ */
+async function choose(page: Page, select: string, text: string): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    const host = await page.waitForSelector(select, { visible: true });
+    // Centre it: toasts stack at the bottom right of the viewport.
+    await host!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+    await page.click(`${select} >>> .select__combobox`);
+    const opened = await page.waitForFunction((sel: string) => document.querySelector(sel)?.open === true, {
+      timeout: 1000,
+    }, select).then(() => true, () => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error(`${select} does not open`);
+  }
+  const option = await page.waitForFunction(
+    (sel: string, t: string) => {
+      const host = document.querySelector(sel);
+      const found = [...host.querySelectorAll("sl-option")].find((o: El) => o.textContent!.includes(t));
+      return found && found.getBoundingClientRect().height > 0 ? found : null;
+    },
+    {},
+    select,
+    text,
+  );
+  await option.asElement()!.click();
+  await page.waitForFunction((sel: string) => !document.querySelector(sel)?.open, {}, select);
+}
+
+async function confirmDialog(page: Page): Promise<string> {
+  const dialog = await page.waitForSelector("svc-confirm-dialog sl-dialog[open]");
+  await page.waitForSelector("svc-confirm-dialog sl-button.confirm-ok", { visible: true });
+  const text = await dialog!.evaluate((d) => (d.textContent ?? "").replace(/\s+/g, " "));
+  await page.click("svc-confirm-dialog sl-button.confirm-ok");
+  await page.waitForSelector("svc-confirm-dialog", { hidden: true });
+  return text;
+}
+
+async function login(page: Page, username: string, password: string): Promise<void> {
+  await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
+  await fill(page, "svc-login-page sl-input[name=username]", username);
+  await fill(page, "svc-login-page sl-input[name=password]", password);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("svc-app .masthead", { visible: true });
+}
+
+/** Clicks a link of the main navigation (client-side navigation, no reload). */
+async function navTo(page: Page, label: string): Promise<void> {
+  const link = await page.waitForFunction(
+    (l: string) =>
+      [...document.querySelectorAll("nav.sidebar a")].find((a: El) => a.textContent!.trim() === l) ?? null,
+    {},
+    label,
+  );
+  await link.asElement()!.click();
+}
+
+/**
+ * Calls the API from the page as the app does (cookies, CSRF header, one refresh on 401: the access token
+ * lives 5 s here). Only called while the app is idle, so its refresh cannot race the app's own.
+ */
+async function pageFetch(
+  h: Harness,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: unknown; text: string }> {
+  await settle(h);
+  return await h.page.evaluate(
+    async (m: string, p: string, b: string | undefined) => {
+      const send = () => {
+        const csrf = document.cookie.split(";").map((c: string) => c.trim())
+          .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
+        return fetch(p, {
+          method: m,
+          headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
+          body: b,
+        });
+      };
+      let res = await send();
+      if (res.status === 401 && (await fetch("/api/v1/auth/refresh", { method: "POST" })).ok) {
+        res = await send();
+      }
+      const text = await res.text();
+      let json: unknown = null;
+      try {
+        json = JSON.parse(text);
+      } catch { /* not JSON */ }
+      return { status: res.status, json, text };
+    },
+    method,
+    path,
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+}
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: unknown[] }>;
+}
+
+/** Runs axe-core on the current page; returns serious and critical violations. */
+async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  // Evaluated through DevTools, not as a page script, so the page's CSP stays in force.
+  await page.evaluate(AXE_SOURCE);
+  const result = await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const axe = (globalThis as any).axe;
+    const r = await axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v: AxeViolation) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n) => ({ target: n.target })),
+    }));
+  }) as AxeViolation[];
+  return result.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(SHOTS, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
+}
+
+/** Waits until the app has had no API request in flight for a moment (`main[aria-busy]`) and shows no spinner. */
+async function settle(h: Harness): Promise<void> {
+  const { page } = h;
+  const deadline = Date.now() + 15_000;
+  let quietSince = Date.now();
+  while (Date.now() - quietSince < 300) {
+    const busy = await page.evaluate(() =>
+      document.querySelector("main")?.getAttribute("aria-busy") === "true"
+    );
+    if (busy) quietSince = Date.now();
+    if (Date.now() > deadline) throw new Error("the page stayed busy (API requests in flight) for 15 s");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  await page.waitForFunction(
+    () =>
+      ![...document.querySelectorAll("main sl-spinner")].some((s: { checkVisibility(): boolean }) =>
+        s.checkVisibility()
+      ),
+    { timeout: 15_000 },
+  );
+}
+
+// Simulated agent ---------------------------------------------------------------------------------------
+
+interface SimAgent {
+  nodeId: string;
+  policy: ReturnType<typeof createClient<typeof PolicyService>>;
+  updates: PolicyUpdate[];
+  close(): void;
+}
+
+async function enrollAgent(h: Harness, token: string, name: string): Promise<SimAgent> {
+  const ca = Buffer.from(h.server.ctx.ca.certPem);
+  const enrollment = createClient(EnrollmentService, `localhost:${h.server.ports.web}`, {
+    credentials: grpc.credentials.createSsl(ca),
+  });
+  const { keyPem, csrPem } = await generateKeyAndCsr(name);
+  const res = await enrollment.enroll({ enrollmentToken: token, csrPem, nodeName: name });
+  enrollment.close();
+  const policy = createClient(PolicyService, `localhost:${h.server.ports.policy}`, {
+    credentials: grpc.credentials.createSsl(ca, Buffer.from(keyPem), Buffer.from(res.signedCertPem)),
+  });
+  await policy.heartbeat({
+    clientId: name,
+    fqdn: `${name}.example.test`,
+    ipAddress: "192.0.2.10",
+    osName: "Debian GNU/Linux",
+    osVersion: "13",
+    desktopEnvironments: ["GNOME"],
+    agentVersion: "0.1.0",
+    machineId: "0123456789abcdef0123456789abcdef",
+  });
+  const updates: PolicyUpdate[] = [];
+  const stream = policy.subscribePolicyUpdates({ clientId: name, lastKnownRevision: 0n });
+  (async () => {
+    try {
+      for await (const u of stream) updates.push(u);
+    } catch { /* cancelled at the end */ }
+  })();
+  return {
+    nodeId: res.nodeId,
+    policy,
+    updates,
+    close() {
+      stream.cancel();
+      policy.close();
+    },
+  };
+}
+
+async function until<T>(
+  what: string,
+  check: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (true) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// The test ----------------------------------------------------------------------------------------------
+
+Deno.test({
+  name: `web console end to end in Chromium (${DRIVER})`,
+  ignore: !haveChromium,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async (t) => {
+  const h = await startHarness();
+  const { page, base } = h;
+  let agent: SimAgent | undefined;
+  const state: { groupId?: string; policyId?: string; policyName: string } = {
+    policyName: "Firefox baseline",
+  };
+  // Later steps build on earlier ones: after a failure the rest is skipped instead of failing confusingly.
+  let failed = false;
+  const step = async (name: string, fn: () => Promise<void> | void) => {
+    const ok = await t.step({ name, ignore: failed, fn });
+    if (!ok && !failed) {
+      failed = true;
+      await screenshot(page, "failure").catch(() => {});
+    }
+  };
+  try {
+    await step("the login screen appears for a deep link and leads to it after logging in", async () => {
+      await page.goto(`${base}/policies/new`, { waitUntil: "load" });
+      await screenshot(page, "00-login");
+      const violations = await seriousViolations(page);
+      assert.deepEqual(violations, [], `axe on the login screen: ${JSON.stringify(violations, null, 2)}`);
+      await login(page, "admin", ADMIN_PASSWORD);
+      assert.equal(new URL(page.url()).pathname, "/policies/new");
+      await waitForText(page, "New policy");
+    });
+
+    await step("unknown client routes redirect to the dashboard", async () => {
+      await page.goto(`${base}/no/such/page`, { waitUntil: "load" });
+      await waitForText(page, "Nodes by status");
+      assert.equal(new URL(page.url()).pathname, "/");
+    });
+
+    await step(
+      "keyboard: the skip link comes first and leads to the content; navigation works by keyboard",
+      async () => {
+        await page.keyboard.press("Tab");
+        assert.equal(
+          await page.evaluate(() => document.activeElement?.textContent?.trim()),
+          "Skip to main content",
+        );
+        await page.keyboard.press("Enter");
+        assert.equal(await page.evaluate(() => document.activeElement?.id), "main");
+        // Tab through the masthead and the navigation to "Nodes" and follow it with Enter.
+        for (let i = 0; i < 20; i++) {
+          await page.keyboard.press("Tab");
+          if (await page.evaluate(() => document.activeElement?.textContent?.trim() === "Nodes")) break;
+        }
+        await page.keyboard.press("Enter");
+        await page.waitForFunction(() => location.pathname === "/nodes");
+        assert.equal(
+          await page.evaluate(() => document.activeElement?.id),
+          "main",
+          "focus moves to the new page",
+        );
+      },
+    );
+
+    await step("a node group is created and its one-time enrollment token enrolls an agent", async () => {
+      await navTo(page, "Node groups");
+      await page.click("sl-button[variant=primary]");
+      await fill(page, ".group-form sl-input[name=name]", "lab");
+      await page.click("sl-dialog[open] sl-button[variant=primary]");
+      await page.waitForSelector("tr[data-group-id]");
+      state.groupId = await page.$eval("tr[data-group-id]", (tr) => (tr as unknown as El).dataset.groupId);
+      await page.click(`tr[data-group-id="${state.groupId}"] sl-button.generate-token`);
+      const tokenEl = await page.waitForSelector("code.enrollment-token", { visible: true });
+      const token = await tokenEl!.evaluate((e) => e.textContent!.trim());
+      const commands = await page.$eval("pre.enrollment-commands", (e) => e.textContent!);
+      assert.match(commands, /svc-agent --token-file \/etc\/svc\/enrollment-token/);
+      assert.ok(commands.includes(token), "the commands carry the token");
+      await screenshot(page, "03-enrollment-token");
+      await page.click("sl-dialog[open] sl-button[variant=primary]");
+      agent = await enrollAgent(h, token, "ui-node-1");
+      await until(
+        "the initial (empty) snapshot",
+        () =>
+          agent!.updates.find((u) => u.type === EventType.SNAPSHOT && u.snapshotComplete) ? true : undefined,
+      );
+    });
+
+    await step("a Firefox policy is created through the generated form", async () => {
+      await navTo(page, "Policies");
+      // The link exists once the button rendered its shadow tree.
+      await page.click("sl-button.new-policy >>> a");
+      await page.waitForSelector("svc-policy-editor-page sl-select[name=type]", { visible: true });
+      await choose(page, "svc-policy-editor-page sl-select[name=type]", "Firefox");
+      await fill(page, ".policy-details sl-input[name=name]", state.policyName);
+      await page.waitForSelector("svc-schema-form sl-input.setting-search", { visible: true });
+      // Empty content is refused by the shared validator before the server is asked.
+      assert.match(
+        await page.$eval(".validation-summary", (e) => e.textContent!),
+        /policy content is empty/i,
+      );
+      assert.ok(await page.$eval("sl-button.save-policy", (b) => b.hasAttribute("disabled")));
+      await fill(page, "svc-schema-form sl-input.setting-search", "telemetry");
+      await choose(page, '.field-row[data-field="DisableTelemetry"] sl-select', "true");
+      await fill(page, "svc-schema-form sl-input.setting-search", "DisableAppUpdate");
+      await choose(page, '.field-row[data-field="DisableAppUpdate"] sl-select', "true");
+      await page.waitForFunction(() =>
+        document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+      );
+      await screenshot(page, "04-policy-form");
+      await page.click("sl-button.save-policy");
+      await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
+      state.policyId = new URL(page.url()).pathname.split("/")[2];
+      const [row] = await h.server.ctx.db.query<{ content: string; state: string; type: string }>(
+        "SELECT content, state, type FROM policies WHERE id = $1",
+        [state.policyId],
+      );
+      assert.equal(row.type, "Firefox");
+      assert.equal(row.state, "draft");
+      assert.deepEqual(JSON.parse(row.content), { DisableAppUpdate: true, DisableTelemetry: true });
+    });
+
+    await step("deep-link reload of the editor shows the stored policy", async () => {
+      await page.reload({ waitUntil: "load" });
+      await page.waitForSelector('.field-row.configured[data-field="DisableTelemetry"]');
+      const name = await page.$eval(".policy-details sl-input[name=name]", (e) => (e as unknown as El).value);
+      assert.equal(name, state.policyName);
+      assert.equal(new URL(page.url()).pathname, `/policies/${state.policyId}/edit`);
+    });
+
+    await step("the policy is released and becomes read-only", async () => {
+      await page.click("sl-button.state-released");
+      await confirmDialog(page);
+      await page.waitForSelector("sl-alert.read-only-note");
+      assert.equal(await page.$("sl-button.save-policy"), null, "no save button on a released policy");
+      await screenshot(page, "05-policy-released");
+    });
+
+    await step(
+      "a binding is created disabled, then enabled after a confirmation naming the nodes",
+      async () => {
+        await navTo(page, "Policy bindings");
+        await page.click("sl-button[variant=primary]");
+        await choose(page, ".binding-form sl-select[name=policy_id]", state.policyName);
+        await choose(page, ".binding-form sl-select[name=node_group_id]", "lab");
+        await fill(page, ".binding-form sl-input[name=priority]", "10");
+        await page.click("sl-dialog[open] sl-button[variant=primary]");
+        const row = await page.waitForSelector("tr[data-binding-id]");
+        assert.equal(await row!.$eval("sl-switch.binding-state", (s) => (s as unknown as El).checked), false);
+        await row!.$eval("sl-switch.binding-state", (s) => (s as unknown as El).click());
+        const text = await confirmDialog(page);
+        assert.match(text, /1 node in lab will receive/);
+        await page.waitForFunction(() =>
+          (document.querySelector("tr[data-binding-id] sl-switch.binding-state") as El | null)?.checked ===
+            true
+        );
+        await screenshot(page, "06-bindings");
+      },
+    );
+
+    await step(
+      "the agent receives the policy and its compliance and provenance show on the node page",
+      async () => {
+        const delivered = await until(
+          "the policy in a snapshot",
+          () => agent!.updates.find((u) => u.policy?.id === state.policyId),
+        );
+        assert.equal(delivered.policy!.priority, 10);
+        // A second, lower-priority Firefox policy for the same group (through the API): it loses DisableTelemetry
+        // and alone sets DisablePocket.
+        const other = await pageFetch(h, "POST", "/api/v1/policies/all", {
+          name: "Firefox defaults",
+          type: "Firefox",
+          content: JSON.stringify({ DisableTelemetry: false, DisablePocket: true }),
+        });
+        assert.equal(other.status, 201, JSON.stringify(other.json));
+        const otherId = (other.json as { id: string }).id;
+        assert.equal(
+          (await pageFetch(h, "PUT", `/api/v1/policies/all/${otherId}/state`, { state: "released" }))
+            .status,
+          200,
+        );
+        const binding = await pageFetch(h, "POST", "/api/v1/policy-bindings", {
+          policy_id: otherId,
+          node_group_id: state.groupId,
+          priority: 1,
+        });
+        const bindingId = (binding.json as { id: string }).id;
+        assert.equal(
+          (await pageFetch(h, "PUT", `/api/v1/policy-bindings/${bindingId}`, { state: "enabled" })).status,
+          200,
+        );
+        const both = await until(
+          "both policies in a snapshot",
+          () => agent!.updates.find((u) => u.policy?.id === otherId),
+        );
+        const C = ComplianceStatus;
+        const item = (key: string, status: ComplianceStatus, message: string) => ({
+          schemaId: "policies.json",
+          key,
+          status,
+          message,
+        });
+        await agent!.policy.reportCompliance({
+          clientId: "ui-node-1",
+          policyId: state.policyId!,
+          status: C.COMPLIANT,
+          message: "2 of 2 settings applied",
+          policyVersion: delivered.policy!.version,
+          items: [
+            item("DisableAppUpdate", C.COMPLIANT, "set to true"),
+            item("DisableTelemetry", C.COMPLIANT, "set to true"),
+          ],
+        });
+        await agent!.policy.reportCompliance({
+          clientId: "ui-node-1",
+          policyId: otherId,
+          status: C.COMPLIANT,
+          message: "1 setting applied, 1 overridden",
+          policyVersion: both.policy!.version,
+          items: [
+            item("DisablePocket", C.COMPLIANT, "set to true"),
+            item(
+              "DisableTelemetry",
+              C.INAPPLICABLE,
+              `overridden by higher-priority policy "${state.policyName}" (${state.policyId}, priority 10)`,
+            ),
+          ],
+        });
+        await navTo(page, "Nodes");
+        const link = await page.waitForSelector(`tr[data-node-id="${agent!.nodeId}"] button.link`);
+        await link!.click();
+        await page.waitForSelector("svc-node-detail sl-drawer[open]");
+        const facts = await page.waitForSelector("svc-node-detail dl.facts");
+        assert.match(
+          await facts!.evaluate((e) => e.textContent!),
+          /ui-node-1\.example\.test[\s\S]*192\.0\.2\.10/,
+        );
+        assert.match(new URL(page.url()).search, new RegExp(`node=${agent!.nodeId}`));
+        await page.click('svc-node-detail sl-tab[panel="compliance"]');
+        const details = await page.waitForSelector(
+          `sl-details.compliance-row[data-policy-id="${state.policyId}"]`,
+        );
+        assert.match(
+          await details!.evaluate((e) => e.textContent!),
+          /Compliant[\s\S]*Firefox baseline/,
+        );
+        await details!.click();
+        await waitForText(page, "DisableTelemetry");
+        await screenshot(page, "07-node-compliance");
+        await page.click('svc-node-detail sl-tab[panel="settings"]');
+        const row = async (key: string) => {
+          const tr = await page.waitForSelector(`table.provenance tr[data-key="${key}"]`);
+          return await tr!.evaluate((e) => e.textContent!.replace(/\s+/g, " "));
+        };
+        const telemetry = await row("DisableTelemetry");
+        assert.match(telemetry, /DisableTelemetry true Firefox baseline binding to lab, priority 10/);
+        assert.match(telemetry, /Firefox defaults \(priority 1\): false/);
+        assert.match(
+          await row("DisablePocket"),
+          /true Firefox defaults binding to lab, priority 1 .*nothing/,
+        );
+        await screenshot(page, "08-node-provenance");
+        await page.keyboard.press("Escape");
+      },
+    );
+
+    await step("an expired access token is refreshed once for many parallel calls", async () => {
+      await settle(h);
+      // Let the access token (and its cookie) run out.
+      await new Promise((r) => setTimeout(r, (ACCESS_TTL_SECONDS + 1) * 1000));
+      const before = h.requests.length;
+      await navTo(page, "Dashboard");
+      await waitForText(page, "Nodes by status");
+      await settle(h);
+      const during = h.requests.slice(before);
+      const refreshes = during.filter((r) => r.path === "/api/v1/auth/refresh");
+      const unauthorized = during.filter((r) => r.status === 401 && r.path !== "/api/v1/auth/refresh");
+      assert.ok(
+        unauthorized.length >= 2,
+        `several parallel calls failed with 401 first: ${JSON.stringify(during)}`,
+      );
+      assert.equal(refreshes.length, 1, `exactly one refresh: ${JSON.stringify(during)}`);
+      assert.equal(refreshes[0].status, 200);
+      assert.ok(during.filter((r) => r.status === 200 && r.path.startsWith("/api/v1/nodes")).length >= 4);
+      assert.equal(await page.$("svc-login-page"), null, "no login screen");
+    });
+
+    await step(
+      "with the refresh token revoked the login screen appears and returns to the same URL",
+      async () => {
+        await navTo(page, "Compliance");
+        await page.waitForSelector("svc-compliance-page tbody tr");
+        await h.server.ctx.db.query("UPDATE refresh_tokens SET revoked_at = now() WHERE revoked_at IS NULL");
+        await page.deleteCookie({ name: "svc_session", url: base });
+        await page.click("svc-compliance-page .page-actions sl-button");
+        await page.waitForSelector("svc-login-page", { visible: true });
+        assert.equal(new URL(page.url()).pathname, "/compliance");
+        await screenshot(page, "09-session-expired-login");
+        await login(page, "admin", ADMIN_PASSWORD);
+        await page.waitForSelector("svc-compliance-page tbody tr");
+        assert.equal(new URL(page.url()).pathname, "/compliance");
+      },
+    );
+
+    await step(
+      "import: a dry run reports conflicts and what would happen, then imports all or nothing",
+      async () => {
+        const exported = await pageFetch(h, "GET", "/api/v1/policies/export?format=yaml");
+        assert.equal(exported.status, 200);
+        assert.match(exported.text, /displayName: Firefox baseline/);
+        const bundle = `${exported.text}---
+apiVersion: svc.dev/v1
+kind: Policy
+metadata:
+  name: imported-policy
+  displayName: Imported policy
+  description: from a bundle
+spec:
+  type: Firefox
+  content:
+    DisableFirefoxStudies: true
+`;
+        const file = `${h.server.ctx.config.server.dataDir}/bundle.yaml`;
+        await Deno.writeTextFile(file, bundle);
+        await navTo(page, "Policies");
+        await page.click("svc-policies-page .page-actions sl-button:nth-of-type(2)");
+        const input = await page.waitForSelector(".import-form input[type=file]");
+        await (input as unknown as { uploadFile(path: string): Promise<void> }).uploadFile(file);
+        // Same names exist: refused by default, every refused document named.
+        const problems = await page.waitForSelector("sl-alert.import-problems");
+        assert.match(
+          await problems!.evaluate((e) => e.textContent!),
+          /Firefox baseline[\s\S]*Firefox defaults/,
+        );
+        assert.ok(await page.$eval("sl-button.confirm-import", (b) => b.hasAttribute("disabled")));
+        await choose(page, ".import-form sl-select", "Skip it");
+        const report = await page.waitForSelector("section.import-report");
+        assert.match(
+          await report!.evaluate((e) => e.textContent!.replace(/\s+/g, " ")),
+          /Dry run: nothing written yet 1 to create, 0 to update, 2 skipped/,
+        );
+        assert.equal(
+          (await h.server.ctx.db.query("SELECT 1 FROM policies WHERE name = 'Imported policy'")).length,
+          0,
+        );
+        await screenshot(page, "09-import-dry-run");
+        await page.click("sl-button.confirm-import");
+        await page.waitForFunction(() =>
+          document.querySelector("section.import-report h2")?.textContent === "Imported"
+        );
+        assert.equal(
+          (await h.server.ctx.db.query("SELECT 1 FROM policies WHERE name = 'Imported policy'")).length,
+          1,
+        );
+        await page.keyboard.press("Escape");
+        await waitForText(page, "Imported policy");
+      },
+    );
+
+    await step("every page passes axe-core and is captured", async () => {
+      const pages: Array<[string, string]> = [
+        ["/", "10-dashboard"],
+        ["/policies", "11-policies"],
+        ["/policies/new?type=Firefox", "12-policy-new-firefox"],
+        ["/policies/new?type=Polkit", "13-policy-new-polkit"],
+        [`/policies/${state.policyId}/edit`, "14-policy-edit"],
+        ["/nodes", "15-nodes"],
+        [`/nodes?node=${agent!.nodeId}`, "16-node-drawer"],
+        ["/node-groups", "17-node-groups"],
+        ["/policy-bindings", "18-policy-bindings"],
+        ["/compliance", "19-compliance"],
+        ["/disk-encryption", "20-disk-encryption"],
+        ["/audit-logs", "21-audit-logs"],
+        ["/settings", "22-settings-users"],
+        ["/settings?tab=roles", "23-settings-roles"],
+        ["/settings?tab=user-groups", "24-settings-user-groups"],
+        ["/settings?tab=role-bindings", "25-settings-role-bindings"],
+        ["/settings?tab=agent", "26-settings-agent"],
+      ];
+      const problems: string[] = [];
+      for (const [path, name] of pages) {
+        await page.goto(`${base}${path}`, { waitUntil: "load" });
+        await page.waitForSelector("svc-app main#main");
+        await settle(h);
+        await screenshot(page, name);
+        for (const v of await seriousViolations(page)) {
+          problems.push(
+            `${path}: [${v.impact}] ${v.id} — ${v.help} at ${JSON.stringify(v.nodes.map((n) => n.target))}`,
+          );
+        }
+      }
+      await page.evaluate(() => localStorage.setItem("svc-theme", "dark"));
+      await page.goto(`${base}/`, { waitUntil: "load" });
+      await settle(h);
+      await screenshot(page, "27-dashboard-dark");
+      for (const v of await seriousViolations(page)) {
+        problems.push(`/ (dark): [${v.impact}] ${v.id} — ${v.help}`);
+      }
+      await page.evaluate(() => localStorage.removeItem("svc-theme"));
+      assert.deepEqual(problems, []);
+    });
+
+    await step(
+      "a user without policy:create sees no create button and the server refuses the call",
+      async () => {
+        const roles = await pageFetch(h, "GET", "/api/v1/roles?per_page=200");
+        const auditor = (roles.json as { items: Array<{ id: string; name: string }> }).items.find((r) =>
+          r.name === "Auditor"
+        )!;
+        const created = await pageFetch(h, "POST", "/api/v1/users", {
+          username: "viewer",
+          password: VIEWER_PASSWORD,
+          role_ids: [auditor.id],
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.json));
+        await page.click("sl-button.user-menu");
+        await page.click('sl-menu-item[value="logout"]');
+        await login(page, "viewer", VIEWER_PASSWORD);
+        await navTo(page, "Policies");
+        await page.waitForSelector("svc-policies-page tr[data-policy-id]");
+        assert.equal(await page.$("sl-button.new-policy"), null, "no New policy button");
+        const refused = await pageFetch(h, "POST", "/api/v1/policies/all", {
+          name: "sneaky",
+          type: "Firefox",
+          content: JSON.stringify({ DisableTelemetry: true }),
+        });
+        assert.equal(refused.status, 403);
+        assert.match((refused.json as { error: { message: string } }).error.message, /policy:create/);
+        await screenshot(page, "28-viewer-policies");
+      },
+    );
+
+    await step("no Content Security Policy violation happened", () => {
+      assert.deepEqual(h.cspViolations, []);
+    });
+  } finally {
+    agent?.close();
+    await h.server.stop();
+  }
+});

@@ -1,0 +1,367 @@
+/**
+ * `<svc-node-detail>`: the node drawer — facts, groups, certificate, notes, per-policy compliance with the
+ * per-item breakdown, per-setting provenance, and the actions (request metadata, revoke, delete).
+ * Fires `closed` when the drawer closes and `changed` after an action altered the node.
+ */
+import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { api, ApiError } from "../api.ts";
+import { session } from "../session.ts";
+import { errorText } from "./page.ts";
+import { confirmAction, formatDate, notify, notifyError, relativeTime, statusBadge } from "./ui.ts";
+import "./provenance.ts";
+import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
+
+class SvcNodeDetail extends LitElement {
+  static override properties = {
+    nodeId: { attribute: false },
+    groups: { attribute: false },
+    node: { state: true },
+    compliance: { state: true },
+    error: { state: true },
+    addGroup: { state: true },
+  };
+  declare nodeId: string;
+  declare groups: NodeGroup[];
+  declare node: NodeDetail | undefined;
+  declare compliance: { summary: StatusCounts; results: ComplianceRow[] } | undefined;
+  declare error: unknown;
+  declare addGroup: string;
+
+  constructor() {
+    super();
+    this.nodeId = "";
+    this.groups = [];
+    this.addGroup = "";
+  }
+
+  protected override createRenderRoot(): HTMLElement {
+    return this;
+  }
+
+  override updated(changed: Map<string, unknown>): void {
+    if (changed.has("nodeId")) {
+      const drawer = this.querySelector("sl-drawer") as (HTMLElement & { open: boolean }) | null;
+      if (this.nodeId) {
+        void this.#load();
+        if (drawer) drawer.open = true;
+      } else if (drawer) {
+        drawer.open = false;
+      }
+    }
+  }
+
+  async #load(): Promise<void> {
+    const id = this.nodeId;
+    this.node = undefined;
+    this.compliance = undefined;
+    this.error = undefined;
+    try {
+      const [node, compliance] = await Promise.all([
+        api.get<NodeDetail>(`/nodes/${id}`),
+        session.can("compliance:view")
+          ? api.get<{ summary: StatusCounts; results: ComplianceRow[] }>(`/nodes/${id}/compliance`)
+          : Promise.resolve(undefined),
+      ]);
+      if (id !== this.nodeId) return;
+      this.node = node;
+      this.compliance = compliance;
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 401)) this.error = err;
+    }
+  }
+
+  #changed(): void {
+    this.dispatchEvent(new Event("changed", { bubbles: true }));
+    void this.#load();
+  }
+
+  async #requestMetadata(): Promise<void> {
+    try {
+      await api.post(`/nodes/${this.node!.id}/metadata-request`);
+      notify(`Asked ${this.node!.name} to send its facts; they appear after its next heartbeat.`, "success");
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #revoke(): Promise<void> {
+    const n = this.node!;
+    const ok = await confirmAction({
+      title: `Revoke the certificate of ${n.name}`,
+      message:
+        "Both ports refuse the certificate from now on and its open stream is closed. The node must be " +
+        "deleted and enrolled again to come back.",
+      confirmLabel: "Revoke",
+      danger: true,
+      typeToConfirm: n.name,
+    });
+    if (!ok) return;
+    try {
+      await api.post(`/nodes/${n.id}/revoke`);
+      notify(`Certificate of ${n.name} revoked`, "success");
+      this.#changed();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #delete(): Promise<void> {
+    const n = this.node!;
+    const ok = await confirmAction({
+      title: `Delete ${n.name}`,
+      message: "The node's certificates are revoked and its records (groups, compliance) are removed.",
+      confirmLabel: "Delete",
+      danger: true,
+      typeToConfirm: n.name,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/nodes/${n.id}`);
+      notify(`${n.name} deleted`, "success");
+      this.dispatchEvent(new Event("changed", { bubbles: true }));
+      this.#close();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #saveNotes(): Promise<void> {
+    const notes = String((this.querySelector(".node-notes") as HTMLTextAreaElement | null)?.value ?? "");
+    try {
+      await api.put(`/nodes/${this.node!.id}`, { notes });
+      notify("Notes saved", "success");
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #addToGroup(): Promise<void> {
+    if (!this.addGroup) return;
+    try {
+      await api.post(`/node-groups/${this.addGroup}/members`, { node_ids: [this.node!.id] });
+      notify("Added. The node receives the group's policies when its stream next reconnects.", "success");
+      this.addGroup = "";
+      this.#changed();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #removeFromGroup(group: { id: string; name: string }): Promise<void> {
+    const ok = await confirmAction({
+      title: `Remove ${this.node!.name} from ${group.name}`,
+      message: "The node stops receiving the group's policies when its stream next reconnects.",
+      confirmLabel: "Remove",
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/node-groups/${group.id}/members/${this.node!.id}`);
+      this.#changed();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  #close(): void {
+    const drawer = this.querySelector("sl-drawer") as (HTMLElement & { open: boolean }) | null;
+    if (drawer) drawer.open = false;
+  }
+
+  override render() {
+    const n = this.node;
+    return html`
+      <sl-drawer label=${n ? `Node ${n.name}` : "Node"} style="--size: min(52rem, 100vw)"
+        @sl-after-hide=${(e: Event) => {
+          if (e.target === e.currentTarget) this.dispatchEvent(new Event("closed"));
+        }}>
+        ${this.error ? html`<sl-alert variant="danger" open>${errorText(this.error)}</sl-alert>` : nothing}
+        ${this.nodeId && !n && !this.error ? html`<sl-spinner></sl-spinner>` : nothing}
+        ${n ? this.#renderNode(n) : nothing}
+      </sl-drawer>
+    `;
+  }
+
+  #renderNode(n: NodeDetail): TemplateResult {
+    const memberOf = new Set(n.groups.map((g) => g.id));
+    const canEditGroups = session.can("node_group:edit");
+    return html`
+      <sl-tab-group>
+        <sl-tab slot="nav" panel="details">Details</sl-tab>
+        <sl-tab slot="nav" panel="compliance">Compliance</sl-tab>
+        <sl-tab slot="nav" panel="settings">Effective settings</sl-tab>
+        <sl-tab-panel name="details">
+          <section class="card" aria-labelledby="node-facts">
+            <h2 id="node-facts">Facts</h2>
+            <dl class="facts">
+              <dt>Status</dt>
+              <dd>${statusBadge(n.status)} ${n.status_reason}
+                ${n.connected ? html`<span class="muted">(stream open)</span>` : nothing}</dd>
+              <dt>FQDN</dt>
+              <dd>${n.fqdn || "—"}</dd>
+              <dt>IP address</dt>
+              <dd>${n.ip_address || "—"}</dd>
+              <dt>Operating system</dt>
+              <dd>${[n.os_name, n.os_version].filter(Boolean).join(" ") || "—"}</dd>
+              <dt>Desktop</dt>
+              <dd>${n.desktop_environments.join(", ") || "—"}</dd>
+              <dt>Agent</dt>
+              <dd>${n.agent_version || "—"} ${n.agent_healthy
+                ? nothing
+                : html`<sl-badge variant="warning">unhealthy</sl-badge> ${n.agent_health_message}`}</dd>
+              <dt>Machine ID</dt>
+              <dd><code>${n.machine_id || "—"}</code></dd>
+              <dt>Last seen</dt>
+              <dd>${formatDate(n.last_seen)} (${relativeTime(n.last_seen)})</dd>
+              <dt>Enrolled</dt>
+              <dd>${formatDate(n.created_at)}</dd>
+            </dl>
+          </section>
+          <section class="card" aria-labelledby="node-cert">
+            <h2 id="node-cert">Certificate</h2>
+            <dl class="facts">
+              <dt>Serial</dt>
+              <dd><code>${n.cert_serial ?? "—"}</code></dd>
+              <dt>Expires</dt>
+              <dd>${formatDate(n.cert_not_after)} (${relativeTime(n.cert_not_after)})</dd>
+              <dt>Revoked</dt>
+              <dd>${n.cert_revoked ? html`<sl-badge variant="danger">revoked</sl-badge>` : "no"}</dd>
+            </dl>
+          </section>
+          <section class="card" aria-labelledby="node-groups">
+            <h2 id="node-groups">Node groups</h2>
+            ${n.groups.length === 0
+              ? html`<p class="muted">In no group: the node receives no policy.</p>`
+              : nothing}
+            <ul>
+              ${n.groups.map((g) =>
+                html`<li>${g.name} ${
+                  canEditGroups
+                    ? html`
+                      <sl-icon-button name="x-lg" label=${`Remove from ${g.name}`}
+                        @click=${() => this.#removeFromGroup(g)}></sl-icon-button>
+                    `
+                    : nothing
+                }</li>`
+              )}
+            </ul>
+            ${canEditGroups
+              ? html`
+                <div class="toolbar">
+                  <sl-select label="Add to group" hoist value=${this.addGroup}
+                    @sl-change=${(e: Event) => this.addGroup = String((e.target as HTMLSelectElement).value)}>
+                                  ${this.groups.filter((g) => !memberOf.has(g.id)).map((g) =>
+                                    html`<sl-option value=${g.id}>${g.name}</sl-option>`
+                                  )}
+                                </sl-select>
+                  <sl-button ?disabled=${!this.addGroup} @click=${this.#addToGroup}>Add</sl-button>
+                </div>
+              `
+              : nothing}
+          </section>
+          <section class="card" aria-labelledby="node-notes">
+            <h2 id="node-notes">Notes</h2>
+            <sl-textarea class="node-notes" label="Notes" value=${n.notes} rows="3" ?disabled=${!session.can(
+              "node:edit",
+            )}>
+            </sl-textarea>
+            ${session.can("node:edit")
+              ? html`<sl-button size="small" @click=${this.#saveNotes}>Save notes</sl-button>`
+              : nothing}
+          </section>
+          <section class="card" aria-labelledby="node-actions">
+            <h2 id="node-actions">Actions</h2>
+            <div class="form-actions">
+              ${session.can("node:edit")
+                ? html`
+                  <sl-button ?disabled=${!n.connected} @click=${this.#requestMetadata}
+                    title=${n.connected
+                      ? ""
+                      : "The node has no open stream; it reports facts when it reconnects."}>
+                                    Request metadata</sl-button>
+                `
+                : nothing}
+              ${session.can("node:revoke")
+                ? html`<sl-button variant="warning" ?disabled=${n.cert_revoked} @click=${this.#revoke}>
+                  Revoke certificate</sl-button>`
+                : nothing}
+              ${session.can("node:delete")
+                ? html`<sl-button variant="danger" @click=${this.#delete}>Delete node</sl-button>`
+                : nothing}
+            </div>
+            ${!n.connected
+              ? html`<p class="muted">Metadata can be requested only while the node is connected.</p>`
+              : nothing}
+          </section>
+        </sl-tab-panel>
+        <sl-tab-panel name="compliance">${this.#renderCompliance()}</sl-tab-panel>
+        <sl-tab-panel name="settings">
+          ${this.compliance
+            ? html`<svc-provenance .node=${n} .results=${this.compliance.results}></svc-provenance>`
+            : html`<p class="muted">Needs the compliance:view permission.</p>`}
+        </sl-tab-panel>
+      </sl-tab-group>
+    `;
+  }
+
+  #renderCompliance(): TemplateResult {
+    const c = this.compliance;
+    if (!c) return html`<p class="muted">Needs the compliance:view permission.</p>`;
+    if (c.results.length === 0) {
+      return html`<p class="muted">No policy reaches this node: bind a released policy to one of its groups and
+        enable the binding.</p>`;
+    }
+    return html`
+      <p>${c.results.length} polic${c.results.length === 1 ? "y reaches" : "ies reach"} this node:
+        ${c.summary.compliant} compliant, ${c.summary.non_compliant} non-compliant, ${c.summary.error} error,
+        ${c.summary.inapplicable} inapplicable, ${c.summary.unknown} not reported yet.</p>
+      ${c.results.map((r) =>
+        html`<sl-details class="compliance-row" data-policy-id=${r.policy_id}>
+          <span slot="summary">${statusBadge(r.status)} <strong>${r.policy_name}</strong>
+            <span class="muted">${r.policy_type} · ${
+          r.reported_at
+            ? `reported ${relativeTime(r.reported_at)} for version ${r.reported_version}`
+            : "not reported yet"
+        }${
+          r.reported_version !== null && r.reported_version !== r.policy_version
+            ? ` (current version ${r.policy_version})`
+            : ""
+        }</span></span>
+          ${r.message ? html`<p>${r.message}</p>` : nothing}
+          ${itemTable(r)}
+        </sl-details>`
+      )}
+    `;
+  }
+}
+
+/** The per-item breakdown of one result. */
+export function itemTable(r: ComplianceRow): TemplateResult {
+  if (r.items.length === 0) return html`<p class="muted">No per-item results.</p>`;
+  return html`
+    <div class="table-wrap">
+      <table class="data">
+        <caption class="visually-hidden">Items of ${r.policy_name}</caption>
+        <thead>
+          <tr>
+            <th scope="col">Key</th>
+            <th scope="col">Status</th>
+            <th scope="col">Details</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${r.items.map((i) =>
+            html`
+              <tr>
+                <td><code>${i.schema_id ? `${i.schema_id}/` : ""}${i.key}</code></td>
+                <td>${statusBadge(i.status)}</td>
+                <td>${i.message}</td>
+              </tr>
+            `
+          )}
+        </tbody>
+      </table>
+    </div>
+  `;
+}
+
+customElements.define("svc-node-detail", SvcNodeDetail);

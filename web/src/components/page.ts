@@ -1,0 +1,94 @@
+/**
+ * Base class of every page: renders into the light DOM (so the app stylesheet styles tables and forms, and
+ * tests and assistive technology see one document), sets `document.title`, and keeps the last load error.
+ */
+import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { ApiError } from "../api.ts";
+import type { RouteMatch } from "../router.ts";
+
+/** A page of the console. */
+export class PageElement extends LitElement {
+  static override properties = {
+    route: { attribute: false },
+    loading: { state: true },
+    loadError: { state: true },
+  };
+
+  /** The route that opened the page (params and query). */
+  declare route: RouteMatch;
+  declare loading: boolean;
+  declare loadError: unknown;
+
+  /** Title shown in the heading and the browser tab. */
+  pageTitle = "";
+
+  constructor() {
+    super();
+    this.loading = false;
+    this.loadError = undefined;
+  }
+
+  protected override createRenderRoot(): HTMLElement {
+    return this;
+  }
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    if (this.pageTitle) document.title = `${this.pageTitle} · svc`;
+    void this.reload();
+  }
+
+  /** Loads the page's data; errors end up in `loadError` and are shown by {@link renderLoadError}. */
+  async reload(): Promise<void> {
+    this.loading = true;
+    try {
+      await this.load();
+      this.loadError = undefined;
+    } catch (err) {
+      // A 401 already sent the person to the login screen; nothing to show here.
+      if (!(err instanceof ApiError && err.status === 401)) this.loadError = err;
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  /** Fetches what the page shows. */
+  protected load(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** The page heading with optional actions on the right. */
+  protected renderHeader(actions: TemplateResult | typeof nothing = nothing, intro = ""): TemplateResult {
+    return html`
+      <header class="page-header">
+        <div>
+          <h1>${this.pageTitle}</h1>
+          ${intro ? html`<p class="page-intro">${intro}</p>` : nothing}
+        </div>
+        <div class="page-actions">${actions}</div>
+      </header>
+    `;
+  }
+
+  /** The load error, if any, with a retry button. */
+  protected renderLoadError(): TemplateResult | typeof nothing {
+    if (!this.loadError) return nothing;
+    return html`
+      <sl-alert variant="danger" open>
+        <sl-icon slot="icon" name="exclamation-octagon"></sl-icon>
+        ${errorText(this.loadError)}
+        <sl-button size="small" @click=${() => this.reload()}>Try again</sl-button>
+      </sl-alert>
+    `;
+  }
+}
+
+/** The message a person should read for any thrown value. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) {
+    if (err.status === 403) return `Not allowed: ${err.message}`;
+    return err.message;
+  }
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

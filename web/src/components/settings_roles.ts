@@ -1,0 +1,210 @@
+/**
+ * `<svc-settings-roles>`: roles and their permissions as a matrix (resources × actions) built from the shared
+ * permission catalogue. Built-in roles are read-only; the server refuses granting what the caller lacks.
+ */
+import { html, nothing, type TemplateResult } from "lit";
+import { api, ApiError, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
+import { PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
+import { PageElement } from "./page.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
+import type { Role } from "../types.ts";
+
+const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
+
+class SvcSettingsRoles extends PageElement {
+  static override properties = {
+    ...PageElement.properties,
+    roles: { state: true },
+    editing: { state: true },
+    chosen: { state: true },
+    editError: { state: true },
+  };
+  declare roles: Role[] | undefined;
+  declare editing: Partial<Role> | undefined;
+  declare chosen: Set<string>;
+  declare editError: unknown;
+
+  constructor() {
+    super();
+    this.chosen = new Set();
+  }
+
+  protected override async load(): Promise<void> {
+    this.roles = (await api.get<ListPage<Role>>("/roles", { per_page: 200 })).items;
+  }
+
+  #open(role: Partial<Role>): void {
+    this.editing = role;
+    this.chosen = new Set(role.permissions ?? []);
+    this.editError = undefined;
+  }
+
+  #toggle(permission: string, on: boolean): void {
+    const next = new Set(this.chosen);
+    if (on) next.add(permission);
+    else next.delete(permission);
+    this.chosen = next;
+  }
+
+  async #save(): Promise<void> {
+    const r = this.editing!;
+    const value = (name: string) =>
+      String((this.querySelector(`.role-form [name=${name}]`) as HTMLInputElement | null)?.value ?? "");
+    const payload = {
+      name: value("name").trim(),
+      description: value("description"),
+      permissions: [...this.chosen].sort(),
+    };
+    try {
+      if (r.id) await api.put(`/roles/${r.id}`, payload);
+      else await api.post("/roles", payload);
+      notify(`Role ${payload.name} saved`, "success");
+      this.editing = undefined;
+      await this.reload();
+    } catch (err) {
+      this.editError = err;
+    }
+  }
+
+  async #delete(r: Role): Promise<void> {
+    const ok = await confirmAction({
+      title: `Delete role ${r.name}`,
+      message: "Users and groups holding only this role lose its permissions at their next request.",
+      confirmLabel: "Delete",
+      danger: true,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/roles/${r.id}`);
+      notify(`Role ${r.name} deleted`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  override render() {
+    return html`
+      ${this.renderLoadError()}
+      <div class="toolbar">
+        ${session.can("role:create")
+          ? html`<sl-button variant="primary" @click=${() =>
+            this.#open({})}><sl-icon slot="prefix" name="plus-lg"></sl-icon>
+            New role</sl-button>`
+          : nothing}
+      </div>
+      ${!this.roles ? html`<sl-spinner></sl-spinner>` : html`
+        <div class="table-wrap">
+          <table class="data">
+            <caption class="visually-hidden">Roles</caption>
+            <thead>
+              <tr>
+                <th scope="col">Role</th>
+                <th scope="col">Description</th>
+                <th scope="col">Permissions</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>${this.roles.map((r) =>
+              html`
+                <tr>
+                  <td><strong>${r.name}</strong> ${r.builtin
+                    ? html`<sl-badge variant="neutral" pill>built-in</sl-badge>`
+                    : nothing}</td>
+                  <td>${r.description}</td>
+                  <td class="num">${r.permissions.length}</td>
+                  <td class="row-actions">
+                                  <sl-button size="small" @click=${() => this.#open(r)}>
+                                    ${r.builtin || !session.can("role:edit") ? "View" : "Edit"}</sl-button>
+                                  ${session.can("role:delete") && !r.builtin
+                                    ? html`
+                                      <sl-icon-button name="trash" label=${`Delete role ${r.name}`} @click=${() =>
+                                        this.#delete(r)}></sl-icon-button>
+                                    `
+                                    : nothing}
+                                </td>
+                </tr>
+              `
+            )}</tbody>
+          </table>
+        </div>
+      `}
+      ${this.#renderEditor()}
+    `;
+  }
+
+  #renderEditor(): TemplateResult | typeof nothing {
+    const r = this.editing;
+    if (!r) return nothing;
+    const readOnly = !!r.builtin || !(r.id ? session.can("role:edit") : session.can("role:create"));
+    const err = this.editError;
+    return html`
+      <sl-dialog open label=${r.id ? `Role ${r.name}` : "New role"} style="--width: 52rem" @sl-after-hide=${(
+        e: Event,
+      ) => {
+        if (e.target === e.currentTarget) this.editing = undefined;
+      }}>
+        <div class="role-form form-grid">
+          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${r.builtin
+            ? html`<p class="muted">Built-in roles cannot be changed; create a new role instead.</p>`
+            : nothing}
+          <sl-input name="name" label="Name" value=${r.name ?? ""} ?disabled=${readOnly}
+            class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(
+              err,
+              "name",
+            )}></sl-input>
+          <sl-textarea name="description" label="Description" rows="2" value=${r.description ??
+            ""} ?disabled=${readOnly}>
+          </sl-textarea>
+          ${this.#matrix(readOnly)}
+          ${fieldError(err, "permissions")
+            ? html`<p class="field-error">${fieldError(err, "permissions")}</p>`
+            : nothing}
+        </div>
+        <sl-button slot="footer" @click=${() => this.editing = undefined}>${readOnly
+          ? "Close"
+          : "Cancel"}</sl-button>
+        ${readOnly
+          ? nothing
+          : html`<sl-button slot="footer" variant="primary" @click=${this.#save}>Save</sl-button>`}
+      </sl-dialog>
+    `;
+  }
+
+  #matrix(readOnly: boolean): TemplateResult {
+    return html`
+      <div class="table-wrap">
+        <table class="data matrix">
+          <caption>Permissions</caption>
+          <thead>
+            <tr><th scope="col">Resource</th>${ACTIONS.map((a) => html`<th scope="col">${a}</th>`)}</tr>
+          </thead>
+          <tbody>
+            ${Object.entries(PERMISSION_CATALOGUE).map(([resource, actions]) =>
+              html`<tr>
+                <th scope="row">${resource.replaceAll("_", " ")}</th>
+                ${
+                ACTIONS.map((a) => {
+                  if (!(actions as readonly string[]).includes(a)) return html`<td></td>`;
+                  const id = `${resource}:${a}`;
+                  return html`
+                    <td>
+                      <sl-checkbox ?checked=${this.chosen.has(id)} ?disabled=${readOnly} data-permission=${id}
+                        @sl-change=${(e: Event) => this.#toggle(id, (e.target as HTMLInputElement).checked)}>
+                                        <span class="visually-hidden">${id}</span></sl-checkbox>
+                    </td>
+                  `;
+                })
+              }
+              </tr>`
+            )}
+          </tbody>
+        </table>
+      </div>
+    `;
+  }
+}
+
+customElements.define("svc-settings-roles", SvcSettingsRoles);

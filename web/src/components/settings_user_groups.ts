@@ -1,0 +1,229 @@
+/** `<svc-settings-user-groups>`: user groups and their members (roles are bound in the Role bindings tab). */
+import { html, nothing, type TemplateResult } from "lit";
+import { api, ApiError, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
+import { PageElement } from "./page.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
+import type { User, UserGroup } from "../types.ts";
+
+class SvcSettingsUserGroups extends PageElement {
+  static override properties = {
+    ...PageElement.properties,
+    groups: { state: true },
+    editing: { state: true },
+    editError: { state: true },
+    membersOf: { state: true },
+    members: { state: true },
+    users: { state: true },
+  };
+  declare groups: UserGroup[] | undefined;
+  declare editing: Partial<UserGroup> | undefined;
+  declare editError: unknown;
+  declare membersOf: UserGroup | undefined;
+  declare members: User[] | undefined;
+  declare users: User[];
+
+  constructor() {
+    super();
+    this.users = [];
+  }
+
+  protected override async load(): Promise<void> {
+    this.groups = (await api.get<ListPage<UserGroup>>("/user-groups", { per_page: 200 })).items;
+  }
+
+  async #save(): Promise<void> {
+    const g = this.editing!;
+    const value = (name: string) =>
+      String((this.querySelector(`.ug-form [name=${name}]`) as HTMLInputElement | null)?.value ?? "");
+    const payload = { name: value("name").trim(), description: value("description") };
+    try {
+      if (g.id) await api.put(`/user-groups/${g.id}`, payload);
+      else await api.post("/user-groups", payload);
+      notify(`User group ${payload.name} saved`, "success");
+      this.editing = undefined;
+      await this.reload();
+    } catch (err) {
+      this.editError = err;
+    }
+  }
+
+  async #delete(g: UserGroup): Promise<void> {
+    const ok = await confirmAction({
+      title: `Delete user group ${g.name}`,
+      message: "Members lose the roles they received through this group.",
+      confirmLabel: "Delete",
+      danger: true,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/user-groups/${g.id}`);
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #openMembers(g: UserGroup): Promise<void> {
+    this.membersOf = g;
+    this.members = undefined;
+    try {
+      const [members, users] = await Promise.all([
+        api.get<ListPage<User>>(`/user-groups/${g.id}/members`, { per_page: 200 }),
+        session.can("user:view")
+          ? api.get<ListPage<User>>("/users", { per_page: 200 })
+          : Promise.resolve({ items: [] }),
+      ]);
+      this.members = members.items;
+      this.users = users.items as User[];
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #addMember(userId: string): Promise<void> {
+    if (!userId) return;
+    try {
+      await api.post(`/user-groups/${this.membersOf!.id}/members`, { user_id: userId });
+      await this.#openMembers(this.membersOf!);
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #removeMember(u: User): Promise<void> {
+    try {
+      await api.delete(`/user-groups/${this.membersOf!.id}/members/${u.id}`);
+      await this.#openMembers(this.membersOf!);
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  override render() {
+    return html`
+      ${this.renderLoadError()}
+      <div class="toolbar">
+        ${session.can("user_group:create")
+          ? html`
+            <sl-button variant="primary"
+              @click=${() => {
+                this.editing = {};
+                this.editError = undefined;
+              }}><sl-icon slot="prefix" name="plus-lg"></sl-icon>New user group</sl-button>
+          `
+          : nothing}
+      </div>
+      ${!this.groups ? html`<sl-spinner></sl-spinner>` : this.groups.length === 0
+        ? html`
+          <div class="empty-state">
+            <p>No user groups yet.</p>
+          </div>
+        `
+        : html`
+          <div class="table-wrap">
+            <table class="data">
+              <caption class="visually-hidden">User groups</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Group</th>
+                  <th scope="col">Description</th>
+                  <th scope="col">Members</th>
+                  <th scope="col"><span class="visually-hidden">Actions</span></th>
+                </tr>
+              </thead>
+              <tbody>${this.groups.map((g) =>
+                html`
+                  <tr>
+                    <td><strong>${g.name}</strong></td>
+                    <td>${g.description}</td>
+                    <td class="num">${g.member_count ?? "—"}</td>
+                    <td class="row-actions">
+                                    <sl-button size="small" @click=${() =>
+                                      this.#openMembers(g)}>Members</sl-button>
+                                    ${session.can("user_group:edit")
+                                      ? html`<sl-icon-button name="pencil" label=${`Edit ${g.name}`} @click=${() => {
+                                        this.editing = g;
+                                        this.editError = undefined;
+                                      }}></sl-icon-button>`
+                                      : nothing}
+                                    ${session.can("user_group:delete")
+                                      ? html`
+                                        <sl-icon-button name="trash" label=${`Delete ${g.name}`} @click=${() =>
+                                          this.#delete(g)}></sl-icon-button>
+                                      `
+                                      : nothing}
+                                  </td>
+                  </tr>
+                `
+              )}</tbody>
+            </table>
+          </div>
+        `}
+      ${this.#renderEdit()} ${this.#renderMembers()}
+    `;
+  }
+
+  #renderEdit(): TemplateResult | typeof nothing {
+    const g = this.editing;
+    if (!g) return nothing;
+    const err = this.editError;
+    return html`
+      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New user group"} @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.editing = undefined;
+      }}>
+        <div class="ug-form form-grid">
+          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          <sl-input name="name" label="Name" value=${g.name ?? ""} class=${fieldError(err, "name")
+            ? "has-error"
+            : ""}
+            help-text=${fieldError(err, "name")}></sl-input>
+          <sl-textarea name="description" label="Description" rows="2" value=${g.description ??
+            ""}></sl-textarea>
+        </div>
+        <sl-button slot="footer" @click=${() => this.editing = undefined}>Cancel</sl-button>
+        <sl-button slot="footer" variant="primary" @click=${this.#save}>Save</sl-button>
+      </sl-dialog>
+    `;
+  }
+
+  #renderMembers(): TemplateResult | typeof nothing {
+    const g = this.membersOf;
+    if (!g) return nothing;
+    const canEdit = session.can("user_group:edit");
+    const memberIds = new Set(this.members?.map((m) => m.id));
+    return html`
+      <sl-dialog open label=${`Members of ${g.name}`} @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.membersOf = undefined;
+      }}>
+        ${!this.members ? html`<sl-spinner></sl-spinner>` : html`
+          ${this.members.length === 0 ? html`<p class="muted">No members.</p>` : nothing}
+          <ul>${this.members.map((m) =>
+            html`<li>${m.username} ${
+              canEdit
+                ? html`
+                  <sl-icon-button name="x-lg" label=${`Remove ${m.username}`} @click=${() =>
+                    this.#removeMember(m)}></sl-icon-button>
+                `
+                : nothing
+            }</li>`
+          )}</ul>
+          ${canEdit && this.users.length
+            ? html`<sl-select label="Add a user" hoist @sl-change=${(e: Event) =>
+              this.#addMember(String((e.target as HTMLSelectElement).value))}>
+              ${
+              this.users.filter((u) => !memberIds.has(u.id)).map((u) =>
+                html`<sl-option value=${u.id}>${u.username}</sl-option>`
+              )
+            }
+            </sl-select>`
+            : nothing}
+        `}
+      </sl-dialog>
+    `;
+  }
+}
+
+customElements.define("svc-settings-user-groups", SvcSettingsUserGroups);

@@ -1,0 +1,274 @@
+/** `<svc-settings-users>`: console users — create, edit, enable/disable, reset password, delete. */
+import { html, nothing, type TemplateResult } from "lit";
+import { api, ApiError, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
+import { PageElement } from "./page.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError, valueOf } from "./ui.ts";
+import type { PageChange } from "./pager.ts";
+import type { Role, User } from "../types.ts";
+
+class SvcSettingsUsers extends PageElement {
+  static override properties = {
+    ...PageElement.properties,
+    page: { state: true },
+    search: { state: true },
+    editing: { state: true },
+    editError: { state: true },
+    roles: { state: true },
+    resetting: { state: true },
+  };
+  declare page: ListPage<User> | undefined;
+  declare search: string;
+  /** The user being edited; `{}` for a new one. */
+  declare editing: Partial<User> | undefined;
+  declare editError: unknown;
+  declare roles: Role[];
+  declare resetting: User | undefined;
+  #pageNo = 1;
+  #perPage = 25;
+
+  constructor() {
+    super();
+    this.search = "";
+    this.roles = [];
+  }
+
+  protected override async load(): Promise<void> {
+    this.page = await api.get<ListPage<User>>("/users", {
+      search: this.search,
+      page: this.#pageNo,
+      per_page: this.#perPage,
+    });
+  }
+
+  async #openNew(): Promise<void> {
+    this.editing = {};
+    this.editError = undefined;
+    if (session.can("role:view") && this.roles.length === 0) {
+      try {
+        this.roles = (await api.get<ListPage<Role>>("/roles", { per_page: 200 })).items;
+      } catch (err) {
+        notifyError(err);
+      }
+    }
+  }
+
+  #value(selector: string): string {
+    return String((this.querySelector(selector) as HTMLInputElement | null)?.value ?? "");
+  }
+
+  async #save(): Promise<void> {
+    const u = this.editing!;
+    const profile = {
+      email: this.#value(".user-form sl-input[name=email]").trim(),
+      full_name: this.#value(".user-form sl-input[name=full_name]").trim(),
+    };
+    try {
+      if (u.id) {
+        await api.put(`/users/${u.id}`, profile);
+      } else {
+        const roleSelect = this.querySelector(".user-form sl-select[name=role_ids]") as
+          | (HTMLElement & { value: string[] })
+          | null;
+        await api.post("/users", {
+          username: this.#value(".user-form sl-input[name=username]").trim(),
+          password: this.#value(".user-form sl-input[name=password]"),
+          ...profile,
+          role_ids: roleSelect?.value?.length ? roleSelect.value : undefined,
+        });
+      }
+      notify("User saved", "success");
+      this.editing = undefined;
+      await this.reload();
+    } catch (err) {
+      this.editError = err;
+    }
+  }
+
+  async #setEnabled(u: User, enabled: boolean): Promise<void> {
+    try {
+      await api.put(`/users/${u.id}`, { enabled });
+      notify(`${u.username} ${enabled ? "enabled" : "disabled; their sessions ended"}`, "success");
+    } catch (err) {
+      notifyError(err);
+    }
+    await this.reload();
+  }
+
+  async #delete(u: User): Promise<void> {
+    const ok = await confirmAction({
+      title: `Delete ${u.username}`,
+      message: "The account and its role bindings are removed; its sessions end at once.",
+      confirmLabel: "Delete",
+      danger: true,
+      typeToConfirm: u.username,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/users/${u.id}`);
+      notify(`${u.username} deleted`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #resetPassword(): Promise<void> {
+    const u = this.resetting!;
+    try {
+      await api.put(`/users/${u.id}/password`, { new_password: this.#value(".reset-form sl-input") });
+      notify(`Password of ${u.username} set; their sessions ended`, "success");
+      this.resetting = undefined;
+    } catch (err) {
+      this.editError = err;
+    }
+  }
+
+  override render() {
+    const page = this.page;
+    return html`
+      ${this.renderLoadError()}
+      <div class="toolbar" role="search">
+        <sl-input label="Search users" clearable value=${this.search} @sl-change=${(e: Event) => {
+          this.search = valueOf(e);
+          this.#pageNo = 1;
+          void this.reload();
+        }}></sl-input>
+        ${session.can("user:create")
+          ? html`<sl-button variant="primary" @click=${this.#openNew}><sl-icon slot="prefix" name="person-plus"></sl-icon>
+            New user</sl-button>`
+          : nothing}
+      </div>
+      ${!page ? html`<sl-spinner></sl-spinner>` : html`
+        <div class="table-wrap">
+          <table class="data">
+            <caption class="visually-hidden">Users</caption>
+            <thead>
+              <tr>
+                <th scope="col">Username</th>
+                <th scope="col">Name</th>
+                <th scope="col">E-mail</th>
+                <th scope="col">Source</th>
+                <th scope="col">Enabled</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>${page.items.map((u) => this.#row(u))}</tbody>
+          </table>
+        </div>
+        <svc-pager label="users" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
+          @page-change=${(e: CustomEvent<PageChange>) => {
+            this.#pageNo = e.detail.page;
+            this.#perPage = e.detail.perPage;
+            void this.reload();
+          }}></svc-pager>
+      `}
+      ${this.#renderEdit()} ${this.#renderReset()}
+    `;
+  }
+
+  #row(u: User): TemplateResult {
+    const self = u.id === session.me?.user.id;
+    const canEdit = session.can("user:edit");
+    return html`
+      <tr>
+        <td><strong>${u.username}</strong>${self
+          ? html`
+            <span class="muted">(you)</span>
+          `
+          : nothing}</td>
+        <td>${u.full_name}</td>
+        <td>${u.email}</td>
+        <td>${u.source}</td>
+        <td>
+          <sl-switch ?checked=${u.enabled} ?disabled=${!canEdit || self}
+            @sl-change=${(e: Event) => this.#setEnabled(u, (e.target as HTMLInputElement).checked)}>
+              <span class="visually-hidden">${u.username} enabled</span></sl-switch>
+        </td>
+        <td class="row-actions">
+              ${canEdit
+                ? html`<sl-icon-button name="pencil" label=${`Edit ${u.username}`} @click=${() => {
+                  this.editing = u;
+                  this.editError = undefined;
+                }}></sl-icon-button>`
+                : nothing}
+              ${canEdit && u.source === "local"
+                ? html`<sl-icon-button name="key" label=${`Reset password of ${u.username}`} @click=${() => {
+                  this.resetting = u;
+                  this.editError = undefined;
+                }}></sl-icon-button>`
+                : nothing}
+              ${session.can("user:delete") && !self
+                ? html`<sl-icon-button name="trash" label=${`Delete ${u.username}`} @click=${() =>
+                  this.#delete(u)}></sl-icon-button>`
+                : nothing}
+            </td>
+      </tr>
+    `;
+  }
+
+  #renderEdit(): TemplateResult | typeof nothing {
+    const u = this.editing;
+    if (!u) return nothing;
+    const err = this.editError;
+    const f = (name: string) => ({
+      class: fieldError(err, name) ? "has-error" : "",
+      help: fieldError(err, name),
+    });
+    return html`
+      <sl-dialog open label=${u.id ? `Edit ${u.username}` : "New user"} @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.editing = undefined;
+      }}>
+        <div class="user-form form-grid">
+          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${u.id ? nothing : html`
+            <sl-input name="username" label="Username" required autocomplete="off" class=${f("username")
+              .class}
+              help-text=${f("username").help || "Letters, digits and . _ @ -"}></sl-input>
+            <sl-input name="password" label="Initial password" type="password" required autocomplete="new-password"
+              password-toggle class=${f("password").class} help-text=${f("password").help}></sl-input>
+          `}
+          <sl-input name="full_name" label="Full name" value=${u.full_name ?? ""} class=${f("full_name")
+            .class}
+            help-text=${f("full_name").help}></sl-input>
+          <sl-input name="email" label="E-mail" type="email" value=${u.email ?? ""} class=${f("email").class}
+            help-text=${f("email").help}></sl-input>
+          ${!u.id && this.roles.length
+            ? html`
+              <sl-select name="role_ids" label="Global roles" multiple clearable hoist
+                help-text=${f("role_ids").help || "You can grant only roles whose permissions you hold."}>
+                            ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
+                          </sl-select>
+            `
+            : nothing}
+        </div>
+        <sl-button slot="footer" @click=${() => this.editing = undefined}>Cancel</sl-button>
+        <sl-button slot="footer" variant="primary" @click=${this.#save}>${u.id
+          ? "Save"
+          : "Create"}</sl-button>
+      </sl-dialog>
+    `;
+  }
+
+  #renderReset(): TemplateResult | typeof nothing {
+    const u = this.resetting;
+    if (!u) return nothing;
+    const help = fieldError(this.editError, "new_password");
+    return html`
+      <sl-dialog open label=${`Reset the password of ${u.username}`} @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.resetting = undefined;
+      }}>
+        <div class="reset-form form-grid">
+          ${this.editError && !help ? errorAlert(this.editError) : nothing}
+          <sl-input label="New password" type="password" autocomplete="new-password" password-toggle
+            class=${help ? "has-error" : ""} help-text=${help ||
+              "Their sessions end when it is set."}></sl-input>
+        </div>
+        <sl-button slot="footer" @click=${() => this.resetting = undefined}>Cancel</sl-button>
+        <sl-button slot="footer" variant="primary" @click=${this.#resetPassword}>Set password</sl-button>
+      </sl-dialog>
+    `;
+  }
+}
+
+customElements.define("svc-settings-users", SvcSettingsUsers);

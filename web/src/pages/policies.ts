@@ -1,0 +1,509 @@
+/**
+ * `/policies`: the policy list (server-side filter, sort and pages), lifecycle actions with the spec's
+ * refusals explained before the person tries, deprecation, export and import with a dry-run report.
+ */
+import { html, nothing, type TemplateResult } from "lit";
+import { api, ApiError, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
+import { navigate, setQuery } from "../router.ts";
+import { errorText, PageElement } from "../components/page.ts";
+import {
+  confirmAction,
+  downloadText,
+  errorAlert,
+  fieldError,
+  formatDate,
+  notify,
+  notifyError,
+  sortHeader,
+  type SortState,
+  statusBadge,
+  valueOf,
+} from "../components/ui.ts";
+import type { PageChange } from "../components/pager.ts";
+import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
+import type { Policy } from "../types.ts";
+import { type LifecycleAction, lifecycleActions } from "../lifecycle.ts";
+
+/** The import report (`POST /policies/import`). */
+interface ImportReport {
+  ok: boolean;
+  dry_run: boolean;
+  created: number;
+  updated: number;
+  skipped: number;
+  errors: number;
+  results: Array<{ doc: number; kind: string; name: string; status: string; message: string }>;
+}
+
+/** A chosen bundle file. */
+interface ImportFile {
+  name: string;
+  text: string;
+  contentType: string;
+}
+
+class SvcPoliciesPage extends PageElement {
+  static override properties = {
+    ...PageElement.properties,
+    page: { state: true },
+    sort: { state: true },
+    deprecating: { state: true },
+    deprecateError: { state: true },
+    importing: { state: true },
+    importReport: { state: true },
+    importError: { state: true },
+    allPolicies: { state: true },
+  };
+  declare page: ListPage<Policy> | undefined;
+  declare sort: SortState;
+  declare deprecating: Policy | undefined;
+  declare deprecateError: unknown;
+  declare importing: boolean;
+  declare importReport: ImportReport | undefined;
+  declare importError: unknown;
+  declare allPolicies: Policy[];
+  #importFile: ImportFile | undefined;
+  #onConflict = "error";
+
+  override pageTitle = "Policies";
+
+  constructor() {
+    super();
+    this.page = undefined;
+    this.sort = { key: "updated_at", dir: "desc" };
+    this.deprecating = undefined;
+    this.importing = false;
+    this.allPolicies = [];
+  }
+
+  #q(name: string): string {
+    return this.route?.query.get(name) ?? "";
+  }
+
+  override connectedCallback(): void {
+    const sort = this.route?.query.get("sort");
+    if (sort) this.sort = { key: sort, dir: this.route.query.get("order") === "asc" ? "asc" : "desc" };
+    super.connectedCallback();
+  }
+
+  protected override async load(): Promise<void> {
+    this.page = await api.get<ListPage<Policy>>("/policies/all", {
+      page: this.#q("page") || 1,
+      per_page: this.#q("per_page") || 25,
+      state: this.#q("state"),
+      type: this.#q("type"),
+      name: this.#q("name"),
+      deprecated: this.#q("deprecated"),
+      sort: this.sort.key,
+      order: this.sort.dir,
+    });
+  }
+
+  #filter(name: string, value: string): void {
+    this.route.query.set(name, value);
+    if (!value) this.route.query.delete(name);
+    this.route.query.delete("page");
+    setQuery({ [name]: value, page: undefined });
+    void this.reload();
+  }
+
+  #onSort = (sort: SortState) => {
+    this.sort = sort;
+    setQuery({ sort: sort.key, order: sort.dir });
+    void this.reload();
+  };
+
+  #onPage = (e: CustomEvent<PageChange>) => {
+    this.route.query.set("page", String(e.detail.page));
+    this.route.query.set("per_page", String(e.detail.perPage));
+    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
+    void this.reload();
+  };
+
+  async #changeState(p: Policy, action: LifecycleAction): Promise<void> {
+    const ok = await confirmAction({
+      title: `${action.label}: ${p.name}`,
+      message: action.target === "released"
+        ? "Releasing makes the policy read-only. Nodes receive it once an enabled binding links it to their group."
+        : action.target === "archived"
+        ? "Archived policies stop reaching nodes; the agents undo their effects at the next snapshot."
+        : "A draft can be edited again. It reaches no node while it is a draft.",
+      confirmLabel: action.label,
+    });
+    if (!ok) return;
+    try {
+      await api.put(`/policies/all/${p.id}/state`, { state: action.target });
+      notify(`${p.name}: ${action.label.toLowerCase()} done`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #delete(p: Policy): Promise<void> {
+    const ok = await confirmAction({
+      title: `Delete ${p.name}`,
+      message: "The policy and its disabled bindings are deleted. This cannot be undone.",
+      confirmLabel: "Delete",
+      danger: true,
+      typeToConfirm: p.name,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/policies/all/${p.id}`);
+      notify(`${p.name} deleted`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #export(ids?: string[]): Promise<void> {
+    try {
+      const res = await api.request("GET", "/policies/export", {
+        query: { ids: ids?.join(","), include_bindings: ids ? undefined : true },
+      });
+      const disposition = res.headers.get("content-disposition") ?? "";
+      const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? "policies.yaml";
+      downloadText(name, await res.text(), res.headers.get("content-type") ?? "application/yaml");
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #openDeprecate(p: Policy): Promise<void> {
+    this.deprecating = p;
+    this.deprecateError = undefined;
+    try {
+      const all = await api.get<ListPage<Policy>>("/policies/all", {
+        per_page: 200,
+        sort: "name",
+        order: "asc",
+      });
+      this.allPolicies = all.items.filter((x) => x.id !== p.id);
+    } catch (err) {
+      this.deprecateError = err;
+    }
+  }
+
+  async #saveDeprecation(deprecated: boolean): Promise<void> {
+    const p = this.deprecating!;
+    const form = this.querySelector<HTMLElement>(".deprecate-form")!;
+    const message = String((form.querySelector("sl-textarea") as HTMLTextAreaElement | null)?.value ?? "");
+    const replacement = String((form.querySelector("sl-select") as HTMLSelectElement | null)?.value ?? "");
+    try {
+      await api.post(`/policies/all/${p.id}/deprecate`, {
+        deprecated,
+        message: deprecated ? message : "",
+        replacement_policy_id: deprecated && replacement ? replacement : null,
+      });
+      notify(deprecated ? `${p.name} is marked deprecated` : `${p.name} is no longer deprecated`, "success");
+      this.deprecating = undefined;
+      await this.reload();
+    } catch (err) {
+      this.deprecateError = err;
+    }
+  }
+
+  /** Sends the chosen bundle; a dry run reports without writing. Refusals come back as 422 naming documents. */
+  async #runImport(dryRun: boolean): Promise<void> {
+    const file = this.#importFile;
+    if (!file) return;
+    this.importError = undefined;
+    try {
+      this.importReport = await api.json<ImportReport>("POST", "/policies/import", {
+        query: { dry_run: dryRun, on_conflict: this.#onConflict },
+        text: { body: file.text, contentType: file.contentType },
+      });
+      if (!dryRun) {
+        notify(
+          `Imported ${file.name}: ${this.importReport.created} created, ${this.importReport.updated} updated`,
+          "success",
+        );
+        await this.reload();
+      }
+    } catch (err) {
+      this.importReport = undefined;
+      this.importError = err;
+    }
+  }
+
+  async #readImportFile(e: Event): Promise<void> {
+    const file = (e.target as HTMLInputElement).files?.[0];
+    if (!file) return;
+    const json = file.name.endsWith(".json") || file.type === "application/json";
+    this.#importFile = {
+      name: file.name,
+      text: await file.text(),
+      contentType: json ? "application/json" : "application/yaml",
+    };
+    this.importReport = undefined;
+    await this.#runImport(true);
+  }
+
+  #actions(p: Policy): TemplateResult {
+    const items: TemplateResult[] = [
+      html`<sl-menu-item value="edit">${
+        p.state === "draft" && session.can("policy:edit") ? "Edit" : "View"
+      }</sl-menu-item>`,
+    ];
+    for (const a of lifecycleActions(p)) {
+      if (!a.permissions.every((x) => session.can(x))) continue;
+      items.push(html`<sl-menu-item value=${`state:${a.target}`} ?disabled=${!!a.refusal}>
+        ${a.label}${a.refusal ? html`<span class="muted"> — ${a.refusal}</span>` : nothing}
+      </sl-menu-item>`);
+    }
+    if (session.can("policy:edit")) {
+      items.push(
+        html`<sl-menu-item value="deprecate">${
+          p.deprecated ? "Change deprecation" : "Deprecate…"
+        }</sl-menu-item>`,
+      );
+    }
+    items.push(html`<sl-menu-item value="export">Export</sl-menu-item>`);
+    if (session.can("policy:delete")) {
+      const refusal = p.enabled_bindings_count > 0 ? "disable its enabled bindings first" : "";
+      items.push(html`
+        <sl-divider></sl-divider>
+        <sl-menu-item value="delete" ?disabled=${!!refusal}>
+                Delete${refusal ? html`<span class="muted"> — ${refusal}</span>` : nothing}
+              </sl-menu-item>
+      `);
+    }
+    const onSelect = (e: CustomEvent<{ item: { value: string } }>) => {
+      const v = e.detail.item.value;
+      if (v === "edit") navigate(`/policies/${p.id}/edit`);
+      else if (v === "export") void this.#export([p.id]);
+      else if (v === "delete") void this.#delete(p);
+      else if (v === "deprecate") void this.#openDeprecate(p);
+      else if (v.startsWith("state:")) {
+        const action = lifecycleActions(p).find((a) => `state:${a.target}` === v);
+        if (action) void this.#changeState(p, action);
+      }
+    };
+    return html`
+      <sl-dropdown hoist>
+        <sl-icon-button slot="trigger" name="three-dots-vertical" label=${`Actions for ${p.name}`}></sl-icon-button>
+        <sl-menu @sl-select=${onSelect}>${items}</sl-menu>
+      </sl-dropdown>
+    `;
+  }
+
+  override render() {
+    const canCreate = session.can("policy:create");
+    const actions = html`
+      ${session.can("policy:view")
+        ? html`<sl-button @click=${() =>
+          this.#export()}><sl-icon slot="prefix" name="download"></sl-icon>Export all</sl-button>`
+        : nothing}
+      ${canCreate
+        ? html`
+          <sl-button @click=${() => {
+            this.importing = true;
+            this.importReport = undefined;
+            this.importError = undefined;
+          }}><sl-icon slot="prefix" name="upload"></sl-icon>Import</sl-button>
+          <sl-button variant="primary" href="/policies/new" class="new-policy">
+                      <sl-icon slot="prefix" name="plus-lg"></sl-icon>New policy
+                    </sl-button>
+        `
+        : nothing}
+    `;
+    return html`
+      ${this.renderHeader(actions, "Policies are authored as drafts, released, then bound to node groups.")}
+      ${this.renderLoadError()}
+      <div class="toolbar" role="search">
+        <sl-input label="Name" placeholder="Search by name" clearable value=${this.#q("name")}
+          @sl-change=${(e: Event) => this.#filter("name", valueOf(e))}></sl-input>
+        <sl-select label="Type" clearable value=${this.#q("type")}
+          @sl-change=${(e: Event) => this.#filter("type", valueOf(e))}>
+          ${listPolicyTypes().map((t) => html`<sl-option value=${t.wireName}>${t.wireName}</sl-option>`)}
+        </sl-select>
+        <sl-select label="State" clearable value=${this.#q("state")}
+          @sl-change=${(e: Event) => this.#filter("state", valueOf(e))}>
+          <sl-option value="draft">Draft</sl-option>
+          <sl-option value="released">Released</sl-option>
+          <sl-option value="archived">Archived</sl-option>
+        </sl-select>
+        <sl-select label="Deprecation" clearable value=${this.#q("deprecated")}
+          @sl-change=${(e: Event) => this.#filter("deprecated", valueOf(e))}>
+          <sl-option value="true">Deprecated</sl-option>
+          <sl-option value="false">Not deprecated</sl-option>
+        </sl-select>
+      </div>
+      ${this.#renderTable()}
+      ${this.#renderDeprecateDialog()} ${this.#renderImportDialog()}
+    `;
+  }
+
+  #renderTable(): TemplateResult {
+    const page = this.page;
+    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (page.items.length === 0) {
+      return html`
+        <div class="empty-state">
+          <p>No policies match.${session.can("policy:create") ? " Create one with New policy." : ""}</p>
+        </div>
+      `;
+    }
+    return html`
+      <div class="table-wrap">
+        <table class="data">
+          <caption class="visually-hidden">Policies</caption>
+          <thead>
+            <tr>
+              ${sortHeader("Name", "name", this.sort, this.#onSort)} ${sortHeader(
+                "Type",
+                "type",
+                this.sort,
+                this.#onSort,
+              )}
+              ${sortHeader("Version", "version", this.sort, this.#onSort)} ${sortHeader(
+                "State",
+                "state",
+                this.sort,
+                this.#onSort,
+              )}
+              <th scope="col">Bindings (enabled / all)</th>
+              ${sortHeader("Updated", "updated_at", this.sort, this.#onSort)}
+              <th scope="col"><span class="visually-hidden">Actions</span></th>
+            </tr>
+          </thead>
+          <tbody>
+            ${page.items.map((p) =>
+              html`
+                <tr data-policy-id=${p.id}>
+                  <td>
+                                  <a href=${`/policies/${p.id}/edit`}>${p.name}</a>
+                                  ${p.description ? html`<div class="muted">${p.description}</div>` : nothing}
+                                </td>
+                  <td>${p.type}</td>
+                  <td class="num">${p.version}</td>
+                  <td>
+                                  ${statusBadge(p.state)}
+                                  ${p.deprecated
+                                    ? html`<sl-badge variant="warning" pill title=${p.deprecation_message}>Deprecated</sl-badge>`
+                                    : nothing}
+                                </td>
+                  <td>${p.enabled_bindings_count} / ${p.bindings_count}</td>
+                  <td>${formatDate(p.updated_at)}</td>
+                  <td class="row-actions">${this.#actions(p)}</td>
+                </tr>
+              `
+            )}
+          </tbody>
+        </table>
+      </div>
+      <svc-pager label="policies" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
+        @page-change=${this.#onPage}></svc-pager>
+    `;
+  }
+
+  #renderDeprecateDialog(): TemplateResult | typeof nothing {
+    const p = this.deprecating;
+    if (!p) return nothing;
+    return html`
+      <sl-dialog open label=${`Deprecation of ${p.name}`} @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.deprecating = undefined;
+      }}>
+        <div class="deprecate-form form-grid">
+          <p>Deprecated policies keep working; agents and administrators are told to move to the replacement.</p>
+          ${errorAlert(this.deprecateError)}
+          <sl-textarea label="Message" value=${p.deprecation_message} rows="3"
+            help-text=${fieldError(this.deprecateError, "message") ||
+              "Shown wherever the policy is listed."}></sl-textarea>
+          <sl-select label="Replacement policy" clearable hoist value=${p.replacement_policy_id ?? ""}
+            class=${fieldError(this.deprecateError, "replacement_policy_id") ? "has-error" : ""}
+            help-text=${fieldError(this.deprecateError, "replacement_policy_id")}>
+            ${this.allPolicies.map((x) => html`<sl-option value=${x.id}>${x.name} (${x.type})</sl-option>`)}
+          </sl-select>
+        </div>
+        ${p.deprecated
+          ? html`<sl-button slot="footer" @click=${() =>
+            this.#saveDeprecation(false)}>Lift deprecation</sl-button>`
+          : nothing}
+        <sl-button slot="footer" variant="primary" @click=${() => this.#saveDeprecation(true)}>
+          ${p.deprecated ? "Save" : "Deprecate"}
+        </sl-button>
+      </sl-dialog>
+    `;
+  }
+
+  #renderImportDialog(): TemplateResult | typeof nothing {
+    if (!this.importing) return nothing;
+    const report = this.importReport;
+    const err = this.importError;
+    const problems = err instanceof ApiError ? err.fields : [];
+    return html`
+      <sl-dialog open label="Import policies" style="--width: 46rem" @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.importing = false;
+      }}>
+        <div class="form-grid import-form">
+          <p>Choose a YAML or JSON bundle exported from a svc server. A dry run checks it first; nothing is written
+            until you confirm, and an import is all or nothing.</p>
+          <label class="file-label">Bundle file
+            <input type="file" accept=".yaml,.yml,.json,application/yaml,application/json" @change=${this
+              .#readImportFile}>
+          </label>
+          <sl-select label="When a policy with the same name exists" value=${this.#onConflict} hoist
+            @sl-change=${(e: Event) => {
+              this.#onConflict = valueOf(e);
+              this.importReport = undefined;
+              void this.#runImport(true);
+            }}>
+            <sl-option value="error">Refuse the import</sl-option>
+            <sl-option value="skip">Skip it</sl-option>
+            <sl-option value="new-version">Update it (drafts of the same type only)</sl-option>
+          </sl-select>
+          ${err
+            ? html`<sl-alert variant="danger" open class="import-problems">
+              <sl-icon slot="icon" name="exclamation-octagon"></sl-icon>${errorText(err)}
+              ${
+              problems.length ? html`<ul>${problems.map((f) => html`<li>${f.message}</li>`)}</ul>` : nothing
+            }
+            </sl-alert>`
+            : nothing}
+          ${report
+            ? html`
+              <section aria-label="Import report" class="import-report">
+                <h2>${report.dry_run ? "Dry run: nothing written yet" : "Imported"}</h2>
+                <p>${report.created} to create, ${report.updated} to update, ${report.skipped} skipped,
+                              ${report.errors} problem${report.errors === 1 ? "" : "s"}.</p>
+                <table class="data">
+                  <caption class="visually-hidden">Documents of the bundle</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">#</th>
+                      <th scope="col">Kind</th>
+                      <th scope="col">Name</th>
+                      <th scope="col">Result</th>
+                      <th scope="col">Message</th>
+                    </tr>
+                  </thead>
+                  <tbody>${report.results.map((r) =>
+                    html`
+                      <tr>
+                        <td>${r.doc + 1}</td>
+                        <td>${r.kind}</td>
+                        <td>${r.name}</td>
+                        <td>${r.status}</td>
+                        <td>${r.message}</td>
+                      </tr>
+                    `
+                  )}</tbody>
+                </table>
+              </section>
+            `
+            : nothing}
+        </div>
+        <sl-button slot="footer" @click=${() => this.importing = false}>Close</sl-button>
+        <sl-button slot="footer" variant="primary" class="confirm-import"
+          ?disabled=${!report || !report.dry_run || !report.ok} @click=${() =>
+            this.#runImport(false)}>Import</sl-button>
+      </sl-dialog>
+    `;
+  }
+}
+
+customElements.define("svc-policies-page", SvcPoliciesPage);

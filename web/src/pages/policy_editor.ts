@@ -1,0 +1,400 @@
+/**
+ * `/policies/new` and `/policies/:policyId/edit`: the policy editor. Details (name, description, type), the
+ * typed form generated from the shared registry's content message, and a JSON view of the same value.
+ * Every change is validated in the browser by the same `validatePolicyContent` the server runs, and
+ * problems appear next to their field. Only drafts are editable; released and archived policies are shown
+ * read-only with the lifecycle actions the person may take.
+ */
+import { html, nothing, type TemplateResult } from "lit";
+import {
+  getPolicyType,
+  listPolicyTypes,
+  validatePolicyContent,
+  type ValidationIssue,
+} from "../../../shared/policy_types/mod.ts";
+import { api, ApiError } from "../api.ts";
+import { session } from "../session.ts";
+import { navigate } from "../router.ts";
+import { PageElement } from "../components/page.ts";
+import {
+  confirmAction,
+  errorAlert,
+  fieldError,
+  formatDate,
+  notify,
+  notifyError,
+  statusBadge,
+} from "../components/ui.ts";
+import { lifecycleActions } from "../lifecycle.ts";
+import { editorFor } from "../editors/mod.ts";
+import { contentToValue, type JsonObject } from "../content.ts";
+import "../editors/schema_form.ts";
+import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
+import type { Policy } from "../types.ts";
+
+const DOCS = docsJson as Record<string, { doc?: string }>;
+
+/** What a type's content message says about itself, without the notes for protocol maintainers. */
+function typeSummary(type: string): string[] {
+  const def = getPolicyType(type);
+  const doc = def ? DOCS[def.schema.typeName]?.doc ?? "" : "";
+  return doc.split("\n\n")
+    .filter((p) => !p.startsWith("Field numbers are permanent"))
+    .map((p) => p.replace(/^Content of a policy of type "[^"]+"[:.]\s*/, ""))
+    .filter((p) => p !== "")
+    .map((p) => p[0].toUpperCase() + p.slice(1));
+}
+
+/** Problems of `value` for `type`, by the shared validator; paths without the `content.` prefix. */
+export function validate(type: string, value: JsonObject): ValidationIssue[] {
+  try {
+    return validatePolicyContent(type, JSON.stringify(value));
+  } catch (err) {
+    return [{ field: "", message: (err as Error).message }];
+  }
+}
+
+class SvcPolicyEditorPage extends PageElement {
+  static override properties = {
+    ...PageElement.properties,
+    policy: { state: true },
+    type: { state: true },
+    value: { state: true },
+    issues: { state: true },
+    warning: { state: true },
+    saveError: { state: true },
+    dirty: { state: true },
+    view: { state: true },
+    jsonError: { state: true },
+    saving: { state: true },
+  };
+  declare policy: Policy | undefined;
+  declare type: string;
+  declare value: JsonObject;
+  declare issues: ValidationIssue[];
+  declare warning: string | undefined;
+  declare saveError: unknown;
+  declare dirty: boolean;
+  declare view: "form" | "json";
+  declare jsonError: string | undefined;
+  declare saving: boolean;
+
+  override pageTitle = "Policy";
+
+  constructor() {
+    super();
+    this.type = "";
+    this.value = {};
+    this.issues = [];
+    this.dirty = false;
+    this.view = "form";
+    this.saving = false;
+  }
+
+  override connectedCallback(): void {
+    globalThis.addEventListener("beforeunload", this.#beforeUnload);
+    super.connectedCallback();
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    globalThis.removeEventListener("beforeunload", this.#beforeUnload);
+  }
+
+  #beforeUnload = (e: BeforeUnloadEvent) => {
+    if (this.dirty) e.preventDefault();
+  };
+
+  get #isNew(): boolean {
+    return this.route?.name === "policy-new";
+  }
+
+  get #editable(): boolean {
+    if (this.#isNew) return session.can("policy:create");
+    return this.policy?.state === "draft" && session.can("policy:edit");
+  }
+
+  protected override async load(): Promise<void> {
+    if (this.#isNew) {
+      document.title = "New policy · svc";
+      const requested = this.route.query.get("type") ?? "";
+      this.#setType(getPolicyType(requested) ? requested : "");
+      return;
+    }
+    const policy = await api.get<Policy>(`/policies/all/${encodeURIComponent(this.route.params.policyId)}`);
+    this.policy = policy;
+    document.title = `${policy.name} · Policies · svc`;
+    this.type = policy.type;
+    const { value, warning } = contentToValue(policy.type, policy.content ?? "");
+    this.value = value;
+    this.warning = warning;
+    this.issues = validate(policy.type, value);
+    this.dirty = false;
+  }
+
+  #setType(type: string): void {
+    this.type = type;
+    this.value = {};
+    this.issues = type ? validate(type, {}) : [];
+  }
+
+  #onValue = (e: CustomEvent<JsonObject>) => {
+    this.value = e.detail;
+    this.issues = validate(this.type, this.value);
+    this.dirty = true;
+    this.jsonError = undefined;
+  };
+
+  #onJson(text: string): void {
+    try {
+      const parsed = JSON.parse(text);
+      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+        this.jsonError = "The content must be a JSON object ({ … }).";
+        return;
+      }
+      this.value = parsed;
+      this.issues = validate(this.type, parsed);
+      this.dirty = true;
+      this.jsonError = undefined;
+    } catch (err) {
+      this.jsonError = `Not valid JSON: ${(err as Error).message}`;
+    }
+  }
+
+  #input(name: string): string {
+    return String(
+      (this.querySelector(`.policy-details [name=${name}]`) as HTMLInputElement | null)?.value ?? "",
+    );
+  }
+
+  async #save(): Promise<void> {
+    this.saveError = undefined;
+    const name = this.#input("name").trim();
+    const description = this.#input("description");
+    const content = JSON.stringify(this.value);
+    this.saving = true;
+    try {
+      if (this.#isNew) {
+        const created = await api.post<Policy>("/policies/all", {
+          name,
+          description,
+          type: this.type,
+          content,
+        });
+        this.dirty = false;
+        notify(`Draft ${created.name} created`, "success");
+        navigate(`/policies/${created.id}/edit`, { replace: true });
+      } else {
+        this.policy = await api.put<Policy>(`/policies/all/${this.policy!.id}`, {
+          name,
+          description,
+          content,
+          version: this.policy!.version,
+        });
+        this.dirty = false;
+        notify(`Saved as version ${this.policy.version}`, "success");
+        await this.reload();
+      }
+    } catch (err) {
+      this.saveError = err;
+      if (err instanceof ApiError) {
+        // Content problems come back as `content.<path>`; show them in the form like local ones.
+        const content = err.fields.filter((f) => f.field === "content" || f.field.startsWith("content."));
+        if (content.length) {
+          this.issues = content.map((f) => ({
+            field: f.field.replace(/^content\.?/, ""),
+            message: f.message,
+          }));
+        }
+      }
+    } finally {
+      this.saving = false;
+    }
+  }
+
+  async #changeState(target: "released" | "archived" | "draft", label: string): Promise<void> {
+    const p = this.policy!;
+    if (this.dirty) {
+      notify("Save or discard your changes first.", "warning");
+      return;
+    }
+    const ok = await confirmAction({
+      title: `${label}: ${p.name}`,
+      message: target === "released"
+        ? "The policy becomes read-only. Nodes receive it once an enabled binding links it to their group."
+        : target === "archived"
+        ? "Archived policies stop reaching nodes."
+        : "The policy becomes editable again and reaches no node while it is a draft.",
+      confirmLabel: label,
+    });
+    if (!ok) return;
+    try {
+      await api.put(`/policies/all/${p.id}/state`, { state: target });
+      notify(`${p.name}: ${label.toLowerCase()} done`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  override render() {
+    if (!this.#isNew && !this.policy) {
+      return html`${this.renderLoadError()}${this.loadError ? nothing : html`<sl-spinner></sl-spinner>`}`;
+    }
+    const p = this.policy;
+    const editable = this.#editable;
+    const title = this.#isNew ? "New policy" : p!.name;
+    return html`
+      <nav aria-label="Breadcrumb" class="muted"><a href="/policies">Policies</a> / ${title}</nav>
+      <header class="page-header">
+        <div>
+          <h1>${title}</h1>
+          ${p
+            ? html`<p class="page-intro">${statusBadge(p.state)} ${p.type} · version ${p.version} · updated
+              ${formatDate(p.updated_at)} ${
+              p.deprecated
+                ? html`<sl-badge variant="warning">Deprecated</sl-badge> ${p.deprecation_message}`
+                : nothing
+            }</p>`
+            : nothing}
+        </div>
+        <div class="page-actions">${this.#actions()}</div>
+      </header>
+      ${this.renderLoadError()}
+      ${p && p.state !== "draft"
+        ? html`<sl-alert variant="primary" open class="read-only-note">
+          <sl-icon slot="icon" name="lock"></sl-icon>
+          ${
+          p.state === "released" ? "Released" : "Archived"
+        } policies are read-only. Move the policy to draft to edit
+          it${
+          p.enabled_bindings_count > 0
+            ? ` — first disable its ${p.enabled_bindings_count} enabled binding${
+              p.enabled_bindings_count === 1 ? "" : "s"
+            }`
+            : ""
+        }.
+        </sl-alert>`
+        : nothing}
+      ${this.warning ? html`<sl-alert variant="warning" open>${this.warning}</sl-alert>` : nothing}
+      ${this.saveError && !(this.saveError instanceof ApiError && this.saveError.fields.length)
+        ? errorAlert(this.saveError)
+        : nothing}
+      ${this.#details(editable)}
+      ${this.type ? this.#content(editable) : nothing}
+    `;
+  }
+
+  #actions(): TemplateResult {
+    const p = this.policy;
+    const editable = this.#editable;
+    const blocking = this.issues.length;
+    return html`
+      ${editable
+        ? html`
+          <sl-button variant="primary" class="save-policy" ?loading=${this.saving}
+            ?disabled=${!this.type || blocking > 0} @click=${this.#save}
+            title=${blocking ? `Fix ${blocking} problem${blocking === 1 ? "" : "s"} first` : ""}>
+                    <sl-icon slot="prefix" name="check-lg"></sl-icon>${this.#isNew
+                      ? "Create draft"
+                      : "Save"}</sl-button>
+        `
+        : nothing}
+      ${p
+        ? lifecycleActions(p).filter((a) => a.permissions.every((x) => session.can(x))).map((a) =>
+          html`
+            <sl-button class=${`state-${a.target}`} ?disabled=${!!a.refusal} title=${a.refusal ?? ""}
+              @click=${() => this.#changeState(a.target, a.label)}>${a.label}</sl-button>
+          `
+        )
+        : nothing}
+    `;
+  }
+
+  #details(editable: boolean): TemplateResult {
+    const p = this.policy;
+    const err = this.saveError;
+    const types = listPolicyTypes();
+    return html`
+      <section class="card policy-details form-grid" aria-label="Details">
+        <sl-input name="name" label="Name" required value=${p?.name ??
+          ""} ?disabled=${!editable} autocomplete="off"
+          class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(err, "name")}
+          @sl-input=${() => this.dirty = true}></sl-input>
+        <sl-textarea name="description" label="Description" rows="2" value=${p?.description ??
+          ""} ?disabled=${!editable}
+          class=${fieldError(err, "description") ? "has-error" : ""} help-text=${fieldError(
+            err,
+            "description",
+          )}
+          @sl-input=${() => this.dirty = true}></sl-textarea>
+        ${this.#isNew
+          ? html`
+            <sl-select name="type" label="Type" required hoist value=${this.type}
+              class=${fieldError(err, "type") ? "has-error" : ""}
+              help-text=${fieldError(err, "type") || "The type cannot be changed once the policy exists."}
+              @sl-change=${(e: Event) => this.#setType(String((e.target as HTMLSelectElement).value))}>
+                        ${types.map((t) => html`<sl-option value=${t.wireName}>${t.wireName}</sl-option>`)}
+                      </sl-select>
+          `
+          : nothing}
+        ${this.type
+          ? html`<div class="muted type-summary">${
+            typeSummary(this.type).map((p) => html`<p>${p}</p>`)
+          }</div>`
+          : nothing}
+      </section>
+    `;
+  }
+
+  #content(editable: boolean): TemplateResult {
+    const def = getPolicyType(this.type);
+    const general = this.issues.filter((i) => i.field === "");
+    return html`
+      <section aria-label="Content" class="policy-content">
+        <h2>Settings</h2>
+        <p class="validation-summary ${this.issues.length ? "field-error" : "muted"}" role="status">
+          ${this.issues.length === 0
+            ? "No problems found."
+            : `${this.issues.length} problem${this.issues.length === 1 ? "" : "s"} to fix before saving.`}
+          ${general.map((i) =>
+            html`<span class="general-issue"> ${i.message[0].toUpperCase()}${i.message.slice(1)}.</span>`
+          )}
+        </p>
+        <sl-tab-group @sl-tab-show=${(e: CustomEvent<{ name: string }>) =>
+          this.view = e.detail.name as "form" | "json"}>
+          ${def
+            ? html`<sl-tab slot="nav" panel="form" ?active=${this.view === "form"}>Form</sl-tab>`
+            : nothing}
+          <sl-tab slot="nav" panel="json" ?active=${this.view === "json" || !def}>JSON</sl-tab>
+          ${def
+            ? html`
+              <sl-tab-panel name="form" ?active=${this.view === "form"}>
+                <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
+                  .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
+                    .#onValue}></svc-schema-form>
+              </sl-tab-panel>
+            `
+            : nothing}
+          <sl-tab-panel name="json" ?active=${this.view === "json" || !def}>
+            ${!def
+              ? html`<p class="muted">The server does not know the type ${this.type}; edit its content as JSON.</p>`
+              : nothing}
+            <sl-textarea label="Content (protojson)" rows="18" ?disabled=${!editable}
+              value=${JSON.stringify(this.value, null, 2)} help-text=${this.jsonError ?? ""}
+              class=${this.jsonError ? "json-view has-error" : "json-view"}
+              @sl-change=${(e: Event) =>
+                this.#onJson(String((e.target as HTMLTextAreaElement).value))}></sl-textarea>
+            ${this.issues.length
+              ? html`<ul class="field-error">${
+                this.issues.map((i) => html`<li><code>${i.field || "(content)"}</code>: ${i.message}</li>`)
+              }</ul>`
+              : nothing}
+          </sl-tab-panel>
+        </sl-tab-group>
+      </section>
+    `;
+  }
+}
+
+customElements.define("svc-policy-editor-page", SvcPolicyEditorPage);

@@ -1,0 +1,62 @@
+/**
+ * `/settings`: users, roles with their permission matrix, user groups, role bindings and the agent
+ * notification messages. Tabs the person may not see are left out; the tab is kept in `?tab=`.
+ */
+import { html, nothing } from "lit";
+import { session } from "../session.ts";
+import { setQuery } from "../router.ts";
+import { PageElement } from "../components/page.ts";
+import "../components/settings_users.ts";
+import "../components/settings_roles.ts";
+import "../components/settings_user_groups.ts";
+import "../components/settings_role_bindings.ts";
+import "../components/settings_agent.ts";
+
+const TABS = [
+  { name: "users", label: "Users", anyOf: ["user:view"], tag: "svc-settings-users" },
+  { name: "roles", label: "Roles", anyOf: ["role:view"], tag: "svc-settings-roles" },
+  { name: "user-groups", label: "User groups", anyOf: ["user_group:view"], tag: "svc-settings-user-groups" },
+  {
+    name: "role-bindings",
+    label: "Role bindings",
+    anyOf: ["user:view", "user_group:view"],
+    tag: "svc-settings-role-bindings",
+  },
+  { name: "agent", label: "Agent notifications", anyOf: ["settings:view"], tag: "svc-settings-agent" },
+] as const;
+
+class SvcSettingsPage extends PageElement {
+  override pageTitle = "Settings";
+
+  override render() {
+    const tabs = TABS.filter((t) => session.canAny(...t.anyOf));
+    const requested = this.route?.query.get("tab");
+    const active = tabs.find((t) => t.name === requested)?.name ?? tabs[0]?.name;
+    return html`
+      ${this.renderHeader(
+        nothing,
+        "Who may use the console, with which permissions, and what agents tell users.",
+      )}
+      <sl-tab-group @sl-tab-show=${(e: CustomEvent<{ name: string }>) => setQuery({ tab: e.detail.name })}>
+        ${tabs.map((t) =>
+          html`<sl-tab slot="nav" panel=${t.name} ?active=${t.name === active}>${t.label}</sl-tab>`
+        )}
+        ${tabs.map((t) =>
+          html`<sl-tab-panel name=${t.name} ?active=${t.name === active}>${
+            t.tag === "svc-settings-users"
+              ? html`<svc-settings-users></svc-settings-users>`
+              : t.tag === "svc-settings-roles"
+              ? html`<svc-settings-roles></svc-settings-roles>`
+              : t.tag === "svc-settings-user-groups"
+              ? html`<svc-settings-user-groups></svc-settings-user-groups>`
+              : t.tag === "svc-settings-role-bindings"
+              ? html`<svc-settings-role-bindings></svc-settings-role-bindings>`
+              : html`<svc-settings-agent></svc-settings-agent>`
+          }</sl-tab-panel>`
+        )}
+      </sl-tab-group>
+    `;
+  }
+}
+
+customElements.define("svc-settings-page", SvcSettingsPage);

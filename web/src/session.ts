@@ -1,0 +1,93 @@
+/**
+ * Who is logged in, and what they may do. Loaded from `GET /api/v1/auth/me`; used only to hide or disable
+ * controls — the server checks every request itself.
+ */
+import { api } from "./api.ts";
+
+/** The current user as the UI needs it. */
+export interface CurrentUser {
+  id: string;
+  username: string;
+  fullName: string;
+  email: string;
+  source: string;
+}
+
+/** The `/auth/me` answer, normalized. */
+export interface Me {
+  user: CurrentUser;
+  permissions: ReadonlySet<string>;
+  features: ReadonlySet<string>;
+}
+
+/** Accepts the server's answer whether the user fields are nested under `user` or not. */
+export function normalizeMe(raw: Record<string, unknown>): Me {
+  const u = (raw.user && typeof raw.user === "object" ? raw.user : raw) as Record<string, unknown>;
+  const list = (v: unknown): string[] => Array.isArray(v) ? v.map(String) : [];
+  const features = Array.isArray(raw.features)
+    ? list(raw.features)
+    : raw.features && typeof raw.features === "object"
+    ? Object.entries(raw.features as Record<string, unknown>).filter(([, on]) => on === true).map(([k]) => k)
+    : [];
+  return {
+    user: {
+      id: String(u.id ?? ""),
+      username: String(u.username ?? ""),
+      fullName: String(u.full_name ?? u.fullName ?? ""),
+      email: String(u.email ?? ""),
+      source: String(u.source ?? "local"),
+    },
+    permissions: new Set(list(raw.permissions ?? u.permissions)),
+    features: new Set(features),
+  };
+}
+
+/** The session store: one per page load. Fires `change` when the user logs in or out. */
+class Session extends EventTarget {
+  me: Me | undefined;
+
+  /** True when the current user holds `permission` (`resource:action`). */
+  can(permission: string): boolean {
+    return this.me?.permissions.has(permission) ?? false;
+  }
+
+  /** True when the current user holds any of `permissions`. */
+  canAny(...permissions: string[]): boolean {
+    return permissions.some((p) => this.can(p));
+  }
+
+  /** Loads `/auth/me`; resolves false when nobody is logged in. */
+  async load(): Promise<boolean> {
+    try {
+      this.me = normalizeMe(await api.get<Record<string, unknown>>("/auth/me"));
+    } catch (err) {
+      if ((err as { status?: number }).status === 401) {
+        this.me = undefined;
+        return false;
+      }
+      throw err;
+    }
+    this.dispatchEvent(new Event("change"));
+    return true;
+  }
+
+  /** Logs in with a password, then loads the user. */
+  async login(username: string, password: string): Promise<void> {
+    await api.post("/auth/login", { username, password });
+    api.sessionStarted();
+    await this.load();
+  }
+
+  /** Logs out (server revokes the refresh token and clears the cookies). */
+  async logout(): Promise<void> {
+    try {
+      await api.post("/auth/logout");
+    } finally {
+      this.me = undefined;
+      this.dispatchEvent(new Event("change"));
+    }
+  }
+}
+
+/** The session the whole app shares. */
+export const session: Session = new Session();

@@ -1,0 +1,189 @@
+/** Shapes of the REST records as the UI reads them (JSON: dates are ISO strings). */
+
+/** A policy (list rows omit `content`). */
+export interface Policy {
+  id: string;
+  name: string;
+  description: string;
+  type: string;
+  content?: string;
+  version: number;
+  state: "draft" | "released" | "archived";
+  deprecated: boolean;
+  deprecated_at: string | null;
+  deprecation_message: string;
+  replacement_policy_id: string | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  bindings_count: number;
+  enabled_bindings_count: number;
+}
+
+/** A policy binding. */
+export interface Binding {
+  id: string;
+  policy_id: string;
+  policy_name: string;
+  policy_type: string;
+  policy_state: string;
+  node_group_id: string;
+  node_group_name: string;
+  state: "enabled" | "disabled";
+  priority: number;
+  node_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A node group. */
+export interface NodeGroup {
+  id: string;
+  name: string;
+  description: string;
+  node_count: number;
+  bindings_count: number;
+  enabled_bindings_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A member of a node group. */
+export interface NodeGroupMember {
+  node_id: string;
+  name: string;
+  fqdn: string;
+  status: string;
+  added_at: string;
+}
+
+/** A node in a list. */
+export interface NodeSummary {
+  id: string;
+  name: string;
+  status: string;
+  status_reason: string;
+  fqdn: string;
+  ip_address: string;
+  os_name: string;
+  os_version: string;
+  desktop_environments: string[];
+  agent_version: string;
+  last_seen: string | null;
+  cert_not_after: string | null;
+  groups: { id: string; name: string }[];
+  created_at: string;
+}
+
+/** Counts per compliance status. */
+export interface StatusCounts {
+  compliant: number;
+  non_compliant: number;
+  inapplicable: number;
+  error: number;
+  unknown: number;
+  total: number;
+}
+
+/** The full node record. */
+export interface NodeDetail extends NodeSummary {
+  machine_id: string;
+  gnome_version: string;
+  agent_healthy: boolean;
+  agent_health_message: string;
+  cert_serial: string | null;
+  cert_revoked: boolean;
+  notes: string;
+  updated_at: string;
+  connected: boolean;
+  compliance: StatusCounts;
+}
+
+/** Per-item compliance result. */
+export interface ComplianceItem {
+  schema_id: string;
+  key: string;
+  status: string;
+  message: string;
+}
+
+/** One (node, policy) compliance row. */
+export interface ComplianceRow {
+  node_id: string;
+  node_name: string;
+  policy_id: string;
+  policy_name: string;
+  policy_type: string;
+  reported_version: number | null;
+  policy_version: number;
+  status: string;
+  message: string;
+  items: ComplianceItem[];
+  reported_at: string | null;
+}
+
+/** Fleet compliance summary. */
+export interface FleetSummary {
+  results: StatusCounts;
+  score: number | null;
+  nodes: { total: number; compliant: number; non_compliant: number; without_policies: number };
+}
+
+/** An audit log entry. */
+export interface AuditEntry {
+  id: number | string;
+  created_at: string;
+  user_id: string | null;
+  username: string;
+  node_id?: string | null;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  resource_name: string;
+  outcome: string;
+  source_ip: string;
+  details: Record<string, unknown>;
+}
+
+/** A console user. */
+export interface User {
+  id: string;
+  username: string;
+  email: string;
+  full_name: string;
+  source: string;
+  enabled: boolean;
+  created_at?: string;
+}
+
+/** A role and its permissions. */
+export interface Role {
+  id: string;
+  name: string;
+  description: string;
+  builtin: boolean;
+  permissions: string[];
+}
+
+/** A user group. */
+export interface UserGroup {
+  id: string;
+  name: string;
+  description: string;
+  member_count?: number;
+  members?: { id: string; username: string }[];
+}
+
+/** A role binding. */
+export interface RoleBinding {
+  id: string;
+  role_id: string;
+  role_name?: string;
+  user_id: string | null;
+  username?: string | null;
+  user_group_id: string | null;
+  user_group_name?: string | null;
+  scope_type: "global" | "node_group";
+  scope_id: string | null;
+  scope_name?: string | null;
+}
