@@ -16,7 +16,7 @@ import { systemRoutes } from "./http/system_routes.ts";
 import { domainRoutes } from "./http/routes/mod.ts";
 import { openApiRoute } from "./http/openapi.ts";
 import { spaHandler } from "./http/spa.ts";
-import { createHub } from "./hub/hub.ts";
+import { createHub, type HubOptions } from "./hub/hub.ts";
 import { startPolicyServer } from "./grpc/policy_server.ts";
 import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
 import { startWebPort } from "./web_port.ts";
@@ -27,6 +27,8 @@ export interface StartOptions {
   /** Use this database instead of opening one from the config (tests). */
   db?: Db;
   log?: Logger;
+  /** Hub timing overrides (tests); the replica timeout otherwise comes from the config. */
+  hub?: HubOptions;
 }
 
 /** A running server. */
@@ -84,7 +86,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await identity.start();
     cleanups.unshift(() => identity.stop());
 
-    const hub = createHub(ctx);
+    const replicaTimeoutMs = config.server.replicaTimeoutSeconds * 1000;
+    const hub = createHub(ctx, {
+      replicaTimeoutMs,
+      heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
+      ...options.hub,
+    });
     await hub.start();
     cleanups.unshift(() => hub.stop());
 

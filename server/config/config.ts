@@ -16,6 +16,8 @@ export interface ServerConfig {
     hostnames: string[];
     dataDir: string;
     trustedProxies: string[];
+    /** A replica silent for this long is dead; survivors mark its nodes offline. */
+    replicaTimeoutSeconds: number;
   };
   database: { url: string };
   tls: { certFile: string; keyFile: string };
@@ -75,6 +77,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "server.hostnames", kind: "list", default: [] },
   { key: "server.data_dir", kind: "string", default: "/var/lib/svc" },
   { key: "server.trusted_proxies", kind: "list", default: [] },
+  { key: "server.replica_timeout_seconds", kind: "int", default: 30, min: 3, max: 3600 },
   { key: "database.url", kind: "string", default: "", check: checkDatabaseUrl },
   { key: "tls.cert_file", kind: "string", default: "" },
   { key: "tls.key_file", kind: "string", default: "" },
@@ -184,6 +187,7 @@ export function resolveConfig(
       hostnames: v("server.hostnames"),
       dataDir: v("server.data_dir"),
       trustedProxies: v("server.trusted_proxies"),
+      replicaTimeoutSeconds: v("server.replica_timeout_seconds"),
     },
     database: { url: v("database.url") },
     tls: { certFile: v("tls.cert_file"), keyFile: v("tls.key_file") },

@@ -1,0 +1,634 @@
+/**
+ * Policy fan-out benchmark (numbers, not pass/fail).
+ *
+ *   deno run -A bench/fanout.ts [--nodes 1000] [--procs 2] [--policies 1] [--policy-bytes 2048] [--rounds 3]
+ *                               [--database-url postgres://postgres@127.0.0.1:5432/postgres]
+ *   deno run -A bench/fanout.ts --server https://host:8443 --policy-port 8444 --ca-file ca.crt \
+ *                               --database-url postgres://…/svc
+ *   (the second form targets an already running server and its database)
+ *
+ * Starts svc-server as a real process on a fresh PostgreSQL database (or targets `--server`), enrolls N
+ * simulated agents through the enrollment service, keeps N mTLS policy streams open from P client processes
+ * (one TLS connection per agent), enables one binding that reaches all of them (then changes its priority,
+ * once per further round), and prints the time from the commit to each agent's `snapshot_complete`
+ * (p50/p99/max), snapshots per second, and the server's CPU time and RSS. In the same run it measures the
+ * ceiling: a bare grpc-js server with the policy port's TLS settings writing the same encoded snapshot to the
+ * same number of streams.
+ */
+import { Buffer } from "node:buffer";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { stringify } from "yaml";
+import postgres from "postgres";
+import { type Db, openPostgres } from "../server/db/mod.ts";
+import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
+import { changePolicyState, createPolicy } from "../server/domain/policies.ts";
+import { createBinding, updateBinding } from "../server/domain/bindings.ts";
+import { buildSnapshot } from "../server/hub/snapshot.ts";
+import { createLogger } from "../server/log.ts";
+import { ensureInternalServerCert, loadOrCreateCa } from "../server/pki/mod.ts";
+import { GRPC_LIMITS } from "../server/grpc/policy_server.ts";
+import { PolicyPortCredentials } from "../server/grpc/tls_credentials.ts";
+import {
+  createClient,
+  createServiceDefinition,
+  createServiceImplementation,
+  GrpcError,
+  type ServerStream,
+  type ServiceHandlers,
+} from "../shared/grpc/adapter.ts";
+import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
+import { PolicyService, type PolicyUpdate } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { generateKeyAndCsr } from "../shared/pki/csr.ts";
+
+const USAGE =
+  `usage: deno run -A bench/fanout.ts [--nodes N] [--procs P] [--policies K] [--policy-bytes B] [--rounds R]
+       [--database-url URL] [--server https://host:port --policy-port PORT --ca-file FILE]`;
+
+interface Options {
+  nodes: number;
+  procs: number;
+  policies: number;
+  policyBytes: number;
+  rounds: number;
+  databaseUrl: string;
+  server?: string;
+  policyPort: number;
+  caFile?: string;
+}
+
+function parseArgs(args: string[]): Options {
+  const o: Options = {
+    nodes: 1000,
+    procs: 2,
+    policies: 1,
+    policyBytes: 2048,
+    rounds: 3,
+    databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    policyPort: 8444,
+  };
+  const int = (name: string, v: string | undefined) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive whole number\n${USAGE}`);
+    return n;
+  };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, value] = [args[i], args[i + 1]];
+    switch (flag) {
+      case "--nodes":
+        o.nodes = int(flag, value);
+        break;
+      case "--procs":
+        o.procs = int(flag, value);
+        break;
+      case "--policies":
+        o.policies = int(flag, value);
+        break;
+      case "--policy-bytes":
+        o.policyBytes = int(flag, value);
+        break;
+      case "--rounds":
+        o.rounds = int(flag, value);
+        break;
+      case "--policy-port":
+        o.policyPort = int(flag, value);
+        break;
+      case "--database-url":
+        o.databaseUrl = value ?? "";
+        break;
+      case "--server":
+        o.server = value;
+        break;
+      case "--ca-file":
+        o.caFile = value;
+        break;
+      default:
+        throw new Error(`unknown argument ${flag}\n${USAGE}`);
+    }
+    i++;
+  }
+  if (o.server && !o.caFile) throw new Error(`--server needs --ca-file (the server's internal CA)\n${USAGE}`);
+  return o;
+}
+
+// --- worker side: simulated agents -----------------------------------------------------------------------
+
+/** Messages from the coordinator to a worker (one JSON object per line on stdin). */
+type Command =
+  | {
+    cmd: "agents";
+    webTarget: string;
+    policyTarget: string;
+    caPem: string;
+    tokens: string[];
+    prefix: string;
+  }
+  | { cmd: "raw"; target: string; caPem: string; certPem: string; keyPem: string; count: number }
+  | { cmd: "arm" }
+  | { cmd: "close" };
+
+/** Messages from a worker (one JSON object per line on stdout). */
+type Report =
+  | { event: "ready"; streams: number; enrollMs: number }
+  | { event: "armed" }
+  | { event: "arrivals"; times: number[] }
+  | { event: "error"; message: string };
+
+const now = () => performance.timeOrigin + performance.now();
+
+async function worker(): Promise<void> {
+  const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
+  const out = (r: Report) => console.log(JSON.stringify(r));
+  let buffered = "";
+  const next = async (): Promise<Command> => {
+    while (!buffered.includes("\n")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error("coordinator went away");
+      buffered += value;
+    }
+    const i = buffered.indexOf("\n");
+    const line = buffered.slice(0, i);
+    buffered = buffered.slice(i + 1);
+    return JSON.parse(line);
+  };
+
+  let streams: ServerStream<PolicyUpdate>[] = [];
+  let closers: (() => void)[] = [];
+  /** Per stream: resolves the next snapshot_complete after the worker was armed. */
+  let armed = false;
+  let arrivals: number[] = [];
+  let pending = 0;
+  let reportWhenDone = () => {};
+
+  const watch = (stream: ServerStream<PolicyUpdate>, initial: () => void) => {
+    let first = true;
+    (async () => {
+      try {
+        for await (const m of stream) {
+          if (!m.snapshotComplete) continue;
+          if (first) {
+            first = false;
+            initial();
+          } else if (armed) {
+            arrivals.push(now());
+            if (--pending === 0) reportWhenDone();
+          }
+        }
+      } catch (err) {
+        if (!(err instanceof GrpcError && err.code === grpc.status.CANCELLED)) {
+          out({ event: "error", message: String(err) });
+        }
+      }
+    })();
+  };
+
+  while (true) {
+    const command = await next();
+    if (command.cmd === "agents") {
+      const started = now();
+      const ca = Buffer.from(command.caPem);
+      const enrollment = createClient(EnrollmentService, command.webTarget, {
+        credentials: grpc.credentials.createSsl(ca),
+      });
+      const certs: { certPem: string; keyPem: string }[] = [];
+      let index = 0;
+      const enrollOne = async () => {
+        while (index < command.tokens.length) {
+          const i = index++;
+          const name = `${command.prefix}-${i}`;
+          const { keyPem, csrPem } = await generateKeyAndCsr(name);
+          const res = await enrollment.enroll({ enrollmentToken: command.tokens[i], csrPem, nodeName: name });
+          certs[i] = { certPem: res.signedCertPem, keyPem };
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, enrollOne));
+      enrollment.close();
+      const enrollMs = now() - started;
+      let ready = 0;
+      const allReady = new Promise<void>((resolve) => {
+        for (const cert of certs) {
+          const client = createClient(PolicyService, command.policyTarget, {
+            credentials: grpc.credentials.createSsl(ca, Buffer.from(cert.keyPem), Buffer.from(cert.certPem)),
+            channelOptions: { "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes },
+          });
+          const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
+          streams.push(stream);
+          closers.push(() => client.close());
+          watch(stream, () => {
+            if (++ready === certs.length) resolve();
+          });
+        }
+      });
+      await allReady;
+      out({ event: "ready", streams: streams.length, enrollMs });
+    } else if (command.cmd === "raw") {
+      const credentials = grpc.credentials.createSsl(
+        Buffer.from(command.caPem),
+        Buffer.from(command.keyPem),
+        Buffer.from(command.certPem),
+      );
+      let ready = 0;
+      const allReady = new Promise<void>((resolve) => {
+        for (let i = 0; i < command.count; i++) {
+          // A local subchannel pool gives every stream its own connection, like the real agents.
+          const client = createClient(PolicyService, command.target, {
+            credentials,
+            channelOptions: {
+              "grpc.use_local_subchannel_pool": 1,
+              "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes,
+            },
+          });
+          const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
+          streams.push(stream);
+          closers.push(() => client.close());
+          watch(stream, () => {
+            if (++ready === command.count) resolve();
+          });
+        }
+      });
+      await allReady;
+      out({ event: "ready", streams: command.count, enrollMs: 0 });
+    } else if (command.cmd === "arm") {
+      arrivals = [];
+      pending = streams.length;
+      reportWhenDone = () => out({ event: "arrivals", times: arrivals });
+      armed = true;
+      out({ event: "armed" });
+    } else {
+      for (const s of streams) s.cancel();
+      for (const c of closers) c();
+      streams = [];
+      closers = [];
+      armed = false;
+      if (command.cmd === "close") return;
+    }
+  }
+}
+
+// --- coordinator side ------------------------------------------------------------------------------------
+
+interface WorkerHandle {
+  send(c: Command): Promise<void>;
+  next(): Promise<Report>;
+  kill(): void;
+}
+
+function spawnWorker(): WorkerHandle {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL(import.meta.url).pathname, "--worker"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return {
+    send: (c) => writer.write(new TextEncoder().encode(JSON.stringify(c) + "\n")),
+    async next() {
+      while (true) {
+        while (!buffered.includes("\n")) {
+          const { value, done } = await reader.read();
+          if (done) throw new Error("a worker exited");
+          buffered += value;
+        }
+        const i = buffered.indexOf("\n");
+        const line = buffered.slice(0, i);
+        buffered = buffered.slice(i + 1);
+        if (!line.startsWith("{")) continue;
+        const report = JSON.parse(line) as Report;
+        if (report.event === "error") throw new Error(`worker: ${report.message}`);
+        return report;
+      }
+    },
+    kill() {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* already gone */ }
+    },
+  };
+}
+
+async function expect<E extends Report["event"]>(
+  w: WorkerHandle,
+  event: E,
+): Promise<Extract<Report, { event: E }>> {
+  const r = await w.next();
+  if (r.event !== event) throw new Error(`expected ${event} from a worker, got ${r.event}`);
+  return r as Extract<Report, { event: E }>;
+}
+
+/** CPU seconds (user + system) and RSS of a process, from /proc. */
+async function processStats(pid: number): Promise<{ cpu: number; rssMiB: number }> {
+  const stat = (await Deno.readTextFile(`/proc/${pid}/stat`)).split(") ")[1].split(" ");
+  const ticks = Number(stat[11]) + Number(stat[12]);
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { cpu: ticks / 100, rssMiB: rssKiB / 1024 };
+}
+
+function freePort(): number {
+  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (l.addr as Deno.NetAddr).port;
+  l.close();
+  return port;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/** Prints percentiles; for one round also the rate (snapshots delivered per second of that round). */
+function summarize(label: string, latencies: number[], options: { rate?: boolean } = {}): { max: number } {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  const max = sorted.at(-1)!;
+  const rate = options.rate === false ? "" : `   ${(sorted.length / (max / 1000)).toFixed(0)} snapshots/s`;
+  console.log(
+    `${label.padEnd(14)}p50 ${percentile(sorted, 50).toFixed(1)} ms   p99 ${
+      percentile(sorted, 99).toFixed(1)
+    } ms   ` +
+      `max ${max.toFixed(1)} ms${rate}`,
+  );
+  return { max };
+}
+
+interface Target {
+  webTarget: string;
+  policyTarget: string;
+  caPem: string;
+  db: Db;
+  pid?: number;
+  stop(): Promise<void>;
+}
+
+/** Starts svc-server (server/main.ts) on a fresh database and waits until it answers. */
+async function startTarget(options: Options): Promise<Target> {
+  if (options.server) {
+    const url = new URL(options.server);
+    return {
+      webTarget: `${url.hostname}:${url.port || 443}`,
+      policyTarget: `${url.hostname}:${options.policyPort}`,
+      caPem: await Deno.readTextFile(options.caFile!),
+      db: await openPostgres(options.databaseUrl, { max: 4 }),
+      stop: async () => {},
+    };
+  }
+  const name = `svc_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const dbUrl = new URL(options.databaseUrl);
+  dbUrl.pathname = `/${name}`;
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-bench-" });
+  const [web, policy, metrics] = [freePort(), freePort(), freePort()];
+  const configPath = join(dataDir, "server.yaml");
+  await Deno.writeTextFile(
+    configPath,
+    stringify({
+      server: { address: "127.0.0.1", data_dir: dataDir, enrollment_port: web, policy_port: policy },
+      database: { url: dbUrl.toString() },
+      metrics: { listen_addr: `127.0.0.1:${metrics}` },
+      log: { level: "warn" },
+    }),
+  );
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", new URL("../server/main.ts", import.meta.url).pathname, "--config", configPath],
+    stdout: "null",
+    stderr: "inherit",
+  }).spawn();
+  const caFile = join(dataDir, "pki/ca/ca.crt");
+  for (let i = 0;; i++) {
+    if (i > 600) throw new Error("svc-server did not start within 60 s");
+    try {
+      const caPem = await Deno.readTextFile(caFile);
+      const client = Deno.createHttpClient({ caCerts: [caPem] });
+      const res = await fetch(`https://localhost:${web}/api/v1/version`, { client }).finally(() =>
+        client.close()
+      );
+      await res.body?.cancel();
+      if (res.ok) break;
+    } catch { /* not up yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const db = await openPostgres(dbUrl.toString(), { max: 4 });
+  return {
+    webTarget: `localhost:${web}`,
+    policyTarget: `localhost:${policy}`,
+    caPem: await Deno.readTextFile(caFile),
+    db,
+    pid: child.pid,
+    async stop() {
+      await db.close();
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // It already exited; its status says how.
+      }
+      const status = await child.status;
+      if (!status.success && status.signal !== "SIGTERM") {
+        console.error(`fanout: svc-server exited with ${status.signal ?? `code ${status.code}`}`);
+      }
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      await Deno.remove(dataDir, { recursive: true });
+    },
+  };
+}
+
+/** Runs one measured round: arm the workers, trigger, collect arrival times relative to the trigger. */
+async function measure(workers: WorkerHandle[], trigger: () => Promise<void>): Promise<number[]> {
+  for (const w of workers) await w.send({ cmd: "arm" });
+  for (const w of workers) await expect(w, "armed");
+  const t0 = now();
+  await trigger();
+  const reports = await Promise.all(workers.map((w) => expect(w, "arrivals")));
+  return reports.flatMap((r) => r.times.map((t) => t - t0));
+}
+
+/** The ceiling: a bare grpc-js server with the policy port's TLS and limits, writing pre-encoded bytes. */
+async function rawCeiling(
+  workers: WorkerHandle[],
+  counts: number[],
+  messages: Uint8Array[],
+  rounds: number,
+): Promise<number[]> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-bench-raw-" });
+  const ca = await loadOrCreateCa({ dataDir: dir });
+  const serverCert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
+  const pair = await generateKeyAndCsr("raw");
+  const clientCert = await ca.signCsr(pair.csrPem, { commonName: "raw" });
+  const calls: Parameters<ServiceHandlers<typeof PolicyService>["subscribePolicyUpdates"]>[1][] = [];
+  const refuse = () => Promise.reject(new GrpcError(grpc.status.UNIMPLEMENTED, "not part of the benchmark"));
+  const handlers: Record<string, unknown> = {};
+  for (const m of PolicyService.methods) handlers[m.localName] = refuse;
+  handlers.subscribePolicyUpdates = (_req: unknown, call: (typeof calls)[number]) =>
+    new Promise<void>((resolve) => {
+      calls.push(call);
+      call.write(messages.at(-1)!);
+      call.on("cancelled", () => resolve());
+    });
+  const server = new grpc.Server({
+    "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
+    "grpc.max_send_message_length": GRPC_LIMITS.maxMessageBytes,
+  });
+  server.addService(
+    createServiceDefinition(PolicyService),
+    createServiceImplementation(PolicyService, handlers as ServiceHandlers<typeof PolicyService>),
+  );
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(
+      "127.0.0.1:0",
+      new PolicyPortCredentials({
+        caPem: ca.certPem,
+        certPem: serverCert.certPem,
+        keyPem: serverCert.keyPem,
+      }),
+      (err, p) => err ? reject(err) : resolve(p),
+    )
+  );
+  try {
+    for (const [i, w] of workers.entries()) {
+      await w.send({
+        cmd: "raw",
+        target: `localhost:${port}`,
+        caPem: ca.certPem,
+        certPem: clientCert.certPem,
+        keyPem: pair.keyPem,
+        count: counts[i],
+      });
+    }
+    for (const w of workers) await expect(w, "ready");
+    const all: number[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const latencies = await measure(workers, () => {
+        for (const call of calls) for (const m of messages) call.write(m);
+        return Promise.resolve();
+      });
+      summarize(`raw round ${round}`, latencies);
+      all.push(...latencies);
+    }
+    return all;
+  } finally {
+    server.forceShutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(Deno.args);
+  const target = await startTarget(options);
+  const workers = Array.from({ length: options.procs }, spawnWorker);
+  try {
+    const db = target.db;
+    const stamp = Date.now().toString(36);
+    const group = (await db.transaction((tx) => createNodeGroup(tx, { name: `bench-${stamp}` }))).id;
+    const bindings = await db.transaction(async (tx) => {
+      const ids: string[] = [];
+      for (let i = 0; i < options.policies; i++) {
+        const policy = await createPolicy(tx, {
+          name: `bench-${stamp}-${i}`,
+          type: "BenchBlob",
+          content: JSON.stringify({ i, blob: "x".repeat(options.policyBytes) }),
+          createdBy: "bench",
+        });
+        await changePolicyState(tx, policy.id, "released");
+        ids.push((await createBinding(tx, { policyId: policy.id, nodeGroupId: group })).id);
+      }
+      return ids;
+    });
+    const tokens = await Promise.all(
+      Array.from(
+        { length: options.nodes },
+        async () => (await createEnrollmentToken(db, group, { createdBy: "bench" })).token,
+      ),
+    );
+    const counts = workers.map((_, i) =>
+      Math.floor(options.nodes / workers.length) + (i < options.nodes % workers.length ? 1 : 0)
+    );
+    let offset = 0;
+    for (const [i, w] of workers.entries()) {
+      await w.send({
+        cmd: "agents",
+        webTarget: target.webTarget,
+        policyTarget: target.policyTarget,
+        caPem: target.caPem,
+        tokens: tokens.slice(offset, offset + counts[i]),
+        prefix: `bench-${stamp}-w${i}`,
+      });
+      offset += counts[i];
+    }
+    const ready = await Promise.all(workers.map((w) => expect(w, "ready")));
+    const enrollMs = Math.max(...ready.map((r) => r.enrollMs));
+    // Measure in steady state: every stream's initial sync recorded (node online) before the change.
+    const settled = now();
+    for (let i = 0;; i++) {
+      const [{ n }] = await db.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM node_streams s JOIN nodes n ON n.id = s.node_id WHERE n.name LIKE $1",
+        [`bench-${stamp}-%`],
+      );
+      if (n >= options.nodes) break;
+      if (i > 1200) throw new Error(`only ${n} of ${options.nodes} streams were recorded after 120 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.log(
+      `${options.nodes} agents enrolled and streaming from ${options.procs} client process(es) ` +
+        `(enrollment ${(enrollMs / 1000).toFixed(1)} s, all streams recorded ${
+          ((now() - settled) / 1000).toFixed(1)
+        } s ` +
+        `later); snapshot: ${options.policies} polic(ies) of ~${options.policyBytes} bytes`,
+    );
+
+    const all: number[] = [];
+    for (let round = 1; round <= options.rounds; round++) {
+      const before = target.pid ? await processStats(target.pid) : undefined;
+      const windowStart = now();
+      const latencies = await measure(workers, async () => {
+        await db.transaction(async (tx) => {
+          for (const id of bindings) {
+            await updateBinding(tx, id, round === 1 ? { state: "enabled" } : { priority: round });
+          }
+        });
+      });
+      const after = target.pid ? await processStats(target.pid) : undefined;
+      const window = (now() - windowStart) / 1000;
+      all.push(...latencies);
+      summarize(`svc round ${round}`, latencies);
+      if (before && after) {
+        const cpu = after.cpu - before.cpu;
+        console.log(
+          `${"".padEnd(14)}server CPU ${cpu.toFixed(2)} s in a ${(window * 1000).toFixed(0)} ms window ` +
+            `(${((cpu / window) * 100).toFixed(0)}% of one core), RSS ${after.rssMiB.toFixed(0)} MiB ` +
+            `with ${options.nodes} streams`,
+        );
+      }
+    }
+    if (options.rounds > 1) summarize("svc all", all, { rate: false });
+
+    const snapshot = await buildSnapshot(db, [group], createLogger("error"));
+    for (const w of workers) await w.send({ cmd: "close" });
+    workers.splice(0, workers.length, ...Array.from({ length: options.procs }, spawnWorker));
+    const rawStart = Deno.memoryUsage().rss;
+    const raw = await rawCeiling(workers, counts, snapshot.messages, options.rounds);
+    if (options.rounds > 1) summarize("raw all", raw, { rate: false });
+    console.log(
+      `${"".padEnd(14)}(same TLS settings and message bytes, no database; in the benchmark process, RSS ` +
+        `${(rawStart / 2 ** 20).toFixed(0)} → ${(Deno.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)`,
+    );
+    for (const w of workers) await w.send({ cmd: "close" });
+  } finally {
+    for (const w of workers) w.kill();
+    await target.stop();
+  }
+}
+
+if (import.meta.main) {
+  if (Deno.args[0] === "--worker") {
+    await worker();
+    Deno.exit(0);
+  }
+  try {
+    await main();
+  } catch (err) {
+    console.error(`fanout: ${(err as Error).message}`);
+    Deno.exit(1);
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * What a node receives: the released policies that an enabled binding links to one of its node groups, each
+ * with the highest priority among those bindings, encoded as the stream's `PolicyUpdate` messages.
+ *
+ * A snapshot depends only on the set of node groups, so the hub builds it once per distinct group set and
+ * writes the same encoded bytes to every stream that shares the set.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { Queryable } from "../db/db.ts";
+import type { Logger } from "../log.ts";
+import {
+  EventType,
+  type Policy,
+  PolicySchema,
+  PolicyState,
+  PolicyUpdateSchema,
+} from "../../shared/gen/svc/policy/v1/policy_pb.ts";
+import { typedContentFor } from "../../shared/policy_types/mod.ts";
+
+/** A policy row as the stream needs it. */
+export interface DeliveredPolicy {
+  id: string;
+  name: string;
+  description: string;
+  type: string;
+  content: string;
+  version: number;
+  deprecated: boolean;
+  deprecation_message: string;
+  replacement_policy_id: string | null;
+  /** Highest priority among the enabled bindings that reach the node. */
+  priority: number;
+}
+
+/** An encoded snapshot: one message per policy, the last with `snapshot_complete`. */
+export interface Snapshot {
+  /** Hub revision read before the policies, so the content is at least this new. */
+  revision: number;
+  messages: Uint8Array[];
+  /** Policy ids in the snapshot (replay and compliance checks use them). */
+  policyIds: string[];
+}
+
+/** Reads the hub's revision high-water mark. */
+export async function currentRevision(q: Queryable): Promise<number> {
+  const [row] = await q.query<{ revision: number }>("SELECT revision FROM hub_state WHERE id");
+  return row.revision;
+}
+
+/**
+ * Released policies with an enabled binding to one of `groupIds`, priority = max over those bindings.
+ * Ordered by type, name and id so the bytes of two builds of the same state are identical.
+ */
+export async function loadDeliveredPolicies(
+  q: Queryable,
+  groupIds: readonly string[],
+): Promise<DeliveredPolicy[]> {
+  if (groupIds.length === 0) return [];
+  return await q.query<DeliveredPolicy>(
+    `SELECT p.id, p.name, p.description, p.type, p.content, p.version, p.deprecated, p.deprecation_message,
+       p.replacement_policy_id, max(b.priority)::int AS priority
+     FROM policies p JOIN policy_bindings b ON b.policy_id = p.id
+     WHERE p.state = 'released' AND b.state = 'enabled' AND b.node_group_id = ANY($1::uuid[])
+     GROUP BY p.id ORDER BY p.type, p.name, p.id`,
+    [groupIds],
+  );
+}
+
+/**
+ * Builds the snapshot for a group set. The revision is read BEFORE the policies: a change committed in
+ * between is then included in the content and announced again by its own notice, whereas the other order
+ * could label a snapshot with a revision whose change it does not contain, and the hub would skip it.
+ */
+export async function buildSnapshot(
+  q: Queryable,
+  groupIds: readonly string[],
+  log: Logger,
+): Promise<Snapshot> {
+  const revision = await currentRevision(q);
+  const policies = await loadDeliveredPolicies(q, groupIds);
+  return encodeSnapshot(policies, revision, log);
+}
+
+/** Encodes policies as snapshot messages (an empty list gives the single empty-snapshot marker). */
+export function encodeSnapshot(
+  policies: readonly DeliveredPolicy[],
+  revision: number,
+  log: Logger,
+): Snapshot {
+  if (policies.length === 0) {
+    const marker = toBinary(
+      PolicyUpdateSchema,
+      create(PolicyUpdateSchema, {
+        type: EventType.SNAPSHOT,
+        snapshotComplete: true,
+        revision: BigInt(revision),
+      }),
+    );
+    return { revision, messages: [marker], policyIds: [] };
+  }
+  const messages = policies.map((p, i) =>
+    toBinary(
+      PolicyUpdateSchema,
+      create(PolicyUpdateSchema, {
+        type: EventType.SNAPSHOT,
+        policy: toPolicyMessage(p, log),
+        snapshotComplete: i === policies.length - 1,
+        revision: BigInt(revision),
+      }),
+    )
+  );
+  return { revision, messages, policyIds: policies.map((p) => p.id) };
+}
+
+/** The stream `Policy` message for a delivered policy, with typed content when the type is known. */
+export function toPolicyMessage(p: DeliveredPolicy, log: Logger): Policy {
+  return create(PolicySchema, {
+    id: p.id,
+    name: p.name,
+    description: p.description,
+    type: p.type,
+    content: p.content,
+    version: p.version,
+    state: PolicyState.RELEASED,
+    priority: p.priority,
+    deprecated: p.deprecated,
+    deprecationMessage: p.deprecation_message,
+    replacementPolicyId: p.replacement_policy_id ?? "",
+    typedContent: typedContent(p, log),
+  });
+}
+
+/**
+ * Parses stored content into the type's message, ignoring unknown fields (forward compatibility). Unknown
+ * types have no typed member; content that fails to parse is sent without one and the failure is logged,
+ * so one bad policy never keeps the others from a node.
+ */
+function typedContent(p: DeliveredPolicy, log: Logger): Policy["typedContent"] {
+  try {
+    return (typedContentFor(p.type, p.content) ?? { case: undefined }) as Policy["typedContent"];
+  } catch (err) {
+    log.warn("hub: policy content does not parse; sending it without typed content", {
+      policy: p.id,
+      type: p.type,
+      error: (err as Error).message,
+    });
+    return { case: undefined };
+  }
+}

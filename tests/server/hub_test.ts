@@ -1,0 +1,289 @@
+// The hub with real agents on real streams: snapshots built once per distinct node-group set, a stuck agent
+// that neither delays the others nor loses the latest state, resyncs whose notification was lost, event log
+// compaction, replica liveness (a dead replica's nodes go offline; a replica taken for dead comes back), and
+// graceful shutdown.
+
+import assert from "node:assert/strict";
+import * as grpc from "@grpc/grpc-js";
+import { dbTest } from "../helpers/db.ts";
+import {
+  type AgentServer,
+  bind,
+  createGroup,
+  enrollAgent,
+  eventually,
+  nodeStatus,
+  releasedPolicy,
+  startAgentServer,
+  subscribe,
+} from "../helpers/agents.ts";
+import type { Db } from "../../server/db/db.ts";
+import type { HubOptions } from "../../server/hub/hub.ts";
+import { changePolicyState, createPolicy } from "../../server/domain/policies.ts";
+import { createBinding, updateBinding } from "../../server/domain/bindings.ts";
+import { addMembers } from "../../server/domain/node_groups.ts";
+import { publishResync } from "../../server/hub/publish.ts";
+import { GrpcError } from "../../shared/grpc/adapter.ts";
+import { metricsRegistry } from "../../server/metrics/counters.ts";
+
+async function withServer(
+  db: Db,
+  hub: HubOptions,
+  fn: (server: AgentServer) => Promise<void>,
+): Promise<void> {
+  const server = await startAgentServer(db, { hub });
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Observations in the `svc_policy_propagation_seconds` histogram of this process. */
+async function propagationCount(): Promise<number> {
+  const text = await metricsRegistry.getSingleMetricAsString("svc_policy_propagation_seconds");
+  return Number(/svc_policy_propagation_seconds_count (\d+)/.exec(text)?.[1] ?? NaN);
+}
+
+async function streamRows(db: Db, nodeId: string): Promise<number> {
+  const rows = await db.query("SELECT 1 FROM node_streams WHERE node_id = $1", [nodeId]);
+  return rows.length;
+}
+
+dbTest("snapshots are built once per distinct node-group set", async (db) => {
+  await withServer(db, {}, async (server) => {
+    const a = await createGroup(db, "a");
+    const b = await createGroup(db, "b");
+    const c = await createGroup(db, "c");
+    await bind(db, await releasedPolicy(db, { name: "pa" }), a);
+    await bind(db, await releasedPolicy(db, { name: "pb" }), b);
+    const layout: [string, string[]][] = [
+      ...Array.from({ length: 6 }, (_, i): [string, string[]] => [`only-a-${i}`, [a]]),
+      ...Array.from({ length: 4 }, (_, i): [string, string[]] => [`a-and-b-${i}`, [a, b]]),
+      ...Array.from({ length: 2 }, (_, i): [string, string[]] => [`only-b-${i}`, [b]]),
+      ["only-c", [c]],
+    ];
+    const agents = [];
+    for (const [name, groups] of layout) {
+      const agent = await enrollAgent(server, { name, groupId: groups[0] });
+      for (const g of groups.slice(1)) await db.transaction((tx) => addMembers(tx, g, [agent.nodeId]));
+      agents.push(agent);
+    }
+    const before = server.hub.stats().snapshotBuilds;
+    const streams = agents.map((agent) => subscribe(agent.policy));
+    const initial = await Promise.all(streams.map((s) => s.nextSnapshot()));
+    assert.equal(
+      server.hub.stats().snapshotBuilds - before,
+      4,
+      "one build per group set: {a}, {a,b}, {b}, {c}",
+    );
+    assert.deepEqual(initial.map((s) => s.policies.map((p) => p!.name).sort().join(",")), [
+      ...Array(6).fill("pa"),
+      ...Array(4).fill("pa,pb"),
+      ...Array(2).fill("pb"),
+      "",
+    ]);
+
+    const mid = server.hub.stats().snapshotBuilds;
+    const propagated = await propagationCount();
+    await db.transaction((tx) => publishResync(tx, [a, b]));
+    await Promise.all(streams.slice(0, 12).map((s) => s.nextSnapshot()));
+    assert.equal(server.hub.stats().snapshotBuilds - mid, 3, "{c} is not affected and not rebuilt");
+    await eventually(async () => (await propagationCount()) - propagated === 12, {
+      what: "one propagation time per delivered snapshot in svc_policy_propagation_seconds",
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(streams[12].snapshotCount(), 1);
+    for (const s of streams) s.cancel();
+    for (const agent of agents) agent.close();
+  });
+});
+
+dbTest(
+  "a stuck stream does not delay others and receives the latest snapshot when it reads again",
+  async (db) => {
+    await withServer(db, {}, async (server) => {
+      const group = await createGroup(db, "lab");
+      // Enough data per snapshot (60 x 48 KiB) that an agent that stops reading fills its flow-control
+      // window.
+      const bindingIds = await db.transaction(async (tx) => {
+        const ids: string[] = [];
+        for (let i = 0; i < 60; i++) {
+          const p = await createPolicy(tx, {
+            name: `bulk-${i}`,
+            type: "TestBlob",
+            content: JSON.stringify({ i, blob: "x".repeat(48 * 1024) }),
+            createdBy: "test",
+          });
+          await changePolicyState(tx, p.id, "released");
+          const b = await createBinding(tx, { policyId: p.id, nodeGroupId: group });
+          await updateBinding(tx, b.id, { state: "enabled" });
+          ids.push(b.id);
+        }
+        return ids;
+      });
+      const stuckAgent = await enrollAgent(server, { name: "stuck", groupId: group });
+      const fastAgent = await enrollAgent(server, { name: "fast", groupId: group });
+      const stuck = subscribe(stuckAgent.policy);
+      const fast = subscribe(fastAgent.policy);
+      await stuck.nextSnapshot(20_000);
+      await fast.nextSnapshot(20_000);
+      stuck.pause();
+
+      const priorityOf = (snap: { policies: ({ name: string; priority: number } | undefined)[] }) =>
+        snap.policies.find((p) => p!.name === "bulk-0")!.priority;
+      const rounds = 8;
+      for (let k = 1; k <= rounds; k++) {
+        const started = performance.now();
+        await db.transaction((tx) => updateBinding(tx, bindingIds[0], { priority: k }));
+        const snap = await fast.nextSnapshot(10_000);
+        assert.equal(priorityOf(snap), k);
+        const ms = performance.now() - started;
+        assert.ok(ms < 5_000, `round ${k}: the reading agent waited ${ms.toFixed(0)} ms`);
+      }
+
+      stuck.resume();
+      // It drains what was queued, then the coalesced pending resync brings it to the latest state.
+      let latest = -1;
+      while (latest !== rounds) latest = priorityOf(await stuck.nextSnapshot(20_000));
+      // Coalesced: the resyncs that arrived while it was stuck became one snapshot. It got the initial one, what
+      // was already in flight when it stopped reading, and the latest; the reading agent got every one.
+      assert.equal(fast.snapshotCount(), rounds + 1);
+      assert.ok(stuck.snapshotCount() <= 4, `the stuck agent received ${stuck.snapshotCount()} snapshots`);
+      stuck.cancel();
+      fast.cancel();
+      stuckAgent.close();
+      fastAgent.close();
+    });
+  },
+);
+
+dbTest("a resync whose notification was lost is caught up from the event log", async (db) => {
+  await withServer(db, { heartbeatIntervalMs: 200 }, async (server) => {
+    const group = await createGroup(db, "lab");
+    const policy = await releasedPolicy(db, { name: "p" });
+    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = subscribe(agent.policy);
+    assert.equal((await stream.nextSnapshot()).policies.length, 0);
+    // The binding and its hub event are written without NOTIFY (as if the LISTEN connection was down).
+    await db.transaction(async (tx) => {
+      await tx.query(
+        "INSERT INTO policy_bindings (policy_id, node_group_id, state) VALUES ($1, $2, 'enabled')",
+        [policy, group],
+      );
+      const [row] = await tx.query<{ revision: number }>(
+        "UPDATE hub_state SET revision = revision + 1 WHERE id RETURNING revision",
+      );
+      await tx.query(
+        "INSERT INTO hub_events (revision, kind, node_group_ids) VALUES ($1, 'resync', $2::uuid[])",
+        [
+          row.revision,
+          [group],
+        ],
+      );
+    });
+    const snap = await stream.nextSnapshot(5_000);
+    assert.deepEqual(snap.policies.map((p) => p!.name), ["p"]);
+    stream.cancel();
+    agent.close();
+  });
+});
+
+dbTest("old hub events are compacted", async (db) => {
+  await withServer(db, { heartbeatIntervalMs: 100, eventRetention: 5 }, async () => {
+    const group = await createGroup(db, "lab");
+    for (let i = 0; i < 12; i++) await db.transaction((tx) => publishResync(tx, [group]));
+    await eventually(async () => {
+      const [row] = await db.query<{ n: number; min: number }>(
+        "SELECT count(*)::int AS n, min(revision)::int AS min FROM hub_events",
+      );
+      return row.n === 5 && row.min === 8;
+    }, { what: "compaction to the last 5 events" });
+  });
+});
+
+dbTest("nodes streaming from a replica that stopped updating its liveness row go offline", async (db) => {
+  await withServer(db, { heartbeatIntervalMs: 100, replicaTimeoutMs: 1_000 }, async (server) => {
+    const group = await createGroup(db, "lab");
+    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+    const local = await enrollAgent(server, { name: "pc-2", groupId: group });
+    const stream = subscribe(local.policy);
+    await stream.nextSnapshot();
+    await eventually(async () => (await streamRows(db, local.nodeId)) === 1, {
+      what: "local stream recorded",
+    });
+    // Another replica, silent for a minute, holds pc-1's stream.
+    await db.query(
+      "INSERT INTO server_replicas (id, last_seen) VALUES ('dead-replica', now() - interval '1 minute')",
+    );
+    await db.query("INSERT INTO node_streams (node_id, replica_id) VALUES ($1, 'dead-replica')", [
+      agent.nodeId,
+    ]);
+    await db.query("UPDATE nodes SET status = 'online' WHERE id = $1", [agent.nodeId]);
+    await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", {
+      what: "pc-1 offline",
+    });
+    const [reason] = await db.query<{ status_reason: string }>(
+      "SELECT status_reason FROM nodes WHERE id = $1",
+      [
+        agent.nodeId,
+      ],
+    );
+    assert.match(reason.status_reason, /replica/);
+    assert.equal((await db.query("SELECT 1 FROM server_replicas WHERE id = 'dead-replica'")).length, 0);
+    // This replica's own node is untouched.
+    assert.equal(await nodeStatus(db, local.nodeId), "online");
+    stream.cancel();
+    agent.close();
+    local.close();
+  });
+});
+
+dbTest("a replica that was taken for dead records its streams again", async (db) => {
+  await withServer(db, { heartbeatIntervalMs: 100, replicaTimeoutMs: 60_000 }, async (server) => {
+    const group = await createGroup(db, "lab");
+    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = subscribe(agent.policy);
+    await stream.nextSnapshot();
+    await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, { what: "stream recorded" });
+    // What a survivor does to a replica it believes dead.
+    await db.query("DELETE FROM server_replicas WHERE id = $1", [server.ctx.replicaId]);
+    await db.query("UPDATE nodes SET status = 'offline' WHERE id = $1", [agent.nodeId]);
+    assert.equal(await streamRows(db, agent.nodeId), 0);
+    await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, {
+      what: "stream recorded again",
+    });
+    await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online again" });
+    stream.cancel();
+    agent.close();
+  });
+});
+
+dbTest(
+  "stopping the hub ends streams with UNAVAILABLE, marks nodes offline and removes the replica",
+  async (db) => {
+    const server = await startAgentServer(db);
+    let stopped = false;
+    try {
+      const group = await createGroup(db, "lab");
+      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = subscribe(agent.policy);
+      await stream.nextSnapshot();
+      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online" });
+      await server.stop();
+      stopped = true;
+      const err = await stream.ended;
+      assert.ok(err instanceof GrpcError);
+      assert.equal(err.code, grpc.status.UNAVAILABLE);
+      assert.equal(await nodeStatus(db, agent.nodeId), "offline");
+      assert.equal(
+        (await db.query("SELECT 1 FROM server_replicas WHERE id = $1", [server.ctx.replicaId])).length,
+        0,
+      );
+      assert.equal((await db.query("SELECT 1 FROM node_streams")).length, 0);
+      agent.close();
+    } finally {
+      if (!stopped) await server.stop();
+    }
+  },
+);
