@@ -41,8 +41,9 @@ export const MAX_BODY_BYTES = 8 << 20;
 /**
  * TLS 1.2 suites: ECDHE key exchange with AES-GCM only (TLS 1.3 suites are all AEAD and stay enabled).
  * Deno's TLS (rustls) ignores this list: it never offers CBC, RC4, 3DES or static-RSA suites at all, but it
- * also accepts ECDHE with ChaCha20-Poly1305 for a TLS 1.2 client that offers no AES-GCM suite. The list is
- * kept so the intent holds on a runtime that honours it.
+ * also accepts ECDHE with ChaCha20-Poly1305 for a TLS 1.2 client that offers no AES-GCM suite, so the
+ * `secureConnection` handler closes such connections. The list is kept so the intent holds on a runtime that
+ * honours it.
  */
 const TLS12_CIPHERS = [
   "ECDHE-ECDSA-AES128-GCM-SHA256",
@@ -106,6 +107,20 @@ export async function startWebPort(ctx: ServerContext, options: WebPortOptions):
   };
 
   server.on("secureConnection", (socket: TLSSocket) => {
+    // The runtime's TLS stack ignores `ciphers` and may settle TLS 1.2 on ChaCha20-Poly1305; the policy is
+    // ECDHE with AES-GCM only for 1.2, so such a connection is closed before it can carry a request.
+    const cipher = socket.getCipher?.();
+    if (
+      socket.getProtocol?.() === "TLSv1.2" &&
+      !/^ECDHE-(ECDSA|RSA)-AES(128|256)-GCM-SHA(256|384)$/.test(cipher?.name ?? "")
+    ) {
+      ctx.log.debug("web port: refusing a TLS 1.2 cipher outside ECDHE+AES-GCM", {
+        peer: socket.remoteAddress,
+        cipher: cipher?.name ?? "unknown",
+      });
+      socket.destroy();
+      return;
+    }
     const presented = Object.keys(socket.getPeerCertificate() ?? {}).length > 0;
     if (presented && !socket.authorized) {
       ctx.log.debug("web port: refusing a client certificate that does not chain to the internal CA", {

@@ -118,6 +118,30 @@ Deno.test({
         assert.equal(gcm.ok, true, gcm.out);
         const tls13 = await handshake(proc.webPort, ["-tls1_3"]);
         assert.equal(tls13.ok, true, tls13.out);
+        // ChaCha20 is a fine AEAD, but the TLS 1.2 policy is AES-GCM only: no request may be served over it.
+        const chacha = await run("curl", [
+          "-sS",
+          "--tlsv1.2",
+          "--tls-max",
+          "1.2",
+          "--ciphers",
+          "ECDHE-ECDSA-CHACHA20-POLY1305",
+          "--cacert",
+          `${proc.dataDir}/pki/ca/ca.crt`,
+          `https://127.0.0.1:${proc.webPort}/api/v1/version`,
+        ]);
+        assert.notEqual(chacha.code, 0, `TLS 1.2 ChaCha20 served a request: ${chacha.out}`);
+        const aesGcm = await run("curl", [
+          "-sS",
+          "--tls-max",
+          "1.2",
+          "--ciphers",
+          "ECDHE-ECDSA-AES256-GCM-SHA384",
+          "--cacert",
+          `${proc.dataDir}/pki/ca/ca.crt`,
+          `https://127.0.0.1:${proc.webPort}/api/v1/version`,
+        ]);
+        assert.equal(aesGcm.code, 0, aesGcm.out);
       });
       await t.step("web port refuses a client certificate that does not chain to the CA", async () => {
         const dir = await Deno.makeTempDir();
