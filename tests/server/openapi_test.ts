@@ -75,7 +75,11 @@ dbTest("the OpenAPI document and the mounted routes describe the same API", asyn
         "archived",
       ]);
       assert.equal(state["x-required-permission"], "policy:view");
-      assert.match(state.summary, /policy:release.*policy:edit/, "the handler-checked permissions are documented");
+      assert.match(
+        state.summary,
+        /policy:release.*policy:edit/,
+        "the handler-checked permissions are documented",
+      );
       assert.deepEqual(state.security, [{ sessionCookie: [], csrfToken: [] }, {
         bearerAuth: [],
         csrfToken: [],
