@@ -54,10 +54,31 @@ export interface NotifierOptions {
   now?: () => number;
 }
 
-/** Parses `loginctl list-sessions --no-legend` output: session id, uid, user. */
+/**
+ * Parses `loginctl list-sessions --no-legend -o json` output (session id, uid, user of each session).
+ * A loginctl too old for JSON tables ignores `-o json` and prints the legend-less text table, whose first
+ * three columns are the same; that is parsed too. Entries of the wrong shape are skipped.
+ */
 export function parseSessionList(text: string): { id: string; uid: number; user: string }[] {
+  const trimmed = text.trim();
+  if (trimmed.startsWith("[")) {
+    let rows: unknown;
+    try {
+      rows = JSON.parse(trimmed);
+    } catch {
+      return [];
+    }
+    if (!Array.isArray(rows)) return [];
+    return rows.flatMap((row) => {
+      const { session, uid, user } = (row ?? {}) as Record<string, unknown>;
+      return typeof session === "string" && session !== "" && Number.isSafeInteger(uid) &&
+          (uid as number) >= 0 && typeof user === "string" && user !== ""
+        ? [{ id: session, uid: uid as number, user }]
+        : [];
+    });
+  }
   const sessions: { id: string; uid: number; user: string }[] = [];
-  for (const line of text.split("\n")) {
+  for (const line of trimmed.split("\n")) {
     const [id, uid, user] = line.trim().split(/\s+/);
     if (!id || !/^\d+$/.test(uid ?? "") || !user) continue;
     sessions.push({ id, uid: Number(uid), user });
@@ -108,7 +129,9 @@ export class Notifier {
   /** Active local graphical sessions, one per user; empty when logind cannot be asked. */
   async sessions(): Promise<GraphicalSession[]> {
     const { runner, logger } = this.#options;
-    const list = await runner.run("loginctl", ["list-sessions", "--no-legend"], { timeoutMs: 5000 });
+    const list = await runner.run("loginctl", ["list-sessions", "--no-legend", "-o", "json"], {
+      timeoutMs: 5000,
+    });
     if (!list.success) {
       logger.debug("no logind sessions to notify", { reason: list.stderr.trim() });
       return [];

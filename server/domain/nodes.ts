@@ -171,7 +171,8 @@ export async function updateNodeNotes(q: Queryable, id: string, notes: string): 
 
 /**
  * Revokes every certificate serial issued to the node (and its current serial, should it be missing from
- * `node_certificates`) and tells its open streams to disconnect. Returns the serials newly revoked.
+ * `node_certificates`), marks the node offline ("certificate revoked") without any stream, and tells its
+ * open streams to disconnect. Returns the serials newly revoked.
  * Throws a conflict when the node has no certificate at all.
  */
 export async function revokeNode(
@@ -192,11 +193,23 @@ export async function revokeNode(
      ON CONFLICT (serial) DO NOTHING RETURNING serial`,
     [serials, id, options.reason || "revoked by an administrator"],
   );
+  // Offline now, not when the stream's close is recorded: the stream may sit on a replica that is gone,
+  // and the UI must never show a revoked node online. The hub refuses to record a stream for a revoked
+  // serial, so nothing brings it back.
+  await q.query("DELETE FROM node_streams WHERE node_id = $1", [id]);
+  await q.query(
+    `UPDATE nodes SET status = 'offline', status_reason = 'certificate revoked', updated_at = now()
+     WHERE id = $1`,
+    [id],
+  );
   await sendNodeCommand(q, id, "disconnect");
   return revoked.map((r) => r.serial).sort();
 }
 
-/** Deletes a node after revoking all its certificates; its streams are told to disconnect. */
+/**
+ * Deletes a node after revoking all its certificates; its stream rows go with it (ON DELETE CASCADE) and
+ * its open streams are told to disconnect.
+ */
 export async function deleteNode(q: Queryable, id: string): Promise<{ id: string; name: string }> {
   const node = await queryOne<{ id: string; name: string; cert_serial: string | null }>(
     q,

@@ -2,7 +2,8 @@
  * The policy hub of one server replica: it serves the `SubscribePolicyUpdates` streams connected to this
  * process, turns resync notices (published by domain code through `publishResync` in `publish.ts` and
  * delivered to every replica by LISTEN/NOTIFY) into fresh snapshots, routes targeted commands, and keeps the
- * replica's liveness row and stream records so that survivors can mark the nodes of a dead replica offline.
+ * replica's liveness row and stream records so that survivors can mark the nodes of a dead replica offline
+ * (with the embedded database, at once when the server starts again: no other process can share it).
  *
  * Delivery guarantees:
  * - A stream registers for notices before its initial sync is computed, so a change committed meanwhile is
@@ -129,6 +130,9 @@ interface CacheEntry {
   promise: Promise<Snapshot>;
   createdAt: number;
 }
+
+/** Why a stream of a revoked or deleted node is ended. */
+const REVOKED_MESSAGE = "the certificate of this node was revoked or the node was deleted; enroll again";
 
 const COMMAND_EVENTS: Partial<Record<NodeCommand, EventType>> = {
   metadata_request: EventType.METADATA_REQUEST,
@@ -286,12 +290,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
     if (!targets) return;
     for (const s of targets) {
       if (command === "disconnect") {
-        s.finish(
-          new GrpcError(
-            grpc.status.UNAUTHENTICATED,
-            "the certificate of this node was revoked or the node was deleted; enroll again",
-          ),
-        );
+        s.finish(new GrpcError(grpc.status.UNAUTHENTICATED, REVOKED_MESSAGE));
         continue;
       }
       const type = COMMAND_EVENTS[command];
@@ -408,7 +407,8 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
 
   async function registerStream(s: StreamState): Promise<void> {
     if (s.closed) return;
-    const record = () => recordStreamOpen(db, { id: s.id, nodeId: s.sub.nodeId, replicaId });
+    const record = () =>
+      recordStreamOpen(db, { id: s.id, nodeId: s.sub.nodeId, replicaId, serial: s.sub.serial });
     let exists: boolean;
     try {
       exists = await record();
@@ -419,7 +419,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       exists = await record();
     }
     if (!exists) {
-      s.finish(new GrpcError(grpc.status.UNAUTHENTICATED, "this node was deleted; enroll again"));
+      s.finish(new GrpcError(grpc.status.UNAUTHENTICATED, REVOKED_MESSAGE));
       return;
     }
     s.registered = true;
@@ -452,7 +452,14 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
     });
     await registerReplica();
     for (const s of streams.values()) {
-      if (s.registered) await recordStreamOpen(db, { id: s.id, nodeId: s.sub.nodeId, replicaId });
+      if (!s.registered) continue;
+      const recorded = await recordStreamOpen(db, {
+        id: s.id,
+        nodeId: s.sub.nodeId,
+        replicaId,
+        serial: s.sub.serial,
+      });
+      if (!recorded) s.finish(new GrpcError(grpc.status.UNAUTHENTICATED, REVOKED_MESSAGE));
     }
   }
 
@@ -472,6 +479,32 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       db,
       orphans.map((o) => o.node_id),
       "server replica holding the stream stopped responding",
+    );
+  }
+
+  /**
+   * With the embedded database (PGlite) no other process can have the data directory open while this one
+   * runs, so every other replica row was left by a previous process (killed without cleaning up, then
+   * restarted on the same data directory): its streams are gone now, not after the replica timeout. Runs
+   * before this replica serves any stream, so every node still marked connected is stale.
+   */
+  async function reapPreviousProcesses(): Promise<void> {
+    if (db.driver !== "pglite") return;
+    const gone = await db.query<{ id: string }>("DELETE FROM server_replicas WHERE id <> $1 RETURNING id", [
+      replicaId,
+    ]);
+    const stale = await db.query<{ id: string }>(
+      "SELECT id FROM nodes WHERE status IN ('online', 'degraded') ORDER BY id",
+    );
+    if (gone.length === 0 && stale.length === 0) return;
+    log.info("hub: the embedded database holds streams of a previous server process; nodes go offline", {
+      replicas: gone.length,
+      nodes: stale.length,
+    });
+    await markNodesOffline(
+      db,
+      stale.map((r) => r.id),
+      "server restarted; waiting for the agent to reconnect",
     );
   }
 
@@ -569,6 +602,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       unlisten = await db.listen(HUB_CHANNEL, onNotice);
       latestRevision = await currentRevision(db);
       await registerReplica();
+      await reapPreviousProcesses();
       running = true;
       schedule();
       log.info("hub: started", { replicaId, revision: latestRevision });

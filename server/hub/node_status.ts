@@ -6,8 +6,10 @@
  * - `online`: the node has at least one open stream that has completed its initial sync;
  * - `degraded`: online, but the agent's last heartbeat said it is unhealthy (`healthy = false`), or the
  *   latest compliance result of a policy that still reaches the node is `error`;
- * - `offline`: the last open stream of the node closed (streams on every replica count), or the replica
- *   holding it stopped updating its liveness row;
+ * - `offline`: the last open stream of the node closed (streams on every replica count), the replica
+ *   holding it stopped updating its liveness row (or, with the embedded database, the previous server
+ *   process holding it is gone), or its certificate was revoked (`certificate revoked`, set by the
+ *   revocation itself);
  * - `unknown`: enrolled, never synced.
  *
  * Every change of a node's stream set first locks the node row, then reads `node_streams` in a new
@@ -55,14 +57,19 @@ async function setConnectedStatus(q: Queryable, nodeId: string): Promise<void> {
 
 /**
  * Records an open stream (after its initial sync was sent) and marks the node online or degraded.
- * Returns false when the node no longer exists (deleted while the stream was opening).
+ * Returns false, recording nothing, when the node no longer exists or the certificate the stream was opened
+ * with has been revoked since: revocation takes the node offline and removes its stream rows in its own
+ * transaction (under the same node lock), and a stream that finished its initial sync just then must not
+ * bring the node back online.
  */
 export async function recordStreamOpen(
   db: Db,
-  stream: { id: string; nodeId: string; replicaId: string },
+  stream: { id: string; nodeId: string; replicaId: string; serial: string },
 ): Promise<boolean> {
   return await db.transaction(async (tx) => {
     if (!(await lockNode(tx, stream.nodeId))) return false;
+    const revoked = await tx.query("SELECT 1 FROM revoked_certificates WHERE serial = $1", [stream.serial]);
+    if (revoked.length > 0) return false;
     await tx.query(
       "INSERT INTO node_streams (id, node_id, replica_id) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
       [stream.id, stream.nodeId, stream.replicaId],

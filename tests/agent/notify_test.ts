@@ -1,6 +1,15 @@
 /**
- * Desktop notifications: logind output parsing, message choice, and the silent skip where there
- * is no session (this machine has no running logind, which is exactly that case).
+ * Desktop notifications: logind output parsing, message choice, the silent skip where there is no
+ * session, and the whole path through the real Runner to the users of active graphical sessions.
+ *
+ * PID 1 of this machine is not systemd, so systemd-logind cannot run here at all: the real
+ * `loginctl` answers "System has not been booted with systemd as init system" (the no-session
+ * case, tested as is). For the session path, small shell scripts placed first on PATH stand in
+ * for exactly three programs: `loginctl` (printing what systemd 252 prints for four sessions),
+ * `runuser` (switching users needs accounts and a session bus this machine lacks, so it records
+ * its argv and environment and runs the command as the current user) and `notify-send` (records
+ * its argv and environment). Everything else is real: the Runner spawning processes without a
+ * shell, `/usr/bin/env` setting the session bus variables, the parsing and the selection.
  */
 import assert from "node:assert/strict";
 import {
@@ -13,7 +22,23 @@ import {
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 
-Deno.test("loginctl list-sessions and show-session output is parsed", () => {
+const SETTINGS = {
+  enabled: true,
+  cooldownSeconds: 60,
+  defaultMessage: "Log in again to apply the new settings.",
+  messageByType: { Firefox: "Restart Firefox.", Chrome: "Restart Chrome." },
+};
+
+Deno.test("loginctl list-sessions JSON, its pre-JSON text table and show-session output are parsed", () => {
+  const json = `[{"session":"2","uid":1000,"user":"alice","seat":"seat0","tty":"tty2","state":"active",` +
+    `"idle":false,"since":null},{"session":"c1","uid":120,"user":"gdm","seat":"seat0","tty":"tty1",` +
+    `"state":"online","idle":true,"since":null},{"session":"9","uid":"1001","user":"eve"},{"uid":5}]\n`;
+  assert.deepEqual(parseSessionList(json), [
+    { id: "2", uid: 1000, user: "alice" },
+    { id: "c1", uid: 120, user: "gdm" },
+  ], "entries of the wrong shape are skipped");
+  assert.deepEqual(parseSessionList("[{broken"), []);
+
   const list = `      2 1000 alice seat0 tty2
      c1  120 gdm   seat0 tty1
       5 1001 bob         pts/0
@@ -51,7 +76,11 @@ Deno.test("no logind session: nothing is sent and nothing fails", async () => {
   const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true });
   await notifier.notify(["Firefox"]);
   const commands = runner.history.map((c) => `${c.cmd} ${c.args.join(" ")}`);
-  assert.deepEqual(commands, ["loginctl list-sessions --no-legend"], "logind was asked, nobody was notified");
+  assert.deepEqual(
+    commands,
+    ["loginctl list-sessions --no-legend -o json"],
+    "logind was asked, nobody was notified",
+  );
 });
 
 Deno.test("switched off locally or by the server: no command runs at all", async () => {
@@ -61,4 +90,396 @@ Deno.test("switched off locally or by the server: no command runs at all", async
   off.setSettings({ ...DEFAULT_NOTIFICATION_SETTINGS, enabled: false });
   await off.notify(["Firefox"]);
   assert.equal(runner.history.length, 0);
+});
+
+// --- the session path, with stand-ins for loginctl, runuser and notify-send ------------------------
+
+/** `loginctl list-sessions --no-legend -o json` of systemd 252 (one line, sorted by session id). */
+const SESSION_LIST_JSON = JSON.stringify([
+  {
+    session: "2",
+    uid: 1000,
+    user: "alice",
+    seat: "seat0",
+    tty: "tty2",
+    state: "active",
+    idle: false,
+    since: null,
+  },
+  {
+    session: "3",
+    uid: 1003,
+    user: "dave",
+    seat: "seat0",
+    tty: "tty7",
+    state: "online",
+    idle: false,
+    since: null,
+  },
+  {
+    session: "4",
+    uid: 1001,
+    user: "bob",
+    seat: "seat1",
+    tty: null,
+    state: "active",
+    idle: false,
+    since: null,
+  },
+  {
+    session: "5",
+    uid: 1002,
+    user: "carol",
+    seat: null,
+    tty: "ttyS0",
+    state: "active",
+    idle: false,
+    since: null,
+  },
+]);
+
+/** The same sessions as a loginctl without JSON tables prints them (it ignores `-o json`). */
+const SESSION_LIST_TEXT = `      2 1000 alice seat0 tty2
+      3 1003 dave  seat0 tty7
+      4 1001 bob   seat1
+      5 1002 carol       ttyS0
+`;
+
+/** `loginctl show-session ID` per session: X11 and Wayland active, a serial console, a switched-away X11. */
+const SHOW_SESSION: Record<string, string> = {
+  // alice: X11 on seat0, in front.
+  "2": `Id=2
+User=1000
+Name=alice
+Timestamp=Mon 2025-03-03 08:12:41 CET
+TimestampMonotonic=14627353
+VTNr=2
+Seat=seat0
+TTY=tty2
+Display=:0
+Remote=no
+Service=gdm-password
+Desktop=gnome-xorg
+Scope=session-2.scope
+Leader=1436
+Audit=2
+Type=x11
+Class=user
+Active=yes
+State=active
+IdleHint=no
+IdleSinceHint=0
+IdleSinceHintMonotonic=0
+LockedHint=no
+`,
+  // dave: X11 on seat0 too, but the user switched away from it.
+  "3": `Id=3
+User=1003
+Name=dave
+Timestamp=Mon 2025-03-03 07:58:02 CET
+TimestampMonotonic=9871233
+VTNr=7
+Seat=seat0
+TTY=tty7
+Display=:1
+Remote=no
+Service=lightdm
+Desktop=xfce
+Scope=session-3.scope
+Leader=1201
+Audit=3
+Type=x11
+Class=user
+Active=no
+State=online
+IdleHint=no
+IdleSinceHint=0
+IdleSinceHintMonotonic=0
+LockedHint=no
+`,
+  // bob: Wayland on a second seat (no virtual terminals there).
+  "4": `Id=4
+User=1001
+Name=bob
+Timestamp=Mon 2025-03-03 08:20:17 CET
+TimestampMonotonic=19201555
+VTNr=0
+Seat=seat1
+Remote=no
+Service=sddm
+Desktop=KDE
+Scope=session-4.scope
+Leader=2210
+Audit=4
+Type=wayland
+Class=user
+Active=yes
+State=active
+IdleHint=no
+IdleSinceHint=0
+IdleSinceHintMonotonic=0
+LockedHint=no
+`,
+  // carol: a login on the serial console, local and active, but not graphical.
+  "5": `Id=5
+User=1002
+Name=carol
+Timestamp=Mon 2025-03-03 08:31:50 CET
+TimestampMonotonic=26134982
+VTNr=0
+TTY=ttyS0
+Remote=no
+Service=login
+Scope=session-5.scope
+Leader=2514
+Audit=5
+Type=tty
+Class=user
+Active=yes
+State=active
+IdleHint=no
+IdleSinceHint=0
+IdleSinceHintMonotonic=0
+LockedHint=no
+`,
+};
+
+/** One recorded run of a stand-in: its argv and the session variables it saw. */
+interface Call {
+  tool: string;
+  argv: string[];
+  env: Record<string, string>;
+}
+
+/** The stand-ins on PATH, what they recorded, and a file a shell would create if one ever ran. */
+interface FakeDesktop {
+  runner: Runner;
+  canary: string;
+  calls(): Promise<Call[]>;
+}
+
+/** Shell lines appending one NUL-separated record: tool, argc, argv, the session variables, "end". */
+function recorder(tool: string, log: string): string {
+  return `{
+  printf '%s\\0' '${tool}' "$#"
+  [ "$#" -gt 0 ] && printf '%s\\0' "$@"
+  env -0 | grep -z -E '^(DBUS_SESSION_BUS_ADDRESS|DISPLAY|XDG_RUNTIME_DIR)='
+  printf 'end\\0'
+} >> '${log}'`;
+}
+
+/**
+ * Runs `fn` with the stand-ins first on PATH and without inherited session variables (so what
+ * notify-send sees was set by the agent). `legacyLoginctl` prints the text table whatever `-o` says.
+ */
+async function withFakeDesktop(
+  options: { legacyLoginctl?: boolean },
+  fn: (desktop: FakeDesktop) => Promise<void>,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-notify-test-" });
+  const bin = `${dir}/bin`;
+  const log = `${dir}/calls.log`;
+  await Deno.mkdir(bin);
+  const list = options.legacyLoginctl
+    ? `list-sessions*) printf '%s' '${SESSION_LIST_TEXT}' ;;`
+    : `"list-sessions --no-legend -o json") printf '%s\\n' '${SESSION_LIST_JSON}' ;;`;
+  const shows = Object.entries(SHOW_SESSION).map(([id, text]) =>
+    `"show-session ${id}") printf '%s' '${text}' ;;`
+  );
+  const scripts: Record<string, string> = {
+    loginctl: `#!/bin/sh
+case "$*" in
+${list}
+${shows.join("\n")}
+*) echo "Failed: unexpected arguments: $*" >&2; exit 1 ;;
+esac
+`,
+    runuser: `#!/bin/sh
+${recorder("runuser", log)}
+if [ "$1" != "-u" ] || [ -z "$2" ] || [ "$3" != "--" ]; then
+  echo "runuser: expected -u USER -- COMMAND" >&2
+  exit 1
+fi
+shift 3
+exec "$@"
+`,
+    "notify-send": `#!/bin/sh
+${recorder("notify-send", log)}
+`,
+  };
+  for (const [name, text] of Object.entries(scripts)) {
+    await Deno.writeTextFile(`${bin}/${name}`, text, { mode: 0o755 });
+  }
+  const saved = Object.fromEntries(
+    ["PATH", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XDG_RUNTIME_DIR"].map((k) => [k, Deno.env.get(k)]),
+  );
+  Deno.env.set("PATH", `${bin}:${saved.PATH ?? "/usr/bin:/bin"}`);
+  for (const k of ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XDG_RUNTIME_DIR"]) Deno.env.delete(k);
+  try {
+    await fn({
+      runner: new Runner(),
+      canary: `${dir}/canary`,
+      async calls() {
+        let fields: string[];
+        try {
+          fields = (await Deno.readTextFile(log)).split("\0");
+        } catch (err) {
+          if (err instanceof Deno.errors.NotFound) return [];
+          throw err;
+        }
+        const calls: Call[] = [];
+        let i = 0;
+        while (i < fields.length - 1) {
+          const tool = fields[i++];
+          const argc = Number(fields[i++]);
+          const argv = fields.slice(i, i + argc);
+          i += argc;
+          const env: Record<string, string> = {};
+          while (fields[i] !== "end") {
+            const entry = fields[i++];
+            const eq = entry.indexOf("=");
+            env[entry.slice(0, eq)] = entry.slice(eq + 1);
+          }
+          i++;
+          calls.push({ tool, argv, env });
+        }
+        return calls;
+      },
+    });
+  } finally {
+    for (const [k, v] of Object.entries(saved)) v === undefined ? Deno.env.delete(k) : Deno.env.set(k, v);
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** What runuser and notify-send must have been called with to notify `user` (uid) with `body`. */
+function expectedCalls(user: string, uid: number, body: string): Call[] {
+  const notifyArgs = [
+    "--app-name=svc",
+    "--icon=dialog-information",
+    "--",
+    "Settings updated by your administrator",
+    body,
+  ];
+  return [
+    {
+      tool: "runuser",
+      argv: [
+        "-u",
+        user,
+        "--",
+        "env",
+        `DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/${uid}/bus`,
+        `XDG_RUNTIME_DIR=/run/user/${uid}`,
+        "notify-send",
+        ...notifyArgs,
+      ],
+      env: {},
+    },
+    {
+      tool: "notify-send",
+      argv: notifyArgs,
+      // No DISPLAY: notify-send reaches the notification daemon over the user's session bus.
+      env: {
+        DBUS_SESSION_BUS_ADDRESS: `unix:path=/run/user/${uid}/bus`,
+        XDG_RUNTIME_DIR: `/run/user/${uid}`,
+      },
+    },
+  ];
+}
+
+Deno.test("exactly the active graphical sessions are notified, once each, as their user, on their bus", async () => {
+  await withFakeDesktop({}, async ({ runner, calls }) => {
+    const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true });
+    notifier.setSettings(SETTINGS);
+    await notifier.notify(["Firefox"]);
+    assert.deepEqual(await calls(), [
+      ...expectedCalls("alice", 1000, "Restart Firefox."),
+      ...expectedCalls("bob", 1001, "Restart Firefox."),
+    ], "alice (X11) and bob (Wayland); not carol (serial console) nor dave (switched away)");
+    assert.deepEqual(
+      runner.history.map((c) => `${c.cmd} ${(c.cmd === "runuser" ? c.args.slice(0, 3) : c.args).join(" ")}`),
+      [
+        "loginctl list-sessions --no-legend -o json",
+        "loginctl show-session 2",
+        "loginctl show-session 3",
+        "loginctl show-session 4",
+        "loginctl show-session 5",
+        "runuser -u alice --",
+        "runuser -u bob --",
+      ],
+    );
+    assert.ok(runner.history.every((c) => c.result.success));
+  });
+});
+
+Deno.test("a type without its own message gets the default; several changed types make one notification", async () => {
+  await withFakeDesktop({}, async ({ runner, calls }) => {
+    let now = 1_000_000;
+    const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true, now: () => now });
+    notifier.setSettings(SETTINGS);
+    await notifier.notify(["Dconf"]);
+    assert.deepEqual(await calls(), [
+      ...expectedCalls("alice", 1000, SETTINGS.defaultMessage),
+      ...expectedCalls("bob", 1001, SETTINGS.defaultMessage),
+    ]);
+    now += 60_000;
+    await notifier.notify(["Firefox", "Dconf", "Chrome", "Kconfig", "Firefox"]);
+    const body = `Restart Firefox.\n${SETTINGS.defaultMessage}\nRestart Chrome.`;
+    assert.deepEqual((await calls()).slice(4), [
+      ...expectedCalls("alice", 1000, body),
+      ...expectedCalls("bob", 1001, body),
+    ], "one notification per session, one line per distinct message");
+  });
+});
+
+Deno.test("within the cooldown nothing is sent; from the end of the cooldown on, it is sent again", async () => {
+  await withFakeDesktop({}, async ({ runner, calls }) => {
+    let now = 5_000_000;
+    const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true, now: () => now });
+    notifier.setSettings(SETTINGS);
+    await notifier.notify(["Firefox"]);
+    assert.equal((await calls()).filter((c) => c.tool === "notify-send").length, 2);
+    now += SETTINGS.cooldownSeconds * 1000 - 1;
+    await notifier.notify(["Chrome"]);
+    assert.equal((await calls()).length, 4, "one millisecond before the cooldown ends: nothing");
+    assert.ok(!runner.history.some((c, i) => i >= 7 && c.cmd === "runuser"), "runuser did not even run");
+    now += 1;
+    await notifier.notify(["Chrome"]);
+    assert.deepEqual((await calls()).slice(4), [
+      ...expectedCalls("alice", 1000, "Restart Chrome."),
+      ...expectedCalls("bob", 1001, "Restart Chrome."),
+    ]);
+  });
+});
+
+Deno.test("a loginctl without JSON tables (it ignores -o json) still finds the sessions", async () => {
+  await withFakeDesktop({ legacyLoginctl: true }, async ({ runner, calls }) => {
+    const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true });
+    notifier.setSettings(SETTINGS);
+    await notifier.notify(["Firefox"]);
+    assert.deepEqual((await calls()).filter((c) => c.tool === "runuser").map((c) => c.argv[1]), [
+      "alice",
+      "bob",
+    ]);
+  });
+});
+
+Deno.test("a hostile message arrives as one literal argument: no shell, no option, no control character", async () => {
+  await withFakeDesktop({}, async ({ runner, calls, canary }) => {
+    const hostile = `Restart Firefox.\n$(touch ${canary}) \`touch ${canary}\`; touch ${canary} && ` +
+      `echo x > ${canary} | cat < /etc/hostname * ~ 'single' "double" \\back\x1b[31mred\x07bell\x00nul` +
+      `\ttab\rcr\x7fdel\n--help -u root`;
+    const notifier = new Notifier({ runner, logger: SILENT_LOGGER, enabled: true });
+    notifier.setSettings({ ...SETTINGS, messageByType: { Firefox: hostile } });
+    await notifier.notify(["Firefox"]);
+    const expected = `Restart Firefox.\n$(touch ${canary}) \`touch ${canary}\`; touch ${canary} && ` +
+      `echo x > ${canary} | cat < /etc/hostname * ~ 'single' "double" \\back [31mred bell nul` +
+      ` tab cr del\n--help -u root`;
+    assert.deepEqual(await calls(), [
+      ...expectedCalls("alice", 1000, expected),
+      ...expectedCalls("bob", 1001, expected),
+    ]);
+    await assert.rejects(Deno.stat(canary), Deno.errors.NotFound, "no shell ever interpreted the message");
+  });
 });

@@ -1,7 +1,8 @@
 // The hub with real agents on real streams: snapshots built once per distinct node-group set, a stuck agent
 // that neither delays the others nor loses the latest state, resyncs whose notification was lost, event log
-// compaction, replica liveness (a dead replica's nodes go offline; a replica taken for dead comes back), and
-// graceful shutdown.
+// compaction, replica liveness (a dead replica's nodes go offline; a replica taken for dead comes back; with
+// the embedded database a previous process's streams are reaped at start), revocation keeping a node offline,
+// and graceful shutdown.
 
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
@@ -23,6 +24,9 @@ import { changePolicyState, createPolicy } from "../../server/domain/policies.ts
 import { createBinding, updateBinding } from "../../server/domain/bindings.ts";
 import { addMembers } from "../../server/domain/node_groups.ts";
 import { publishResync } from "../../server/hub/publish.ts";
+import { recordStreamOpen } from "../../server/hub/node_status.ts";
+import { revokeNode } from "../../server/domain/nodes.ts";
+import { seedNode } from "./domain_helpers.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { metricsRegistry } from "../../server/metrics/counters.ts";
 
@@ -43,6 +47,14 @@ async function withServer(
 async function propagationCount(): Promise<number> {
   const text = await metricsRegistry.getSingleMetricAsString("svc_policy_propagation_seconds");
   return Number(/svc_policy_propagation_seconds_count (\d+)/.exec(text)?.[1] ?? NaN);
+}
+
+async function statusOf(db: Db, nodeId: string): Promise<{ status: string; status_reason: string }> {
+  const [row] = await db.query<{ status: string; status_reason: string }>(
+    "SELECT status, status_reason FROM nodes WHERE id = $1",
+    [nodeId],
+  );
+  return row;
 }
 
 async function streamRows(db: Db, nodeId: string): Promise<number> {
@@ -285,5 +297,120 @@ dbTest(
     } finally {
       if (!stopped) await server.stop();
     }
+  },
+);
+
+dbTest(
+  "a previous process's streams are reaped at start on the embedded database; on PostgreSQL they wait for the timeout",
+  async (db) => {
+    // What a server killed with SIGKILL right after its liveness update leaves behind: a fresh replica row,
+    // its stream rows and their nodes marked connected.
+    const online = await seedNode(db, { name: "pc-online", status: "online" });
+    const degraded = await seedNode(db, { name: "pc-degraded", status: "degraded" });
+    const never = await seedNode(db, { name: "pc-never", status: "unknown" });
+    const gone = await seedNode(db, { name: "pc-gone", status: "offline" });
+    await db.query("UPDATE nodes SET status_reason = 'policy stream closed' WHERE id = $1", [gone]);
+    await db.query("INSERT INTO server_replicas (id, hostname) VALUES ('previous-process', 'desk')");
+    for (const node of [online, degraded]) {
+      await db.query("INSERT INTO node_streams (node_id, replica_id) VALUES ($1, 'previous-process')", [
+        node,
+      ]);
+    }
+    await withServer(db, { replicaTimeoutMs: 60_000 }, async (server) => {
+      const replicas = (await db.query<{ id: string }>("SELECT id FROM server_replicas ORDER BY id")).map((
+        r,
+      ) => r.id);
+      if (db.driver === "pglite") {
+        // No waiting: the moment start() returns, nothing of the previous process is left.
+        assert.deepEqual(replicas, [server.ctx.replicaId]);
+        assert.equal((await db.query("SELECT 1 FROM node_streams")).length, 0);
+        for (const node of [online, degraded]) {
+          assert.deepEqual(await statusOf(db, node), {
+            status: "offline",
+            status_reason: "server restarted; waiting for the agent to reconnect",
+          });
+        }
+      } else {
+        // Another live replica may hold these streams: only the replica timeout may declare it dead.
+        assert.deepEqual(replicas, ["previous-process", server.ctx.replicaId].sort());
+        assert.equal((await db.query("SELECT 1 FROM node_streams")).length, 2);
+        assert.equal(await nodeStatus(db, online), "online");
+        assert.equal(await nodeStatus(db, degraded), "degraded");
+      }
+      assert.deepEqual(await statusOf(db, never), { status: "unknown", status_reason: "" });
+      assert.deepEqual(await statusOf(db, gone), {
+        status: "offline",
+        status_reason: "policy stream closed",
+      });
+
+      // The new process serves agents as usual.
+      const group = await createGroup(db, "lab");
+      const agent = await enrollAgent(server, { name: "pc-new", groupId: group });
+      const stream = subscribe(agent.policy);
+      await stream.nextSnapshot();
+      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online" });
+      stream.cancel();
+      agent.close();
+    });
+  },
+);
+
+dbTest(
+  "a revoked node is offline at once, and neither its closing stream nor a reconnect flips it back",
+  async (db) => {
+    await withServer(db, { heartbeatIntervalMs: 100 }, async (server) => {
+      const group = await createGroup(db, "lab");
+      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = subscribe(agent.policy);
+      await stream.nextSnapshot();
+      await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, { what: "stream recorded" });
+      assert.equal(await nodeStatus(db, agent.nodeId), "online");
+
+      await db.transaction((tx) => revokeNode(tx, agent.nodeId));
+      // Read right after the commit, before the stream's close is recorded: the revocation itself did it.
+      const revoked = { status: "offline", status_reason: "certificate revoked" };
+      assert.deepEqual(await statusOf(db, agent.nodeId), revoked);
+      assert.equal(await streamRows(db, agent.nodeId), 0);
+
+      const err = await stream.ended;
+      assert.ok(err instanceof GrpcError);
+      assert.equal(err.code, grpc.status.UNAUTHENTICATED);
+      await eventually(() => Promise.resolve(server.hub.stats().streams === 0), {
+        what: "stream closed on the server",
+      });
+      // Several hub ticks (close bookkeeping, reconciliation of this replica's streams) have run.
+      await new Promise((r) => setTimeout(r, 500));
+      assert.deepEqual(await statusOf(db, agent.nodeId), revoked);
+
+      const retry = subscribe(agent.policy);
+      const refused = await retry.ended;
+      assert.ok(refused instanceof GrpcError);
+      assert.equal(refused.code, grpc.status.UNAUTHENTICATED);
+      await assert.rejects(agent.policy.heartbeat({ clientId: "pc-1" }), GrpcError);
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(await statusOf(db, agent.nodeId), revoked);
+      assert.equal(await streamRows(db, agent.nodeId), 0);
+      agent.close();
+    });
+  },
+);
+
+dbTest(
+  "a stream that completes its initial sync after the revocation committed is not recorded",
+  async (db) => {
+    // The race the hub cannot see coming: the stream passed the certificate check, then the node was revoked
+    // while its initial sync was being sent. Recording it must not bring the node back online.
+    const node = await seedNode(db, { name: "pc-1", status: "online", serials: ["0a1b"] });
+    const other = await seedNode(db, { name: "pc-2", serials: ["0c2d"] });
+    await db.query("INSERT INTO server_replicas (id) VALUES ('replica-a')");
+    await db.transaction((tx) => revokeNode(tx, node));
+    const stream = { id: crypto.randomUUID(), nodeId: node, replicaId: "replica-a", serial: "0a1b" };
+    assert.equal(await recordStreamOpen(db, stream), false);
+    assert.equal(await streamRows(db, node), 0);
+    assert.deepEqual(await statusOf(db, node), { status: "offline", status_reason: "certificate revoked" });
+    // Control: a stream with a valid serial is recorded and its node goes online.
+    const valid = { id: crypto.randomUUID(), nodeId: other, replicaId: "replica-a", serial: "0c2d" };
+    assert.equal(await recordStreamOpen(db, valid), true);
+    assert.equal(await nodeStatus(db, other), "online");
   },
 );

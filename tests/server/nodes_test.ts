@@ -1,6 +1,7 @@
 /**
  * Nodes over HTTP: list filters, sort and pagination; the detail view; revocation and deletion put every
- * serial on the revoked list and close the stream; the metadata request needs a connected agent.
+ * serial on the revoked list and close the stream (revocation takes the node offline at once, deletion takes
+ * its stream rows with it); the metadata request needs a connected agent.
  */
 import assert from "node:assert/strict";
 import type { Db } from "../../server/db/db.ts";
@@ -172,6 +173,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     );
 
     await t.step("revoke puts every serial on the revoked list and disconnects the stream", async () => {
+      await db.query("UPDATE nodes SET status = 'online', status_reason = '' WHERE id = $1", [node]);
       const got = await notices(db, async () => {
         const res = expectStatus(
           await admin.request("POST", `/api/v1/nodes/${node}/revoke`, { reason: "stolen" }),
@@ -184,7 +186,14 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
         "SELECT serial, reason FROM revoked_certificates ORDER BY serial",
       );
       assert.deepEqual(rows, [{ serial: "0a1b", reason: "stolen" }, { serial: "0c2d", reason: "stolen" }]);
-      assert.equal(expectStatus(await admin.request("GET", `/api/v1/nodes/${node}`), 200).cert_revoked, true);
+      const detail = expectStatus(await admin.request("GET", `/api/v1/nodes/${node}`), 200);
+      assert.equal(detail.cert_revoked, true);
+      // Offline in the same transaction, whatever becomes of the stream (its replica may be gone).
+      assert.deepEqual(
+        [detail.status, detail.status_reason, detail.connected],
+        ["offline", "certificate revoked", false],
+      );
+      assert.equal((await db.query("SELECT 1 FROM node_streams WHERE node_id = $1", [node])).length, 0);
       const again = expectStatus(await admin.request("POST", `/api/v1/nodes/${node}/revoke`, {}), 200);
       assert.deepEqual(again.revoked_serials, [], "already revoked serials are not revoked twice");
     });
@@ -202,7 +211,13 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     await t.step(
       "delete revokes every serial first, disconnects, and the revocations outlive the node",
       async () => {
-        const other = await seedNode(db, { name: "desk-8", groups: [group], serials: ["beef", "cafe"] });
+        const other = await seedNode(db, {
+          name: "desk-8",
+          status: "online",
+          groups: [group],
+          serials: ["beef", "cafe"],
+        });
+        await db.query("INSERT INTO node_streams (node_id, replica_id) VALUES ($1, 'replica-a')", [other]);
         const got = await notices(db, async () => {
           expectStatus(await admin.request("DELETE", `/api/v1/nodes/${other}`), 204);
         });
@@ -215,6 +230,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
           { serial: "cafe", node_id: null, reason: "node deleted" },
         ]);
         expectStatus(await admin.request("GET", `/api/v1/nodes/${other}`), 404);
+        assert.equal((await db.query("SELECT 1 FROM node_streams WHERE node_id = $1", [other])).length, 0);
         expectStatus(await admin.request("DELETE", `/api/v1/nodes/${other}`), 404);
         const audit = await db.query<{ resource_name: string }>(
           "SELECT resource_name FROM audit_logs WHERE resource_type = 'node' AND action = 'delete' AND outcome = 'success'",
