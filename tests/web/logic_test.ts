@@ -8,11 +8,28 @@ import { matchRoute } from "../../web/src/routes.ts";
 import { lifecycleActions } from "../../web/src/lifecycle.ts";
 import { computeProvenance, type ProvenancePolicy } from "../../web/src/provenance.ts";
 import { contentToValue, valueAtKey } from "../../web/src/content.ts";
-import { humanize, optionsFromDoc, setIn } from "../../web/src/editors/form_model.ts";
+import {
+  fieldMeta,
+  formModel,
+  humanize,
+  matchesFilter,
+  mergeHint,
+  type MetaSource,
+  optionsFromDoc,
+  type ProtoDocs,
+  rangeText,
+  setIn,
+  visibleFields,
+} from "../../web/src/editors/form_model.ts";
 import { editorFor } from "../../web/src/editors/mod.ts";
 import { enrollmentCommands } from "../../web/src/enrollment.ts";
 import { parseProtoDocs, readProtoDocs } from "../../web/proto_docs.ts";
-import { listPolicyTypes } from "../../shared/policy_types/mod.ts";
+import { getPolicyType, listPolicyTypes } from "../../shared/policy_types/mod.ts";
+import { isBrowserType } from "../../shared/policy_types/browser.ts";
+import { chromeType } from "../../shared/policy_types/chrome.ts";
+import { firefoxType } from "../../shared/policy_types/firefox.ts";
+import { thunderbirdType } from "../../shared/policy_types/thunderbird.ts";
+import docsJson from "../../web/src/editors/proto_docs.gen.json" with { type: "json" };
 
 Deno.test("client routes: the spec's routes match, anything else does not", () => {
   const names = [
@@ -233,8 +250,224 @@ Deno.test("every registered policy type has its editor and documented content me
       );
     }
   }
-  assert.ok(editorFor("Firefox").hints.enums?.["Cookies.Behavior"]?.includes("reject-tracker"));
+  for (const def of listPolicyTypes()) {
+    const { catalogue, escapeHatch } = editorFor(def.wireName).hints;
+    if (isBrowserType(def)) {
+      assert.equal(catalogue?.fieldInfo, def.fieldInfo, `${def.wireName} follows the shared catalogue`);
+      assert.equal(catalogue?.groups, def.groups);
+      assert.equal(escapeHatch, "additional");
+    } else {
+      assert.equal(catalogue, undefined, `${def.wireName} is described by its .proto comments`);
+    }
+  }
   assert.deepEqual(editorFor("SomethingNew").hints, {});
+});
+
+const DOCS = docsJson as ProtoDocs;
+
+function browserSource(wireName: string): MetaSource {
+  const def = getPolicyType(wireName);
+  assert.ok(isBrowserType(def));
+  return {
+    catalogue: { groups: def.groups, fieldInfo: def.fieldInfo },
+    docs: DOCS,
+    escapeHatch: "additional",
+  };
+}
+
+/** The top-level fields of a model as `group: key` lines. */
+function listing(model: ReturnType<typeof formModel>): string[] {
+  return model.groups.flatMap((g) => g.fields.map((f) => `${g.name}: ${f.meta.key}`));
+}
+
+Deno.test("form model: a browser type's catalogue gives the groups in order, labels, enum labels and ranges", () => {
+  const source = browserSource("Chrome");
+  const model = formModel(source, { schema: chromeType.schema, value: {} });
+  assert.deepEqual(model.groups.map((g) => g.name), [...chromeType.groups, "Other policy keys"]);
+  assert.equal(model.total, chromeType.schema.fields.length, "Chrome has no unsupported field to hide");
+  const first = model.groups[0].fields[0].meta;
+  assert.deepEqual([first.key, first.label, first.description], [
+    "HomepageLocation",
+    "Home page URL",
+    "The page the home button opens.",
+  ]);
+  const meta = (key: string) => model.groups.flatMap((g) => g.fields).find((f) => f.meta.key === key)!.meta;
+  assert.deepEqual(meta("RestoreOnStartup").options, [
+    { value: 1, label: "Continue where you left off" },
+    { value: 4, label: "Open the pages in RestoreOnStartupURLs" },
+    { value: 5, label: "Open the new tab page" },
+  ]);
+  assert.equal(meta("RestoreOnStartup").label, "At start-up");
+  const period = meta("RelaunchNotificationPeriod");
+  assert.deepEqual([period.min, period.max, period.unit], [3_600_000, 2_147_483_647, "milliseconds"]);
+  assert.equal(rangeText(period), "From 3,600,000 to 2,147,483,647 milliseconds.");
+  assert.equal(rangeText({ min: 1 }), "At least 1.");
+  assert.equal(rangeText({}), undefined);
+  assert.match(meta("SSLVersionMin").deprecated!, /Removed from current Chrome/);
+  assert.equal(meta("SSLVersionMin").chromeOnly, false);
+  assert.equal(meta("additional").group, "Other policy keys");
+  assert.equal(meta("additional").label, "Additional", "the escape hatch keeps its .proto description");
+  assert.ok(meta("additional").description);
+});
+
+Deno.test("form model: list fields say how they combine across policies; scalars say nothing", () => {
+  const source = browserSource("Chrome");
+  const field = (key: string) => chromeType.schema.fields.find((f) => f.jsonName === key)!;
+  const hint = (key: string) =>
+    fieldMeta(source, { message: chromeType.schema, field: field(key), rule: key }).mergeHint;
+  assert.equal(hint("URLBlocklist"), "Lists from several policies are combined (duplicates dropped).");
+  assert.match(hint("ExtensionSettings")!, /Entries from several policies are combined; for the same entry/);
+  assert.match(hint("RestoreOnStartupURLs")!, /^Not combined across policies/, "a list without a merge rule");
+  assert.equal(hint("HomepageLocation"), undefined);
+  assert.match(mergeHint("per-member-union", false)!, /Lists inside are combined/);
+  // Merge rules are top-level only: a nested list does not claim to combine.
+  const firefox = browserSource("Firefox");
+  const homepage = firefoxType.schema.fields.find((f) => f.jsonName === "Homepage")!;
+  assert.ok(homepage.fieldKind === "message");
+  const additional = homepage.message.fields.find((f) => f.jsonName === "Additional")!;
+  assert.equal(
+    fieldMeta(firefox, { message: homepage.message, field: additional, rule: "Homepage.Additional" })
+      .mergeHint,
+    undefined,
+  );
+  assert.equal(
+    fieldMeta(firefox, { message: homepage.message, field: additional, rule: "Homepage.Additional" }).label,
+    "More pages",
+  );
+});
+
+Deno.test("form model: search by label, key and description (every word), nested labels included", () => {
+  const chrome = browserSource("Chrome");
+  const find = (filter: string) =>
+    listing(formModel(chrome, { schema: chromeType.schema, value: {}, filter }));
+  assert.deepEqual(find("relaunch period"), ["Browser behaviour: RelaunchNotificationPeriod"]);
+  assert.deepEqual(
+    find("PERIOD relaunch"),
+    ["Browser behaviour: RelaunchNotificationPeriod"],
+    "any order and case",
+  );
+  assert.deepEqual(find("URLBlocklist"), ["Content filtering: URLBlocklist"], "by key");
+  assert.deepEqual(
+    find("GPU acceleration"),
+    ["Browser behaviour: HardwareAccelerationModeEnabled"],
+    "by description",
+  );
+  assert.deepEqual(find("no such setting at all"), []);
+  const firefox = browserSource("Firefox");
+  assert.deepEqual(
+    listing(
+      formModel(firefox, { schema: firefoxType.schema, value: {}, filter: "behaviour in private windows" }),
+    ),
+    ["Privacy and telemetry: Cookies"],
+    "a nested setting's label finds its section",
+  );
+  const meta = fieldMeta(chrome, {
+    message: chromeType.schema,
+    field: chromeType.schema.fields[0],
+    rule: "HomepageLocation",
+  });
+  assert.ok(
+    matchesFilter(meta, "") && matchesFilter(meta, "homepage_location"),
+    "the proto name is a key too",
+  );
+});
+
+Deno.test("form model: only configured settings, counted per group", () => {
+  const model = formModel(browserSource("Chrome"), {
+    schema: chromeType.schema,
+    value: { RestoreOnStartup: 5, URLBlocklist: ["example.com"], PrintingEnabled: false, URLAllowlist: [] },
+    onlyConfigured: true,
+  });
+  assert.deepEqual(listing(model), [
+    "Start-up and home page: RestoreOnStartup",
+    "Content filtering: URLBlocklist",
+    "Downloads and printing: PrintingEnabled",
+  ], "an explicit false is a setting, an empty list is not");
+  assert.equal(model.configured, 3);
+  assert.deepEqual(model.groups.map((g) => [g.configured, g.total]), [[1, 6], [1, 4], [1, 4]]);
+});
+
+Deno.test("form model: unsupported fields are hidden unless the content sets them, then shown with the reason", () => {
+  const source = browserSource("Thunderbird");
+  const field = thunderbirdType.schema.fields.find((f) => f.jsonName === "InAppNotification")!;
+  assert.ok(field.fieldKind === "message");
+  const keys = (value: Record<string, boolean>) =>
+    visibleFields(source, { message: field.message, rule: "InAppNotification", value }).map((f) =>
+      f.meta.key
+    );
+  assert.deepEqual(keys({}), ["DonationEnabled", "SurveyEnabled", "MessageEnabled", "Disabled"]);
+  const stored = visibleFields(source, {
+    message: field.message,
+    rule: "InAppNotification",
+    value: { Enabled: false },
+  });
+  const enabled = stored.find((f) => f.meta.key === "Enabled")!;
+  assert.equal(enabled.configured, true, "an explicit false is shown too");
+  assert.equal(
+    enabled.meta.unsupported,
+    "Thunderbird has no InAppNotification.Enabled; set InAppNotification.Disabled instead",
+  );
+  assert.ok(!stored.some((f) => f.meta.key === "Locked"));
+  // The label of a hidden field does not make its section match a search.
+  assert.deepEqual(
+    listing(formModel(source, { schema: thunderbirdType.schema, value: {}, filter: "cookie behaviour" })),
+    [],
+  );
+  const deprecated = formModel(source, { schema: thunderbirdType.schema, value: {} }).groups
+    .flatMap((g) => g.fields).find((f) => f.meta.key === "LocalFileLinks")!;
+  assert.match(deprecated.meta.deprecated!, /Thunderbird 153 no longer lists this policy/);
+});
+
+Deno.test("form model: Chrome-only settings are marked; settings outside the catalogue fall back to .proto comments", () => {
+  const source: MetaSource = {
+    catalogue: {
+      groups: ["Home"],
+      fieldInfo: {
+        HomepageLocation: { group: "Home", label: "Home", description: "Home page.", chromeOnly: true },
+      },
+    },
+    docs: DOCS,
+  };
+  const model = formModel(source, { schema: chromeType.schema, value: {} });
+  assert.equal(model.groups[0].name, "Home");
+  assert.equal(model.groups[0].fields[0].meta.chromeOnly, true);
+  const fallback = model.groups.flatMap((g) => g.fields).find((f) => f.meta.key === "RestoreOnStartup")!.meta;
+  assert.equal(fallback.label, "Restore on startup");
+  assert.equal(
+    fallback.group,
+    DOCS["svc.policy.v1.ChromePolicy"].fields.restore_on_startup.group ?? "Settings",
+  );
+  assert.equal(fallback.chromeOnly, false);
+});
+
+Deno.test("form model: the other types keep .proto groups, humanized labels and allowed values from comments", () => {
+  const source: MetaSource = { docs: DOCS };
+  for (const def of listPolicyTypes().filter((d) => !isBrowserType(d))) {
+    const model = formModel(source, { schema: def.schema, value: {} });
+    assert.equal(model.total, def.schema.fields.length, def.wireName);
+    for (const group of model.groups) {
+      for (const f of group.fields) {
+        assert.equal(f.meta.label, humanize(f.field.jsonName));
+        assert.equal(f.meta.description, DOCS[def.schema.typeName].fields[f.field.name]?.doc);
+        assert.equal(f.meta.group, DOCS[def.schema.typeName].fields[f.field.name]?.group ?? "Settings");
+      }
+    }
+  }
+  const docs: ProtoDocs = {
+    "svc.policy.v1.ChromePolicy": {
+      fields: {
+        restore_on_startup: { doc: "0 = off, 1 = on.", group: "Later" },
+        homepage_location: { group: "First" },
+      },
+    },
+  };
+  const model = formModel({ docs }, { schema: chromeType.schema, value: {} });
+  assert.deepEqual(
+    model.groups.map((g) => g.name),
+    ["First", "Settings", "Later"],
+    "groups in order of appearance",
+  );
+  assert.deepEqual(model.groups[2].fields[0].meta.options?.map((o) => o.value), [0, 1]);
 });
 
 Deno.test("enrollment commands use a root-only token file and name the server to point the agent at", () => {

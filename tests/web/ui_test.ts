@@ -285,6 +285,24 @@ async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
 }
 
+/**
+ * Waits until opened sections have finished opening (Shoelace sets their body's height to `auto` at the end)
+ * and no other finite animation runs, so screenshots and clicks see the final layout.
+ */
+async function settleAnimations(page: Page): Promise<void> {
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll("sl-details[open]")].every((d: { shadowRoot: ShadowRootLike }) =>
+      d.shadowRoot.querySelector(".details__body")?.style.height === "auto"
+    ) &&
+    document.getAnimations().every((a: { effect: { getTiming(): { iterations: number } } | null }) =>
+      a.effect?.getTiming().iterations === Infinity
+    )
+  );
+}
+
+/** The part of a shadow root `settleAnimations` reads. */
+type ShadowRootLike = { querySelector(s: string): { style: { height: string } } | null };
+
 /** Waits until the app has had no API request in flight for a moment (`main[aria-busy]`) and shows no spinner. */
 async function settle(h: Harness): Promise<void> {
   const { page } = h;
@@ -729,12 +747,132 @@ spec:
       },
     );
 
+    await step(
+      "browser editors follow the catalogue: unsupported fields, search by label, enums by label, errors in place",
+      async () => {
+        // Content setting a field Thunderbird ignores (typed into the JSON view) shows it with the reason, to remove.
+        await page.goto(`${base}/policies/new?type=Thunderbird`, { waitUntil: "load" });
+        await page.click('sl-tab[panel="json"]');
+        await page.click("sl-textarea.json-view >>> textarea");
+        await page.keyboard.down("Control");
+        await page.keyboard.press("a");
+        await page.keyboard.up("Control");
+        await page.keyboard.type('{"InAppNotification": {"Enabled": true, "SurveyEnabled": false}}');
+        await page.click('sl-tab[panel="form"]');
+        const ignored = await page.waitForSelector(
+          '.field-row.unsupported[data-field="InAppNotification.Enabled"]',
+          { visible: true },
+        );
+        assert.match(
+          await ignored!.evaluate((e) => e.textContent!.replace(/\s+/g, " ")),
+          /Not supported.*Ignored by the browser: Thunderbird has no InAppNotification\.Enabled; set InAppNotification\.Disabled instead/,
+        );
+        assert.equal(
+          await page.$('.field-row[data-field="InAppNotification.Locked"]'),
+          null,
+          "unset: hidden",
+        );
+        await settleAnimations(page);
+        await screenshot(page, "09-thunderbird-unsupported");
+        await page.$eval(
+          '.field-row[data-field="InAppNotification.Enabled"] sl-icon-button[label="Remove Enable"]',
+          (b) => (b as unknown as El).click(),
+        );
+        await page.waitForSelector('.field-row[data-field="InAppNotification.Enabled"]', { hidden: true });
+        await page.waitForFunction(() =>
+          document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+        );
+        // The draft is left unsaved: accept the browser's leave-page question.
+        page.once("dialog", (d) => d.accept());
+
+        await page.goto(`${base}/policies/new?type=Chrome`, { waitUntil: "load" });
+        await fill(page, ".policy-details sl-input[name=name]", "Chrome baseline");
+        const search = "svc-schema-form sl-input.setting-search";
+        await fill(page, search, "relaunch period");
+        const period = '.field-row[data-field="RelaunchNotificationPeriod"]';
+        await page.waitForSelector(period, { visible: true });
+        assert.deepEqual(
+          await page.$$eval(
+            "svc-schema-form .setting-group",
+            (gs) => gs.map((g) => (g as unknown as El).dataset.group),
+          ),
+          ["Browser behaviour"],
+          "the search leaves one group",
+        );
+        assert.equal((await page.$$("svc-schema-form .setting-group > .field-row")).length, 1);
+        assert.match(
+          await page.$eval(period, (e) => e.textContent!.replace(/\s+/g, " ")),
+          /Relaunch period.*RelaunchNotificationPeriod.*milliseconds/,
+        );
+        // Below the minimum: the shared validator's message appears in that field's row, and saving waits.
+        await fill(page, `${period} sl-input`, "60000");
+        const error = await page.waitForSelector(`${period} .field-error`);
+        assert.equal(
+          await error!.evaluate((e) => e.textContent),
+          "must be at least 3600000 milliseconds",
+        );
+        assert.ok(await page.$eval("sl-button.save-policy", (b) => b.hasAttribute("disabled")));
+        await settleAnimations(page);
+        await screenshot(page, "09-chrome-range-error");
+        await fill(page, `${period} sl-input`, "7200000");
+        await page.waitForSelector(`${period} .field-error`, { hidden: true });
+
+        await fill(page, search, "start-up");
+        await choose(page, '.field-row[data-field="RestoreOnStartup"] sl-select', "Open the new tab page");
+
+        // A nested problem shows at the innermost field it names, once: a map key at its entry, a missing
+        // update URL at that entry's field.
+        await fill(page, search, "extension management");
+        const settings = '.field-row[data-field="ExtensionSettings"]';
+        await page.click(`${settings} sl-button.add-item`);
+        const entryError = await page.waitForSelector(`${settings} [data-entry="new-key"] .field-error`);
+        assert.match(await entryError!.evaluate((e) => e.textContent!), /key "new-key"/);
+        const id = "a".repeat(32);
+        await fill(page, `${settings} [data-entry="new-key"] sl-input`, id);
+        const entry = `${settings} [data-entry="${id}"]`;
+        await choose(
+          page,
+          `.field-row[data-field="ExtensionSettings.${id}.installation_mode"] sl-select`,
+          "Force-installed",
+        );
+        const nested = await page.waitForSelector(
+          `.field-row[data-field="ExtensionSettings.${id}.update_url"] .field-error`,
+        );
+        assert.match(await nested!.evaluate((e) => e.textContent!), /is required when installation_mode/);
+        assert.equal(await page.$$eval(`${settings} .field-error`, (es) => es.length), 1, "shown once");
+        await settleAnimations(page);
+        await screenshot(page, "09-chrome-nested-error");
+        await page.click(`${entry} sl-icon-button[label="Remove ${id}"]`);
+        await page.waitForSelector(entry, { hidden: true });
+
+        await fill(page, search, "TLS");
+        const tls = await page.waitForSelector(
+          '.field-row[data-field="SSLVersionMin"] sl-badge.badge-deprecated',
+        );
+        assert.ok(tls, "a deprecated setting carries a warning badge");
+        await page.waitForFunction(() =>
+          document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+        );
+        await page.click("sl-button.save-policy");
+        await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
+        const [row] = await h.server.ctx.db.query<{ content: string }>(
+          "SELECT content FROM policies WHERE id = $1",
+          [new URL(page.url()).pathname.split("/")[2]],
+        );
+        assert.deepEqual(JSON.parse(row.content), {
+          RelaunchNotificationPeriod: 7200000,
+          RestoreOnStartup: 5,
+        });
+      },
+    );
+
     await step("every page passes axe-core and is captured", async () => {
       const pages: Array<[string, string]> = [
         ["/", "10-dashboard"],
         ["/policies", "11-policies"],
         ["/policies/new?type=Firefox", "12-policy-new-firefox"],
         ["/policies/new?type=Polkit", "13-policy-new-polkit"],
+        ["/policies/new?type=Chrome", "13-policy-new-chrome"],
         [`/policies/${state.policyId}/edit`, "14-policy-edit"],
         ["/nodes", "15-nodes"],
         [`/nodes?node=${agent!.nodeId}`, "16-node-drawer"],

@@ -1,9 +1,9 @@
-/** Editor of the Edge policy type: the form generated from its content message, plus what the type's shared rules know. */
-import { EDGE_RULES } from "../../../shared/policy_types/edge.ts";
-import type { EditorSpec } from "./spec.ts";
+/** Editor of the Edge policy type: the form generated from its content message, labelled, grouped and constrained by the type's catalogue in the shared registry. */
+import { edgeType } from "../../../shared/policy_types/edge.ts";
+import { browserHints, type EditorSpec } from "./spec.ts";
 
 /** The Edge editor. */
 export const edgeEditor: EditorSpec = {
   type: "Edge",
-  hints: { enums: EDGE_RULES.enums, escapeHatch: "additional" },
+  hints: browserHints(edgeType),
 };

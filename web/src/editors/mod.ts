@@ -1,8 +1,11 @@
 /**
  * The editors of the known policy types. A type without an entry here still gets the generated form when
- * the shared registry knows its message, and the JSON view otherwise.
+ * the shared registry knows its message (with its catalogue when it is a browser type), and the JSON view
+ * otherwise.
  */
-import type { EditorSpec } from "./spec.ts";
+import { isBrowserType } from "../../../shared/policy_types/browser.ts";
+import { getPolicyType } from "../../../shared/policy_types/mod.ts";
+import { browserHints, type EditorSpec } from "./spec.ts";
 import { chromeEditor } from "./chrome.ts";
 import { dconfEditor } from "./dconf.ts";
 import { diskEncryptionEditor } from "./disk_encryption.ts";
@@ -31,7 +34,13 @@ const EDITORS: readonly EditorSpec[] = [
   kconfigEditor,
 ];
 
-/** The editor of a type, or a plain one (no hints) for a type without its own file. */
+/**
+ * The editor of a type; for a type without its own file, one built from the registry (the catalogue of a
+ * browser type, no hints otherwise).
+ */
 export function editorFor(type: string): EditorSpec {
-  return EDITORS.find((e) => e.type === type) ?? { type, hints: {} };
+  const own = EDITORS.find((e) => e.type === type);
+  if (own) return own;
+  const def = getPolicyType(type);
+  return { type, hints: isBrowserType(def) ? browserHints(def) : {} };
 }

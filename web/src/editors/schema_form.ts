@@ -3,25 +3,41 @@
  * `schema.fields` and edits the protojson value (json_name keys) the server stores:
  *
  * - booleans: set / not set / true / false (an explicit false is a managed value);
- * - strings and numbers: inputs, or a choice when the type's rules or the field's .proto comment list the
+ * - strings and numbers: inputs (numbers with their range and unit), or a choice when the field lists its
  *   allowed values;
- * - enums: a choice of the enum's values; repeated scalars: one value per line;
+ * - enums: a choice of the enum's values; repeated scalars: one value per line, or a multiple choice when
+ *   the items have allowed values;
  * - messages: nested sections; repeated messages: a list with add and remove; maps: key/value rows;
  * - `google.protobuf.Value`/`ListValue`/`Struct`: JSON text.
  *
- * Top-level settings are grouped as in the .proto file and searchable. Every change fires `value-change`
- * with the new value; problems (`issues`, from the shared validator) are shown next to their field.
+ * What a field shows comes from {@link fieldMeta}: for a browser type the shared registry's catalogue (groups
+ * in display order, labels, descriptions, allowed values with labels, ranges, deprecation and "Google Chrome
+ * only" badges, how lists combine across policies; fields the browser ignores are hidden unless the value sets
+ * them), for the other types the .proto comments. Top-level settings are grouped and searchable by label, key
+ * and description. Every change fires `value-change` with the new value; problems (`issues`, from the shared
+ * validator) are shown next to the innermost field they name.
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject, JsonValue } from "../content.ts";
-import { humanize, isEmptyValue, optionsFromDoc, type Segment, setIn } from "./form_model.ts";
+import {
+  type ChoiceOption,
+  type FieldMeta,
+  type FormField,
+  formModel,
+  humanize,
+  type MetaSource,
+  type ProtoDocs,
+  rangeText,
+  type Segment,
+  setIn,
+  visibleFields,
+} from "./form_model.ts";
 import type { FormHints } from "./spec.ts";
 import docsJson from "./proto_docs.gen.json" with { type: "json" };
 
-type Docs = Record<string, { doc?: string; fields: Record<string, { doc?: string; group?: string }> }>;
-const DOCS = docsJson as Docs;
+const DOCS = docsJson as ProtoDocs;
 
 const WKT_JSON = new Set(["google.protobuf.Value", "google.protobuf.ListValue", "google.protobuf.Struct"]);
 const INT64 = new Set([
@@ -32,9 +48,8 @@ const INT64 = new Set([
   ScalarType.SFIXED64,
 ]);
 
-function docOf(message: DescMessage, field: DescField): { doc?: string; group?: string } {
-  return DOCS[message.typeName]?.fields[field.name] ?? {};
-}
+const CHROME_ONLY =
+  "Google Chrome only: Chromium does not know this setting, so nodes with Chromium do not get it.";
 
 /** Path as the shared validator names it, in json names and in proto names. */
 function pathStrings(segments: Array<{ json: Segment; proto: Segment }>): [string, string] {
@@ -51,10 +66,15 @@ function pathStrings(segments: Array<{ json: Segment; proto: Segment }>): [strin
   return [join(segments.map((s) => s.json)), join(segments.map((s) => s.proto))];
 }
 
-/** A control's visible label and its help (the field's .proto comment). */
+/** What a control shows: its visible label, help, and the constraints it offers. */
 interface Label {
   name: TemplateResult | string;
-  doc?: string;
+  help?: string;
+  options?: readonly ChoiceOption[];
+  min?: number;
+  max?: number;
+  unit?: string;
+  format?: string;
 }
 
 /** Fields edited by one labelled control (the rest are sections, lists or maps of controls). */
@@ -69,7 +89,7 @@ interface Ctx {
   path: Segment[];
   /** The same path for matching validator issues: json and proto spellings. */
   names: Array<{ json: Segment; proto: Segment }>;
-  /** Rule path for enum hints: `Bookmarks[].Placement`, `Preferences.*.Status`. */
+  /** Catalogue path: `Bookmarks[].Placement`, `Preferences.*.Status`. */
   rule: string;
 }
 
@@ -90,7 +110,8 @@ class SvcSchemaForm extends LitElement {
   declare readOnly: boolean;
   declare filter: string;
   declare onlyConfigured: boolean;
-  #ids = 0;
+  /** Issues already shown during the current render, so a section shows only what no inner field does. */
+  #shown = new Set<ValidationIssue>();
 
   constructor() {
     super();
@@ -106,19 +127,35 @@ class SvcSchemaForm extends LitElement {
     return this;
   }
 
+  get #source(): MetaSource {
+    return { catalogue: this.hints.catalogue, docs: DOCS, escapeHatch: this.hints.escapeHatch };
+  }
+
   #emit(path: Segment[], v: JsonValue | undefined): void {
     const next = setIn(this.value, path, v);
     this.dispatchEvent(new CustomEvent<JsonObject>("value-change", { detail: next, bubbles: true }));
   }
 
-  #issuesAt(ctx: Ctx, deep = false): ValidationIssue[] {
-    const [json, proto] = pathStrings(ctx.names);
-    return this.issues.filter((i) => {
+  /**
+   * The problems at `ctx` (and, with `deep`, below it) not shown yet, marked as shown. Inner fields render
+   * before their section asks, so a section only shows what none of its fields could place.
+   */
+  #errors(ctx: Ctx, deep: boolean, reason?: string): TemplateResult[] {
+    const paths = pathStrings(ctx.names);
+    const mine = this.issues.filter((i) => {
+      if (this.#shown.has(i)) return false;
       const f = i.field;
-      if (f === json || f === proto) return true;
-      if (!deep) return false;
-      return [json, proto].some((p) => f.startsWith(`${p}.`) || f.startsWith(`${p}[`));
+      if (paths.includes(f)) return true;
+      return deep && paths.some((p) => f.startsWith(`${p}.`) || f.startsWith(`${p}[`));
     });
+    for (const i of mine) this.#shown.add(i);
+    return mine
+      // The note of an unsupported field already gives the reason the validator repeats.
+      .filter((i) => !(reason && i.message.includes(reason)))
+      .map((i) => {
+        const where = relativePlace(i.field, paths);
+        return html`<div class="field-error" role="alert">${where ? `${where}: ` : ""}${i.message}</div>`;
+      });
   }
 
   #get(path: Segment[]): JsonValue | undefined {
@@ -140,27 +177,33 @@ class SvcSchemaForm extends LitElement {
 
   override render() {
     if (!this.schema) return nothing;
+    this.#shown = new Set();
     const root: Ctx = { path: [], names: [], rule: "" };
-    const filter = this.filter.trim().toLowerCase();
-    const fields = this.schema.fields.filter((f) => {
-      const configured = !isEmptyValue(this.value[f.jsonName]);
-      if (this.onlyConfigured && !configured) return false;
-      if (!filter) return true;
-      const d = docOf(this.schema, f);
-      return [f.jsonName, f.name, humanize(f.jsonName), d.doc ?? "", d.group ?? ""].some((t) =>
-        t.toLowerCase().includes(filter)
-      );
+    const filter = this.filter.trim();
+    const model = formModel(this.#source, {
+      schema: this.schema,
+      value: this.value,
+      filter,
+      onlyConfigured: this.onlyConfigured,
     });
-    const groups = new Map<string, DescField[]>();
-    for (const f of fields) {
-      const group = f.jsonName === this.hints.escapeHatch
-        ? "Other policy keys"
-        : docOf(this.schema, f).group ?? "Settings";
-      if (!groups.has(group)) groups.set(group, []);
-      groups.get(group)!.push(f);
-    }
-    const configuredCount = this.schema.fields.filter((f) => !isEmptyValue(this.value[f.jsonName])).length;
-    const many = this.schema.fields.length > 8;
+    const many = model.total > 8;
+    const groups = model.groups.map((group) => {
+      const shownBefore = this.#shown.size;
+      const body = group.fields.map((f) => this.#field(f, root));
+      if (model.groups.length === 1 && !many) return body;
+      // A problem (say, a setting another one requires) opens its group even when nothing in it is set.
+      const problems = this.#shown.size > shownBefore;
+      return html`
+        <sl-details class="setting-group" data-group=${group.name}
+          summary=${`${group.name} (${group.configured} of ${group.total} set)`}
+          ?open=${!!filter || problems || group.configured > 0 ||
+            model.groups.length === 1}>${body}</sl-details>
+      `;
+    });
+    // Only now is it known which problems the visible fields show.
+    const elsewhere = this.issues.filter((i) => i.field !== "" && !this.#shown.has(i)).length;
+    const reveal = [filter ? "clear the search" : "", this.onlyConfigured ? 'turn "Only configured" off' : ""]
+      .filter(Boolean).join(" and ");
     return html`
       ${many
         ? html`
@@ -172,66 +215,108 @@ class SvcSchemaForm extends LitElement {
             </sl-input>
             <sl-switch ?checked=${this.onlyConfigured}
               @sl-change=${(e: Event) => this.onlyConfigured = (e.target as HTMLInputElement).checked}>
-                      Only configured (${configuredCount})</sl-switch>
+                      Only configured (${model.configured})</sl-switch>
           </div>
         `
         : nothing}
-      ${fields.length === 0 ? html`<p class="muted">No setting matches.</p>` : nothing}
-      ${[...groups.entries()].map(([group, list]) => {
-        const body = list.map((f) => this.#field(this.schema, f, root));
-        if (groups.size === 1 && !many) return body;
-        const set = list.filter((f) => !isEmptyValue(this.value[f.jsonName])).length;
-        return html`
-          <sl-details class="setting-group" summary=${`${group} (${set} of ${list.length} set)`}
-            ?open=${!!filter || set > 0 || groups.size === 1}>${body}</sl-details>
-        `;
-      })}
+      ${elsewhere
+        ? html`<p class="field-error hidden-issues">${
+          elsewhere === 1 ? "1 problem is" : `${elsewhere} problems are`
+        } in settings not shown${reveal ? `: ${reveal} to see ${elsewhere === 1 ? "it" : "them"}` : ""}.</p>`
+        : nothing}
+      ${model.groups.length === 0 ? html`<p class="muted">No setting matches.</p>` : nothing}
+      ${groups}
     `;
   }
 
-  /** One field of `message` at `parent`: its control (labelled, with the .proto comment as help) and problems. */
-  #field(message: DescMessage, field: DescField, parent: Ctx): TemplateResult {
+  /** The visible name of a field: label, badges and key. */
+  #name(meta: FieldMeta): TemplateResult {
+    const badges: TemplateResult[] = [];
+    if (meta.unsupported) {
+      badges.push(html`<sl-badge variant="danger" class="badge-unsupported">Not supported</sl-badge>`);
+    }
+    if (meta.deprecated) {
+      badges.push(html`<sl-badge variant="warning" class="badge-deprecated">Deprecated</sl-badge>`);
+    }
+    if (meta.chromeOnly) {
+      badges.push(html`<sl-badge variant="neutral" class="badge-chrome-only">Google Chrome only</sl-badge>`);
+    }
+    return html`<span class="field-label">${meta.label} ${badges}<code class="field-key">${meta.key}</code></span>`;
+  }
+
+  /** Sentences under a field: why it is unsupported or deprecated, Chrome-only, how it merges. */
+  #notes(meta: FieldMeta): TemplateResult | typeof nothing {
+    const notes: TemplateResult[] = [];
+    if (meta.unsupported) {
+      notes.push(
+        html`<div class="field-note field-unsupported">Ignored by the browser: ${meta.unsupported}.</div>`,
+      );
+    }
+    if (meta.deprecated) {
+      notes.push(html`<div class="field-note field-deprecated">Deprecated: ${meta.deprecated}.</div>`);
+    }
+    if (meta.chromeOnly) notes.push(html`<div class="field-note">${CHROME_ONLY}</div>`);
+    if (meta.mergeHint) notes.push(html`<div class="field-note field-merge">${meta.mergeHint}</div>`);
+    return notes.length ? html`<div class="field-notes">${notes}</div>` : nothing;
+  }
+
+  /** One field below `parent`: its control (labelled, with its help), notes and problems. */
+  #field(entry: FormField, parent: Ctx): TemplateResult {
+    const { field, meta, configured } = entry;
     const ctx = this.#child(parent, field);
     const value = this.#get(ctx.path);
-    const d = docOf(message, field);
     const leaf = isLeaf(field);
-    const problems = this.#issuesAt(
-      ctx,
-      !leaf || field.fieldKind === "list" ||
-        (field.fieldKind === "message" && WKT_JSON.has(field.message.typeName)),
-    );
-    const configured = !isEmptyValue(value);
-    const label = humanize(field.jsonName);
-    const name =
-      html`<span class="field-label">${label}<code class="field-key">${field.jsonName}</code></span>`;
+    const help = [meta.description, rangeText(meta)].filter(Boolean).join(" ") || undefined;
+    const lbl: Label = {
+      name: leaf ? this.#name(meta) : meta.label,
+      help,
+      options: meta.options,
+      min: meta.min,
+      max: meta.max,
+      unit: meta.unit,
+      format: meta.format,
+    };
+    // The control first: problems its inner fields show are not repeated on this row.
+    const control = this.#control(field, ctx, value, lbl);
+    const errors = this.#errors(ctx, true, meta.unsupported);
     const clear = configured && !this.readOnly
       ? html`
-        <sl-icon-button name="x-circle" label=${`Clear ${label}`} @click=${() =>
-          this.#emit(ctx.path, undefined)}></sl-icon-button>
+        <sl-icon-button name="x-circle" label=${`${meta.unsupported ? "Remove" : "Clear"} ${meta.label}`}
+          @click=${() => this.#emit(ctx.path, undefined)}></sl-icon-button>
       `
       : nothing;
-    const errors = problems.map((p) => html`<div class="field-error" role="alert">${p.message}</div>`);
+    const classes = [
+      "field-row",
+      leaf && "leaf",
+      configured && "configured",
+      meta.unsupported && "unsupported",
+    ]
+      .filter(Boolean).join(" ");
+    const key = pathStrings(ctx.names)[0];
     if (leaf) {
       return html`
-        <div class="field-row leaf ${configured ? "configured" : ""}" data-field=${pathStrings(ctx.names)[0]}>
-          <div class="field-main">${this.#control(field, ctx, value, { name, doc: d.doc })}${errors}</div>
+        <div class=${classes} data-field=${key}>
+          <div class="field-main">${control}${this.#notes(meta)}${errors}</div>
           <div>${clear}</div>
         </div>
       `;
     }
     return html`
-      <div class="field-row ${configured ? "configured" : ""}" data-field=${pathStrings(ctx.names)[0]}>
+      <div class=${classes} data-field=${key}>
         <div class="field-name">
-          ${name}
-          ${d.doc ? html`<span class="field-doc">${d.doc}</span>` : nothing}
+          ${this.#name(meta)}
+          ${meta.description ? html`<span class="field-doc">${meta.description}</span>` : nothing}
+          ${this.#notes(meta)}
         </div>
-        <div class="field-control">${this.#control(field, ctx, value, {
-          name: label,
-          doc: d.doc,
-        })}${errors}</div>
+        <div class="field-control">${control}${errors}</div>
         <div>${clear}</div>
       </div>
     `;
+  }
+
+  /** The fields of a nested message at `ctx`. */
+  #fields(message: DescMessage, ctx: Ctx, value: JsonValue | undefined): TemplateResult[] {
+    return visibleFields(this.#source, { message, rule: ctx.rule, value }).map((f) => this.#field(f, ctx));
   }
 
   #control(field: DescField, ctx: Ctx, value: JsonValue | undefined, lbl: Label): TemplateResult {
@@ -239,23 +324,25 @@ class SvcSchemaForm extends LitElement {
       case "scalar":
         return this.#scalar(field.scalar, ctx, value, lbl);
       case "enum":
-        return this.#choice(
-          ctx,
-          value,
-          lbl,
-          field.enum.values.map((v) => ({
+        return this.#choice(ctx, value, {
+          ...lbl,
+          options: field.enum.values.map((v) => ({
             value: v.name,
             label: humanize(v.name.replace(/^[A-Z0-9]+_/, "")),
           })),
-        );
+        });
       case "message":
         if (WKT_JSON.has(field.message.typeName)) return this.#jsonText(ctx, value, lbl);
         return this.#message(field.message, ctx, value, String(lbl.name));
       case "list":
         if (field.listKind === "message") return this.#messageList(field.message, ctx, value);
         if (field.listKind === "enum") {
-          return this.#multiChoice(ctx, value, lbl, field.enum.values.map((v) => v.name));
+          return this.#multiChoice(ctx, value, {
+            ...lbl,
+            options: field.enum.values.map((v) => ({ value: v.name, label: v.name })),
+          });
         }
+        if (lbl.options && fitsOptions(value, lbl.options)) return this.#multiChoice(ctx, value, lbl);
         return this.#scalarList(field.scalar, ctx, value, lbl);
       case "map":
         return this.#map(field, ctx, value);
@@ -266,7 +353,7 @@ class SvcSchemaForm extends LitElement {
     if (scalar === ScalarType.BOOL) {
       return html`
         <sl-select size="small" placeholder="Not managed" clearable hoist ?disabled=${this.readOnly}
-          help-text=${lbl.doc ?? ""} value=${value === undefined ? "" : String(value)}
+          help-text=${lbl.help ?? ""} value=${value === undefined ? "" : String(value)}
           @sl-change=${(e: Event) => {
             const v = String((e.target as HTMLSelectElement).value);
             this.#emit(ctx.path, v === "" ? undefined : v === "true");
@@ -277,15 +364,20 @@ class SvcSchemaForm extends LitElement {
         </sl-select>
       `;
     }
-    const ruleOptions = this.hints.enums?.[ctx.rule];
-    const options = ruleOptions
-      ? ruleOptions.map((v) => ({ value: v, label: v === "" ? "(empty)" : String(v) }))
-      : optionsFromDoc(lbl.doc);
-    if (options.length) return this.#choice(ctx, value, lbl, options, scalar !== ScalarType.STRING);
+    if (lbl.options?.length) {
+      // A comma-separated list of allowed parts (`"negotiate,ntlm"`): a multiple choice while every part is known.
+      if (lbl.format === "comma_list") {
+        const parts = typeof value === "string" ? value.split(",").map((p) => p.trim()).filter(Boolean) : [];
+        if (fitsOptions(parts, lbl.options)) return this.#multiChoice(ctx, parts, lbl, ",");
+      } else {
+        return this.#choice(ctx, value, lbl, scalar !== ScalarType.STRING);
+      }
+    }
     const numeric = scalar !== ScalarType.STRING && scalar !== ScalarType.BYTES;
     return html`
       <sl-input size="small" ?disabled=${this.readOnly} type=${numeric ? "number" : "text"}
-        help-text=${lbl.doc ?? ""} value=${value === undefined || value === null
+        min=${lbl.min ?? nothing} max=${lbl.max ?? nothing}
+        help-text=${lbl.help ?? ""} value=${value === undefined || value === null
           ? ""
           : String(value)} placeholder="Not managed"
         @sl-change=${(e: Event) => {
@@ -293,44 +385,48 @@ class SvcSchemaForm extends LitElement {
           if (raw === "") return this.#emit(ctx.path, undefined);
           if (!numeric) return this.#emit(ctx.path, raw);
           this.#emit(ctx.path, INT64.has(scalar) ? raw : Number(raw));
-        }}><span slot="label">${lbl.name}</span></sl-input>
+        }}><span slot="label">${lbl.name}</span>${lbl.unit
+          ? html`<span slot="suffix" class="unit">${lbl.unit}</span>`
+          : nothing}</sl-input>
     `;
   }
 
-  #choice(
-    ctx: Ctx,
-    value: JsonValue | undefined,
-    lbl: Label,
-    options: Array<{ value: string | number; label: string }>,
-    numeric = false,
-  ): TemplateResult {
+  #choice(ctx: Ctx, value: JsonValue | undefined, lbl: Label, numeric = false): TemplateResult {
+    const allowed = lbl.options ?? [];
+    // A stored value outside the allowed ones stays visible (and is reported) instead of reading "Not managed".
+    const options = value === undefined || value === null || allowed.some((o) => o.value === value)
+      ? allowed
+      : [...allowed, { value: value as string | number, label: `${value} (not allowed)` }];
     // sl-option values cannot contain spaces or be empty, so options are addressed by index.
     const index = options.findIndex((o) => o.value === value);
     return html`
       <sl-select size="small" placeholder="Not managed" clearable hoist ?disabled=${this.readOnly}
-        help-text=${lbl.doc ?? ""} value=${index >= 0 ? `o${index}` : ""}
+        help-text=${lbl.help ?? ""} value=${index >= 0 ? `o${index}` : ""}
         @sl-change=${(e: Event) => {
           const v = String((e.target as HTMLSelectElement).value);
           const chosen = v === "" ? undefined : options[Number(v.slice(1))]?.value;
           this.#emit(ctx.path, chosen === undefined ? undefined : numeric ? Number(chosen) : chosen);
         }}>
             <span slot="label">${lbl.name}</span>
-            ${options.map((o, i) => html`<sl-option value=${`o${i}`}>${o.label}</sl-option>`)}
+            ${options.map((o, i) => optionTemplate(o, i))}
           </sl-select>
     `;
   }
 
-  #multiChoice(ctx: Ctx, value: JsonValue | undefined, lbl: Label, names: string[]): TemplateResult {
-    const chosen = Array.isArray(value) ? value.map(String) : [];
+  /** A choice of several allowed values: a list, or with `joiner` one string of parts (`"basic,ntlm"`). */
+  #multiChoice(ctx: Ctx, value: JsonValue | undefined, lbl: Label, joiner?: string): TemplateResult {
+    const options = lbl.options ?? [];
+    const chosen = Array.isArray(value) ? value : [];
     return html`
       <sl-select size="small" multiple clearable hoist placeholder="None" ?disabled=${this.readOnly}
-        help-text=${lbl.doc ?? ""} .value=${chosen.map((c) => `o${names.indexOf(c)}`)}
+        help-text=${lbl.help ?? ""} .value=${chosen.map((c) => `o${options.findIndex((o) => o.value === c)}`)}
         @sl-change=${(e: Event) => {
           const v = (e.target as unknown as { value: string[] }).value;
-          this.#emit(ctx.path, v.length ? v.map((x) => names[Number(x.slice(1))]) : undefined);
+          const items = v.map((x) => options[Number(x.slice(1))].value);
+          this.#emit(ctx.path, !items.length ? undefined : joiner ? items.join(joiner) : items);
         }}>
             <span slot="label">${lbl.name}</span>
-            ${names.map((n, i) => html`<sl-option value=${`o${i}`}>${n}</sl-option>`)}
+            ${options.map((o, i) => optionTemplate(o, i))}
           </sl-select>
     `;
   }
@@ -340,7 +436,7 @@ class SvcSchemaForm extends LitElement {
     const numeric = scalar !== ScalarType.STRING && scalar !== ScalarType.BYTES && scalar !== ScalarType.BOOL;
     return html`
       <sl-textarea size="small" rows="3" resize="auto" ?disabled=${this.readOnly}
-        help-text=${[lbl.doc, "One value per line."].filter(Boolean).join(" ")} value=${lines}
+        help-text=${[lbl.help, "One value per line."].filter(Boolean).join(" ")} value=${lines}
         @sl-change=${(e: Event) => {
           const items = String((e.target as HTMLTextAreaElement).value).split("\n").map((l) => l.trim())
             .filter(Boolean);
@@ -353,7 +449,7 @@ class SvcSchemaForm extends LitElement {
   }
 
   #jsonText(ctx: Ctx, value: JsonValue | undefined, lbl: Label): TemplateResult {
-    const help = [lbl.doc, "JSON."].filter(Boolean).join(" ");
+    const help = [lbl.help, "JSON."].filter(Boolean).join(" ");
     return html`
       <sl-textarea size="small" rows="4" resize="auto" class="json-value" ?disabled=${this.readOnly}
         help-text=${help} value=${value === undefined ? "" : JSON.stringify(value, null, 2)}
@@ -374,11 +470,14 @@ class SvcSchemaForm extends LitElement {
   }
 
   #message(message: DescMessage, ctx: Ctx, value: JsonValue | undefined, label: string): TemplateResult {
+    const shownBefore = this.#shown.size;
+    const fields = this.#fields(message, ctx, value);
+    const problems = this.#shown.size > shownBefore;
     const set = value && typeof value === "object" && !Array.isArray(value) ? Object.keys(value).length : 0;
     return html`
-      <sl-details class="nested-message" summary=${`${label}: ${set} of ${message.fields.length} set`}
-        ?open=${set > 0}>
-        <div class="nested">${message.fields.map((f) => this.#field(message, f, ctx))}</div>
+      <sl-details class="nested-message" summary=${`${label}: ${set} of ${fields.length} set`}
+        ?open=${set > 0 || problems || this.filter.trim() !== ""}>
+        <div class="nested">${fields}</div>
       </sl-details>
     `;
   }
@@ -392,16 +491,18 @@ class SvcSchemaForm extends LitElement {
       "Item";
     return html`
       <div class="message-list">
-        ${items.map((_, i) => {
+        ${items.map((item, i) => {
           const itemCtx: Ctx = {
             path: [...ctx.path, i],
             names: [...ctx.names, { json: i, proto: i }],
             rule: `${ctx.rule}[]`,
           };
+          const fields = this.#fields(message, itemCtx, item);
           return html`<div class="list-item card">
             <div>
               <strong>${itemLabel} ${i + 1}</strong>
-              <div class="nested">${message.fields.map((f) => this.#field(message, f, itemCtx))}</div>
+              <div class="nested">${fields}</div>
+              ${this.#errors(itemCtx, true)}
             </div>
             ${
             this.readOnly ? nothing : html`
@@ -434,33 +535,31 @@ class SvcSchemaForm extends LitElement {
       names: [...ctx.names, { json: key, proto: key }],
       rule: `${ctx.rule}.*`,
     });
-    const valueControl = (key: string, v: JsonValue): TemplateResult => {
-      const c = entryCtx(key);
+    const valueControl = (c: Ctx, v: JsonValue): TemplateResult => {
       if (field.mapKind === "message") {
         if (WKT_JSON.has(field.message.typeName)) return this.#jsonText(c, v, { name: "Value" });
-        return html`<div class="nested">${
-          field.message.fields.map((f) => this.#field(field.message, f, c))
-        }</div>`;
+        return html`<div class="nested">${this.#fields(field.message, c, v)}</div>`;
       }
       if (field.mapKind === "enum") {
-        return this.#choice(
-          c,
-          v,
-          { name: "Value" },
-          field.enum.values.map((x) => ({ value: x.name, label: x.name })),
-        );
+        return this.#choice(c, v, {
+          name: "Value",
+          options: field.enum.values.map((x) => ({ value: x.name, label: x.name })),
+        });
       }
       return this.#scalar(field.scalar, c, v, { name: "Value" });
     };
     return html`
       <div class="map-entries">
-        ${entries.map(([k, v]) =>
-          html`<div class="list-item card">
+        ${entries.map(([k, v]) => {
+          const c = entryCtx(k);
+          const control = valueControl(c, v);
+          return html`<div class="list-item card" data-entry=${k}>
             <div>
               <sl-input size="small" label="Key" value=${k} ?disabled=${this.readOnly}
                 @sl-change=${(e: Event) =>
             rename(k, String((e.target as HTMLInputElement).value))}></sl-input>
-              ${valueControl(k, v)}
+              ${control}
+              ${this.#errors(c, true)}
             </div>
             ${
             this.readOnly ? nothing : html`
@@ -468,8 +567,8 @@ class SvcSchemaForm extends LitElement {
                 @click=${() => this.#emit([...ctx.path, k], undefined)}></sl-icon-button>
             `
           }
-          </div>`
-        )}
+          </div>`;
+        })}
         ${this.readOnly ? nothing : html`
           <sl-button size="small" class="add-item"
             @click=${() => {
@@ -488,6 +587,33 @@ class SvcSchemaForm extends LitElement {
       </div>
     `;
   }
+}
+
+/**
+ * Where below the field a problem is, for a message shown on the field's row: `Item 3` for `[2]` of a list
+ * (the third line of a one-value-per-line list), `URL` for `.URL`; empty at the field itself.
+ */
+function relativePlace(field: string, paths: string[]): string {
+  const base = paths.find((p) => field === p || field.startsWith(`${p}.`) || field.startsWith(`${p}[`));
+  const rest = base === undefined ? "" : field.slice(base.length);
+  const item = /^\[(\d+)\]$/.exec(rest);
+  if (item) return `Item ${Number(item[1]) + 1}`;
+  return rest.replace(/^\./, "");
+}
+
+/** True when `value` is absent or a list whose every item is one of `options` (a multiple choice can show it). */
+function fitsOptions(value: JsonValue | undefined, options: readonly ChoiceOption[]): boolean {
+  if (value === undefined) return true;
+  return Array.isArray(value) && value.every((v) => options.some((o) => o.value === v));
+}
+
+/** An option of a choice; a catalogue label is followed by the value written to the file. */
+function optionTemplate(o: ChoiceOption, i: number): TemplateResult {
+  return html`<sl-option value=${`o${i}`}>${o.label}${
+    String(o.value) !== o.label && !o.label.startsWith(`${o.value}`)
+      ? html`<code slot="suffix" class="option-value">${o.value}</code>`
+      : nothing
+  }</sl-option>`;
 }
 
 customElements.define("svc-schema-form", SvcSchemaForm);

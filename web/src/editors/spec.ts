@@ -1,9 +1,14 @@
 /** What a policy type's editor adds to the form generated from its content message. */
+import type { BrowserTypeDef } from "../../../shared/policy_types/browser.ts";
+import type { FormCatalogue } from "./form_model.ts";
 
 /** Hints for the generated form. */
 export interface FormHints {
-  /** Allowed values by rule path (`Cookies.Behavior`, `Bookmarks[].Placement`, `Preferences.*.Status`). */
-  enums?: Record<string, readonly (string | number)[]>;
+  /**
+   * A browser type's catalogue from the shared registry: groups, labels, descriptions, allowed values with
+   * labels, ranges and badges. Without it the form falls back to the .proto comments.
+   */
+  catalogue?: FormCatalogue;
   /** json_name of the free-form escape hatch (`additional`), shown last in its own group. */
   escapeHatch?: string;
 }
@@ -12,6 +17,11 @@ export interface FormHints {
 export interface EditorSpec {
   /** Wire name of the type. */
   type: string;
-  /** Hints for the generated form (allowed values, escape hatch). */
+  /** Hints for the generated form (catalogue, escape hatch). */
   hints: FormHints;
+}
+
+/** The hints of a browser type: its catalogue and its `additional` escape hatch. */
+export function browserHints(def: Pick<BrowserTypeDef, "groups" | "fieldInfo">): FormHints {
+  return { catalogue: { groups: def.groups, fieldInfo: def.fieldInfo }, escapeHatch: "additional" };
 }
