@@ -1,16 +1,18 @@
 /**
  * Users and user groups both hold roles, and both are managed under the same rule: changing a subject (its
  * profile, members or roles) requires holding every permission it carries, or an account manager could take
- * over a more powerful account. This module is that rule ({@link manageable}) and the role-binding routes
- * (`…/:id/role-bindings`) that users and user groups share.
+ * over a more powerful account. This module is that rule ({@link manageable}), the role-binding routes
+ * (`…/:id/role-bindings`) that users and user groups share, and the list of every binding
+ * (`/api/v1/role-bindings`), which shows each holder only to callers who may view that kind of holder.
  */
 import type { Permission } from "../../shared/permissions.ts";
+import type { ServerContext } from "../context.ts";
 import type { Queryable } from "../db/db.ts";
 import { found } from "../domain/errors.ts";
 import { slicePage } from "../domain/pagination.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
+import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../http/pagination.ts";
 import { auditResource, type AuthUser, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
 import { assertHolds, identityTransaction } from "./rbac.ts";
 import {
@@ -19,7 +21,9 @@ import {
   deleteBinding,
   getBinding,
   hasBinding,
+  listAllBindings,
   listBindings,
+  ROLE_BINDING_SORT_COLUMNS,
 } from "./role_bindings.ts";
 import { getRole, type Role } from "./roles.ts";
 import type { IdentityServices } from "./services.ts";
@@ -79,6 +83,48 @@ export const BINDING_BODY_SCHEMA: JsonSchema = {
       type: ["string", "null"],
       format: "uuid",
       description: "The node group when scope_type is node_group",
+    },
+  },
+};
+
+const SCOPE_TYPE_SCHEMA: JsonSchema = { type: "string", enum: ["global", "node_group"] };
+
+const BINDING_PROPERTIES: Record<string, JsonSchema> = {
+  id: UUID_SCHEMA,
+  role_id: UUID_SCHEMA,
+  role_name: { type: "string" },
+  user_id: { type: ["string", "null"], format: "uuid", description: "Set when a user holds the binding" },
+  user_group_id: {
+    type: ["string", "null"],
+    format: "uuid",
+    description: "Set when a user group holds the binding",
+  },
+  scope_type: SCOPE_TYPE_SCHEMA,
+  scope_id: { type: ["string", "null"], format: "uuid", description: "The node group of a scoped binding" },
+  scope_name: { type: ["string", "null"] },
+  effective: {
+    type: "boolean",
+    description: "False for node-group-scoped bindings: they grant nothing in the community edition",
+  },
+  created_at: { type: "string", format: "date-time" },
+};
+
+/** Response schema of one role binding. */
+const ROLE_BINDING_SCHEMA: JsonSchema = { type: "object", properties: BINDING_PROPERTIES };
+
+const LISTED_BINDING_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    ...BINDING_PROPERTIES,
+    subject: {
+      type: "object",
+      description: "Who holds the binding",
+      required: ["type", "id", "name"],
+      properties: {
+        type: { type: "string", enum: ["user", "user_group"] },
+        id: UUID_SCHEMA,
+        name: { type: "string", description: "Username or user group name" },
+      },
     },
   },
 };
@@ -146,7 +192,9 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       tag,
       access: options.view,
       query: PAGE_QUERY,
-      responses: { "200": { description: "A page of role bindings", schema: { type: "object" } } },
+      responses: {
+        "200": { description: "A page of role bindings", schema: pageSchema(ROLE_BINDING_SCHEMA) },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         found(await subject.find(db, id), `${noun} ${id}`);
@@ -162,7 +210,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       access: options.edit,
       audit: { resourceType: "role_binding" },
       body: BINDING_BODY_SCHEMA,
-      responses: { "201": { description: "The binding", schema: { type: "object" } } },
+      responses: { "201": { description: "The binding", schema: ROLE_BINDING_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
         const input = body<BindingBody>(c);
@@ -203,6 +251,55 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
           await deleteBinding(tx, holder, bindingId);
         });
         return c.body(null, 204);
+      },
+    },
+  ];
+}
+
+/**
+ * `GET /api/v1/role-bindings`: every role binding with its role, holder and scope. Reading bindings is
+ * reading roles (`role:view`), but a binding also names its holder, so user bindings are listed only to
+ * callers with `user:view` and user-group bindings only to callers with `user_group:view`; the others are
+ * left out of the rows and the total, exactly as if they did not exist.
+ */
+export function roleBindingListRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/role-bindings",
+      summary: "Every role binding with its role, holder and scope; bindings held by users are listed only " +
+        "with user:view, those held by user groups only with user_group:view",
+      tag: "roles",
+      access: "role:view",
+      query: {
+        ...listQuery(ROLE_BINDING_SORT_COLUMNS),
+        subject_type: { type: "string", enum: ["user", "user_group"], description: "Kind of holder" },
+        user_id: { ...UUID_SCHEMA, description: "Bindings held directly by this user" },
+        user_group_id: { ...UUID_SCHEMA, description: "Bindings held by this user group" },
+        role_id: { ...UUID_SCHEMA, description: "Bindings of this role" },
+        scope_type: SCOPE_TYPE_SCHEMA,
+        scope_id: { ...UUID_SCHEMA, description: "Bindings scoped to this node group" },
+        search: { type: "string", maxLength: 200, description: "Substring of the role or holder name" },
+      },
+      responses: {
+        "200": { description: "A page of role bindings", schema: pageSchema(LISTED_BINDING_SCHEMA) },
+      },
+      async handler(c) {
+        const may = caller(c).permissions;
+        const uuid = (name: string) => c.req.query(name)?.toLowerCase();
+        return c.json(
+          await listAllBindings(db, {
+            visible: { users: may.has("user:view"), userGroups: may.has("user_group:view") },
+            subjectType: c.req.query("subject_type") as "user" | "user_group" | undefined,
+            userId: uuid("user_id"),
+            userGroupId: uuid("user_group_id"),
+            roleId: uuid("role_id"),
+            scopeType: c.req.query("scope_type") as "global" | "node_group" | undefined,
+            scopeId: uuid("scope_id"),
+            search: c.req.query("search"),
+          }, listRequest(c)),
+        );
       },
     },
   ];

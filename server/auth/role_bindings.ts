@@ -4,6 +4,14 @@
  * binding says so in `effective`. SQL only, no HTTP.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
+import {
+  likePattern,
+  type ListOptions,
+  orderBy,
+  type Page,
+  Params,
+  selectPage,
+} from "../domain/pagination.ts";
 
 /** Who receives the role. */
 export type BindingSubject = { userId: string } | { userGroupId: string };
@@ -97,4 +105,93 @@ export async function deleteBinding(
     id,
   ]);
   return rows.length > 0;
+}
+
+/** Who holds a binding, as the list of every binding shows it. */
+export interface BindingHolder {
+  type: "user" | "user_group";
+  id: string;
+  /** Username or user group name. */
+  name: string;
+}
+
+/** A row of the list of every role binding: the binding and its holder. */
+export interface RoleBindingListRow extends RoleBinding {
+  subject: BindingHolder;
+}
+
+/** Filters of {@link listAllBindings}. */
+export interface RoleBindingFilter {
+  /**
+   * Which kinds of holder the caller may see (user bindings need `user:view`, user-group bindings
+   * `user_group:view`); bindings of the other kinds are left out of the rows and the total.
+   */
+  visible: { users: boolean; userGroups: boolean };
+  subjectType?: "user" | "user_group";
+  userId?: string;
+  userGroupId?: string;
+  roleId?: string;
+  scopeType?: "global" | "node_group";
+  /** Node group of node-group-scoped bindings. */
+  scopeId?: string;
+  /** Case-insensitive substring of the role name or the holder's name. */
+  search?: string;
+}
+
+/** Public sort names of {@link listAllBindings} → SQL. */
+export const ROLE_BINDING_SORT_COLUMNS: Record<string, string> = {
+  role: "r.name",
+  subject: "coalesce(u.username, ug.name)",
+  scope: "ng.name",
+  created_at: "rb.created_at",
+};
+
+const HOLDER_SQL = `jsonb_build_object(
+    'type', CASE WHEN rb.user_id IS NOT NULL THEN 'user' ELSE 'user_group' END,
+    'id', coalesce(rb.user_id, rb.user_group_id),
+    'name', coalesce(u.username, ug.name))`;
+
+/** Every role binding the caller may see, filtered, sorted and paginated. */
+export async function listAllBindings(
+  q: Queryable,
+  filter: RoleBindingFilter,
+  options: ListOptions,
+): Promise<Page<RoleBindingListRow>> {
+  const params = new Params();
+  const where: string[] = [];
+  const { users, userGroups } = filter.visible;
+  if (!users && !userGroups) where.push("false");
+  else if (!users) where.push("rb.user_group_id IS NOT NULL");
+  else if (!userGroups) where.push("rb.user_id IS NOT NULL");
+  if (filter.subjectType === "user") where.push("rb.user_id IS NOT NULL");
+  if (filter.subjectType === "user_group") where.push("rb.user_group_id IS NOT NULL");
+  if (filter.userId) where.push(`rb.user_id = ${params.add(filter.userId)}`);
+  if (filter.userGroupId) where.push(`rb.user_group_id = ${params.add(filter.userGroupId)}`);
+  if (filter.roleId) where.push(`rb.role_id = ${params.add(filter.roleId)}`);
+  if (filter.scopeType) where.push(`rb.scope_type = ${params.add(filter.scopeType)}`);
+  if (filter.scopeId) where.push(`rb.scope_id = ${params.add(filter.scopeId)}`);
+  if (filter.search) {
+    const like = params.add(likePattern(filter.search));
+    where.push(
+      `(r.name ILIKE ${like} ESCAPE '\\' OR coalesce(u.username, ug.name) ILIKE ${like} ESCAPE '\\')`,
+    );
+  }
+  return await selectPage<RoleBindingListRow>(q, {
+    columns: `rb.id, rb.role_id, r.name AS role_name, rb.user_id, rb.user_group_id, rb.scope_type,
+      rb.scope_id, ng.name AS scope_name, rb.scope_type = 'global' AS effective, rb.created_at,
+      ${HOLDER_SQL} AS subject`,
+    from: `role_bindings rb
+      JOIN roles r ON r.id = rb.role_id
+      LEFT JOIN users u ON u.id = rb.user_id
+      LEFT JOIN user_groups ug ON ug.id = rb.user_group_id
+      LEFT JOIN node_groups ng ON ng.id = rb.scope_id`,
+    where,
+    params: params.values,
+    orderBy: orderBy(options.sort ?? {}, {
+      columns: ROLE_BINDING_SORT_COLUMNS,
+      fallback: "role",
+      tiebreak: "r.name, coalesce(u.username, ug.name), ng.name NULLS FIRST, rb.id",
+    }),
+    page: options.page,
+  });
 }

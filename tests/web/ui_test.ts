@@ -437,8 +437,9 @@ Deno.test({
         );
         await page.keyboard.press("Enter");
         assert.equal(await page.evaluate(() => document.activeElement?.id), "main");
-        // Tab through the masthead and the navigation to "Nodes" and follow it with Enter.
-        for (let i = 0; i < 20; i++) {
+        // Tab on (through the dashboard's links, then around to the masthead and the navigation) to "Nodes"
+        // and follow it with Enter.
+        for (let i = 0; i < 40; i++) {
           await page.keyboard.press("Tab");
           if (await page.evaluate(() => document.activeElement?.textContent?.trim() === "Nodes")) break;
         }
@@ -654,13 +655,46 @@ Deno.test({
       },
     );
 
+    await step("the dashboard draws the whole fleet from one summary request", async () => {
+      await settle(h);
+      const before = h.requests.length;
+      await navTo(page, "Dashboard");
+      await page.waitForSelector("svc-dashboard-page svc-bar-chart ul.bar-list");
+      await settle(h);
+      // The 5-second access token may have run out meanwhile: its 401 and refresh are not the page's doing.
+      const during = h.requests.slice(before)
+        .filter((r) => r.status !== 401 && r.path !== "/api/v1/auth/refresh")
+        .map((r) => `${r.method} ${r.path} ${r.status}`);
+      assert.deepEqual(during, ["GET /api/v1/dashboard/summary 200"], "one request, not one per count");
+      const charts = await page.$$eval(
+        "svc-dashboard-page svg[aria-label], svc-dashboard-page ul.bar-list[aria-label]",
+        (els) =>
+          els.map((e) => (e as unknown as { getAttribute(n: string): string }).getAttribute("aria-label")),
+      );
+      assert.deepEqual(charts, [
+        "Nodes by status. Online: 1, Degraded: 0, Offline: 0, Unknown: 0",
+        "Compliance results by status. Compliant: 2, Non compliant: 0, Error: 0, Inapplicable: 0, Unknown: 0",
+        "Policies by state. Draft: 0, Released: 2, Archived: 0",
+        "Policies by type and state. Firefox: 2 (Released 2)",
+        "Policy bindings by state. Enabled: 2, Disabled: 0",
+        "Agent certificates by expiry. Expired: 0, Within 7 days: 0, Within 30 days: 0, Within 90 days: 1, " +
+        "Later: 0, No certificate: 0, Revoked: 0",
+      ]);
+      const link = await page.$eval(
+        'svc-dashboard-page a[href="/policy-bindings?state=enabled"]',
+        (a) => a.textContent!.trim(),
+      );
+      assert.equal(link, "Enabled", "numbers link to the filtered lists");
+    });
+
     await step("an expired access token is refreshed once for many parallel calls", async () => {
       await settle(h);
       // Let the access token (and its cookie) run out.
       await new Promise((r) => setTimeout(r, (ACCESS_TTL_SECONDS + 1) * 1000));
       const before = h.requests.length;
-      await navTo(page, "Dashboard");
-      await waitForText(page, "Nodes by status");
+      // The nodes page asks for the list, the groups and the filter options at once.
+      await navTo(page, "Nodes");
+      await page.waitForSelector(`tr[data-node-id="${agent!.nodeId}"]`);
       await settle(h);
       const during = h.requests.slice(before);
       const refreshes = during.filter((r) => r.path === "/api/v1/auth/refresh");
@@ -671,7 +705,8 @@ Deno.test({
       );
       assert.equal(refreshes.length, 1, `exactly one refresh: ${JSON.stringify(during)}`);
       assert.equal(refreshes[0].status, 200);
-      assert.ok(during.filter((r) => r.status === 200 && r.path.startsWith("/api/v1/nodes")).length >= 4);
+      assert.ok(during.filter((r) => r.status === 200 && r.path.startsWith("/api/v1/nodes")).length >= 2);
+      assert.ok(during.some((r) => r.status === 200 && r.path.startsWith("/api/v1/node-groups")));
       assert.equal(await page.$("svc-login-page"), null, "no login screen");
     });
 
@@ -866,6 +901,39 @@ spec:
       },
     );
 
+    await step("the role bindings tab lists every binding, and its links filter the list", async () => {
+      await page.goto(`${base}/settings?tab=role-bindings`, { waitUntil: "load" });
+      const admin = await page.waitForSelector("table.role-bindings tr[data-role-binding-id]", {
+        visible: true,
+      });
+      assert.match(
+        await admin!.evaluate((e) => e.textContent!.replace(/\s+/g, " ")),
+        /Super Admin User admin Global Yes/,
+      );
+      await settle(h);
+      assert.ok(
+        h.requests.some((r) => r.path.startsWith("/api/v1/role-bindings?") && r.status === 200),
+        "the tab reads the list of every binding",
+      );
+      await page.click('table.role-bindings a[title="Every role of this holder"]');
+      await page.waitForFunction(() => new URLSearchParams(location.search).has("user_id"));
+      await page.waitForSelector(".rb-form", { visible: true });
+      await page.waitForFunction(() =>
+        document.querySelector("svc-settings-role-bindings h3")?.textContent?.includes(
+          "Bind a role to user admin",
+        )
+      );
+      await page.click('table.role-bindings a[title="Every binding of this role"]');
+      await page.waitForFunction(() => new URLSearchParams(location.search).has("role_id"));
+      await settle(h);
+      const roles = await page.$$eval(
+        "table.role-bindings tbody tr td:first-child",
+        (tds) => tds.map((td) => td.textContent!.trim()),
+      );
+      assert.deepEqual(roles, ["Super Admin"]);
+      await screenshot(page, "25-settings-role-bindings-filtered");
+    });
+
     await step("every page passes axe-core and is captured", async () => {
       const pages: Array<[string, string]> = [
         ["/", "10-dashboard"],
@@ -937,6 +1005,10 @@ spec:
         assert.equal(refused.status, 403);
         assert.match((refused.json as { error: { message: string } }).error.message, /policy:create/);
         await screenshot(page, "28-viewer-policies");
+        // The Auditor reads role bindings but cannot change them: no remove buttons.
+        await page.goto(`${base}/settings?tab=role-bindings`, { waitUntil: "load" });
+        await page.waitForSelector("table.role-bindings tr[data-role-binding-id]", { visible: true });
+        assert.equal(await page.$("table.role-bindings sl-icon-button"), null, "no remove button");
       },
     );
 

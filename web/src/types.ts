@@ -129,6 +129,30 @@ export interface FleetSummary {
   nodes: { total: number; compliant: number; non_compliant: number; without_policies: number };
 }
 
+/** Counts per key plus their total. */
+export type Counts<K extends string> = Record<K, number> & { total: number };
+
+/**
+ * `GET /api/v1/dashboard/summary`: a section is absent when the person lacks its permission (nodes and
+ * certificates: node:view; compliance: compliance:view; policies: policy:view; bindings: binding:view).
+ */
+export interface DashboardSummary {
+  nodes?: Counts<"online" | "degraded" | "offline" | "unknown">;
+  /** Every node's certificate in one bucket. */
+  certificates?: Counts<
+    "expired" | "within_7_days" | "within_30_days" | "within_90_days" | "later" | "none" | "revoked"
+  >;
+  compliance?: FleetSummary;
+  policies?: {
+    total: number;
+    by_state: Record<"draft" | "released" | "archived", number>;
+    by_type: Array<
+      { type: string; total: number; by_state: Record<"draft" | "released" | "archived", number> }
+    >;
+  };
+  bindings?: Counts<"enabled" | "disabled">;
+}
+
 /** An audit log entry. */
 export interface AuditEntry {
   id: number | string;
@@ -178,12 +202,18 @@ export interface UserGroup {
 export interface RoleBinding {
   id: string;
   role_id: string;
-  role_name?: string;
+  role_name: string;
   user_id: string | null;
-  username?: string | null;
   user_group_id: string | null;
-  user_group_name?: string | null;
   scope_type: "global" | "node_group";
   scope_id: string | null;
-  scope_name?: string | null;
+  scope_name: string | null;
+  /** False for node-group-scoped bindings: they grant nothing in the community edition. */
+  effective: boolean;
+  created_at: string;
+}
+
+/** A row of `GET /api/v1/role-bindings`: the binding and who holds it. */
+export interface ListedRoleBinding extends RoleBinding {
+  subject: { type: "user" | "user_group"; id: string; name: string };
 }

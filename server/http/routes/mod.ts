@@ -3,9 +3,11 @@
  * errors they throw get their HTTP status in the app's one error mapping (`toHttpError`).
  */
 import type { ServerContext } from "../../context.ts";
+import { roleBindingListRoutes } from "../../auth/role_binding_routes.ts";
 import type { RouteSpec } from "../route.ts";
 import { bindingRoutes } from "./bindings.ts";
 import { complianceRoutes } from "./compliance.ts";
+import { dashboardRoutes } from "./dashboard.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
@@ -20,5 +22,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...nodeRoutes(ctx),
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
+    ...dashboardRoutes(ctx),
+    ...roleBindingListRoutes(ctx),
   ];
 }

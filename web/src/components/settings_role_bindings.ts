@@ -1,37 +1,74 @@
 /**
- * `<svc-settings-role-bindings>`: roles given to one user or user group, globally or scoped to a node group.
- * Scoped bindings are stored but grant nothing in the community edition, and the list says so.
+ * `<svc-settings-role-bindings>`: every role binding (`GET /api/v1/role-bindings`), filtered by holder, role,
+ * scope or text, sorted and paginated on the server, with the filters kept in the URL so links (a role, a
+ * holder, a node group in the table) lead to the list they name. Choosing one holder also offers binding a
+ * role to it. The server lists user bindings only to people with `user:view` and user-group bindings only to
+ * people with `user_group:view`. Scoped bindings are stored but grant nothing in the community edition, and
+ * the list says so.
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
+import { setQuery } from "../router.ts";
 import { PageElement } from "./page.ts";
-import { errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { NodeGroup, Role, RoleBinding, User, UserGroup } from "../types.ts";
+import type { PageChange } from "./pager.ts";
+import {
+  confirmAction,
+  errorAlert,
+  fieldError,
+  formatDate,
+  notify,
+  notifyError,
+  sortHeader,
+  type SortState,
+  valueOf,
+} from "./ui.ts";
+import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
 
-type Binding = RoleBinding & { effective?: boolean };
+/** URL query keys this tab owns (the API's filter names). */
+const FILTERS = ["user_id", "user_group_id", "role_id", "scope_type", "scope_id", "search"] as const;
+type Filter = (typeof FILTERS)[number];
+
+/** A link to this tab with the given filters. */
+function filterHref(filters: Partial<Record<Filter, string>>): string {
+  const params = new URLSearchParams({ tab: "role-bindings", ...filters });
+  return `/settings?${params}`;
+}
+
+/** The one holder the list is filtered to, and where its bindings are changed. */
+interface Holder {
+  kind: "user" | "user_group";
+  id: string;
+  name: string;
+  /** `…/:id/role-bindings` of the holder. */
+  base: string;
+}
 
 class SvcSettingsRoleBindings extends PageElement {
   static override properties = {
     ...PageElement.properties,
+    page: { state: true },
+    sort: { state: true },
     users: { state: true },
     userGroups: { state: true },
     roles: { state: true },
     nodeGroups: { state: true },
-    subject: { state: true },
-    bindings: { state: true },
     scope: { state: true },
     addError: { state: true },
   };
+  declare page: ListPage<ListedRoleBinding> | undefined;
+  declare sort: SortState;
   declare users: User[];
   declare userGroups: UserGroup[];
   declare roles: Role[];
   declare nodeGroups: NodeGroup[];
-  /** `user:<id>` or `group:<id>`. */
-  declare subject: string;
-  declare bindings: Binding[] | undefined;
+  /** Scope of the binding being added. */
   declare scope: "global" | "node_group";
   declare addError: unknown;
+
+  /** The filters and page, read from and written to the URL. */
+  #query = new URLSearchParams(location.search);
+  #optionsLoaded = false;
 
   constructor() {
     super();
@@ -39,8 +76,15 @@ class SvcSettingsRoleBindings extends PageElement {
     this.userGroups = [];
     this.roles = [];
     this.nodeGroups = [];
-    this.subject = "";
     this.scope = "global";
+    this.sort = {
+      key: this.#query.get("sort") ?? "role",
+      dir: this.#query.get("order") === "desc" ? "desc" : "asc",
+    };
+  }
+
+  #q(name: string): string {
+    return this.#query.get(name) ?? "";
   }
 
   protected override async load(): Promise<void> {
@@ -48,158 +92,246 @@ class SvcSettingsRoleBindings extends PageElement {
       allowed
         ? api.get<ListPage<T>>(path, { per_page: 200 }).then((p) => p.items)
         : Promise.resolve([] as T[]);
-    [this.users, this.userGroups, this.roles, this.nodeGroups] = await Promise.all([
+    const options = this.#optionsLoaded ? undefined : Promise.all([
       list<User>("/users", session.can("user:view")),
       list<UserGroup>("/user-groups", session.can("user_group:view")),
       list<Role>("/roles", session.can("role:view")),
       list<NodeGroup>("/node-groups", session.can("node_group:view")),
     ]);
-  }
-
-  #base(): string {
-    const [kind, id] = this.subject.split(":");
-    return kind === "user" ? `/users/${id}/role-bindings` : `/user-groups/${id}/role-bindings`;
-  }
-
-  async #loadBindings(): Promise<void> {
-    this.bindings = undefined;
-    if (!this.subject) return;
-    try {
-      this.bindings = (await api.get<ListPage<Binding>>(this.#base(), { per_page: 200 })).items;
-    } catch (err) {
-      notifyError(err);
+    const query: Record<string, string> = Object.fromEntries(FILTERS.map((f) => [f, this.#q(f)]));
+    const [page, loaded] = await Promise.all([
+      api.get<ListPage<ListedRoleBinding>>("/role-bindings", {
+        ...query,
+        page: this.#q("page") || 1,
+        per_page: this.#q("per_page") || 25,
+        sort: this.sort.key,
+        order: this.sort.dir,
+      }),
+      options,
+    ]);
+    this.page = page;
+    if (loaded) {
+      [this.users, this.userGroups, this.roles, this.nodeGroups] = loaded;
+      this.#optionsLoaded = true;
     }
   }
 
-  async #add(): Promise<void> {
+  /** Sets filters (empty removes one), goes back to the first page and reloads. */
+  #filter(values: Partial<Record<Filter, string>>): void {
+    for (const [name, value] of Object.entries(values)) {
+      if (value) this.#query.set(name, value);
+      else this.#query.delete(name);
+    }
+    this.#query.delete("page");
+    setQuery({ ...values, page: undefined });
+    this.addError = undefined;
+    void this.reload();
+  }
+
+  #onSort = (sort: SortState) => {
+    this.sort = sort;
+    this.#query.set("sort", sort.key);
+    this.#query.set("order", sort.dir);
+    setQuery({ sort: sort.key, order: sort.dir });
+    void this.reload();
+  };
+
+  #onPage = (e: CustomEvent<PageChange>) => {
+    this.#query.set("page", String(e.detail.page));
+    this.#query.set("per_page", String(e.detail.perPage));
+    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
+    void this.reload();
+  };
+
+  /** The holder the list is filtered to, if exactly one. */
+  #holder(): Holder | undefined {
+    const userId = this.#q("user_id");
+    if (userId) {
+      const name = this.users.find((u) => u.id === userId)?.username ?? userId;
+      return { kind: "user", id: userId, name, base: `/users/${userId}/role-bindings` };
+    }
+    const groupId = this.#q("user_group_id");
+    if (groupId) {
+      const name = this.userGroups.find((g) => g.id === groupId)?.name ?? groupId;
+      return { kind: "user_group", id: groupId, name, base: `/user-groups/${groupId}/role-bindings` };
+    }
+    return undefined;
+  }
+
+  #canEdit(kind: "user" | "user_group"): boolean {
+    return session.can(kind === "user" ? "user:edit" : "user_group:edit");
+  }
+
+  async #add(base: string): Promise<void> {
     const value = (sel: string) => String((this.querySelector(sel) as HTMLInputElement | null)?.value ?? "");
-    const roleId = value(".rb-form sl-select[name=role_id]");
-    const scopeId = value(".rb-form sl-select[name=scope_id]");
     try {
-      await api.post(this.#base(), {
-        role_id: roleId,
+      await api.post(base, {
+        role_id: value(".rb-form sl-select[name=role_id]"),
         scope_type: this.scope,
-        scope_id: this.scope === "node_group" ? scopeId || null : undefined,
+        scope_id: this.scope === "node_group"
+          ? value(".rb-form sl-select[name=scope_id]") || null
+          : undefined,
       });
       this.addError = undefined;
       notify("Role bound", "success");
-      await this.#loadBindings();
+      await this.reload();
     } catch (err) {
       this.addError = err;
     }
   }
 
-  async #remove(b: Binding): Promise<void> {
+  async #remove(b: ListedRoleBinding): Promise<void> {
+    const noun = b.subject.type === "user" ? "user" : "user group";
+    const ok = await confirmAction({
+      title: `Remove ${b.role_name} from ${b.subject.name}`,
+      message: `The ${noun} “${b.subject.name}” loses the permissions of “${b.role_name}”` +
+        (b.scope_type === "global" ? "." : ` in node group ${b.scope_name ?? b.scope_id}.`),
+      confirmLabel: "Remove",
+      danger: true,
+    });
+    if (!ok) return;
+    const base = b.subject.type === "user" ? "/users" : "/user-groups";
     try {
-      await api.delete(`${this.#base()}/${b.id}`);
-      await this.#loadBindings();
+      await api.delete(`${base}/${b.subject.id}/role-bindings/${b.id}`);
+      notify("Role binding removed", "success");
+      await this.reload();
     } catch (err) {
       notifyError(err);
     }
   }
 
   override render() {
-    const kind = this.subject.split(":")[0];
-    const canEdit = kind === "user" ? session.can("user:edit") : session.can("user_group:edit");
+    const holder = this.#holder();
+    const holderValue = holder ? `${holder.kind}:${holder.id}` : "";
+    const filtered = FILTERS.some((f) => this.#q(f));
     return html`
       ${this.renderLoadError()}
-      <div class="toolbar">
-        <sl-select label="User or user group" hoist value=${this.subject} style="min-width: 20rem"
+      <div class="toolbar rb-filters" role="search">
+        <sl-select label="Holder" placeholder="Any user or group" clearable hoist value=${holderValue} style="min-width: 16rem"
           @sl-change=${(e: Event) => {
-            this.subject = String((e.target as HTMLSelectElement).value);
-            void this.#loadBindings();
+            const [kind, id] = valueOf(e).split(":");
+            this.#filter({
+              user_id: kind === "user" ? id : "",
+              user_group_id: kind === "user_group" ? id : "",
+            });
           }}>
           ${this.users.map((u) => html`<sl-option value=${`user:${u.id}`}>User: ${u.username}</sl-option>`)}
           ${this.userGroups.map((g) =>
-            html`<sl-option value=${`group:${g.id}`}>Group: ${g.name}</sl-option>`
+            html`<sl-option value=${`user_group:${g.id}`}>Group: ${g.name}</sl-option>`
           )}
         </sl-select>
+        <sl-select label="Role" placeholder="Any role" clearable hoist value=${this.#q("role_id")}
+          @sl-change=${(e: Event) => this.#filter({ role_id: valueOf(e) })}>
+          ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
+        </sl-select>
+        <sl-select label="Scope" placeholder="Any scope" clearable value=${this.#q("scope_type")}
+          @sl-change=${(e: Event) => this.#filter({ scope_type: valueOf(e), scope_id: "" })}>
+          <sl-option value="global">Global</sl-option>
+          <sl-option value="node_group">One node group</sl-option>
+        </sl-select>
+        <sl-input label="Search" type="search" clearable value=${this.#q("search")}
+          placeholder="Role or holder name" @sl-change=${(e: Event) => this.#filter({ search: valueOf(e) })}>
+        </sl-input>
+        ${filtered
+          ? html`<sl-button class="clear-filters" @click=${() =>
+            this.#filter(Object.fromEntries(FILTERS.map((f) => [f, ""])))}>Clear filters</sl-button>`
+          : nothing}
       </div>
-      ${!this.subject
-        ? html`<p class="muted">Choose a user or user group to see and change its roles.</p>`
-        : nothing}
-      ${this.subject && !this.bindings ? html`<sl-spinner></sl-spinner>` : nothing}
-      ${this.bindings ? this.#renderBindings(canEdit) : nothing}
+      ${this.#renderTable()} ${holder ? this.#renderAddForm(holder) : nothing}
     `;
   }
 
-  #renderBindings(canEdit: boolean): TemplateResult {
-    const err = this.addError;
+  #renderTable(): TemplateResult {
+    const page = this.page;
+    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (page.items.length === 0) {
+      return html`<p class="muted empty-bindings">No role bindings${
+        FILTERS.some((f) => this.#q(f)) ? " match these filters" : ""
+      }.</p>`;
+    }
+    const s = (label: string, key: string) => sortHeader(label, key, this.sort, this.#onSort);
     return html`
-      ${this.bindings!.length === 0 ? html`<p class="muted">No roles bound directly.</p>` : html`
-        <div class="table-wrap">
-          <table class="data">
-            <caption class="visually-hidden">Role bindings</caption>
-            <thead>
-              <tr>
-                <th scope="col">Role</th>
-                <th scope="col">Scope</th>
-                <th scope="col">Effective</th>
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>${this.bindings!.map((b) =>
-              html`
-                <tr>
-                  <td>${b.role_name}</td>
-                  <td>${b.scope_type === "global"
-                    ? "Global"
-                    : `Node group ${b.scope_name ?? b.scope_id}`}</td>
-                  <td>${b.effective === false
-                    ? html`<sl-badge variant="neutral">no</sl-badge> <span class="muted">node-group scopes grant nothing in
-                    this edition</span>`
-                    : "yes"}</td>
-                  <td>${canEdit
-                    ? html`
-                      <sl-icon-button name="trash" label=${`Remove ${b.role_name}`} @click=${() =>
-                        this.#remove(b)}></sl-icon-button>
-                    `
-                    : nothing}</td>
-                </tr>
-              `
-            )}</tbody>
-          </table>
-        </div>
-      `}
-      ${canEdit
-        ? html`
-          <h3>Bind a role</h3>
-          <div class="rb-form toolbar">
-                      ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
-                      <sl-select name="role_id" label="Role" hoist class=${fieldError(err, "role_id")
-                        ? "has-error"
-                        : ""}
-                        help-text=${fieldError(err, "role_id")}>
-                        ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
+      <div class="table-wrap">
+        <table class="data role-bindings">
+          <caption class="visually-hidden">Role bindings</caption>
+          <thead>
+            <tr>
+              ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
+              <th scope="col">Effective</th> ${s("Created", "created_at")}
+              <th scope="col"><span class="visually-hidden">Actions</span></th>
+            </tr>
+          </thead>
+          <tbody>${page.items.map((b) => this.#renderRow(b))}</tbody>
+        </table>
+      </div>
+      <svc-pager label="role bindings" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
+        @page-change=${this.#onPage}></svc-pager>
+    `;
+  }
+
+  #renderRow(b: ListedRoleBinding): TemplateResult {
+    const isUser = b.subject.type === "user";
+    const holderFilter = isUser ? { user_id: b.subject.id } : { user_group_id: b.subject.id };
+    return html`
+      <tr data-role-binding-id=${b.id}>
+        <td><a href=${filterHref({ role_id: b.role_id })} title="Every binding of this role">${b
+          .role_name}</a></td>
+        <td>
+          <sl-badge variant=${isUser ? "primary" : "neutral"} pill>${isUser ? "User" : "Group"}</sl-badge>
+          <a href=${filterHref(holderFilter)} title="Every role of this holder">${b.subject.name}</a>
+        </td>
+        <td>${b.scope_type === "global" ? "Global" : html`Node group
+          <a href=${filterHref({ scope_type: "node_group", scope_id: b.scope_id ?? "" })}>${
+          b.scope_name ??
+            b.scope_id
+        }</a>`}</td>
+        <td>${b.effective ? "Yes" : html`
+          <sl-badge variant="neutral">No</sl-badge>
+          <span class="muted">node-group scopes grant nothing in this edition</span>
+        `}</td>
+        <td>${formatDate(b.created_at)}</td>
+        <td>${this.#canEdit(b.subject.type)
+          ? html`
+            <sl-icon-button name="trash" label=${`Remove ${b.role_name} from ${b.subject.name}`}
+              @click=${() => this.#remove(b)}></sl-icon-button>
+          `
+          : nothing}</td>
+      </tr>
+    `;
+  }
+
+  #renderAddForm(holder: Holder): TemplateResult | typeof nothing {
+    if (!this.#canEdit(holder.kind)) return nothing;
+    const err = this.addError;
+    const scoped = session.me?.features.has("scoped_role_bindings")
+      ? "One node group"
+      : "One node group (no effect in this edition)";
+    return html`
+      <h3>Bind a role to ${holder.kind === "user" ? "user" : "group"} ${holder.name}</h3>
+      <div class="rb-form toolbar">
+        ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+        <sl-select name="role_id" label="Role" hoist class=${fieldError(err, "role_id") ? "has-error" : ""}
+          help-text=${fieldError(err, "role_id")}>
+          ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
+        </sl-select>
+        <sl-select label="Scope" value=${this.scope}
+          @sl-change=${(e: Event) => this.scope = valueOf(e) as "global" | "node_group"}>
+          <sl-option value="global">Global</sl-option>
+          <sl-option value="node_group">${scoped}</sl-option>
+        </sl-select>
+        ${this.scope === "node_group"
+          ? html`
+            <sl-select name="scope_id" label="Node group" hoist
+              class=${fieldError(err, "scope_id") ? "has-error" : ""} help-text=${fieldError(
+                err,
+                "scope_id",
+              )}>
+                        ${this.nodeGroups.map((g) => html`<sl-option value=${g.id}>${g.name}</sl-option>`)}
                       </sl-select>
-                      <sl-select label="Scope" value=${this.scope} @sl-change=${(e: Event) =>
-                        this.scope = String((e.target as HTMLSelectElement).value) as
-                          | "global"
-                          | "node_group"}>
-                        <sl-option value="global">Global</sl-option>
-                        <sl-option value="node_group">${session.me?.features.has("scoped_role_bindings")
-                          ? "One node group"
-                          : "One node group (no effect in this edition)"}</sl-option>
-                      </sl-select>
-                      ${this.scope === "node_group"
-                        ? html`
-                          <sl-select name="scope_id" label="Node group" hoist class=${fieldError(
-                              err,
-                              "scope_id",
-                            )
-                            ? "has-error"
-                            : ""}
-                            help-text=${fieldError(err, "scope_id")}>
-                                          ${this.nodeGroups.map((g) =>
-                                            html`<sl-option value=${g.id}>${g.name}</sl-option>`
-                                          )}
-                                        </sl-select>
-                        `
-                        : nothing}
-                      <sl-button variant="primary" @click=${this.#add}>Bind</sl-button>
-                    </div>
-        `
-        : nothing}
+          `
+          : nothing}
+        <sl-button variant="primary" @click=${() => this.#add(holder.base)}>Bind</sl-button>
+      </div>
     `;
   }
 }

@@ -12,24 +12,29 @@ import "../components/settings_user_groups.ts";
 import "../components/settings_role_bindings.ts";
 import "../components/settings_agent.ts";
 
-const TABS = [
+/** Tabs; a tab shows when the person holds one of `anyOf` and every one of `allOf`. */
+const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?: string[]; tag: string }> = [
   { name: "users", label: "Users", anyOf: ["user:view"], tag: "svc-settings-users" },
   { name: "roles", label: "Roles", anyOf: ["role:view"], tag: "svc-settings-roles" },
   { name: "user-groups", label: "User groups", anyOf: ["user_group:view"], tag: "svc-settings-user-groups" },
   {
     name: "role-bindings",
     label: "Role bindings",
+    // The list shows user bindings with user:view and user-group bindings with user_group:view.
     anyOf: ["user:view", "user_group:view"],
+    allOf: ["role:view"],
     tag: "svc-settings-role-bindings",
   },
   { name: "agent", label: "Agent notifications", anyOf: ["settings:view"], tag: "svc-settings-agent" },
-] as const;
+];
 
 class SvcSettingsPage extends PageElement {
   override pageTitle = "Settings";
 
   override render() {
-    const tabs = TABS.filter((t) => session.canAny(...t.anyOf));
+    const tabs = TABS.filter((t) =>
+      session.canAny(...t.anyOf) && (t.allOf ?? []).every((p) => session.can(p))
+    );
     const requested = this.route?.query.get("tab");
     const active = tabs.find((t) => t.name === requested)?.name ?? tabs[0]?.name;
     return html`

@@ -1,0 +1,215 @@
+/**
+ * The dashboard's numbers: nodes by status, agent certificates by time to expiry, compliance by status,
+ * policies by state and type, bindings by state. Each section is one or two grouped queries over the whole
+ * fleet (never a query or a loop per node), and all sections are read in one repeatable-read snapshot so
+ * they agree with each other (the nodes counted by status are the nodes whose certificates are bucketed).
+ * Which sections a caller may see is the route's decision; this module only reads what it is asked for.
+ */
+import type { Db, Queryable } from "../db/db.ts";
+import { BINDING_STATES, type BindingState } from "./bindings.ts";
+import { type ComplianceStatus, type FleetSummary, REACHES_SQL, type StatusCounts } from "./compliance.ts";
+import { NODE_STATUSES, type NodeStatus } from "./nodes.ts";
+import { POLICY_STATES, type PolicyState } from "./policies.ts";
+
+/** Nodes per status; every status is present. */
+export type NodeStatusCounts = Record<NodeStatus, number> & { total: number };
+
+/** Certificate expiry buckets, in the order the dashboard draws them. */
+export const EXPIRY_BUCKETS = [
+  "expired",
+  "within_7_days",
+  "within_30_days",
+  "within_90_days",
+  "later",
+  "none",
+  "revoked",
+] as const;
+/** A certificate expiry bucket. */
+export type ExpiryBucket = (typeof EXPIRY_BUCKETS)[number];
+
+/**
+ * Every node in exactly one bucket: `expired` (not after now), `within_7_days` (up to 7 days left),
+ * `within_30_days` (7–30), `within_90_days` (30–90), `later` (more than 90), `none` (no certificate
+ * recorded) and `revoked` (its current certificate is revoked: it will never be renewed, so its expiry
+ * date means nothing and is not counted as one).
+ */
+export type CertificateExpiryCounts = Record<ExpiryBucket, number> & { total: number };
+
+/** Policies per state, and per type with the state split. */
+export interface PolicyCounts {
+  total: number;
+  /** Every state is present. */
+  by_state: Record<PolicyState, number>;
+  /** One entry per type that has a policy, by type name. */
+  by_type: Array<{ type: string; total: number; by_state: Record<PolicyState, number> }>;
+}
+
+/** Bindings per state; both states are present. */
+export type BindingCounts = Record<BindingState, number> & { total: number };
+
+/** Which sections to read. */
+export interface DashboardSections {
+  nodes?: boolean;
+  certificates?: boolean;
+  compliance?: boolean;
+  policies?: boolean;
+  bindings?: boolean;
+}
+
+/** The dashboard; a section is absent unless it was asked for. */
+export interface DashboardSummary {
+  nodes?: NodeStatusCounts;
+  certificates?: CertificateExpiryCounts;
+  compliance?: FleetSummary;
+  policies?: PolicyCounts;
+  bindings?: BindingCounts;
+}
+
+/** Reads the requested sections in one consistent snapshot. */
+export async function dashboardSummary(db: Db, sections: DashboardSections): Promise<DashboardSummary> {
+  return await db.transaction(async (tx) => {
+    // Must be the first statement of the transaction; every query below then sees the same snapshot.
+    await tx.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+    const summary: DashboardSummary = {};
+    if (sections.nodes) summary.nodes = await nodeStatusCounts(tx);
+    if (sections.certificates) summary.certificates = await certificateExpiryCounts(tx);
+    if (sections.compliance) summary.compliance = await complianceCounts(tx);
+    if (sections.policies) summary.policies = await policyCounts(tx);
+    if (sections.bindings) summary.bindings = await bindingCounts(tx);
+    return summary;
+  });
+}
+
+/** Nodes per status. */
+export async function nodeStatusCounts(q: Queryable): Promise<NodeStatusCounts> {
+  const rows = await q.query<{ key: NodeStatus; n: number }>(
+    "SELECT status AS key, count(*)::int AS n FROM nodes GROUP BY status",
+  );
+  return tally(NODE_STATUSES, rows);
+}
+
+/** Nodes per certificate expiry bucket, measured against the database clock. */
+export async function certificateExpiryCounts(q: Queryable): Promise<CertificateExpiryCounts> {
+  const rows = await q.query<{ key: ExpiryBucket; n: number }>(
+    `SELECT CASE
+              WHEN n.cert_not_after IS NULL THEN 'none'
+              WHEN EXISTS (SELECT 1 FROM revoked_certificates rc WHERE rc.serial = lower(n.cert_serial))
+                THEN 'revoked'
+              WHEN n.cert_not_after <= now() THEN 'expired'
+              WHEN n.cert_not_after <= now() + interval '7 days' THEN 'within_7_days'
+              WHEN n.cert_not_after <= now() + interval '30 days' THEN 'within_30_days'
+              WHEN n.cert_not_after <= now() + interval '90 days' THEN 'within_90_days'
+              ELSE 'later'
+            END AS key, count(*)::int AS n
+       FROM nodes n GROUP BY 1`,
+  );
+  return tally(EXPIRY_BUCKETS, rows);
+}
+
+/**
+ * The fleet compliance summary (same meaning as `fleetSummary` in compliance.ts: expected (node, policy)
+ * pairs where the policy still reaches the node, unreported pairs as `unknown`), aggregated in SQL so the
+ * database returns a handful of rows however large the fleet.
+ */
+export async function complianceCounts(q: Queryable): Promise<FleetSummary> {
+  const rows = await q.query<{ kind: "status" | "node" | "nodes"; key: string; n: number }>(
+    `WITH pairs AS (
+       SELECT n.id AS node_id, coalesce(r.status, 'unknown') AS status
+         FROM nodes n JOIN policies p ON ${REACHES_SQL}
+         LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
+     ), per_node AS (
+       SELECT CASE
+                WHEN bool_or(status IN ('non_compliant', 'error')) THEN 'non_compliant'
+                WHEN bool_and(status IN ('compliant', 'inapplicable')) THEN 'compliant'
+                ELSE 'pending'
+              END AS verdict
+         FROM pairs GROUP BY node_id
+     )
+     SELECT 'status' AS kind, status AS key, count(*)::int AS n FROM pairs GROUP BY status
+     UNION ALL
+     SELECT 'node', verdict, count(*)::int FROM per_node GROUP BY verdict
+     UNION ALL
+     SELECT 'nodes', 'total', count(*)::int FROM nodes`,
+  );
+  const results: StatusCounts = {
+    compliant: 0,
+    non_compliant: 0,
+    inapplicable: 0,
+    error: 0,
+    unknown: 0,
+    total: 0,
+  };
+  const verdicts: Record<string, number> = { compliant: 0, non_compliant: 0, pending: 0 };
+  let total = 0;
+  for (const row of rows) {
+    if (row.kind === "status") {
+      results[row.key as ComplianceStatus] += row.n;
+      results.total += row.n;
+    } else if (row.kind === "node") {
+      verdicts[row.key] = row.n;
+    } else {
+      total = row.n;
+    }
+  }
+  const withPolicies = verdicts.compliant + verdicts.non_compliant + verdicts.pending;
+  const scored = results.compliant + results.non_compliant + results.error;
+  return {
+    results,
+    score: scored === 0 ? null : results.compliant / scored,
+    nodes: {
+      total,
+      compliant: verdicts.compliant,
+      non_compliant: verdicts.non_compliant,
+      without_policies: total - withPolicies,
+    },
+  };
+}
+
+/** Policies per state and type. */
+export async function policyCounts(q: Queryable): Promise<PolicyCounts> {
+  const rows = await q.query<{ state: PolicyState; type: string; n: number }>(
+    "SELECT state, type, count(*)::int AS n FROM policies GROUP BY state, type ORDER BY type, state",
+  );
+  const byState = zeros(POLICY_STATES);
+  const byType = new Map<string, PolicyCounts["by_type"][number]>();
+  for (const row of rows) {
+    byState[row.state] += row.n;
+    let entry = byType.get(row.type);
+    if (!entry) {
+      entry = { type: row.type, total: 0, by_state: zeros(POLICY_STATES) };
+      byType.set(row.type, entry);
+    }
+    entry.by_state[row.state] += row.n;
+    entry.total += row.n;
+  }
+  return {
+    total: rows.reduce((sum, row) => sum + row.n, 0),
+    by_state: byState,
+    by_type: [...byType.values()],
+  };
+}
+
+/** Bindings per state. */
+export async function bindingCounts(q: Queryable): Promise<BindingCounts> {
+  const rows = await q.query<{ key: BindingState; n: number }>(
+    "SELECT state AS key, count(*)::int AS n FROM policy_bindings GROUP BY state",
+  );
+  return tally(BINDING_STATES, rows);
+}
+
+function zeros<K extends string>(keys: readonly K[]): Record<K, number> {
+  return Object.fromEntries(keys.map((k) => [k, 0])) as Record<K, number>;
+}
+
+/** Counts per key (every key present, zero when no row) plus their total. */
+function tally<K extends string>(
+  keys: readonly K[],
+  rows: readonly { key: K; n: number }[],
+): Record<K, number> & { total: number } {
+  const counts: Record<string, number> = { ...zeros(keys), total: 0 };
+  for (const row of rows) {
+    counts[row.key] += row.n;
+    counts.total += row.n;
+  }
+  return counts as Record<K, number> & { total: number };
+}
