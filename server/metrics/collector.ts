@@ -22,6 +22,7 @@
 import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
+import { REACHES_SQL } from "../domain/compliance.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -134,13 +135,13 @@ const PROBES: readonly Probe[] = [
     async run(q) {
       // Only results of policies still assigned to the node (enabled binding on one of its groups) count:
       // an unbound policy's last result is history, and counting it would keep alerts firing forever.
+      // The same delivery rule as the REST compliance views (REACHES_SQL), so metrics and UI agree.
       const rows = await q.query(
         `SELECT cr.status AS key, count(*) AS n
            FROM compliance_results cr
-          WHERE cr.status <> 'inapplicable'
-            AND EXISTS (SELECT 1 FROM policy_bindings pb
-                          JOIN node_group_members m ON m.node_group_id = pb.node_group_id
-                         WHERE pb.policy_id = cr.policy_id AND m.node_id = cr.node_id AND pb.state = 'enabled')
+           JOIN policies p ON p.id = cr.policy_id
+           JOIN nodes n ON n.id = cr.node_id
+          WHERE cr.status <> 'inapplicable' AND ${REACHES_SQL}
           GROUP BY cr.status ORDER BY cr.status`,
       );
       const name = "svc_compliance_results_total";

@@ -185,6 +185,8 @@ async function insertFixtures(db: Db): Promise<void> {
   await bind(dconfA, g1.id, "enabled");
   await bind(dconfB, g1.id, "enabled");
   await bind(polkit, g2.id, "disabled");
+  // An archived policy is delivered to nobody, even through an enabled binding: its results are history.
+  await bind(polkit, g1.id, "enabled");
 
   const result = (n: string, p: string, status: string) =>
     db.query("INSERT INTO compliance_results (node_id, policy_id, status) VALUES ($1, $2, $3)", [
@@ -200,6 +202,7 @@ async function insertFixtures(db: Db): Promise<void> {
   // Stale: ws-unknown-1 is in "lab", where neither policy is bound (enabled); these must not count.
   await result(unknown1, dconfA, "non_compliant");
   await result(unknown1, polkit, "unknown");
+  await result(online, polkit, "error");
 
   const user = (name: string, source: string, enabled: boolean) =>
     db.query("INSERT INTO users (username, source, enabled) VALUES ($1, $2, $3)", [name, source, enabled]);
@@ -303,7 +306,7 @@ dbTest("metrics: every spec family with its type, labels and always-present valu
 
     await t.step("bindings: enabled and disabled", () => {
       assert.deepEqual(series(family(families, "svc_policy_bindings_total", "gauge")), {
-        "state=enabled": 2,
+        "state=enabled": 3,
         "state=disabled": 1,
       });
     });
