@@ -22,6 +22,8 @@ export interface ServerProcess {
   baseUrl: string;
   /** Everything the process printed so far (stdout + stderr). */
   output(): string;
+  /** The exit code once the process has ended, else undefined. */
+  exitCode(): number | undefined;
   /** The admin password from `{data_dir}/initial_admin_password`. */
   adminPassword(): Promise<string>;
   /** SIGTERM, then SIGKILL after 5 s; resolves with the exit code. */
@@ -42,9 +44,25 @@ export interface ServerProcessOptions {
 
 const MAIN = new URL("../../server/main.ts", import.meta.url).pathname;
 
-/** Starts `deno run -A server/main.ts --config <temp yaml>`. */
+/**
+ * Starts `deno run -A server/main.ts --config <temp yaml>`. Ports picked here are free when picked but may be
+ * taken by a parallel test before the server binds them, so a start that fails on a taken port is retried on
+ * new ports (same data dir) unless the caller fixed the ports.
+ */
 export async function startServerProcess(options: ServerProcessOptions = {}): Promise<ServerProcess> {
   const dataDir = options.dataDir ?? await Deno.makeTempDir({ prefix: "svc-e2e-" });
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await startOnce({ ...options, dataDir });
+    } catch (err) {
+      const portTaken = /EADDRINUSE|address already in use|Address in use/i.test(String(err));
+      if (!portTaken || options.ports || attempt >= 3) throw err;
+    }
+  }
+}
+
+async function startOnce(options: ServerProcessOptions & { dataDir: string }): Promise<ServerProcess> {
+  const dataDir = options.dataDir;
   const webPort = options.ports?.web ?? freePort();
   const policyPort = options.ports?.policy ?? freePort();
   const metricsPort = options.ports?.metrics ?? freePort();
@@ -81,6 +99,7 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
     configPath,
     baseUrl: `https://127.0.0.1:${webPort}`,
     output: () => out,
+    exitCode: () => exited,
     adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (exited === undefined) {
@@ -105,7 +124,9 @@ export async function startServerProcess(options: ServerProcessOptions = {}): Pr
     for (let i = 0; i < 600; i++) {
       if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${out}`);
       try {
-        client ??= Deno.createHttpClient({ caCerts: [await Deno.readTextFile(`${dataDir}/pki/ca/ca.crt`)] });
+        // An operator CA (ca.cert_file) is never copied into the data dir.
+        const caFile = (options.config?.ca?.cert_file as string | undefined) ?? `${dataDir}/pki/ca/ca.crt`;
+        client ??= Deno.createHttpClient({ caCerts: [await Deno.readTextFile(caFile)] });
         const res = await fetch(`${proc.baseUrl}/api/v1/version`, {
           client,
           signal: AbortSignal.timeout(1000),
