@@ -787,6 +787,8 @@ spec:
       async () => {
         // Content setting a field Thunderbird ignores (typed into the JSON view) shows it with the reason, to remove.
         await page.goto(`${base}/policies/new?type=Thunderbird`, { waitUntil: "load" });
+        // The page renders after its session check; wait for the editor rather than for the load event.
+        await page.waitForSelector('sl-tab[panel="json"]', { visible: true });
         await page.click('sl-tab[panel="json"]');
         await page.click("sl-textarea.json-view >>> textarea");
         await page.keyboard.down("Control");
