@@ -3,17 +3,8 @@
  * Chromium; a setting only Google Chrome knows is marked `chromeOnly` (the agent does not write it for Chromium,
  * and the catalogue test against Debian's Chromium leaves it out).
  */
-import {
-  below,
-  type BrowserCatalogue,
-  field,
-  forApp,
-  options,
-  pick,
-  requireWhen,
-  section,
-} from "../browser.ts";
-import { checkExtensionSettings, CHROMIUM_FIELDS, sitesList, urlFilterList } from "./chromium.ts";
+import { below, type BrowserCatalogue, field, forApp, options, pick, section } from "../browser.ts";
+import { checkChromiumFamily, CHROMIUM_FIELDS, sitesList, urlFilterList } from "./chromium.ts";
 
 const C = forApp(CHROMIUM_FIELDS, "Chrome");
 
@@ -288,25 +279,7 @@ export const CHROME_CATALOGUE: BrowserCatalogue = {
     ),
   },
   crossCheck(json, issues) {
-    checkExtensionSettings(json, issues);
-    requireWhen(json, {
-      when: "ProxyMode",
-      is: "fixed_servers",
-      needs: "ProxyServer",
-      hint: "set the proxy server",
-    }, issues);
-    requireWhen(json, {
-      when: "ProxyMode",
-      is: "pac_script",
-      needs: "ProxyPacUrl",
-      hint: "set the URL of the .pac file",
-    }, issues);
-    requireWhen(json, {
-      when: "RestoreOnStartup",
-      is: 4,
-      needs: "RestoreOnStartupURLs",
-      hint: "list the pages to open",
-    }, issues);
+    checkChromiumFamily(json, issues);
     // Both conflicts are reported by Chromium itself (chrome://policy) and make the setting a no-op.
     if (json.RestoreOnStartup === 1 && Array.isArray(json.CookiesSessionOnlyForUrls)) {
       issues.add(

@@ -5,7 +5,7 @@
  * so two policies can each block their own sites or force-install their own extensions.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import { field, type FieldInfo, options } from "../browser.ts";
+import { field, type FieldInfo, options, requireWhen } from "../browser.ts";
 import { joinPath } from "../json_guard.ts";
 import type { IssueList } from "../sanitizers.ts";
 
@@ -280,4 +280,27 @@ export function checkExtensionSettings(json: Readonly<Record<string, JsonValue>>
       );
     }
   }
+}
+
+/** Cross-field rules every Chromium-based browser enforces the same way (Chrome and Edge call this first). */
+export function checkChromiumFamily(json: Readonly<Record<string, JsonValue>>, issues: IssueList): void {
+  checkExtensionSettings(json, issues);
+  requireWhen(json, {
+    when: "ProxyMode",
+    is: "fixed_servers",
+    needs: "ProxyServer",
+    hint: "set the proxy server",
+  }, issues);
+  requireWhen(json, {
+    when: "ProxyMode",
+    is: "pac_script",
+    needs: "ProxyPacUrl",
+    hint: "set the URL of the .pac file",
+  }, issues);
+  requireWhen(json, {
+    when: "RestoreOnStartup",
+    is: 4,
+    needs: "RestoreOnStartupURLs",
+    hint: "list the pages to open",
+  }, issues);
 }

@@ -1,15 +1,6 @@
 /** Catalogue of the curated Microsoft Edge settings (see ../browser.ts for the shape). */
-import {
-  below,
-  type BrowserCatalogue,
-  field,
-  forApp,
-  options,
-  pick,
-  requireWhen,
-  section,
-} from "../browser.ts";
-import { checkExtensionSettings, CHROMIUM_FIELDS } from "./chromium.ts";
+import { below, type BrowserCatalogue, field, forApp, options, pick, section } from "../browser.ts";
+import { checkChromiumFamily, CHROMIUM_FIELDS } from "./chromium.ts";
 
 const C = forApp(CHROMIUM_FIELDS, "Edge");
 
@@ -235,24 +226,6 @@ export const EDGE_CATALOGUE: BrowserCatalogue = {
     ),
   },
   crossCheck(json, issues) {
-    checkExtensionSettings(json, issues);
-    requireWhen(json, {
-      when: "ProxyMode",
-      is: "fixed_servers",
-      needs: "ProxyServer",
-      hint: "set the proxy server",
-    }, issues);
-    requireWhen(json, {
-      when: "ProxyMode",
-      is: "pac_script",
-      needs: "ProxyPacUrl",
-      hint: "set the URL of the .pac file",
-    }, issues);
-    requireWhen(json, {
-      when: "RestoreOnStartup",
-      is: 4,
-      needs: "RestoreOnStartupURLs",
-      hint: "list the pages to open",
-    }, issues);
+    checkChromiumFamily(json, issues);
   },
 };
