@@ -11,7 +11,7 @@ import {
   requireWhen,
   section,
 } from "../browser.ts";
-import { MOZILLA_FIELDS } from "./mozilla.ts";
+import { MOZILLA_DOWNLOAD_KEYS, MOZILLA_FIELDS, MOZILLA_UPDATE_KEYS } from "./mozilla.ts";
 
 const M = forApp(MOZILLA_FIELDS, "Firefox");
 
@@ -80,15 +80,7 @@ export const FIREFOX_CATALOGUE: BrowserCatalogue = {
   fields: {
     ...section(
       "Updates",
-      pick(M, [
-        "DisableAppUpdate",
-        "AppAutoUpdate",
-        "BackgroundAppUpdate",
-        "ManualAppUpdateOnly",
-        "AppUpdatePin",
-        "AppUpdateURL",
-        "DisableSystemAddonUpdate",
-      ]),
+      pick(M, MOZILLA_UPDATE_KEYS),
     ),
     ...section("Privacy and telemetry", {
       DisableTelemetry: M.DisableTelemetry,
@@ -236,7 +228,7 @@ export const FIREFOX_CATALOGUE: BrowserCatalogue = {
       RequestedLocales: M.RequestedLocales,
     }),
     ...section("Downloads", {
-      ...pick(M, ["PromptForDownloadLocation", "DefaultDownloadDirectory", "DownloadDirectory"]),
+      ...pick(M, MOZILLA_DOWNLOAD_KEYS),
       StartDownloadsInTempDirectory: field(
         "Download to a temporary folder",
         "Starts downloads in the temp folder first.",

@@ -9,6 +9,24 @@ const TLS = options(["tls1", "TLS 1.0"], ["tls1.1", "TLS 1.1"], ["tls1.2", "TLS 
 
 const HTTP_FILE = ["http", "https", "file"] as const;
 
+/** The update settings both Mozilla applications honour, in display order. */
+export const MOZILLA_UPDATE_KEYS = [
+  "DisableAppUpdate",
+  "AppAutoUpdate",
+  "BackgroundAppUpdate",
+  "ManualAppUpdateOnly",
+  "AppUpdatePin",
+  "AppUpdateURL",
+  "DisableSystemAddonUpdate",
+] as const;
+
+/** The download settings both Mozilla applications honour, in display order. */
+export const MOZILLA_DOWNLOAD_KEYS = [
+  "PromptForDownloadLocation",
+  "DefaultDownloadDirectory",
+  "DownloadDirectory",
+] as const;
+
 /** Shared Mozilla entries, top level and nested. */
 export const MOZILLA_FIELDS: Record<string, FieldInfo> = {
   // Updates

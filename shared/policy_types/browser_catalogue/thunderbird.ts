@@ -10,7 +10,7 @@ import {
   requireWhen,
   section,
 } from "../browser.ts";
-import { MOZILLA_FIELDS } from "./mozilla.ts";
+import { MOZILLA_DOWNLOAD_KEYS, MOZILLA_FIELDS, MOZILLA_UPDATE_KEYS } from "./mozilla.ts";
 
 const M = forApp(MOZILLA_FIELDS, "Thunderbird");
 
@@ -30,15 +30,7 @@ export const THUNDERBIRD_CATALOGUE: BrowserCatalogue = {
   fields: {
     ...section(
       "Updates",
-      pick(M, [
-        "DisableAppUpdate",
-        "AppAutoUpdate",
-        "BackgroundAppUpdate",
-        "ManualAppUpdateOnly",
-        "AppUpdatePin",
-        "AppUpdateURL",
-        "DisableSystemAddonUpdate",
-      ]),
+      pick(M, MOZILLA_UPDATE_KEYS),
     ),
     ...section("Privacy and telemetry", {
       DisableTelemetry: M.DisableTelemetry,
@@ -95,7 +87,7 @@ export const THUNDERBIRD_CATALOGUE: BrowserCatalogue = {
     ),
     ...section(
       "Downloads",
-      pick(M, ["PromptForDownloadLocation", "DefaultDownloadDirectory", "DownloadDirectory"]),
+      pick(M, MOZILLA_DOWNLOAD_KEYS),
     ),
     ...section("Search", pick(M, ["SearchEngines"])),
     ...section("Add-ons and preferences", {
