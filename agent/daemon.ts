@@ -42,7 +42,7 @@ export interface DaemonOptions {
   renewalCheckMs?: number;
   /** A stream that stayed up this long counts as healthy even without a snapshot; default 60 s. */
   healthyAfterMs?: number;
-  tamper?: { suppressMs?: number; settleMs?: number; procRoot?: string };
+  tamper?: { settleMs?: number; procRoot?: string };
   /** Enforcers to use; default every enforcer of this build. */
   enforcers?: readonly Enforcer[];
 }
@@ -118,7 +118,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   const watcher = new TamperWatcher({
     fs,
     logger,
-    suppressMs: options.tamper?.suppressMs,
+    verify: (path) => managed.verify(fs, path),
     settleMs: options.tamper?.settleMs,
     procRoot: options.tamper?.procRoot,
     onTamper: (event) =>
@@ -139,7 +139,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     config,
     managed,
     enforcers,
-    onOwnWrite: (path) => watcher.suppress(path),
+    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
     onSynced: async (summary: SyncSummary) => {
       try {
         await watcher.setWatched(summary.managed);

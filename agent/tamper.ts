@@ -1,8 +1,15 @@
 /**
  * The tamper watcher: watches the directories of the files svc renders (and nothing when there
- * are none), ignores the agent's own writes for 2 seconds, and hands every other change of a
- * managed file, once per burst of events, to a callback together with the processes holding
- * the file at that moment (scanned before the restore, while the writer may still be there).
+ * are none) and, once per burst of events, compares each changed managed file with what svc
+ * last wrote (the SHA-256 in the managed-file record, through `verify`). A file that differs
+ * is handed to a callback together with the processes holding it at that moment (scanned
+ * before the restore, while the writer may still be there).
+ *
+ * The agent's own writes are recognised by content, not by time: while svc writes a file
+ * (between {@linkcode TamperWatcher.ownWrite} "start" and "end") its events wait, and when any
+ * such write ends every watched file is verified again. An external edit made during or right
+ * after an own write is therefore seen as soon as the write is over, however many edits follow
+ * each other.
  *
  * @module
  */
@@ -26,10 +33,13 @@ export interface TamperEvent {
 export interface TamperWatcherOptions {
   fs: RootFs;
   logger: Logger;
+  /**
+   * Whether a node path holds what svc last wrote (true also when svc no longer manages it):
+   * `ManagedFiles.verify`.
+   */
+  verify: (path: string) => Promise<boolean>;
   /** Handles one tamper event (restore, report); events of the same path wait for it. */
   onTamper: (event: TamperEvent) => Promise<void>;
-  /** How long the agent's own writes are ignored; default 2000 ms (spec, Limits). */
-  suppressMs?: number;
   /** Quiet time that ends a burst of events; default 150 ms. */
   settleMs?: number;
   /** procfs root for the holder scan; default `/proc`. */
@@ -49,8 +59,8 @@ export class TamperWatcher {
   #dirsKey = "";
   #watcher: Deno.FsWatcher | undefined;
   #loop: Promise<void> | undefined;
-  /** Host path → time until which events are the agent's own. */
-  readonly #suppressed = new Map<string, number>();
+  /** Host path → number of own writes in progress. */
+  readonly #writing = new Map<string, number>();
   readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #busy = new Set<string>();
   readonly #again = new Set<string>();
@@ -67,7 +77,8 @@ export class TamperWatcher {
 
   /**
    * Replaces the set of watched files (node paths with their type). Directories are watched,
-   * so replacing a file by rename is seen; an empty set stops watching.
+   * so replacing a file by rename is seen; an empty set stops watching. Every file of the new
+   * set is verified once, so a change made while the set was being replaced is not missed.
    */
   async setWatched(files: readonly Watched[]): Promise<void> {
     if (this.#closed) return;
@@ -91,24 +102,37 @@ export class TamperWatcher {
     }
     dirs.sort();
     const key = dirs.join("\n");
-    if (key === this.#dirsKey && this.#watcher) return;
-    this.#stopWatcher();
-    this.#dirsKey = key;
-    if (dirs.length === 0) return;
-    const watcher = Deno.watchFs(dirs, { recursive: false });
-    this.#watcher = watcher;
-    this.#loop = this.#consume(watcher);
-    this.#options.logger.debug("tamper watcher watching", { dirs });
+    if (key !== this.#dirsKey || !this.#watcher) {
+      this.#stopWatcher();
+      this.#dirsKey = key;
+      if (dirs.length > 0) {
+        const watcher = Deno.watchFs(dirs, { recursive: false });
+        this.#watcher = watcher;
+        this.#loop = this.#consume(watcher);
+        this.#options.logger.debug("tamper watcher watching", { dirs });
+      }
+    }
+    for (const hostPath of next.keys()) this.#noticed(hostPath);
   }
 
-  /** Marks a node path as being written by the agent: its events are ignored for 2 s. */
-  async suppress(path: string): Promise<void> {
+  /**
+   * Marks the start or the end of an own write of a node path. Events of a path being written
+   * wait; when a write ends, every watched file is verified again.
+   */
+  async ownWrite(path: string, phase: "start" | "end"): Promise<void> {
+    let hostPath: string;
     try {
-      const hostPath = await this.#options.fs.resolve(path);
-      this.#suppressed.set(hostPath, Date.now() + (this.#options.suppressMs ?? 2000));
+      hostPath = await this.#options.fs.resolve(path);
     } catch {
-      // A path that cannot be resolved cannot be written either.
+      return; // A path that cannot be resolved cannot be written either.
     }
+    const count = (this.#writing.get(hostPath) ?? 0) + (phase === "start" ? 1 : -1);
+    if (count > 0) {
+      this.#writing.set(hostPath, count);
+      return;
+    }
+    this.#writing.delete(hostPath);
+    if (phase === "end") { for (const watched of this.#files.keys()) this.#noticed(watched); }
   }
 
   /** Stops watching and drops pending events. */
@@ -144,8 +168,7 @@ export class TamperWatcher {
   }
 
   #noticed(hostPath: string): void {
-    const until = this.#suppressed.get(hostPath);
-    if (until !== undefined && Date.now() < until) return;
+    if (this.#closed) return;
     const timer = this.#timers.get(hostPath);
     if (timer !== undefined) clearTimeout(timer);
     this.#timers.set(
@@ -159,15 +182,17 @@ export class TamperWatcher {
 
   async #fire(hostPath: string): Promise<void> {
     const file = this.#files.get(hostPath);
-    if (!file || this.#closed) return;
-    const until = this.#suppressed.get(hostPath);
-    if (until !== undefined && Date.now() < until) return;
+    // A file being written is verified when its write ends.
+    if (!file || this.#closed || this.#writing.has(hostPath)) return;
     if (this.#busy.has(hostPath)) {
       this.#again.add(hostPath);
       return;
     }
     this.#busy.add(hostPath);
     try {
+      if (await this.#options.verify(file.path)) return;
+      // The content may have changed under an own write that started meanwhile.
+      if (this.#writing.has(hostPath) || this.#files.get(hostPath) !== file) return;
       const processes = await findFileHolders(hostPath, { procRoot: this.#options.procRoot });
       this.#options.logger.warn("managed file changed outside svc; restoring", {
         path: file.path,

@@ -65,8 +65,8 @@ export interface SyncEngineOptions {
   enforcers: ReadonlyMap<string, Enforcer>;
   /** Sends one compliance report; failures are logged by the engine and do not stop others. */
   reportCompliance: (policy: CachedPolicy, result: PolicyResult) => Promise<void>;
-  /** Called with a node path just before and just after the engine writes it. */
-  onOwnWrite?: (path: string) => void | Promise<void>;
+  /** Called with a node path just before ("start") and just after ("end") the engine writes it. */
+  onOwnWrite?: (path: string, phase: "start" | "end") => void | Promise<void>;
   /** Called after the enforcers ran and before compliance is reported. */
   onSynced?: (summary: SyncSummary) => void | Promise<void>;
 }
@@ -263,19 +263,19 @@ export class SyncEngine {
       config,
       managedPaths: () => managed.list(type).map((r) => r.path),
       writeManaged: async (path, content, options = {}) => {
-        await onOwnWrite?.(path);
+        await onOwnWrite?.(path, "start");
         try {
           return await managed.write(fs, { path, type, content, ...options });
         } finally {
-          await onOwnWrite?.(path);
+          await onOwnWrite?.(path, "end");
         }
       },
       releaseManaged: async (path) => {
-        await onOwnWrite?.(path);
+        await onOwnWrite?.(path, "start");
         try {
           return await managed.release(fs, path);
         } finally {
-          await onOwnWrite?.(path);
+          await onOwnWrite?.(path, "end");
         }
       },
     };

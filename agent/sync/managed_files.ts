@@ -190,6 +190,14 @@ export class ManagedFiles {
     return record !== undefined && current !== undefined && (await sha256Hex(current)) === record.sha256;
   }
 
+  /**
+   * Whether the file at `path` is as svc left it: exactly what svc last wrote, or not managed
+   * (any content). The tamper watcher's check.
+   */
+  async verify(fs: RootFs, path: string): Promise<boolean> {
+    return !this.#records.has(path) || await this.isIntact(fs, path);
+  }
+
   async #save(): Promise<void> {
     const state: StateFile = { version: 1, files: this.list() };
     await writeFileAtomic(this.#statePath, `${JSON.stringify(state, null, 2)}\n`, {

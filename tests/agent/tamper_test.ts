@@ -73,8 +73,8 @@ Deno.test("an external edit is restored within seconds, reported with its holder
   let holder: Deno.ChildProcess | undefined;
   // deno-lint-ignore prefer-const
   let watcher: TamperWatcher;
-  const { engine, reports } = await engineFor(node, {
-    onOwnWrite: (path) => watcher.suppress(path),
+  const { engine, reports, managed } = await engineFor(node, {
+    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
     onSynced: (summary) => watcher.setWatched(summary.managed),
     reportCompliance: () => {
       reportCount++;
@@ -84,6 +84,7 @@ Deno.test("an external edit is restored within seconds, reported with its holder
   watcher = new TamperWatcher({
     fs: node.fs,
     logger: SILENT_LOGGER,
+    verify: (path) => managed.verify(node.fs, path),
     onTamper: (event) =>
       engine.requestSync(() => {
         events.push(event);
@@ -151,15 +152,15 @@ Deno.test("deleting a managed file is noticed and it comes back", async () => {
   const node = await tempNode({ original: null });
   // deno-lint-ignore prefer-const
   let watcher: TamperWatcher;
-  const { engine } = await engineFor(node, {
-    onOwnWrite: (path) => watcher.suppress(path),
+  const { engine, managed } = await engineFor(node, {
+    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
     onSynced: (summary) => watcher.setWatched(summary.managed),
   });
   const events: TamperEvent[] = [];
   watcher = new TamperWatcher({
     fs: node.fs,
     logger: SILENT_LOGGER,
-    suppressMs: 300,
+    verify: (path) => managed.verify(node.fs, path),
     onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
   });
   try {
