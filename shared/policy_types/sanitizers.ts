@@ -19,28 +19,49 @@ export const MAX_JSON_DEPTH = 32;
 /** Longest accepted string anywhere in policy content, in characters. */
 export const MAX_STRING_LENGTH = 64 * 1024;
 
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-// deno-lint-ignore no-control-regex
-const CONTROL_EXCEPT_NEWLINE_TAB = /[\u0000-\u0008\u000b-\u001f\u007f]/;
+/**
+ * Characters no single-line value may carry: C0 controls (newline, tab, NUL, escape, …), DEL, C1 controls
+ * (U+0085 NEXT LINE among them), the Unicode line and paragraph separators (JavaScript, polkit rules and many
+ * renderers end a line there), the bidirectional embedding, override and isolate controls (they reorder what a
+ * reader of a name or log sees), and UTF-16 halves without their partner (they have no UTF-8 form, so the
+ * agent would write something other than what was saved).
+ */
+const NOT_SINGLE_LINE =
+  // deno-lint-ignore no-control-regex
+  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** As {@link NOT_SINGLE_LINE}, but newline and tab are allowed. */
+const NOT_MULTI_LINE =
+  // deno-lint-ignore no-control-regex
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function describeChar(ch: string): string {
   if (ch === "\0") return "a NUL character";
   if (ch === "\n") return "a newline";
   if (ch === "\r") return "a carriage return";
   if (ch === "\t") return "a tab";
-  return `the control character U+${ch.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  const code = ch.charCodeAt(0);
+  const hex = `U+${code.toString(16).toUpperCase().padStart(4, "0")}`;
+  if (code === 0x2028 || code === 0x2029 || code === 0x85) return `the line separator ${hex}`;
+  if (code >= 0xd800 && code <= 0xdfff) return `a lone UTF-16 surrogate ${hex} (not valid Unicode text)`;
+  if (code >= 0x202a) return `the bidirectional text control ${hex}`;
+  return `the control character ${hex}`;
 }
 
-/** No control characters at all (no NUL, newline, tab, escape, …): for single-line values. */
+/**
+ * One line of plain text: no control characters at all (no NUL, newline, tab, escape, C1), no Unicode line
+ * separators, no bidirectional overrides, no lone surrogates. For names and every single-line value.
+ */
 export function singleLine(value: string): string | undefined {
-  const m = CONTROL.exec(value);
+  const m = NOT_SINGLE_LINE.exec(value);
   return m ? `must not contain ${describeChar(m[0])}` : undefined;
 }
 
-/** No control characters except newline and tab: for free text rendered escaped (descriptions, filters). */
+/**
+ * Free text rendered escaped (descriptions, filters): like {@link singleLine}, but newline and tab are
+ * allowed. A carriage return is not: write plain newlines.
+ */
 export function multiLineText(value: string): string | undefined {
-  const m = CONTROL_EXCEPT_NEWLINE_TAB.exec(value);
+  const m = NOT_MULTI_LINE.exec(value);
   return m ? `must not contain ${describeChar(m[0])}` : undefined;
 }
 
@@ -93,10 +114,9 @@ export function fileNameComponent(value: string): string | undefined {
 /** Identifier: starts with a letter or digit, then letters, digits, `.`, `_`, `-`; at most `max` characters. */
 export function identifier(max = 64): Checker {
   const re = new RegExp(`^[A-Za-z0-9][A-Za-z0-9._-]{0,${max - 1}}$`);
-  return (value) =>
-    singleLine(value) ?? re.test(value)
-      ? undefined
-      : `must start with a letter or digit and contain only letters, digits, '.', '_' and '-' (at most ${max} characters)`;
+  const hint =
+    `must start with a letter or digit and contain only letters, digits, '.', '_' and '-' (at most ${max} characters)`;
+  return (value) => singleLine(value) ?? (re.test(value) ? undefined : hint);
 }
 
 /**
@@ -405,7 +425,12 @@ export function firewalldRichRule(value: string): string | undefined {
 
 /** Base64 text (standard alphabet, optional padding, whitespace between lines allowed). */
 export function base64Text(value: string): string | undefined {
-  return /^[A-Za-z0-9+/\s]+={0,2}\s*$/.test(value) ? undefined : "must be base64 text";
+  // Whitespace is dropped first so the check stays linear (a pattern with `\s` on both sides of the padding
+  // backtracks quadratically on long runs of spaces) and only ASCII line breaks count as whitespace.
+  const compact = value.replace(/[ \t\r\n]+/g, "");
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(compact)
+    ? undefined
+    : "must be base64 text (letters, digits, '+', '/', '=' padding at the end, line breaks)";
 }
 
 /** "HH:MM" on a 24-hour clock. */
