@@ -27,10 +27,28 @@ export async function insertAuditEvent(q: Queryable, event: AuditEvent): Promise
       event.resource.name ?? "",
       event.outcome,
       event.sourceIp ?? "",
-      JSON.stringify(event.details ?? {}),
-    ],
+      JSON.stringify(storable(event.details ?? {})),
+    ].map((v) => typeof v === "string" ? storable(v) : v),
   );
   return { ...event, id: row.id, createdAt: row.created_at };
+}
+
+/** Characters PostgreSQL text and jsonb cannot hold: NUL and UTF-16 surrogates that are not paired. */
+// deno-lint-ignore no-control-regex
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * The event with every string PostgreSQL cannot store made storable (U+FFFD in place of NUL and lone
+ * surrogates). The edge refuses such strings, so this is the last line: a row about a hostile request is
+ * never lost because of what the request contained.
+ */
+function storable<T>(value: T): T {
+  if (typeof value === "string") return value.replace(UNSTORABLE, "\ufffd") as T;
+  if (Array.isArray(value)) return value.map(storable) as T;
+  if (value && typeof value === "object" && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
+  }
+  return value;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

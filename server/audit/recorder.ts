@@ -1,9 +1,11 @@
 /**
  * The one audit service: redacts an event, stores it in `audit_logs` and, when configured, forwards it to
- * syslog. Storing never throws at the caller: an audit write that fails is logged loudly instead of turning
- * an already-committed change into an error response.
+ * syslog. Called inside a unit of work (every audited REST mutation runs in one, see server/http/route.ts),
+ * the row joins the change's transaction: a failed insert throws and takes the change down with it, and the
+ * syslog copy leaves only after the commit, so a collector never hears of a change that did not happen.
  */
 import type { ServerContext } from "../context.ts";
+import { afterCommit } from "../db/db.ts";
 import type { AuditEvent, AuditRecorder } from "./event.ts";
 import { insertAuditEvent, type StoredAuditEvent } from "./db_sink.ts";
 import { redact } from "./redact.ts";
@@ -22,14 +24,8 @@ export function createAuditRecorder(ctx: Omit<ServerContext, "audit">): Closable
   return {
     async record(event: AuditEvent) {
       const clean: AuditEvent = { ...event, details: redact(event.details ?? {}) as Record<string, unknown> };
-      let stored: StoredAuditEvent;
-      try {
-        stored = await insertAuditEvent(ctx.db, clean);
-      } catch (err) {
-        ctx.log.error("audit: could not store event", { action: event.action, error: String(err) });
-        stored = { ...clean, id: 0, createdAt: new Date() };
-      }
-      syslog?.send(stored);
+      const stored: StoredAuditEvent = await insertAuditEvent(ctx.db, clean);
+      if (syslog) afterCommit(() => syslog.send(stored));
     },
     async close() {
       await syslog?.close();

@@ -34,7 +34,23 @@ export function createRouteHooks(s: IdentityServices): RouteHooks {
       return null;
     },
     async audit(c, route, outcome, status) {
-      await s.ctx.audit.record(requestAuditEvent(c, route, outcome, status));
+      const event = requestAuditEvent(c, route, outcome, status);
+      if (outcome === "success") return await s.ctx.audit.record(event);
+      try {
+        await s.ctx.audit.record(event);
+      } catch (err) {
+        // The request changed nothing; its answer (often 503 while the database is away) must still reach
+        // the client.
+        s.ctx.log.error("audit: could not store a refused request", {
+          action: event.action,
+          path: c.req.path,
+          status,
+          error: String(err),
+        });
+      }
+    },
+    atomically(fn) {
+      return s.ctx.db.unitOfWork(fn);
     },
   };
 }

@@ -1,6 +1,6 @@
 /** Embedded PGlite driver for the {@link Db} interface: real Postgres in WASM, one process, no server. */
 import { PGlite } from "@electric-sql/pglite";
-import type { Db, NotifyHandler, Queryable } from "./db.ts";
+import { type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
 
 /** Options for {@link openPglite}. */
 export interface PgliteOptions {
@@ -24,8 +24,8 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pg
     },
   });
   const base = wrap(pg);
-  return {
-    driver: "pglite",
+  return withUnitsOfWork({
+    driver: "pglite" as const,
     pglite: pg,
     query: base.query,
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -41,5 +41,5 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pg
     async close() {
       if (!pg.closed) await pg.close();
     },
-  };
+  });
 }

@@ -1,6 +1,6 @@
 /** PostgreSQL driver (postgres.js) for the {@link Db} interface. */
 import postgres from "postgres";
-import type { Db, NotifyHandler, Queryable } from "./db.ts";
+import { type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
 
 /** Options for {@link openPostgres}. */
 export interface PostgresOptions {
@@ -28,8 +28,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     },
   });
   const base = wrap(sql);
-  return {
-    driver: "postgres",
+  return withUnitsOfWork({
+    driver: "postgres" as const,
     query: base.query,
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       return sql.begin((tx) => fn(wrap(tx))) as Promise<T>;
@@ -44,5 +44,5 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     async close() {
       await sql.end({ timeout: 5 });
     },
-  };
+  });
 }

@@ -219,31 +219,34 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
       if (err instanceof PkiError) throw invalid("csr_pem", err.message);
       throw err;
     }
-    await db.transaction(async (tx) => {
-      const [node] = await tx.query("SELECT 1 FROM nodes WHERE id = $1 FOR UPDATE", [identity.nodeId]);
-      if (!node) throw new GrpcError(grpc.status.UNAUTHENTICATED, "this node was deleted; enroll again");
-      await tx.query(
-        "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
-        [signed.serial, identity.nodeId, signed.notBefore, signed.notAfter],
-      );
-      // The previous certificate stays valid until revoked: an agent that dies between writing its new key
-      // and its new certificate must still be able to connect with the old pair.
-      await tx.query(
-        "UPDATE nodes SET cert_serial = $2, cert_not_after = $3, updated_at = now() WHERE id = $1",
-        [identity.nodeId, signed.serial, signed.notAfter],
-      );
-    });
-    await ctx.audit.record({
-      action: "node.renew_certificate",
-      outcome: "success",
-      actor: { nodeId: identity.nodeId, username: identity.nodeName },
-      resource: { type: "node", id: identity.nodeId, name: identity.nodeName },
-      sourceIp: peerAddress(call),
-      details: {
-        previous_serial: identity.serial,
-        serial: signed.serial,
-        not_after: signed.notAfter.toISOString(),
-      },
+    // The new certificate and its audit row commit together (one unit of work) or not at all.
+    await db.unitOfWork(async () => {
+      await db.transaction(async (tx) => {
+        const [node] = await tx.query("SELECT 1 FROM nodes WHERE id = $1 FOR UPDATE", [identity.nodeId]);
+        if (!node) throw new GrpcError(grpc.status.UNAUTHENTICATED, "this node was deleted; enroll again");
+        await tx.query(
+          "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
+          [signed.serial, identity.nodeId, signed.notBefore, signed.notAfter],
+        );
+        // The previous certificate stays valid until revoked: an agent that dies between writing its new key
+        // and its new certificate must still be able to connect with the old pair.
+        await tx.query(
+          "UPDATE nodes SET cert_serial = $2, cert_not_after = $3, updated_at = now() WHERE id = $1",
+          [identity.nodeId, signed.serial, signed.notAfter],
+        );
+      });
+      await ctx.audit.record({
+        action: "node.renew_certificate",
+        outcome: "success",
+        actor: { nodeId: identity.nodeId, username: identity.nodeName },
+        resource: { type: "node", id: identity.nodeId, name: identity.nodeName },
+        sourceIp: peerAddress(call),
+        details: {
+          previous_serial: identity.serial,
+          serial: signed.serial,
+          not_after: signed.notAfter.toISOString(),
+        },
+      });
     });
     return signed.certPem;
   }

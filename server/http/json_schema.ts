@@ -106,7 +106,10 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
       if (obj[key] === undefined) errors.push({ field: join(path, key), message: "is required" });
     }
     for (const [key, v] of Object.entries(obj)) {
-      const sub = schema.properties?.[key];
+      // Own properties only: `constructor`, `toString`… must not find Object.prototype's members.
+      const sub = schema.properties && Object.hasOwn(schema.properties, key)
+        ? schema.properties[key]
+        : undefined;
       if (sub) errors.push(...validateJson(sub, v, join(path, key)));
       else if (schema.additionalProperties === false) {
         errors.push({ field: join(path, key), message: "is not a known field" });
@@ -114,6 +117,47 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
         errors.push(...validateJson(schema.additionalProperties, v, join(path, key)));
       }
     }
+  }
+  return errors;
+}
+
+/** Deepest nesting of arrays and objects a request body may have. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Why PostgreSQL could not store `value` as text or jsonb (a NUL character, or a UTF-16 surrogate without
+ * its pair), or undefined when it can.
+ */
+export function unstorableReason(value: string): string | undefined {
+  if (value.includes("\u0000")) return "must not contain NUL characters (\\u0000)";
+  if (!value.isWellFormed()) return "must not contain a lone UTF-16 surrogate (text must be valid Unicode)";
+  return undefined;
+}
+
+/**
+ * Every string in a parsed JSON value (object keys too) that PostgreSQL could not store, and nesting deeper
+ * than {@link MAX_JSON_DEPTH}, each naming its field. Runs on every body before its schema, so no route can
+ * forget it.
+ */
+export function unstorableFields(value: unknown, path = "", depth = 0): FieldError[] {
+  const here = path || "(body)";
+  if (typeof value === "string") {
+    const reason = unstorableReason(value);
+    return reason ? [{ field: here, message: reason }] : [];
+  }
+  if (value === null || typeof value !== "object") return [];
+  if (depth >= MAX_JSON_DEPTH) {
+    return [{ field: here, message: `nests deeper than ${MAX_JSON_DEPTH} levels` }];
+  }
+  const errors: FieldError[] = [];
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => errors.push(...unstorableFields(v, `${path}[${i}]`, depth + 1)));
+    return errors;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    const reason = unstorableReason(key);
+    if (reason) errors.push({ field: join(path, key.slice(0, 100)), message: `field name ${reason}` });
+    else errors.push(...unstorableFields(v, join(path, key), depth + 1));
   }
   return errors;
 }

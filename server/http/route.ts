@@ -3,12 +3,26 @@
  * permission, audit resource type, request schema and OpenAPI text. From that one declaration the server
  * mounts the handler behind authentication, permission and audit; the OpenAPI document is generated; and
  * the table-driven permission test walks every route. A route cannot exist without a permission decision.
+ *
+ * Audit is atomic by construction. A mutating route with `audit` runs its handler inside one unit of work
+ * (`Db.unitOfWork`, server/db/db.ts): the transaction is ambient for everything the handler awaits, so the
+ * `ctx.db` handlers captured in closures at start-up joins it without being passed anything (their own
+ * `db.transaction(...)` calls become savepoints). The success audit row is inserted in that same
+ * transaction before it commits, so the change and its row commit together or not at all; an insert that
+ * fails fails the request and leaves nothing behind. A refused request (validation, permission, a domain
+ * refusal, an error response, a crash) rolls back whatever the handler did and then writes its
+ * failure/denied row in a transaction of its own. This was chosen over handing handlers an explicit
+ * transaction because every handler, and every route other engineers add, reaches the database through the
+ * captured `ctx.db`; an ambient unit covers them all without touching one of them, and a forgotten parameter
+ * cannot silently bypass it. The body is read and validated before the transaction opens (a slow upload must
+ * not hold a connection). What must happen only after a commit (syslog forwarding) uses `afterCommit`; hub
+ * notifications are already transactional (`notifyIn`), and LISTEN callbacks run outside any unit.
  */
 import type { Context, Hono } from "hono";
 import type { Permission } from "../../shared/permissions.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { badRequest, type FieldError, forbidden, HttpError, toHttpError, unauthorized } from "./errors.ts";
-import { isUuid, type JsonSchema, validateJson } from "./json_schema.ts";
+import { isUuid, type JsonSchema, unstorableFields, unstorableReason, validateJson } from "./json_schema.ts";
 
 /** The authenticated caller. */
 export interface AuthUser {
@@ -70,13 +84,21 @@ export interface RouteSpec {
 export interface RouteHooks {
   /** Resolves the caller from cookie or bearer token; null when absent or invalid. */
   authenticate(c: RouteContext): Promise<AuthUser | null>;
-  /** Records the outcome of a mutating or denied request. */
+  /**
+   * Records the outcome of a mutating or denied request. A success row is written in the request's unit of
+   * work and a failure to write it throws; a failure/denied row that cannot be written is logged instead.
+   */
   audit(
     c: RouteContext,
     route: RouteSpec,
     outcome: "success" | "failure" | "denied",
     status: number,
   ): Promise<void>;
+  /**
+   * Runs `fn` as one unit of work: every database statement it issues (through any handle on the server's
+   * database) joins one transaction, committed when `fn` resolves, rolled back when it throws.
+   */
+  atomically<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** Maximum JSON body accepted by ordinary routes (import has its own, larger limit). */
@@ -97,35 +119,57 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
     if (!route.path.startsWith("/api/v1/")) throw new Error(`route ${key} must live under /api/v1/`);
     app.on(route.method, route.path, async (c) => {
       c.set("route", route);
-      const mutating = route.method !== "GET";
+      const audited = route.method !== "GET" && route.audit !== undefined;
       if (route.access !== "public") {
         const user = await hooks.authenticate(c);
         c.set("user", user);
         if (!user) throw unauthorized();
         if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
-          await hooks.audit(c, route, "denied", 403);
+          await auditRefusal(c, route, hooks, 403);
           throw forbidden(`permission ${route.access} is required for this action`);
         }
       }
-      const run = async () => {
-        if (route.query) validateQuery(c, route.query);
+      if (!audited) {
+        validateRequest(c, route);
         if (route.body) c.set("body", await readJsonBody(c, route.body));
         return await route.handler(c);
-      };
-      if (!mutating || !route.audit) return await run();
+      }
       try {
-        // Validation runs inside so a rejected mutation is audited as a failure too.
-        const res = await run();
-        await hooks.audit(c, route, res.status < 400 ? "success" : "failure", res.status);
-        return res;
+        // Validation is inside the try so that a rejected mutation is audited as a failure too.
+        validateRequest(c, route);
+        if (route.body) c.set("body", await readJsonBody(c, route.body));
+        return await hooks.atomically(async () => {
+          const res = await route.handler(c);
+          if (res.status >= 400) throw new RefusedResponse(res);
+          await hooks.audit(c, route, "success", res.status);
+          return res;
+        });
       } catch (err) {
+        if (err instanceof RefusedResponse) {
+          await auditRefusal(c, route, hooks, err.response.status);
+          return err.response;
+        }
         // The status the client will see, so the audit row agrees with the response.
-        const status = toHttpError(err)?.status ?? 500;
-        await hooks.audit(c, route, status === 403 ? "denied" : "failure", status);
+        await auditRefusal(c, route, hooks, toHttpError(err)?.status ?? 500);
         throw err;
       }
     });
   }
+}
+
+/** An error response a handler returned: its changes are rolled back like those of a thrown error. */
+class RefusedResponse extends Error {
+  constructor(readonly response: Response) {
+    super(`refused with ${response.status}`);
+  }
+}
+
+/**
+ * Writes the failure/denied row of a refused request, in its own transaction (the request's own changes are
+ * already rolled back). The hooks log a row that cannot be written rather than replace the client's answer.
+ */
+async function auditRefusal(c: RouteContext, route: RouteSpec, hooks: RouteHooks, status: number) {
+  await hooks.audit(c, route, status === 403 ? "denied" : "failure", status);
 }
 
 /** Reads and validates a JSON body. */
@@ -150,9 +194,31 @@ async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknow
   } catch {
     throw badRequest("request body is not valid JSON");
   }
+  const unstorable = unstorableFields(value);
+  if (unstorable.length > 0) throw badRequest(summarize(unstorable), unstorable);
   const errors = validateJson(schema, value);
   if (errors.length > 0) throw badRequest(summarize(errors), errors);
   return value;
+}
+
+/**
+ * Checks what the URL carries: no query or path value PostgreSQL cannot store (whatever the route declares),
+ * then the declared query parameters.
+ */
+function validateRequest(c: RouteContext, route: RouteSpec): void {
+  const errors: FieldError[] = [];
+  const values = [
+    ...Object.entries(c.req.queries()),
+    ...Object.entries(c.req.param() as Record<string, string>),
+  ];
+  for (const [name, value] of values) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      const reason = unstorableReason(v);
+      if (reason) errors.push({ field: name, message: reason });
+    }
+  }
+  if (errors.length > 0) throw badRequest(summarize(errors), errors);
+  if (route.query) validateQuery(c, route.query);
 }
 
 function validateQuery(c: RouteContext, schemas: Record<string, JsonSchema>): void {
