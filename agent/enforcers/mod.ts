@@ -7,8 +7,10 @@
 
 import type { Enforcer } from "../sync/types.ts";
 import { chromeEnforcer } from "./chrome.ts";
+import { dconfEnforcer } from "./dconf.ts";
 import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
+import { flatpakEnforcer } from "./flatpak.ts";
 import { thunderbirdEnforcer } from "./thunderbird.ts";
 
 /** Every enforcer of this build. */
@@ -17,6 +19,8 @@ export const ENFORCERS: readonly Enforcer[] = [
   thunderbirdEnforcer,
   chromeEnforcer,
   edgeEnforcer,
+  dconfEnforcer,
+  flatpakEnforcer,
 ];
 
 /** A fresh registry: wire name → enforcer. */

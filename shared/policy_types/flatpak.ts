@@ -1,6 +1,7 @@
 /**
  * Flatpak: system-wide remotes and applications, merged by priority. Remote names become file names and
- * `flatpak` arguments, URLs are fetched by the node (https only), keys and filters are written to files.
+ * `flatpak` arguments, URLs are fetched by the node (https, or http to the node's own loopback), keys and
+ * filters are written to files.
  */
 import {
   FlatpakAppState,
@@ -32,6 +33,18 @@ function filterText(value: string): string | undefined {
     : `line ${line + 1} must be "allow <ref pattern>", "deny <ref pattern>" or a # comment`;
 }
 
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * https everywhere; plain http only for a mirror on the node itself (loopback), which never crosses a
+ * network. Signatures are required either way.
+ */
+function remoteTransport(value: string): string | undefined {
+  const url = new URL(value);
+  if (url.protocol === "https:" || LOOPBACK_HOSTS.has(url.hostname)) return undefined;
+  return "must use https (plain http is accepted only for a mirror on the node itself, e.g. http://127.0.0.1)";
+}
+
 /** The Flatpak policy type. */
 export const flatpakType = defineType<FlatpakPolicy>({
   wireName: "Flatpak",
@@ -56,7 +69,7 @@ export const flatpakType = defineType<FlatpakPolicy>({
         if (first !== undefined) issues.add(`${at}.name`, `repeats remotes[${first}]`);
         else remotes.set(remote.name, i);
       }
-      issues.check(`${at}.url`, remote.url, required, urlWithScheme(["https"]));
+      issues.check(`${at}.url`, remote.url, required, urlWithScheme(["https", "http"]), remoteTransport);
       issues.check(
         `${at}.gpg_key`,
         remote.gpgKey,
