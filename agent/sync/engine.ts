@@ -12,7 +12,10 @@
  *    every cached policy;
  * 5. a type without enforcer is reported NON_COMPLIANT "unsupported policy type <T>";
  * 6. syncs run in the background, one at a time; requests made while one runs coalesce into
- *    one follow-up run over the latest cache, so the stream is never blocked;
+ *    one follow-up run over the latest cache, so the stream is never blocked; a type whose
+ *    enforcer declares `background` (downloads, package operations) runs in its own serialized
+ *    lane, so the other types do not wait for it either (its policies are reported UNKNOWN
+ *    "in progress" until their first run ends; managed-file writes of all lanes are serialized);
  * 7. a policy missing from the next snapshot is gone from the cache, and its type's enforcer
  *    undoes its effects.
  *
@@ -74,6 +77,15 @@ export interface SyncEngineOptions {
 /** Work to do inside a sync run, between enforcement and the compliance reports. */
 export type AfterEnforceHook = (summary: SyncSummary) => Promise<void>;
 
+/** The serialized lane of one background type. */
+interface BackgroundLane {
+  running?: Promise<void>;
+  /** Policies of the next run; a newer request replaces them. */
+  next?: CachedPolicy[];
+  /** `id@version` of the policies whose last run finished (no "in progress" report again). */
+  finished: Set<string>;
+}
+
 interface PendingRun {
   hooks: AfterEnforceHook[];
   waiters: (() => void)[];
@@ -87,6 +99,8 @@ export class SyncEngine {
   #pending: PendingRun | undefined;
   #running: Promise<void> | undefined;
   #ready = false;
+  readonly #lanes = new Map<string, BackgroundLane>();
+  #fileLock: Promise<unknown> = Promise.resolve();
 
   constructor(options: SyncEngineOptions) {
     this.#options = options;
@@ -155,7 +169,12 @@ export class SyncEngine {
 
   /** Resolves when no sync is running or queued (queued before readiness does not count). */
   async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+    for (;;) {
+      const lane = [...this.#lanes.values()].find((l) => l.running);
+      if (this.#running) await this.#running;
+      else if (lane) await lane.running;
+      else return;
+    }
   }
 
   async #drain(): Promise<void> {
@@ -183,7 +202,13 @@ export class SyncEngine {
       list.push(policy);
       byType.set(policy.type, list);
     }
-    const types = [...new Set([...byType.keys(), ...managed.types()])].sort();
+    const residue: string[] = [];
+    for (const [type, enforcer] of enforcers) {
+      if (!byType.has(type) && enforcer.hasResidue && await enforcer.hasResidue(this.#io(type))) {
+        residue.push(type);
+      }
+    }
+    const types = [...new Set([...byType.keys(), ...managed.types(), ...residue])].sort();
     const summary: SyncSummary = { changed: new Map(), managed: [], results: [] };
     for (const type of types) {
       const policies = sortPolicies(byType.get(type) ?? []);
@@ -205,10 +230,14 @@ export class SyncEngine {
         }
         continue;
       }
+      if (enforcer.background) {
+        this.#queueBackground(enforcer, policies);
+        continue;
+      }
       const started = performance.now();
       let results: PolicyResult[];
       try {
-        const outcome = await enforcer.sync(policies, this.#io(type));
+        const outcome = await enforcer.sync(policies, this.#lockedIo(type));
         results = outcome.policies;
         if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
       } catch (err) {
@@ -245,13 +274,103 @@ export class SyncEngine {
         logger.error("post-sync step failed", { error: err });
       }
     }
-    await Promise.all(summary.results.map(async ({ policy, result }) => {
+    // A policy replaced while this run enforced it (a newer snapshot or update) is reported by the
+    // follow-up run; a report of the superseded one would only be overwritten, or resurrect a deleted one.
+    const current = summary.results.filter(({ policy }) => this.#cache.get(policy.id) === policy);
+    await Promise.all(current.map(async ({ policy, result }) => {
       try {
         await this.#options.reportCompliance(policy, result);
       } catch (err) {
         logger.warn("compliance report failed", { policy: policy.id, error: err });
       }
     }));
+  }
+
+  /** Queues a run of a background type over `policies`; a queued, not yet started run is replaced. */
+  #queueBackground(enforcer: Enforcer, policies: CachedPolicy[]): void {
+    let lane = this.#lanes.get(enforcer.type);
+    if (!lane) this.#lanes.set(enforcer.type, lane = { finished: new Set() });
+    lane.next = policies;
+    lane.running ??= this.#drainLane(enforcer, lane);
+  }
+
+  async #drainLane(enforcer: Enforcer, lane: BackgroundLane): Promise<void> {
+    const { logger, managed, reportCompliance, onSynced } = this.#options;
+    const type = enforcer.type;
+    const report = (policy: CachedPolicy, result: PolicyResult) =>
+      reportCompliance(policy, result).catch((err) =>
+        logger.warn("compliance report failed", { policy: policy.id, error: err })
+      );
+    try {
+      while (lane.next) {
+        const policies = lane.next;
+        lane.next = undefined;
+        await Promise.all(
+          policies.filter((p) => !lane.finished.has(`${p.id}@${p.version}`)).map((policy) =>
+            report(policy, {
+              policyId: policy.id,
+              status: "UNKNOWN",
+              message: `${type} sync in progress in the background`,
+              items: [],
+            })
+          ),
+        );
+        const summary: SyncSummary = { changed: new Map(), managed: [], results: [] };
+        let results: PolicyResult[];
+        try {
+          const outcome = await enforcer.sync(policies, this.#lockedIo(type));
+          results = outcome.policies;
+          if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
+        } catch (err) {
+          logger.error("enforcer failed", { type, error: err });
+          results = policies.map((p) => ({
+            policyId: p.id,
+            status: "ERROR",
+            message: `${type} sync failed: ${(err as Error).message}`,
+            items: [],
+          }));
+        }
+        const byId = new Map(results.map((r) => [r.policyId, r]));
+        for (const policy of policies) {
+          summary.results.push({
+            policy,
+            result: byId.get(policy.id) ?? {
+              policyId: policy.id,
+              status: "ERROR",
+              message: `the ${type} enforcer reported nothing for this policy`,
+              items: [],
+            },
+          });
+        }
+        summary.managed = managed.list().map((r) => ({ path: r.path, type: r.type }));
+        try {
+          await onSynced?.(summary);
+        } catch (err) {
+          logger.error("post-sync step failed", { type, error: err });
+        }
+        if (lane.next) continue;
+        lane.finished = new Set(policies.map((p) => `${p.id}@${p.version}`));
+        await Promise.all(summary.results.map(({ policy, result }) => report(policy, result)));
+      }
+    } finally {
+      lane.running = undefined;
+    }
+  }
+
+  /** {@linkcode SyncEngine.#io} whose managed-file writes never overlap those of another lane. */
+  #lockedIo(type: string): EnforcerIO {
+    const io = this.#io(type);
+    const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+      const run = this.#fileLock.then(work, work);
+      this.#fileLock = run.catch(() => {});
+      return run;
+    };
+    return {
+      ...io,
+      managedPaths: () => io.managedPaths(),
+      writeManaged: (path, content, options) => exclusive(() => io.writeManaged(path, content, options)),
+      releaseManaged: (path) => exclusive(() => io.releaseManaged(path)),
+    };
   }
 
   #io(type: string): EnforcerIO {

@@ -97,6 +97,17 @@ export interface Enforcer {
   /** Whether users should be told (restart the application, log in again) after a change. */
   readonly notifiesUsers: boolean;
   /**
+   * Set when a sync can take long (downloads, package operations): the engine runs this type in
+   * its own serialized background lane, so neither the stream nor the other types wait for it.
+   */
+  readonly background?: boolean;
+  /**
+   * Whether the type left effects on the node that are not managed files (remotes, installed
+   * software, timers), so the engine syncs it with no policies to undo them. Without it a type
+   * with no policy is synced only while it manages files.
+   */
+  hasResidue?(io: EnforcerIO): Promise<boolean>;
+  /**
    * Brings the node in line with `policies` (all cached policies of this type, sorted by
    * priority descending then id ascending; empty means "undo everything of this type"), then
    * reads the real state back and reports per policy.
