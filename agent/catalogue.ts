@@ -1,5 +1,5 @@
 /**
- * Catalogues the agent reports once per process to feed the server's editors: the GSettings
+ * Catalogues the agent reports to feed the server's editors: the GSettings
  * schemas installed under `/usr/share/glib-2.0/schemas` and the polkit actions under
  * `/usr/share/polkit-1/actions` (both read under the agent's root). Files that do not parse
  * are skipped; a missing directory means no catalogue.
@@ -76,9 +76,57 @@ function enumValues(element: XmlElement): EnumValue[] {
     .filter((v) => v.nick !== "" && Number.isInteger(v.value));
 }
 
+function keyOf(k: XmlElement, enums: Map<string, EnumValue[]>, flags: Map<string, EnumValue[]>): SchemaKey {
+  const range = childrenNamed(k, "range")[0];
+  const choices = childrenNamed(k, "choices")[0];
+  const isFlags = k.attrs.flags !== undefined;
+  return {
+    name: k.attrs.name,
+    type: k.attrs.type ?? (isFlags ? "as" : k.attrs.enum !== undefined ? "s" : ""),
+    summary: childText(k, "summary").replace(/\s+/g, " "),
+    description: childText(k, "description").replace(/\s+/g, " "),
+    defaultValue: childText(k, "default"),
+    enumValues: k.attrs.enum ? enums.get(k.attrs.enum) ?? [] : isFlags ? flags.get(k.attrs.flags) ?? [] : [],
+    rangeMin: range?.attrs.min ?? "",
+    rangeMax: range?.attrs.max ?? "",
+    choices: choices ? childrenNamed(choices, "choice").map((c) => c.attrs.value ?? "").filter((v) => v) : [],
+    flags: isFlags,
+  };
+}
+
+/**
+ * Vendor overrides of key defaults (`*.gschema.override`, keyfile format: `[schema.id]` then `key=value`), in
+ * file name order as glib-compile-schemas applies them (a later file wins).
+ */
+async function readOverrides(fs: RootFs): Promise<Map<string, Map<string, string>>> {
+  const out = new Map<string, Map<string, string>>();
+  for (const name of await fs.readDir(SCHEMAS_DIR)) {
+    if (!name.endsWith(".gschema.override")) continue;
+    const text = await fs.readTextFile(`${SCHEMAS_DIR}/${name}`).catch(() => undefined);
+    if (!text) continue;
+    let group: Map<string, string> | undefined;
+    for (const raw of text.split("\n")) {
+      const line = raw.trim();
+      if (line === "" || line.startsWith("#")) continue;
+      const header = /^\[([^\]]+)\]$/.exec(line);
+      if (header) {
+        // "[schema.id:desktop]" applies only on that desktop; the plain id is what every session sees.
+        group = header[1].includes(":") ? undefined : out.get(header[1]) ?? new Map();
+        if (group) out.set(header[1], group);
+        continue;
+      }
+      const eq = line.indexOf("=");
+      if (group && eq > 0) group.set(line.slice(0, eq).trim(), line.slice(eq + 1).trim());
+    }
+  }
+  return out;
+}
+
 /**
  * Reads every GSettings schema (and the enums and flags they use) from `*.xml` files under the
- * schemas directory; undefined when the directory does not exist.
+ * schemas directory; undefined when the directory does not exist. Schemas that `extends` another
+ * inherit its keys (with their `<override>` defaults), and vendor `*.gschema.override` files
+ * replace defaults, so each key's default is the one a session sees.
  */
 export async function scanGSettingsSchemas(fs: RootFs): Promise<Schema[] | undefined> {
   if (!(await fs.stat(SCHEMAS_DIR))?.isDirectory) return undefined;
@@ -89,40 +137,53 @@ export async function scanGSettingsSchemas(fs: RootFs): Promise<Schema[] | undef
     for (const e of childrenNamed(root, "enum")) if (e.attrs.id) enums.set(e.attrs.id, enumValues(e));
     for (const f of childrenNamed(root, "flags")) if (f.attrs.id) flags.set(f.attrs.id, enumValues(f));
   }
-  const schemas = new Map<string, Schema>();
+  const elements = new Map<string, XmlElement>();
   for (const root of roots) {
     for (const s of childrenNamed(root, "schema")) {
-      const schemaId = s.attrs.id;
-      if (!schemaId || schemas.has(schemaId)) continue;
-      const keys: SchemaKey[] = [];
-      for (const k of childrenNamed(s, "key")) {
-        if (!k.attrs.name) continue;
-        const range = childrenNamed(k, "range")[0];
-        const choices = childrenNamed(k, "choices")[0];
-        const isFlags = k.attrs.flags !== undefined;
-        keys.push({
-          name: k.attrs.name,
-          type: k.attrs.type ?? (isFlags ? "as" : k.attrs.enum !== undefined ? "s" : ""),
-          summary: childText(k, "summary"),
-          description: childText(k, "description").replace(/\s+/g, " "),
-          defaultValue: childText(k, "default"),
-          enumValues: k.attrs.enum
-            ? enums.get(k.attrs.enum) ?? []
-            : isFlags
-            ? flags.get(k.attrs.flags) ?? []
-            : [],
-          rangeMin: range?.attrs.min ?? "",
-          rangeMax: range?.attrs.max ?? "",
-          choices: choices
-            ? childrenNamed(choices, "choice").map((c) => c.attrs.value ?? "").filter((v) => v)
-            : [],
-          flags: isFlags,
-        });
-      }
-      schemas.set(schemaId, { schemaId, path: s.attrs.path ?? "", relocatable: !s.attrs.path, keys });
+      if (s.attrs.id && !elements.has(s.attrs.id)) elements.set(s.attrs.id, s);
     }
   }
-  return [...schemas.values()].sort((a, b) => (a.schemaId < b.schemaId ? -1 : 1));
+  const keysOf = (id: string, seen: Set<string>): SchemaKey[] => {
+    const s = elements.get(id);
+    if (!s || seen.has(id)) return [];
+    seen.add(id);
+    const own = childrenNamed(s, "key").filter((k) => k.attrs.name).map((k) => keyOf(k, enums, flags));
+    const inherited = s.attrs.extends ? keysOf(s.attrs.extends, seen) : [];
+    const overrides = new Map(childrenNamed(s, "override").map((o) => [o.attrs.name ?? "", o.text.trim()]));
+    const names = new Set(own.map((k) => k.name));
+    return [
+      ...inherited.filter((k) => !names.has(k.name)).map((k) =>
+        overrides.has(k.name) ? { ...k, defaultValue: overrides.get(k.name)! } : k
+      ),
+      ...own,
+    ];
+  };
+  const vendor = await readOverrides(fs);
+  const schemas: Schema[] = [];
+  for (const [schemaId, s] of elements) {
+    const defaults = vendor.get(schemaId);
+    const keys = keysOf(schemaId, new Set()).map((k) =>
+      defaults?.has(k.name) ? { ...k, defaultValue: defaults.get(k.name)! } : k
+    ).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    schemas.push({ schemaId, path: s.attrs.path ?? "", relocatable: !s.attrs.path, keys });
+  }
+  return schemas.sort((a, b) => (a.schemaId < b.schemaId ? -1 : 1));
+}
+
+/**
+ * A fingerprint of the schemas directory (names, sizes and modification times of its files): it changes
+ * when a package adds, removes or updates schemas, which is when the catalogue is reported again. ""
+ * when the directory does not exist.
+ */
+export async function schemasFingerprint(fs: RootFs): Promise<string> {
+  if (!(await fs.stat(SCHEMAS_DIR))?.isDirectory) return "";
+  const parts: string[] = [];
+  for (const name of await fs.readDir(SCHEMAS_DIR)) {
+    if (!name.endsWith(".xml") && !name.endsWith(".override")) continue;
+    const info = await fs.stat(`${SCHEMAS_DIR}/${name}`).catch(() => undefined);
+    parts.push(`${name}:${info?.size ?? 0}:${info?.mtime?.getTime() ?? 0}`);
+  }
+  return parts.join("\n");
 }
 
 /** The GNOME version from `/usr/share/gnome/gnome-version.xml`, e.g. `43.9`; "" without GNOME. */

@@ -1,15 +1,16 @@
 /**
  * Dconf: GSettings values written as a keyfile (and locks) into a system dconf database, merged by priority.
  * Every part of an entry ends up in a generated file or on a `gsettings` command line, so each is checked:
- * schema id, path, key, GVariant value (one line, balanced), database and profile names (path components).
+ * schema id, path, key, GVariant value (one well-formed value on one line, parsed by the shared `gvariant.ts`; the
+ * agent also types it against the installed schema), database and profile names (path components).
  */
 import { type DconfPolicy, DconfPolicySchema } from "../gen/svc/policy/v1/dconf_pb.ts";
+import { gvariantSyntaxProblem } from "../gvariant.ts";
 import { defineType } from "./define.ts";
 import {
   dconfKeyName,
   dconfPath,
   gsettingsSchemaId,
-  gvariantText,
   matches,
   MAX_STRING_LENGTH,
   maxLength,
@@ -40,7 +41,7 @@ export const dconfType = defineType<DconfPolicy>({
       issues.check(`${at}.schema_id`, entry.schemaId, required, gsettingsSchemaId);
       issues.optional(`${at}.path`, entry.path, dconfPath);
       issues.check(`${at}.key`, entry.key, required, dconfKeyName);
-      issues.check(`${at}.value`, entry.value, required, maxLength(MAX_STRING_LENGTH), gvariantText);
+      issues.check(`${at}.value`, entry.value, required, maxLength(MAX_STRING_LENGTH), gvariantSyntaxProblem);
       const id = `${entry.schemaId}\u0000${entry.path}\u0000${entry.key}`;
       const first = seen.get(id);
       if (first !== undefined) {

@@ -1,0 +1,385 @@
+/**
+ * The Dconf enforcer against the real `dconf` (dconf-cli) and Debian's real GSettings schemas copied into a
+ * temp root: what svc writes compiles; a session profile that points at the compiled database reads the
+ * merged values and honours the locks even over a user database that says otherwise; overridden keys,
+ * missing schemas, wrong types and a failing `dconf update` are reported as the spec says; a tampered
+ * keyfile is restored by the tamper watcher; hostile content never reaches a file.
+ */
+import assert from "node:assert/strict";
+import { create, toJsonString } from "@bufbuild/protobuf";
+import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { CachedPolicy } from "../../agent/sync/types.ts";
+import { TamperWatcher } from "../../agent/tamper.ts";
+import { SILENT_LOGGER } from "../../agent/log.ts";
+import { dconfEnforcer } from "../../agent/enforcers/dconf.ts";
+import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+
+const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";
+const haveDconf = await new Deno.Command("sh", { args: ["-c", "command -v dconf"] }).output().then((o) =>
+  o.success
+);
+const haveSchemas = await Deno.stat(`${HOST_SCHEMAS}/org.gnome.desktop.screensaver.gschema.xml`).then(
+  () => true,
+  () => false,
+);
+const ignore = !haveDconf || !haveSchemas;
+if (ignore) {
+  console.warn(
+    "dconf tests skipped: need the dconf command (Debian dconf-cli) and gsettings-desktop-schemas; .ci/run installs both",
+  );
+}
+
+let counter = 0;
+function dconfPolicy(
+  init: MessageInitShape<typeof DconfPolicySchema>,
+  options: { id?: string; priority?: number; name?: string } = {},
+): CachedPolicy {
+  const message = create(DconfPolicySchema, init);
+  const id = options.id ?? `dconf-${++counter}`;
+  return {
+    id,
+    name: options.name ?? id,
+    type: "Dconf",
+    version: 1,
+    priority: options.priority ?? 0,
+    content: toJsonString(DconfPolicySchema, message),
+    typed: message,
+  };
+}
+
+async function gnomeNode(): Promise<TempNode> {
+  const node = await tempNode({ firefox: false, original: null });
+  await Deno.mkdir(`${node.root}${HOST_SCHEMAS}`, { recursive: true });
+  for await (const entry of Deno.readDir(HOST_SCHEMAS)) {
+    if (entry.name.endsWith(".xml") || entry.name.endsWith(".override")) {
+      await Deno.copyFile(`${HOST_SCHEMAS}/${entry.name}`, `${node.root}${HOST_SCHEMAS}/${entry.name}`);
+    }
+  }
+  return node;
+}
+
+async function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${text}`);
+  return text.trim();
+}
+
+/** A user session: the node's user profile translated to paths under the root, plus a user database. */
+async function session(node: TempNode, userKeyfile?: string) {
+  const home = await Deno.makeTempDir({ prefix: "svc-dconf-home-" });
+  const profile = await Deno.readTextFile(`${node.root}/etc/dconf/profile/user`);
+  const lines = profile.split("\n").filter((l) => l).map((l) =>
+    l.startsWith("system-db:") ? `file-db:${node.root}/etc/dconf/db/${l.slice(10)}` : l
+  );
+  await Deno.writeTextFile(`${home}/profile`, `${lines.join("\n")}\n`);
+  if (userKeyfile) {
+    await Deno.mkdir(`${home}/user.d`, { recursive: true });
+    await Deno.mkdir(`${home}/dconf`, { recursive: true });
+    await Deno.writeTextFile(`${home}/user.d/settings`, userKeyfile);
+    await run("dconf", ["compile", `${home}/dconf/user`, `${home}/user.d`]);
+  }
+  const env = { DCONF_PROFILE: `${home}/profile`, XDG_CONFIG_HOME: home, HOME: home };
+  return {
+    read: (key: string) => run("dconf", ["read", key], env),
+    gsettings: (...args: string[]) =>
+      run("gsettings", args, { ...env, GSETTINGS_BACKEND: "dconf", GSETTINGS_SCHEMA_DIR: HOST_SCHEMAS }),
+    cleanup: () => Deno.remove(home, { recursive: true }),
+  };
+}
+
+Deno.test({
+  name:
+    "dconf: merged policies compile, a user session reads the winners and the locks hold over the user db",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      const { engine, reports, runner } = await engineFor(node);
+      const high = dconfPolicy({
+        entries: [
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "300", lock: true },
+          { schemaId: "org.gnome.desktop.interface", key: "gtk-theme", value: "'HighContrast'" },
+        ],
+      }, { priority: 20, name: "high" });
+      const low = dconfPolicy({
+        entries: [
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "uint32 60", lock: true },
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-enabled", value: "true", lock: true },
+          { schemaId: "org.gnome.desktop.background", key: "picture-options", value: "'zoom'" },
+          { schemaId: "org.example.not.installed", key: "thing", value: "true" },
+        ],
+      }, { priority: 10, name: "low" });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: high, snapshotComplete: false });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: low, snapshotComplete: true });
+      await engine.idle();
+
+      const keyfile = await Deno.readTextFile(`${node.root}/etc/dconf/db/local.d/svc-policies`);
+      assert.match(
+        keyfile,
+        /\[org\/gnome\/desktop\/screensaver\]\nlock-delay=uint32 300\nlock-enabled=true\n/,
+      );
+      assert.doesNotMatch(keyfile, /not\/installed/);
+      assert.equal(
+        await Deno.readTextFile(`${node.root}/etc/dconf/profile/user`),
+        "user-db:user\nsystem-db:local\n",
+      );
+      assert.ok(runner.history.some((c) => c.cmd === "dconf" && c.args[0] === "update" && c.result.success));
+      assert.ok((await Deno.stat(`${node.root}/etc/dconf/db/local`)).isFile);
+
+      const rh = reports.get(high.id)!;
+      assert.equal(rh.status, "COMPLIANT", rh.message);
+      assert.deepEqual(rh.items.map((i) => [i.key, i.status]), [["lock-delay", "COMPLIANT"], [
+        "gtk-theme",
+        "COMPLIANT",
+      ]]);
+      const rl = reports.get(low.id)!;
+      const byKey = new Map(rl.items.map((i) => [i.key, i]));
+      assert.equal(byKey.get("lock-delay")!.status, "INAPPLICABLE");
+      assert.match(
+        byKey.get("lock-delay")!.message,
+        /higher-priority policy "high"; applied value: uint32 300/,
+      );
+      assert.equal(byKey.get("thing")!.status, "INAPPLICABLE");
+      assert.match(byKey.get("thing")!.message, /not installed/);
+      assert.equal(byKey.get("lock-enabled")!.status, "COMPLIANT");
+      assert.equal(rl.status, "COMPLIANT", rl.message);
+
+      // A user who set other values in their own database still gets the locked ones.
+      const user = await session(
+        node,
+        "[org/gnome/desktop/screensaver]\nlock-delay=uint32 5\nlock-enabled=false\n\n[org/gnome/desktop/interface]\ngtk-theme='Adwaita'\n",
+      );
+      try {
+        assert.equal(await user.read("/org/gnome/desktop/screensaver/lock-delay"), "uint32 300");
+        assert.equal(await user.read("/org/gnome/desktop/screensaver/lock-enabled"), "true");
+        // Not locked: the user's own value wins, as GNOME intends for defaults.
+        assert.equal(await user.read("/org/gnome/desktop/interface/gtk-theme"), "'Adwaita'");
+        assert.equal(
+          await user.gsettings("get", "org.gnome.desktop.screensaver", "lock-delay"),
+          "uint32 300",
+        );
+        assert.equal(
+          await user.gsettings("writable", "org.gnome.desktop.screensaver", "lock-delay"),
+          "false",
+        );
+        assert.equal(await user.gsettings("writable", "org.gnome.desktop.interface", "gtk-theme"), "true");
+      } finally {
+        await user.cleanup();
+      }
+
+      // Removing every policy removes svc's files and recompiles the database without them.
+      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+      await engine.idle();
+      assert.equal(
+        await Deno.stat(`${node.root}/etc/dconf/db/local.d/svc-policies`).catch(() => undefined),
+        undefined,
+      );
+      assert.equal(await Deno.stat(`${node.root}/etc/dconf/profile/user`).catch(() => undefined), undefined);
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "dconf: a value that does not fit the key's type, enum or range is refused per key; others still apply",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      const { engine, reports } = await engineFor(node);
+      const p = dconfPolicy({
+        entries: [
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "'soon'" },
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", path: "", value: "1" },
+          { schemaId: "org.gnome.desktop.background", key: "picture-options", value: "'sideways'" },
+          { schemaId: "org.gnome.desktop.interface", key: "no-such-key", value: "true" },
+        ].filter((_, i) => i !== 1),
+      });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+      await engine.idle();
+      const r = reports.get(p.id)!;
+      const byKey = new Map(r.items.map((i) => [i.key, i]));
+      assert.equal(byKey.get("lock-delay")!.status, "ERROR");
+      assert.match(byKey.get("lock-delay")!.message, /type u/);
+      assert.equal(byKey.get("picture-options")!.status, "ERROR");
+      assert.match(byKey.get("picture-options")!.message, /'zoom'/);
+      assert.equal(byKey.get("no-such-key")!.status, "INAPPLICABLE");
+      assert.equal(r.status, "ERROR");
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "dconf: a failing dconf update leaves the previous database and files in force and reports dconf's message",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      const { engine, reports } = await engineFor(node);
+      const first = dconfPolicy({
+        entries: [{ schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "uint32 120" }],
+      }, { id: "p1" });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: first, snapshotComplete: true });
+      await engine.idle();
+      assert.equal(reports.get("p1")!.status, "COMPLIANT", reports.get("p1")!.message);
+      const keyfileBefore = await Deno.readTextFile(`${node.root}/etc/dconf/db/local.d/svc-policies`);
+      const dbBefore = await Deno.readFile(`${node.root}/etc/dconf/db/local`);
+
+      // Someone else's broken keyfile in the same database makes `dconf update` fail.
+      await Deno.writeTextFile(`${node.root}/etc/dconf/db/local.d/01-broken`, "[org/x]\nthis is not a key\n");
+      const second = dconfPolicy({
+        entries: [{ schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "uint32 600" }],
+      }, { id: "p1" });
+      engine.handleEvent({ kind: "UPDATED", policy: second, snapshotComplete: false });
+      await engine.idle();
+      const r = reports.get("p1")!;
+      assert.equal(r.status, "ERROR");
+      assert.match(r.message, /dconf update failed: .*01-broken/);
+      assert.equal(await Deno.readTextFile(`${node.root}/etc/dconf/db/local.d/svc-policies`), keyfileBefore);
+      assert.deepEqual(await Deno.readFile(`${node.root}/etc/dconf/db/local`), dbBefore);
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name: "dconf: a tampered keyfile is restored by the tamper watcher and recompiled",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    let watcher: TamperWatcher | undefined;
+    try {
+      const events: string[] = [];
+      const { engine, managed } = await engineFor(node, {
+        onSynced: (summary) => watcher!.setWatched(summary.managed),
+        onOwnWrite: (path, phase) => watcher!.ownWrite(path, phase),
+      });
+      watcher = new TamperWatcher({
+        fs: node.fs,
+        logger: SILENT_LOGGER,
+        verify: (path) => managed.verify(node.fs, path),
+        onTamper: (event) => {
+          events.push(event.path);
+          return engine.requestSync();
+        },
+      });
+      const p = dconfPolicy({
+        entries: [{
+          schemaId: "org.gnome.desktop.screensaver",
+          key: "lock-delay",
+          value: "uint32 42",
+          lock: true,
+        }],
+      });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+      await engine.idle();
+      const path = `${node.root}/etc/dconf/db/local.d/svc-policies`;
+      const written = await Deno.readTextFile(path);
+      await new Promise((r) => setTimeout(r, 300));
+      await Deno.writeTextFile(path, "[org/gnome/desktop/screensaver]\nlock-delay=uint32 0\n");
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline) {
+        await engine.idle();
+        if (events.length && (await Deno.readTextFile(path)) === written) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual(events, ["/etc/dconf/db/local.d/svc-policies"]);
+      assert.equal(await Deno.readTextFile(path), written);
+      const user = await session(node);
+      try {
+        assert.equal(await user.read("/org/gnome/desktop/screensaver/lock-delay"), "uint32 42");
+      } finally {
+        await user.cleanup();
+      }
+    } finally {
+      await watcher?.close();
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "dconf: content forced past the server (injection in key, value, db name) is refused; nothing is written",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      const { engine, reports, runner } = await engineFor(node);
+      const hostile: Record<string, unknown>[] = [
+        {
+          entries: [{
+            schema_id: "org.gnome.desktop.screensaver",
+            key: "lock-delay",
+            value: "1\n[org/evil]\nx=1",
+          }],
+        },
+        { entries: [{ schema_id: "org.gnome.desktop.screensaver", key: "lock-delay]\n[x", value: "1" }] },
+        { entries: [{ schema_id: "org.gnome.desktop.screensaver", key: "lock-delay", value: "'a" }] },
+        { db_name: "../../../tmp/x", entries: [{ schema_id: "a.b", key: "k", value: "1" }] },
+        { profile: "user/../../x", entries: [{ schema_id: "a.b", key: "k", value: "1" }] },
+        {
+          entries: [{ schema_id: "org.gnome.desktop.screensaver", path: "/a/../b/", key: "k", value: "1" }],
+        },
+        { entries: [{ schema_id: "org.gnome\u0000x", key: "k", value: "1" }] },
+      ];
+      hostile.forEach((content, i) =>
+        engine.handleEvent({
+          kind: "SNAPSHOT",
+          policy: {
+            id: `h${i}`,
+            name: `h${i}`,
+            type: "Dconf",
+            version: 1,
+            priority: 0,
+            content: JSON.stringify(content),
+          },
+          snapshotComplete: i === hostile.length - 1,
+        })
+      );
+      await engine.idle();
+      for (let i = 0; i < hostile.length; i++) {
+        const r = reports.get(`h${i}`)!;
+        assert.equal(r.status, "ERROR", JSON.stringify(hostile[i]));
+        assert.match(r.message, /rejected by the agent/);
+      }
+      assert.equal(await Deno.stat(`${node.root}/etc/dconf`).catch(() => undefined), undefined);
+      assert.equal(await Deno.stat(`${node.root}/tmp`).catch(() => undefined), undefined);
+      assert.ok(!runner.history.some((c) => c.cmd === "dconf"));
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name: "dconf: no policy and no earlier file means no side effect at all",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      const { runner } = await engineFor(node);
+      const result = await dconfEnforcer.sync([], {
+        fs: node.fs,
+        runner,
+        logger: SILENT_LOGGER,
+        config: node.config,
+        managedPaths: () => [],
+        writeManaged: () => Promise.reject(new Error("must not write")),
+        releaseManaged: () => Promise.reject(new Error("must not release")),
+      });
+      assert.deepEqual(result, { policies: [], changed: [] });
+      assert.equal(runner.history.length, 0);
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
