@@ -8,7 +8,6 @@
 import type { Enforcer } from "../sync/types.ts";
 import { chromeEnforcer } from "./chrome.ts";
 import { dconfEnforcer } from "./dconf.ts";
-import { dconfEnforcer } from "./dconf.ts";
 import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
@@ -20,7 +19,6 @@ export const ENFORCERS: readonly Enforcer[] = [
   thunderbirdEnforcer,
   chromeEnforcer,
   edgeEnforcer,
-  dconfEnforcer,
   dconfEnforcer,
   flatpakEnforcer,
 ];
