@@ -40,17 +40,6 @@ export async function isEnrolled(dataDir: string): Promise<boolean> {
   return true;
 }
 
-/** Deletes key, certificate and CA certificate (before a re-enrollment). */
-export async function removeEnrollment(dataDir: string): Promise<void> {
-  for (
-    const name of [KEY_FILE, CERT_FILE, CA_FILE, `${KEY_FILE}.new`, `${CERT_FILE}.new`, `${KEY_FILE}.prev`]
-  ) {
-    await Deno.remove(`${dataDir}/${name}`).catch((err) => {
-      if (!(err instanceof Deno.errors.NotFound)) throw err;
-    });
-  }
-}
-
 /** Whether `keyPem` is the private key of the certificate `certPem`. */
 export function keyMatchesCert(keyPem: string, certPem: string): boolean {
   try {
@@ -85,11 +74,14 @@ export async function checkIssuedCertificate(
   }
 }
 
-/** Writes a fresh enrollment: key (0600) first, then certificate, then CA certificate. */
+/**
+ * Writes an enrollment that succeeded: key and certificate swapped like a renewal (so a crash never leaves
+ * a key that does not belong to the certificate, and a re-enrollment replaces the old pair only now), then
+ * the CA certificate.
+ */
 export async function writeEnrollment(dataDir: string, identity: Identity): Promise<void> {
   await ensureDataDir(dataDir);
-  await writeFileAtomic(`${dataDir}/${KEY_FILE}`, identity.keyPem, { mode: 0o600 });
-  await writeFileAtomic(`${dataDir}/${CERT_FILE}`, identity.certPem, { mode: 0o644 });
+  await writeRenewal(dataDir, identity.keyPem, identity.certPem);
   await writeFileAtomic(`${dataDir}/${CA_FILE}`, identity.caPem, { mode: 0o644 });
 }
 

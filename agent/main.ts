@@ -2,7 +2,8 @@
  * svc-agent entry point: `svc-agent [--config FILE] [--token-file FILE | --token TOKEN]`.
  *
  * With a token (or Kerberos configured and not enrolled) it enrolls, prints the next steps and
- * exits; a token given while already enrolled first deletes the old key and certificates.
+ * exits; a token given while already enrolled enrolls again and replaces the old key and certificates only
+ * once the new enrollment succeeded (a failed attempt leaves the node's identity as it was).
  * Without a token it runs the daemon, which needs an earlier enrollment.
  *
  * Exit codes: 0 success, 1 failure, 2 bad command line or configuration.
@@ -22,7 +23,7 @@ import {
 import { AgentConfigError, loadAgentConfig } from "./config.ts";
 import { runDaemon } from "./daemon.ts";
 import { enroll, EnrollmentError } from "./enroll.ts";
-import { ensureDataDir, isEnrolled, removeEnrollment } from "./identity.ts";
+import { ensureDataDir, isEnrolled } from "./identity.ts";
 import { createLogger } from "./log.ts";
 
 async function main(argv: string[]): Promise<number> {
@@ -62,10 +63,12 @@ async function main(argv: string[]): Promise<number> {
   const kerberosPossible = config.kerberos.enabled && config.kerberos.servicePrincipal !== "";
   if (tokenChoice.token || (!enrolled && kerberosPossible)) {
     if (enrolled && tokenChoice.token) {
-      logger.warn("already enrolled: deleting the old key and certificates before enrolling again", {
-        data_dir: dataDir,
-      });
-      await removeEnrollment(dataDir);
+      logger.warn(
+        "already enrolled: enrolling again; the current key and certificates are replaced once it succeeds",
+        {
+          data_dir: dataDir,
+        },
+      );
     }
     await ensureDataDir(dataDir);
     try {

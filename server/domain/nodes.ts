@@ -8,6 +8,7 @@ import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
 import { nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "./errors.ts";
+import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 
 /** Node statuses. */
@@ -254,4 +255,104 @@ async function nodeSerials(q: Queryable, id: string, current: string | null): Pr
   const normalized = current?.toLowerCase();
   if (normalized && /^[0-9a-f]+$/.test(normalized)) serials.add(normalized);
   return [...serials].sort();
+}
+
+/** A re-enrollment token, returned once in plaintext (only its SHA-256 is stored). */
+export interface ReEnrollmentToken {
+  token: string;
+  node_id: string;
+  node_name: string;
+  expires_at: Date;
+}
+
+/**
+ * Issues a single-use token bound to a revoked node: enrolling with it under the node's name gives the
+ * same node record a new certificate ({@link reEnrollNode}). Refused with a conflict while the node's
+ * certificate is still valid (revoke it first).
+ */
+export async function createReEnrollmentToken(
+  q: Queryable,
+  id: string,
+  options: { createdBy: string; now?: Date },
+): Promise<ReEnrollmentToken> {
+  const node = await queryOne<{ id: string; name: string; cert_revoked: boolean }>(
+    q,
+    `SELECT n.id, n.name,
+       n.cert_serial IS NULL OR EXISTS (SELECT 1 FROM revoked_certificates rc WHERE rc.serial = lower(n.cert_serial))
+         AS cert_revoked
+     FROM nodes n WHERE n.id = $1 FOR UPDATE`,
+    [id],
+  );
+  if (!node) throw notFoundError(`node ${id}`);
+  if (!node.cert_revoked) {
+    throw conflictError(
+      `node "${node.name}" still has a valid certificate: revoke it first, then re-enroll (re-enrollment ` +
+        "replaces a revoked certificate)",
+    );
+  }
+  const now = options.now ?? new Date();
+  const token = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const expiresAt = new Date(now.getTime() + ENROLLMENT_TOKEN_TTL_MS);
+  await q.query("DELETE FROM enrollment_tokens WHERE expires_at < $1", [now]);
+  await q.query(
+    "INSERT INTO enrollment_tokens (token_hash, node_id, expires_at, created_by) VALUES ($1, $2, $3, $4)",
+    [await sha256Hex(token), id, expiresAt, options.createdBy],
+  );
+  return { token, node_id: id, node_name: node.name, expires_at: expiresAt };
+}
+
+/**
+ * Gives the node a re-enrollment token was bound to its new certificate, inside the caller's transaction:
+ * every earlier serial stays (or becomes) revoked, the record keeps its id, groups, compliance history and
+ * audit trail, and its certificate, status and agent health start over. Returns the name of the node's
+ * first group ("" when it has none).
+ *
+ * @throws {DomainError} not found when the node was deleted meanwhile; conflict when `nodeName` is not the
+ * node the token was issued for.
+ */
+export async function reEnrollNode(
+  q: Queryable,
+  params: {
+    nodeId: string;
+    nodeName: string;
+    cert: { serial: string; notBefore: Date; notAfter: Date };
+  },
+): Promise<{ groupName: string }> {
+  const node = await queryOne<{ name: string; cert_serial: string | null }>(
+    q,
+    "SELECT name, cert_serial FROM nodes WHERE id = $1 FOR UPDATE",
+    [params.nodeId],
+  );
+  if (!node) throw notFoundError("the node of this re-enrollment token (it was deleted); create a new token");
+  if (node.name !== params.nodeName) {
+    throw conflictError(
+      `this re-enrollment token is for node "${node.name}", not "${params.nodeName}"; set agent.client_id ` +
+        `to "${node.name}" or create a token for the right node`,
+    );
+  }
+  const serials = await nodeSerials(q, params.nodeId, node.cert_serial);
+  await q.query(
+    `INSERT INTO revoked_certificates (serial, node_id, reason) SELECT unnest($1::text[]), $2, 'node re-enrolled'
+     ON CONFLICT (serial) DO NOTHING`,
+    [serials, params.nodeId],
+  );
+  const { serial, notBefore, notAfter } = params.cert;
+  await q.query(
+    "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
+    [serial, params.nodeId, notBefore, notAfter],
+  );
+  await q.query(
+    `UPDATE nodes SET cert_serial = $2, cert_not_after = $3, status = 'unknown',
+       status_reason = 're-enrolled; waiting for the agent', agent_healthy = true, agent_health_message = '',
+       updated_at = now()
+     WHERE id = $1`,
+    [params.nodeId, serial, notAfter],
+  );
+  const [group] = await q.query<{ name: string }>(
+    `SELECT g.name FROM node_group_members m JOIN node_groups g ON g.id = m.node_group_id
+     WHERE m.node_id = $1 ORDER BY g.name LIMIT 1`,
+    [params.nodeId],
+  );
+  return { groupName: group?.name ?? "" };
 }

@@ -16,6 +16,7 @@ import { GrpcError } from "../../shared/grpc/adapter.ts";
 import type { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { PkiError, validateCommonName } from "../pki/mod.ts";
 import { createEnrollmentToken, sha256Hex } from "../domain/node_groups.ts";
+import { reEnrollNode } from "../domain/nodes.ts";
 import { DomainError } from "../domain/errors.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { checkText, checkUuid, invalid } from "./validate.ts";
@@ -99,8 +100,8 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
         return new GrpcError(grpc.status.UNAUTHENTICATED, message);
       };
       // Its own statement, committed at once: the token is burnt before anything below can fail.
-      const [consumed] = await db.query<{ node_group_id: string; expired: boolean }>(
-        "DELETE FROM enrollment_tokens WHERE token_hash = $1 RETURNING node_group_id, expires_at <= now() AS expired",
+      const [consumed] = await db.query<{ node_group_id: string; node_id: string | null; expired: boolean }>(
+        "DELETE FROM enrollment_tokens WHERE token_hash = $1 RETURNING node_group_id, node_id, expires_at <= now() AS expired",
         [await sha256Hex(token)],
       );
       if (!consumed) {
@@ -122,6 +123,12 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       let result: { nodeId: string; groupName: string };
       try {
         result = await db.transaction(async (tx) => {
+          if (consumed.node_id) {
+            // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
+            const nodeId = consumed.node_id;
+            const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
+            return { nodeId, ...await reEnrollNode(tx, { nodeId, nodeName, cert }) };
+          }
           const [group] = await tx.query<{ name: string }>("SELECT name FROM node_groups WHERE id = $1", [
             consumed.node_group_id,
           ]);
@@ -152,6 +159,8 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
         const code = (err as { code?: string }).code;
         const failure = code === "23505"
           ? new GrpcError(grpc.status.ALREADY_EXISTS, nodeExistsMessage(nodeName))
+          : err instanceof DomainError
+          ? new GrpcError(grpc.status.FAILED_PRECONDITION, err.message)
           : err;
         if (failure instanceof GrpcError) {
           await audit({
@@ -169,7 +178,9 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
         outcome: "success",
         actor: { nodeId: result.nodeId, username: nodeName },
         resource: { type: "node", id: result.nodeId, name: nodeName },
-        details: { node_group_id: consumed.node_group_id, serial: signed.serial },
+        details: consumed.node_id
+          ? { re_enrolled: true, serial: signed.serial }
+          : { node_group_id: consumed.node_group_id, serial: signed.serial },
       }, peer);
       return {
         nodeId: result.nodeId,

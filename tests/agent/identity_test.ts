@@ -10,7 +10,6 @@ import {
   isEnrolled,
   keyMatchesCert,
   loadIdentity,
-  removeEnrollment,
   writeEnrollment,
   writeRenewal,
 } from "../../agent/identity.ts";
@@ -56,7 +55,7 @@ Deno.test("issued certificates are checked: key, CA signature, common name", asy
   }
 });
 
-Deno.test("enrollment files: key 0600 in a 0750 directory; removal before re-enrollment", async () => {
+Deno.test("enrollment files: key 0600 in a 0750 directory; a re-enrollment replaces the pair", async () => {
   const { dir, caPem, issue, cleanup } = await setup();
   try {
     const data = `${dir}/agent`;
@@ -66,9 +65,15 @@ Deno.test("enrollment files: key 0600 in a 0750 directory; removal before re-enr
     assert.equal((await Deno.stat(data)).mode! & 0o777, 0o750);
     assert.equal((await Deno.stat(`${data}/agent.key`)).mode! & 0o777, 0o600);
     assert.deepEqual(await loadIdentity(data), { ...a, caPem });
-    await removeEnrollment(data);
-    assert.equal(await isEnrolled(data), false);
-    await assert.rejects(loadIdentity(data), /not enrolled/);
+    const b = await issue("n1");
+    await writeEnrollment(data, { ...b, caPem });
+    assert.deepEqual(await loadIdentity(data), { ...b, caPem });
+    assert.equal((await Deno.stat(`${data}/agent.key`)).mode! & 0o777, 0o600);
+    assert.deepEqual([...Deno.readDirSync(data)].map((e) => e.name).sort(), [
+      "agent.crt",
+      "agent.key",
+      "ca.crt",
+    ]);
   } finally {
     await cleanup();
   }

@@ -26,7 +26,7 @@ import { createClient, type ServerStream, type ServiceClient } from "../../share
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { EventType, PolicyService, type PolicyUpdate } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
-import { type ConfigOverrides, createTestServer, type TestServer } from "./app.ts";
+import { type ConfigOverrides, createTestServer, type TestServer, type TestServerOptions } from "./app.ts";
 
 /** A running agent-facing server on a test database. */
 export interface AgentServer {
@@ -43,6 +43,8 @@ export interface AgentServer {
 export interface AgentServerOptions {
   hub?: HubOptions;
   config?: ConfigOverrides;
+  /** REST routes to mount besides identity and audit (see {@link createTestServer}). */
+  routes?: TestServerOptions["routes"];
 }
 
 /** Starts hub, policy port and web port (ephemeral ports on 127.0.0.1) on `db`. */
@@ -50,6 +52,7 @@ export async function startAgentServer(db: Db, options: AgentServerOptions = {})
   const test = await createTestServer({
     db,
     logLevel: "warn",
+    routes: options.routes,
     config: {
       ...options.config,
       server: { address: "127.0.0.1", ...options.config?.server, enrollmentPort: 0, policyPort: 0 },

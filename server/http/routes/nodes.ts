@@ -1,6 +1,10 @@
-/** REST routes for nodes: list, read, notes, revoke, delete, metadata request, and per-node compliance. */
+/**
+ * REST routes for nodes: list, read, notes, revoke, re-enroll, delete, metadata request, and per-node
+ * compliance.
+ */
 import type { ServerContext } from "../../context.ts";
 import {
+  createReEnrollmentToken,
   deleteNode,
   getNode,
   listNodes,
@@ -14,7 +18,7 @@ import {
 } from "../../domain/nodes.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
-import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
+import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, noContent, readById, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 
@@ -189,6 +193,46 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         });
         c.set("auditDetails", { revoked_serials: serials });
         return c.json({ revoked_serials: serials });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/nodes/:id/re-enroll",
+      summary:
+        "Create a one-time token that re-enrolls this revoked node under its name (valid 5 minutes); " +
+        "the node keeps its record, groups and history and gets a new certificate",
+      tag: "nodes",
+      // Whoever may create enrollment tokens may create this one.
+      access: "node_group:create",
+      audit: { resourceType: "node", action: "enrollment_token.create" },
+      responses: {
+        "201": {
+          description: "The token (shown once) and the command to run on the node",
+          schema: {
+            type: "object",
+            required: ["token", "node_id", "node_name", "expires_at", "command"],
+            properties: {
+              token: { type: "string" },
+              node_id: UUID_SCHEMA,
+              node_name: { type: "string" },
+              expires_at: DATE_TIME,
+              command: { type: "string" },
+            },
+          },
+        },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const created = await db.transaction(async (tx) => {
+          const node = await getNode(tx, id);
+          auditResource(c, { id, name: node.name });
+          return await createReEnrollmentToken(tx, id, { createdBy: caller(c).username });
+        });
+        c.set("auditDetails", { re_enroll: true, expires_at: created.expires_at.toISOString() });
+        c.header("Cache-Control", "no-store");
+        // The environment variable keeps the token out of the process list.
+        const command = `SVC_ENROLLMENT_TOKEN='${created.token}' svc-agent`;
+        return c.json({ ...created, command }, 201);
       },
     },
     {
