@@ -138,3 +138,72 @@ export function childText(element: XmlElement, name: string): string {
   const child = element.children.find((c) => c.name === name && !("xml:lang" in c.attrs));
   return child?.text.trim() ?? "";
 }
+
+/** An element to write: attributes, then child elements or comments, or text. */
+export interface XmlNode {
+  name: string;
+  attrs?: Record<string, string>;
+  children?: (XmlNode | XmlComment)[];
+  text?: string;
+}
+
+/** A comment to write (must not contain `--`). */
+export interface XmlComment {
+  comment: string;
+}
+
+// deno-lint-ignore no-control-regex
+const NOT_XML_CHAR = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+function escapeText(value: string, where: string): string {
+  const bad = NOT_XML_CHAR.exec(value);
+  if (bad) {
+    const code = bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+    throw new XmlError(`${where} contains U+${code}, which XML cannot carry`);
+  }
+  return value.replace(/[&<>"\t\n\r]/g, (ch) =>
+    ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;" })[ch]!
+  );
+}
+
+function checkName(name: string): string {
+  if (NAME.exec(name)?.[0] !== name) throw new XmlError(`"${name.slice(0, 40)}" is not an XML name`);
+  return name;
+}
+
+function writeNode(node: XmlNode | XmlComment, indent: string, out: string[]): void {
+  if ("comment" in node) {
+    if (node.comment.includes("--") || node.comment.endsWith("-")) throw new XmlError("a comment must not contain --");
+    out.push(`${indent}<!-- ${escapeText(node.comment, "a comment").replace(/&quot;/g, '"')} -->\n`);
+    return;
+  }
+  const name = checkName(node.name);
+  const attrs = Object.entries(node.attrs ?? {})
+    .map(([k, v]) => ` ${checkName(k)}="${escapeText(v, `attribute ${k} of <${name}>`)}"`).join("");
+  const children = node.children ?? [];
+  if (children.length === 0 && !node.text) {
+    out.push(`${indent}<${name}${attrs}/>\n`);
+  } else if (children.length === 0) {
+    out.push(`${indent}<${name}${attrs}>${escapeText(node.text!, `the text of <${name}>`)}</${name}>\n`);
+  } else {
+    if (node.text) throw new XmlError(`<${name}> cannot have both text and child elements here`);
+    out.push(`${indent}<${name}${attrs}>\n`);
+    for (const child of children) writeNode(child, `${indent}  `, out);
+    out.push(`${indent}</${name}>\n`);
+  }
+}
+
+/**
+ * Writes a document: the XML declaration, then `root` indented by two spaces per level. Every
+ * attribute value and text is escaped (`&`, `<`, `>`, `"`, tab and line breaks as references);
+ * names must be XML names; characters XML 1.0 cannot carry (NUL, other C0 controls, lone
+ * surrogates, U+FFFE/U+FFFF) are refused.
+ *
+ * @throws {XmlError} naming the element or attribute that cannot be written.
+ */
+export function serializeXml(root: XmlNode, options: { leading?: XmlComment[] } = {}): string {
+  const out = ['<?xml version="1.0" encoding="utf-8"?>\n'];
+  for (const comment of options.leading ?? []) writeNode(comment, "", out);
+  writeNode(root, "", out);
+  return out.join("");
+}

@@ -10,6 +10,7 @@ import { chromeEnforcer } from "./chrome.ts";
 import { dconfEnforcer } from "./dconf.ts";
 import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
+import { firewalldEnforcer } from "./firewalld.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
 import { thunderbirdEnforcer } from "./thunderbird.ts";
 
@@ -19,6 +20,7 @@ export const ENFORCERS: readonly Enforcer[] = [
   thunderbirdEnforcer,
   chromeEnforcer,
   edgeEnforcer,
+  firewalldEnforcer,
   dconfEnforcer,
   flatpakEnforcer,
 ];

@@ -1,7 +1,9 @@
 /**
- * Firewalld: zone definitions written as XML zone files, one file per policy. Zone names become file names;
+ * Firewalld: zone definitions written as XML zone files, one file per zone (policies naming the same zone are
+ * combined; the rule and why are in agent/enforcers/firewalld.ts). Zone names become file names;
  * services, protocols, ports, sources, interfaces and rich rules become XML attributes and firewalld input,
- * so each is checked (rich rules against the basic grammar).
+ * so each is checked. Rich rules are parsed into a structure and every attribute value is checked by its kind
+ * (`shared/firewalld_rich_rule.ts`); the agent renders them from that structure only.
  */
 import {
   type FirewalldPolicy,
@@ -9,9 +11,9 @@ import {
   FirewalldTargetSchema,
 } from "../gen/svc/policy/v1/firewalld_pb.ts";
 import { defineType, enumNumbers } from "./define.ts";
+import { richRuleProblem } from "../firewalld_rich_rule.ts";
 import {
   firewalldName,
-  firewalldRichRule,
   firewalldSource,
   firewalldZoneName,
   interfaceName,
@@ -50,7 +52,7 @@ export const firewalldType = defineType<FirewalldPolicy>({
       issues.each(`${at}.icmp_blocks`, zone.icmpBlocks, firewalldName);
       issues.each(`${at}.sources`, zone.sources, firewalldSource);
       issues.each(`${at}.interfaces`, zone.interfaces, interfaceName);
-      issues.each(`${at}.rich_rules`, zone.richRules, maxLength(4096), firewalldRichRule);
+      issues.each(`${at}.rich_rules`, zone.richRules, maxLength(4096), richRuleProblem);
       issues.check(`${at}.short`, zone.short, singleLine, maxLength(256));
       issues.check(`${at}.description`, zone.description, multiLineText, maxLength(4096));
       for (const [list, ports] of [["ports", zone.ports], ["source_ports", zone.sourcePorts]] as const) {
