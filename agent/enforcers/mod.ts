@@ -11,6 +11,7 @@ import { dconfEnforcer } from "./dconf.ts";
 import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
 import { firewalldEnforcer } from "./firewalld.ts";
+import { kconfigEnforcer } from "./kconfig.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
 import { thunderbirdEnforcer } from "./thunderbird.ts";
 
@@ -22,6 +23,7 @@ export const ENFORCERS: readonly Enforcer[] = [
   edgeEnforcer,
   firewalldEnforcer,
   dconfEnforcer,
+  kconfigEnforcer,
   flatpakEnforcer,
 ];
 

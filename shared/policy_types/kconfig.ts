@@ -1,7 +1,8 @@
 /**
  * Kconfig: KDE settings and Kiosk restrictions written as KConfig files into a system overlay, merged by
  * priority. File names become paths in the overlay; groups, keys and values become lines of INI-like files;
- * URL restriction fields are joined with commas; module names become keys. Each is checked accordingly.
+ * URL restriction fields are joined with commas; module names become keys. Each is checked accordingly, with
+ * the shared rules of `../kconfig_format.ts` (names refused, values escaped), which the agent applies again.
  */
 import {
   type KconfigPolicy,
@@ -9,14 +10,8 @@ import {
   KconfigUrlActionSchema,
 } from "../gen/svc/policy/v1/kconfig_pb.ts";
 import { defineType, enumNumbers } from "./define.ts";
-import {
-  type Checker,
-  fileNameComponent,
-  kconfigName,
-  matches,
-  maxLength,
-  singleLine,
-} from "./sanitizers.ts";
+import { kconfigFileProblem, kconfigNameProblem, kconfigValueProblem } from "../kconfig_format.ts";
+import { type Checker, matches, maxLength, singleLine } from "./sanitizers.ts";
 
 const RESTRICTION_KEY = matches(
   /^[A-Za-z0-9_][A-Za-z0-9_./-]{0,127}$/,
@@ -40,13 +35,12 @@ export const kconfigType = defineType<KconfigPolicy>({
     if (empty) issues.add("", "policy content needs at least one setting: add an entry or a restriction");
     message.entries.forEach((entry, i) => {
       const at = `entries[${i}]`;
-      issues.check(`${at}.file`, entry.file, fileNameComponent, maxLength(128));
-      issues.check(`${at}.group`, entry.group, kconfigName, maxLength(256));
-      entry.subgroups.forEach((g, j) =>
-        issues.check(`${at}.subgroups[${j}]`, g, kconfigName, maxLength(256))
-      );
-      issues.check(`${at}.key`, entry.key, kconfigName, maxLength(256));
-      issues.check(`${at}.value`, entry.value, singleLine);
+      issues.check(`${at}.file`, entry.file, kconfigFileProblem);
+      issues.check(`${at}.group`, entry.group, kconfigNameProblem);
+      entry.subgroups.forEach((g, j) => issues.check(`${at}.subgroups[${j}]`, g, kconfigNameProblem));
+      issues.check(`${at}.key`, entry.key, kconfigNameProblem);
+      // Values are escaped when written (newline → \n, leading space → \s); only NUL cannot be carried.
+      issues.check(`${at}.value`, entry.value, kconfigValueProblem);
     });
     for (const key of Object.keys(message.actionRestrictions)) {
       issues.check(`action_restrictions[${JSON.stringify(key)}]`, key, RESTRICTION_KEY);

@@ -1,0 +1,240 @@
+/**
+ * The Kconfig enforcer on a temp root that has KDE Plasma (a plasmashell marker), read back with KDE's real
+ * reader `kreadconfig5` (Debian libkf5config-bin) the way a session reads it: system files under
+ * XDG_CONFIG_DIRS, a user configuration that tries to override every key. Values, immutability, merge by
+ * priority, URL rules renumbered, escaping of hostile values, refusal of hostile names, no KDE →
+ * INAPPLICABLE, no policy → no side effect.
+ */
+import assert from "node:assert/strict";
+import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { KconfigPolicySchema, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
+import type { CachedPolicy } from "../../agent/sync/types.ts";
+import { SILENT_LOGGER } from "../../agent/log.ts";
+import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
+import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+
+const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
+if (!haveReader) {
+  console.warn(
+    "kreadconfig5 missing (Debian libkf5config-bin, installed by .ci/run): KDE reader tests skipped",
+  );
+}
+
+let counter = 0;
+function kconfigPolicy(
+  init: MessageInitShape<typeof KconfigPolicySchema>,
+  options: { priority?: number; name?: string } = {},
+): CachedPolicy {
+  const message = create(KconfigPolicySchema, init);
+  const id = `kconfig-${++counter}`;
+  return {
+    id,
+    name: options.name ?? id,
+    type: "Kconfig",
+    version: 1,
+    priority: options.priority ?? 0,
+    content: toJsonString(KconfigPolicySchema, message),
+    typed: message,
+  };
+}
+
+async function kdeNode(): Promise<TempNode> {
+  const node = await tempNode({ firefox: false, original: null });
+  await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
+  await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+  return node;
+}
+
+/** kreadconfig5 as a user session whose own config tries to override `userFiles`. */
+async function kread(
+  node: TempNode,
+  userFiles: Record<string, string>,
+  file: string,
+  groups: string[],
+  key: string,
+) {
+  const home = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${home}/.config`);
+    for (const [name, text] of Object.entries(userFiles)) {
+      await Deno.writeTextFile(`${home}/.config/${name}`, text);
+    }
+    const out = await new Deno.Command("kreadconfig5", {
+      args: ["--file", file, ...groups.flatMap((g) => ["--group", g]), "--key", key],
+      env: { XDG_CONFIG_DIRS: `${node.root}/etc/xdg`, XDG_CONFIG_HOME: `${home}/.config`, HOME: home },
+      stdout: "piped",
+    }).output();
+    return new TextDecoder().decode(out.stdout).replace(/\n$/, "");
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+}
+
+Deno.test({
+  name: "kconfig: values and immutability as KDE's reader sees them; merge by priority; URL rules renumbered",
+  ignore: !haveReader,
+  async fn() {
+    const node = await kdeNode();
+    try {
+      const { engine, reports } = await engineFor(node);
+      const high = kconfigPolicy({
+        entries: [
+          { file: "kscreenlockerrc", group: "Daemon", key: "Timeout", value: "5", immutable: true },
+          { file: "kdeglobals", group: "Icons", key: "Theme", value: "breeze-dark" },
+          {
+            file: "plasma-org.kde.plasma.desktop-appletsrc",
+            group: "Containments",
+            subgroups: ["1", "Wallpaper", "org.kde.image", "General"],
+            key: "Image",
+            value: "file:///usr/share/wallpapers/corp.png",
+            immutable: true,
+          },
+        ],
+        actionRestrictions: { shell_access: false },
+        urlRestrictions: [{ action: KconfigUrlAction.OPEN, protocol: "file", allow: false }],
+      }, { priority: 20, name: "high" });
+      const low = kconfigPolicy({
+        entries: [
+          { file: "kscreenlockerrc", group: "Daemon", key: "Timeout", value: "30", immutable: true },
+          // Hostile-looking value: escaped, read back literally by KDE.
+          { file: "kwinrc", group: "Windows", key: "Note", value: " a\\b\n[Evil]\nx=$HOME " },
+        ],
+        urlRestrictions: [{ action: KconfigUrlAction.LIST, protocol: "smb", allow: false }],
+        kcmRestrictions: ["kcm_kscreen"],
+      }, { priority: 10, name: "low" });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: high, snapshotComplete: false });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: low, snapshotComplete: true });
+      await engine.idle();
+
+      const rh = reports.get(high.id)!;
+      assert.equal(rh.status, "COMPLIANT", JSON.stringify(rh.items, null, 1));
+      const rl = reports.get(low.id)!;
+      const timeout = rl.items.find((i) => i.key === "[Daemon] Timeout")!;
+      assert.equal(timeout.status, "INAPPLICABLE");
+      assert.match(timeout.message, /"high"; applied value: 5 \(immutable\)/);
+      assert.equal(rl.status, "COMPLIANT", JSON.stringify(rl.items, null, 1));
+
+      // A user who sets the locked keys themselves still gets the policy's values.
+      const user = {
+        kscreenlockerrc: "[Daemon]\nTimeout=99\n",
+        kdeglobals: "[Icons]\nTheme=oxygen\n[KDE Action Restrictions]\nshell_access=true\n",
+        kwinrc: "[Windows]\nNote=user\n",
+      };
+      assert.equal(await kread(node, user, "kscreenlockerrc", ["Daemon"], "Timeout"), "5");
+      assert.equal(
+        await kread(node, user, "kdeglobals", ["KDE Action Restrictions"], "shell_access"),
+        "false",
+      );
+      // Not immutable: the user's own value wins, the system one is the default.
+      assert.equal(await kread(node, user, "kdeglobals", ["Icons"], "Theme"), "oxygen");
+      assert.equal(await kread(node, {}, "kdeglobals", ["Icons"], "Theme"), "breeze-dark");
+      assert.equal(await kread(node, {}, "kwinrc", ["Windows"], "Note"), " a\\b\n[Evil]\nx=$HOME ");
+      assert.equal(await kread(node, {}, "kwinrc", ["Evil"], "x"), "");
+      assert.equal(
+        await kread(node, {}, "plasma-org.kde.plasma.desktop-appletsrc", [
+          "Containments",
+          "1",
+          "Wallpaper",
+          "org.kde.image",
+          "General",
+        ], "Image"),
+        "file:///usr/share/wallpapers/corp.png",
+      );
+      // URL rules: the lower priority first, the higher one last (it wins), one count.
+      assert.equal(
+        await kread(node, {}, "kdeglobals", ["KDE URL Restrictions"], "rule_1"),
+        "list,,,,smb,,,false",
+      );
+      assert.equal(
+        await kread(node, {}, "kdeglobals", ["KDE URL Restrictions"], "rule_2"),
+        "open,,,,file,,,false",
+      );
+      assert.equal(await kread(node, {}, "kdeglobals", ["KDE URL Restrictions"], "rule_count"), "2");
+      for (const f of ["kde5rc", "kde6rc"]) {
+        const text = await Deno.readTextFile(`${node.root}/etc/${f}`);
+        assert.match(text, /\[KDE Control Module Restrictions\]\[\$i\]\nkcm_kscreen=false\n/);
+      }
+      // Deterministic: the same policies give the same bytes.
+      const before = await Deno.readTextFile(`${node.root}/etc/xdg/kdeglobals`);
+      engine.handleEvent({ kind: "SNAPSHOT", policy: low, snapshotComplete: false });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: high, snapshotComplete: true });
+      await engine.idle();
+      assert.equal(await Deno.readTextFile(`${node.root}/etc/xdg/kdeglobals`), before);
+
+      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+      await engine.idle();
+      assert.deepEqual([...Deno.readDirSync(`${node.root}/etc/xdg`)], []);
+      assert.equal(await Deno.stat(`${node.root}/etc/kde5rc`).catch(() => undefined), undefined);
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test("kconfig: hostile names forced past the server are refused by the agent; nothing is written", async () => {
+  const node = await kdeNode();
+  try {
+    const { engine, reports } = await engineFor(node);
+    const hostile: Record<string, unknown>[] = [
+      { entries: [{ file: "kdeglobals", group: "Icons]\n[KDE Action Restrictions", key: "k", value: "v" }] },
+      { entries: [{ file: "kdeglobals", group: "Icons", key: "Theme[$i]", value: "v" }] },
+      { entries: [{ file: "kdeglobals", group: "Icons", key: "a=b", value: "v" }] },
+      { entries: [{ file: "kdeglobals", group: "Icons", key: "$HOME", value: "v" }] },
+      { entries: [{ file: "../../etc/passwd", group: "g", key: "k", value: "v" }] },
+      { entries: [{ file: "kde5rc", group: "g", key: "k", value: "v" }] },
+      { entries: [{ file: "mimeapps.list", group: "g", key: "k", value: "v" }] },
+      { entries: [{ file: "kdeglobals", group: "g", key: "k", value: "a\u0000b" }] },
+      { action_restrictions: { "shell_access]\n[x": false } },
+      { url_restrictions: [{ action: "KCONFIG_URL_ACTION_OPEN", host: "a,b" }] },
+      { kcm_restrictions: ["kcm\n[x]"] },
+    ];
+    hostile.forEach((content, i) =>
+      engine.handleEvent({
+        kind: "SNAPSHOT",
+        policy: {
+          id: `h${i}`,
+          name: `h${i}`,
+          type: "Kconfig",
+          version: 1,
+          priority: 0,
+          content: JSON.stringify(content),
+        },
+        snapshotComplete: i === hostile.length - 1,
+      })
+    );
+    await engine.idle();
+    for (let i = 0; i < hostile.length; i++) {
+      const r = reports.get(`h${i}`)!;
+      assert.equal(r.status, "ERROR", JSON.stringify(hostile[i]));
+      assert.match(r.message, /rejected by the agent/);
+    }
+    assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined);
+  } finally {
+    await node.cleanup();
+  }
+});
+
+Deno.test("kconfig: a node without KDE reports INAPPLICABLE and nothing is written; no policy, no side effect", async () => {
+  const node = await tempNode({ firefox: false, original: null });
+  try {
+    const { engine, reports } = await engineFor(node);
+    const p = kconfigPolicy({ actionRestrictions: { shell_access: false } });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    assert.equal(reports.get(p.id)!.status, "INAPPLICABLE");
+    assert.match(reports.get(p.id)!.message, /KDE Plasma is not installed/);
+    assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined);
+    const result = await kconfigEnforcer.sync([], {
+      fs: node.fs,
+      runner: (await engineFor(node)).runner,
+      logger: SILENT_LOGGER,
+      config: node.config,
+      managedPaths: () => [],
+      writeManaged: () => Promise.reject(new Error("must not write")),
+      releaseManaged: () => Promise.reject(new Error("must not release")),
+    });
+    assert.deepEqual(result, { policies: [], changed: [] });
+  } finally {
+    await node.cleanup();
+  }
+});
