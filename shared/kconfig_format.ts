@@ -5,10 +5,9 @@
  *
  * Names are refused rather than escaped: a group or key containing `[`, `]`, `=`, `$` or a control character
  * would open a new group, end the key, or start a KConfig option such as `[$i]` or `[$e]` (shell expansion),
- * so such names never reach a file. Values are escaped the way KConfig reads them back: `\` → `\\`, newline
- * → `\n`, tab → `\t`, carriage return → `\r`, other control characters → `\xNN`, and a leading or trailing
- * space → `\s` (KConfig trims unescaped ones). NUL is refused. svc never writes the `[$e]` option, so `$` in
- * a value stays literal.
+ * so such names never reach a file. Values must be one line (control characters refused) and are escaped the
+ * way KConfig reads them back: `\` → `\\`, a leading or trailing space → `\s` (KConfig trims unescaped
+ * ones). svc never writes the `[$e]` option, so `$` in a value stays literal.
  *
  * @module
  */
@@ -47,34 +46,32 @@ export function kconfigFileProblem(value: string): string | undefined {
   return undefined;
 }
 
-/** A value: anything but NUL, at most 64 KiB. */
+/**
+ * A value: one line (no newline, tab, NUL or other control character: each would need an escape that some
+ * KDE readers of raw files do not undo), at most 64 KiB.
+ */
 export function kconfigValueProblem(value: string): string | undefined {
-  if (value.includes("\0")) return "must not contain a NUL character";
+  const m = CONTROL.exec(value);
+  if (m) {
+    return `must not contain control characters (found U+${
+      m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
+    }): put it on one line`;
+  }
   if (value.length > 65536) return "must be at most 65536 characters";
   return undefined;
 }
 
 /**
- * Escapes a value for a `key=value` line.
+ * Escapes a value for a `key=value` line: `\` doubled, a leading or trailing space written `\s` (KConfig trims
+ * unescaped ones).
  *
  * @throws {Error} for a value {@linkcode kconfigValueProblem} refuses.
  */
 export function escapeKconfigValue(value: string): string {
   const problem = kconfigValueProblem(value);
   if (problem) throw new Error(`KDE config value ${problem}`);
-  let out = "";
-  const chars = [...value];
-  chars.forEach((ch, i) => {
-    const code = ch.codePointAt(0)!;
-    if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\r") out += "\\r";
-    else if (code < 0x20 || code === 0x7f) out += `\\x${code.toString(16).padStart(2, "0")}`;
-    else if (ch === " " && (i === 0 || i === chars.length - 1)) out += "\\s";
-    else out += ch;
-  });
-  return out;
+  const escaped = value.replaceAll("\\", "\\\\");
+  return escaped.replace(/^ /, "\\s").replace(/ $/, "\\s");
 }
 
 /** Reverses {@linkcode escapeKconfigValue} (and KConfig's other escapes) for a raw value text. */

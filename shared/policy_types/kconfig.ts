@@ -39,7 +39,7 @@ export const kconfigType = defineType<KconfigPolicy>({
       issues.check(`${at}.group`, entry.group, kconfigNameProblem);
       entry.subgroups.forEach((g, j) => issues.check(`${at}.subgroups[${j}]`, g, kconfigNameProblem));
       issues.check(`${at}.key`, entry.key, kconfigNameProblem);
-      // Values are escaped when written (newline → \n, leading space → \s); only NUL cannot be carried.
+      // One line; backslashes and edge spaces are escaped when written.
       issues.check(`${at}.value`, entry.value, kconfigValueProblem);
     });
     for (const key of Object.keys(message.actionRestrictions)) {

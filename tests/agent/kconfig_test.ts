@@ -97,7 +97,7 @@ Deno.test({
         entries: [
           { file: "kscreenlockerrc", group: "Daemon", key: "Timeout", value: "30", immutable: true },
           // Hostile-looking value: escaped, read back literally by KDE.
-          { file: "kwinrc", group: "Windows", key: "Note", value: " a\\b\n[Evil]\nx=$HOME " },
+          { file: "kwinrc", group: "Windows", key: "Note", value: " a\\b [Evil] x=$HOME #c " },
         ],
         urlRestrictions: [{ action: KconfigUrlAction.LIST, protocol: "smb", allow: false }],
         kcmRestrictions: ["kcm_kscreen"],
@@ -128,7 +128,7 @@ Deno.test({
       // Not immutable: the user's own value wins, the system one is the default.
       assert.equal(await kread(node, user, "kdeglobals", ["Icons"], "Theme"), "oxygen");
       assert.equal(await kread(node, {}, "kdeglobals", ["Icons"], "Theme"), "breeze-dark");
-      assert.equal(await kread(node, {}, "kwinrc", ["Windows"], "Note"), " a\\b\n[Evil]\nx=$HOME ");
+      assert.equal(await kread(node, {}, "kwinrc", ["Windows"], "Note"), " a\\b [Evil] x=$HOME #c ");
       assert.equal(await kread(node, {}, "kwinrc", ["Evil"], "x"), "");
       assert.equal(
         await kread(node, {}, "plasma-org.kde.plasma.desktop-appletsrc", [
@@ -184,6 +184,7 @@ Deno.test("kconfig: hostile names forced past the server are refused by the agen
       { entries: [{ file: "kde5rc", group: "g", key: "k", value: "v" }] },
       { entries: [{ file: "mimeapps.list", group: "g", key: "k", value: "v" }] },
       { entries: [{ file: "kdeglobals", group: "g", key: "k", value: "a\u0000b" }] },
+      { entries: [{ file: "kdeglobals", group: "g", key: "k", value: "v\n[$i]\nevil=1" }] },
       { action_restrictions: { "shell_access]\n[x": false } },
       { url_restrictions: [{ action: "KCONFIG_URL_ACTION_OPEN", host: "a,b" }] },
       { kcm_restrictions: ["kcm\n[x]"] },
