@@ -151,41 +151,61 @@ export class Notifier {
     if (types.length === 0 || !this.#options.enabled || !this.#settings.enabled) return;
     const sessions = await this.sessions();
     if (sessions.length === 0) return;
-    if (!(await runner.which("notify-send"))) {
-      logger.debug("notify-send is not installed; users are not notified");
-      return;
-    }
-    const asUser = await runner.which("runuser")
-      ? "runuser"
-      : await runner.which("sudo")
-      ? "sudo"
-      : undefined;
-    if (!asUser) return logger.debug("neither runuser nor sudo is installed; users are not notified");
     const message = this.messageFor(types);
     const now = (this.#options.now ?? Date.now)();
     for (const session of sessions) {
       const last = this.#lastSent.get(session.uid);
       if (last !== undefined && now - last < this.#settings.cooldownSeconds * 1000) continue;
-      const runtimeDir = `/run/user/${session.uid}`;
-      const args = [
-        // runuser and sudo share this syntax.
-        "-u",
-        session.user,
-        "--",
-        "env",
-        `DBUS_SESSION_BUS_ADDRESS=unix:path=${runtimeDir}/bus`,
-        `XDG_RUNTIME_DIR=${runtimeDir}`,
-        "notify-send",
-        "--app-name=svc",
-        "--icon=dialog-information",
-        // Server text is never taken for an option.
-        "--",
-        "Settings updated by your administrator",
+      const sent = await notifySession(runner, logger, session, {
+        title: "Settings updated by your administrator",
         message,
-      ];
-      const result = await runner.run(asUser, args, { timeoutMs: 10_000 });
-      if (result.success) this.#lastSent.set(session.uid, now);
-      else logger.debug("notification failed", { user: session.user, error: result.stderr.trim() });
+      });
+      if (sent === "missing tool") return;
+      if (sent === "sent") this.#lastSent.set(session.uid, now);
     }
   }
+}
+
+/**
+ * Shows one desktop notification in `session`, run as the session's user on that user's session bus
+ * (`runuser` or `sudo`, then `notify-send`). Resolves "missing tool" when the node lacks them.
+ */
+export async function notifySession(
+  runner: Runner,
+  logger: Logger,
+  session: GraphicalSession,
+  note: { title: string; message: string; urgency?: "normal" | "critical" },
+): Promise<"sent" | "failed" | "missing tool"> {
+  if (!(await runner.which("notify-send"))) {
+    logger.debug("notify-send is not installed; users are not notified");
+    return "missing tool";
+  }
+  const asUser = await runner.which("runuser") ? "runuser" : await runner.which("sudo") ? "sudo" : undefined;
+  if (!asUser) {
+    logger.debug("neither runuser nor sudo is installed; users are not notified");
+    return "missing tool";
+  }
+  const runtimeDir = `/run/user/${session.uid}`;
+  const args = [
+    // runuser and sudo share this syntax.
+    "-u",
+    session.user,
+    "--",
+    "env",
+    `DBUS_SESSION_BUS_ADDRESS=unix:path=${runtimeDir}/bus`,
+    `XDG_RUNTIME_DIR=${runtimeDir}`,
+    "notify-send",
+    "--app-name=svc",
+    "--icon=dialog-information",
+    ...(note.urgency ? [`--urgency=${note.urgency}`] : []),
+    // Server text is never taken for an option.
+    "--",
+    note.title,
+    // deno-lint-ignore no-control-regex
+    note.message.replace(/[\x00-\x09\x0b-\x1f\x7f]/g, " "),
+  ];
+  const result = await runner.run(asUser, args, { timeoutMs: 10_000 });
+  if (result.success) return "sent";
+  logger.debug("notification failed", { user: session.user, error: result.stderr.trim() });
+  return "failed";
 }
