@@ -226,3 +226,38 @@ export async function scanPolkitActions(fs: RootFs): Promise<PolkitActionInfo[] 
   }
   return [...actions.values()].sort((a, b) => (a.actionId < b.actionId ? -1 : 1));
 }
+
+/** What {@linkcode GSettingsCatalogueReporter.reportIfChanged} sends. */
+export interface SchemaCatalogueReport {
+  gnomeVersion: string;
+  schemas: Schema[];
+}
+
+/**
+ * Reports the GSettings catalogue once per process and again whenever the schemas directory changes
+ * (a package added, removed or updated schemas), judged by {@linkcode schemasFingerprint}. A failed send is
+ * retried at the next call.
+ */
+export class GSettingsCatalogueReporter {
+  #reported: string | undefined;
+
+  /**
+   * Scans and sends when the directory differs from what was last reported. Resolves "unchanged", "sent", or
+   * "none" (no schemas directory: nothing to report, remembered as reported).
+   */
+  async reportIfChanged(
+    fs: RootFs,
+    send: (report: SchemaCatalogueReport) => Promise<void>,
+  ): Promise<"unchanged" | "sent" | "none"> {
+    const fingerprint = await schemasFingerprint(fs);
+    if (fingerprint === this.#reported) return "unchanged";
+    const schemas = await scanGSettingsSchemas(fs);
+    if (schemas === undefined) {
+      this.#reported = fingerprint;
+      return "none";
+    }
+    await send({ gnomeVersion: await gnomeVersion(fs), schemas });
+    this.#reported = fingerprint;
+    return "sent";
+  }
+}

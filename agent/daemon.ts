@@ -13,7 +13,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GrpcError } from "../shared/grpc/adapter.ts";
 import { ComplianceStatus } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
-import { gnomeVersion, scanGSettingsSchemas, scanPolkitActions } from "./catalogue.ts";
+import { GSettingsCatalogueReporter, scanPolkitActions } from "./catalogue.ts";
 import { createPolicyClient, type Identity, type PolicyClient } from "./client.ts";
 import type { AgentConfig } from "./config.ts";
 import { enforcerRegistry } from "./enforcers/mod.ts";
@@ -40,6 +40,8 @@ export interface DaemonOptions {
   backoff?: BackoffOptions;
   /** Milliseconds between renewal checks while running; default one day. */
   renewalCheckMs?: number;
+  /** Milliseconds between checks of the GSettings schemas directory for changes; default ten minutes. */
+  catalogueCheckMs?: number;
   /** A stream that stayed up this long counts as healthy even without a snapshot; default 60 s. */
   healthyAfterMs?: number;
   tamper?: { settleMs?: number; procRoot?: string };
@@ -206,22 +208,17 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     }
   }
 
-  let schemasReported = false;
+  const schemaCatalogue = new GSettingsCatalogueReporter();
+  let schemasSent = false;
   let polkitReported = false;
   async function reportCatalogues(current: PolicyClient): Promise<void> {
-    if (!schemasReported) {
-      const schemas = await scanGSettingsSchemas(fs);
-      if (schemas === undefined) {
-        schemasReported = true;
-      } else {
-        await current.reportSchemaCatalogue(
-          { clientId, gnomeVersion: await gnomeVersion(fs), schemas },
-          deadline(CATALOGUE_TIMEOUT_MS),
-        );
-        schemasReported = true;
-        logger.info("GSettings schema catalogue reported", { schemas: schemas.length });
-      }
-    }
+    const sent = await schemaCatalogue.reportIfChanged(fs, async (report) => {
+      await current.reportSchemaCatalogue({ clientId, ...report }, deadline(CATALOGUE_TIMEOUT_MS));
+      logger.info("GSettings schema catalogue reported", { schemas: report.schemas.length });
+    });
+    // Schemas installed since the last report may make Dconf keys applicable that were not.
+    if (sent === "sent" && schemasSent && engine.ready) void engine.requestSync();
+    if (sent === "sent") schemasSent = true;
     if (!polkitReported) {
       const actions = await scanPolkitActions(fs);
       if (actions === undefined) {
@@ -240,6 +237,16 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   const renewTimer = setInterval(async () => {
     if (await renewWhenDue()) connection?.abort();
   }, options.renewalCheckMs ?? 86_400_000);
+
+  // Package installs change the schemas: look again now and then while connected.
+  const catalogueTimer = setInterval(() => {
+    const current = client;
+    if (current) {
+      reportCatalogues(current).catch((err) =>
+        logger.warn("catalogue report failed", { error: errorText(err) })
+      );
+    }
+  }, options.catalogueCheckMs ?? 600_000);
 
   const backoff = new Backoff(options.backoff);
   let lastRevision = 0n;
@@ -321,6 +328,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     }
   } finally {
     clearInterval(renewTimer);
+    clearInterval(catalogueTimer);
     await watcher.close();
     const settled = new AbortController();
     await Promise.race([engine.idle(), sleep(10_000, settled.signal)]);
