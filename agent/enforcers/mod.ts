@@ -13,6 +13,7 @@ import { firefoxEnforcer } from "./firefox.ts";
 import { firewalldEnforcer } from "./firewalld.ts";
 import { kconfigEnforcer } from "./kconfig.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
+import { sessionAccessEnforcer } from "./session_access.ts";
 import { thunderbirdEnforcer } from "./thunderbird.ts";
 
 /** Every enforcer of this build. */
@@ -25,6 +26,7 @@ export const ENFORCERS: readonly Enforcer[] = [
   dconfEnforcer,
   kconfigEnforcer,
   flatpakEnforcer,
+  sessionAccessEnforcer,
 ];
 
 /** A fresh registry: wire name → enforcer. */
