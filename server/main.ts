@@ -2,6 +2,7 @@
  * svc-server entry point.
  *
  *   svc-server [--config FILE] [--dev]
+ *   svc-server kek generate|add FILE   (key-encryption key of escrowed recovery keys)
  *
  * `--dev` (used by `deno task start`) keeps everything under `./.svc-data` when no data dir is configured,
  * so the server runs on a fresh checkout without root: embedded database, generated CA and TLS material, and
@@ -10,6 +11,7 @@
 import { ConfigError, loadConfig } from "./config/config.ts";
 import { startServer } from "./server.ts";
 import { VERSION } from "../shared/version.ts";
+import { runKekCommand } from "./disk_encryption/kek_cli.ts";
 
 const USAGE = "usage: svc-server [--config FILE] [--dev] [--version]";
 
@@ -34,13 +36,20 @@ function parseArgs(args: string[]): { config?: string; dev: boolean } {
 }
 
 async function main(): Promise<void> {
+  if (Deno.args[0] === "kek") Deno.exit(await runKekCommand(Deno.args.slice(1)));
   let server;
   try {
     const args = parseArgs(Deno.args);
     const config = await loadConfig({
       path: args.config ?? Deno.env.get("SVC_CONFIG") ?? "/etc/svc/server.yaml",
       explicitPath: args.config !== undefined || Deno.env.get("SVC_CONFIG") !== undefined,
-      overrides: args.dev ? { "server.data_dir": ".svc-data" } : {},
+      overrides: args.dev
+        ? {
+          "server.data_dir": ".svc-data",
+          "disk_encryption.kek_file": ".svc-data/disk-encryption.kek",
+          "disk_encryption.create_kek_file": true,
+        }
+        : {},
     });
     server = await startServer(config);
   } catch (err) {

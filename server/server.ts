@@ -21,6 +21,8 @@ import { startPolicyServer } from "./grpc/policy_server.ts";
 import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
 import { startWebPort } from "./web_port.ts";
 import { startMetricsListener } from "./metrics/listener.ts";
+import { checkKekAtStart } from "./disk_encryption/kek.ts";
+import { startRotationSweep } from "./disk_encryption/sweep.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {
@@ -56,6 +58,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info("database migrated", { applied: applied.join(",") });
+    await checkKekAtStart(config, db);
     const ca = await loadOrCreateCa({
       dataDir: config.server.dataDir,
       certFile: config.ca.certFile || undefined,
@@ -94,6 +97,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     });
     await hub.start();
     cleanups.unshift(() => hub.stop());
+    cleanups.unshift(startRotationSweep(ctx));
 
     const routes = buildRoutes(ctx, identity);
     const app = createApp({ ctx, routes, hooks: identity.hooks, spa: spaHandler() });

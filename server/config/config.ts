@@ -43,6 +43,8 @@ export interface ServerConfig {
   };
   agentRepo: { dir: string };
   log: { level: string };
+  /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
+  diskEncryption: { kekFile: string; createKekFile: boolean };
 }
 
 /** A configuration problem a person must fix; the message names the key. */
@@ -101,6 +103,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "audit.syslog.tls_ca_file", kind: "string", default: "" },
   { key: "agent_repo.dir", kind: "string", default: "/usr/share/svc/agent-repo" },
   { key: "log.level", kind: "string", default: "info", oneOf: ["debug", "info", "warn", "error"] },
+  { key: "disk_encryption.kek_file", kind: "string", default: "" },
+  { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
 ];
 
 /** Pairs that must be set together or both left empty. */
@@ -218,6 +222,10 @@ export function resolveConfig(
     },
     agentRepo: { dir: v("agent_repo.dir") },
     log: { level: v("log.level") },
+    diskEncryption: {
+      kekFile: v("disk_encryption.kek_file"),
+      createKekFile: v("disk_encryption.create_kek_file"),
+    },
   };
 }
 

@@ -21,6 +21,7 @@ import { certificateFromPeer, type CertificateVerifier, type NodeIdentity } from
 import { storePolkitCatalogue, storeSchemaCatalogue } from "./catalogues.ts";
 import { loadNotificationSettings } from "./agent_config.ts";
 import { checkCount, checkText, checkUuid, invalid } from "./validate.ts";
+import { diskEncryptionHandlers } from "../disk_encryption/grpc_handlers.ts";
 
 type Handlers = ServiceHandlers<typeof PolicyService>;
 
@@ -81,8 +82,6 @@ function complianceStatus(field: string, value: ComplianceStatus): string {
   return name;
 }
 
-const DISK_ENCRYPTION_PENDING = "disk encryption lands with its own issue";
-
 /** The address part of a grpc-js peer string (`1.2.3.4:5678`, `[::1]:5678`). */
 function peerAddress(call: Pick<UnaryCallContext, "getPeer">): string {
   const peer = call.getPeer();
@@ -95,8 +94,7 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
   const { db, log } = ctx;
   const { hub, verifier } = deps;
 
-  const diskEncryption = () =>
-    Promise.reject(new GrpcError(grpc.status.UNIMPLEMENTED, DISK_ENCRYPTION_PENDING));
+  const diskEncryption = diskEncryptionHandlers(ctx);
 
   async function reportCompliance(request: ReportComplianceRequest, identity: NodeIdentity): Promise<void> {
     const policyId = checkUuid("policy_id", request.policyId);
@@ -282,11 +280,11 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
       await storePolkitCatalogue(db, identity.nodeId, request);
       return {};
     },
-    reportDiskEncryptionState: diskEncryption,
-    getDiskEncryptionTasks: diskEncryption,
-    escrowRecoveryKey: diskEncryption,
-    confirmRecoveryKey: diskEncryption,
-    beginRecoveryKeyRotation: diskEncryption,
+    reportDiskEncryptionState: (request, _call, identity) => diskEncryption.reportState(request, identity),
+    getDiskEncryptionTasks: (_request, _call, identity) => diskEncryption.getTasks(identity),
+    escrowRecoveryKey: (request, _call, identity) => diskEncryption.escrow(request, identity),
+    confirmRecoveryKey: (request, _call, identity) => diskEncryption.confirm(request, identity),
+    beginRecoveryKeyRotation: (request, _call, identity) => diskEncryption.beginRotation(request, identity),
     async getAgentConfig() {
       return { config: { notifications: await loadNotificationSettings(db, log) } };
     },

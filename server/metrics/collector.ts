@@ -11,8 +11,9 @@
  * - `flatpak_repos (id, name text unique, last_success_at timestamptz null)`: `last_success_at` is the last
  *   successful refresh or upload.
  * - `flatpak_catalog_apps (repo_id → flatpak_repos.id, …)`: one row per indexed application.
- * - `luks_volumes (id, …, rotation_requested_at timestamptz null)`: `rotation_requested_at` is set while a
- *   recovery-key rotation is pending and cleared when it completes.
+ * - `luks_volumes (id, …, luks_version, missing_since, rotation_requested_at timestamptz null)` (migration
+ *   0008): `rotation_requested_at` is set while a recovery-key rotation is pending and cleared when it
+ *   completes; only encrypted (`luks_version > 0`), still-reported (`missing_since IS NULL`) volumes count.
  * - `luks_recovery_keys (volume_id → luks_volumes.id, state text, …)`: `state = 'active'` marks the escrowed
  *   key in force.
  * If those tables end up shaped differently, the query fails and is logged like any other; adjust it here.
@@ -232,7 +233,7 @@ const PROBES: readonly Probe[] = [
           `SELECT escrowed::text AS key, count(*) AS n
              FROM (SELECT EXISTS (SELECT 1 FROM luks_recovery_keys k
                                    WHERE k.volume_id = v.id AND k.state = 'active') AS escrowed
-                     FROM luks_volumes v) s
+                     FROM luks_volumes v WHERE v.luks_version > 0 AND v.missing_since IS NULL) s
             GROUP BY escrowed`,
         )
         : [];
@@ -251,7 +252,8 @@ const PROBES: readonly Probe[] = [
     async run(q) {
       const rows = await tablesExist(q, ["luks_volumes"])
         ? await q.query<{ n: number }>(
-          "SELECT count(*) AS n FROM luks_volumes WHERE rotation_requested_at IS NOT NULL",
+          `SELECT count(*) AS n FROM luks_volumes
+            WHERE rotation_requested_at IS NOT NULL AND luks_version > 0 AND missing_since IS NULL`,
         )
         : [{ n: 0 }];
       const name = "svc_luks_recovery_keys_overdue_total";

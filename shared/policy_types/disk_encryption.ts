@@ -72,3 +72,30 @@ export const diskEncryptionType = defineType<DiskEncryptionPolicy>({
     }
   },
 });
+
+/** What {@link volumeRequirementIssues} needs to know about one volume (server and agent both have it). */
+export interface VolumeFacts {
+  /** 0 for an unencrypted volume. */
+  luksVersion: number;
+  cipher: string;
+  keySizeBits: number;
+}
+
+/**
+ * The policy's requirements a volume misses, each a sentence for a person; empty when it complies. The agent
+ * reports these and the server's inventory shows them; nothing re-encrypts a volume to fix them.
+ */
+export function volumeRequirementIssues(policy: DiskEncryptionPolicy, volume: VolumeFacts): string[] {
+  if (volume.luksVersion === 0) return policy.requireEncryption ? ["volume is not encrypted"] : [];
+  const issues: string[] = [];
+  if (policy.minLuksVersion > volume.luksVersion) {
+    issues.push(`LUKS${volume.luksVersion} header; the policy requires LUKS${policy.minLuksVersion}`);
+  }
+  if (policy.allowedCiphers.length > 0 && !policy.allowedCiphers.includes(volume.cipher)) {
+    issues.push(`cipher ${volume.cipher || "(unknown)"} is not one of ${policy.allowedCiphers.join(", ")}`);
+  }
+  if (policy.minKeySizeBits > volume.keySizeBits) {
+    issues.push(`key size ${volume.keySizeBits} bits is below the required ${policy.minKeySizeBits}`);
+  }
+  return issues;
+}

@@ -168,6 +168,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     audit: { ...base.audit, ...o.audit, syslog: { ...base.audit.syslog, ...o.audit?.syslog } },
     agentRepo: { ...base.agentRepo, ...o.agentRepo },
     log: { ...base.log, ...o.log },
+    diskEncryption: { ...base.diskEncryption, ...o.diskEncryption },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki();

@@ -8,6 +8,7 @@ import type { RouteSpec } from "../route.ts";
 import { bindingRoutes } from "./bindings.ts";
 import { complianceRoutes } from "./compliance.ts";
 import { dashboardRoutes } from "./dashboard.ts";
+import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
@@ -24,5 +25,6 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
     ...roleBindingListRoutes(ctx),
+    ...diskEncryptionRoutes(ctx),
   ];
 }

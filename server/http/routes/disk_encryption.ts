@@ -1,0 +1,188 @@
+/**
+ * REST routes of disk encryption: the fleet inventory, one node's view, the audited recovery-key reveal, a
+ * manual rotation request and the KEK re-wrap. The reveal needs `disk_encryption:reveal`, a reason and a
+ * step-up re-authentication; every attempt, refused or not, leaves a high-severity audit row (action
+ * `disk_encryption.reveal`; a caller without the permission leaves `access_denied`).
+ */
+import type { ServerContext } from "../../context.ts";
+import { createStepUp } from "../../auth/step_up.ts";
+import { KekError } from "../../disk_encryption/envelope.ts";
+import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";
+import {
+  ESCROW_STATES,
+  listInventory,
+  nodeView,
+  VOLUME_COMPLIANCE,
+} from "../../disk_encryption/inventory.ts";
+import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
+import { sendNodeCommand } from "../../hub/publish.ts";
+import { notFoundError } from "../../domain/errors.ts";
+import { HttpError } from "../errors.ts";
+import { UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { TEXT_PATTERN } from "./common.ts";
+
+/** How long the UI shows a revealed key before hiding it again. */
+export const REVEAL_DISPLAY_SECONDS = 120;
+
+/** Runs `fn`; a missing or non-matching KEK becomes 503 naming the file and the fix. */
+async function withKek<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof KekError) throw new HttpError(503, "kek_unavailable", err.message);
+    throw err;
+  }
+}
+
+/** Routes of the disk-encryption area. */
+export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  const stepUp = createStepUp();
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/disk-encryption/volumes",
+      summary: "Fleet inventory of volumes: escrow state, protectors, compliance, overdue rotations, clones",
+      tag: "disk-encryption",
+      access: "disk_encryption:view",
+      query: {
+        ...PAGE_QUERY,
+        node: UUID_SCHEMA,
+        group: UUID_SCHEMA,
+        compliance: { type: "string", enum: [...VOLUME_COMPLIANCE] },
+        escrow: { type: "string", enum: [...ESCROW_STATES] },
+        overdue: { type: "boolean" },
+        clone: { type: "boolean" },
+      },
+      handler: async (c) =>
+        c.json(
+          await listInventory(db, {
+            nodeId: c.req.query("node")?.toLowerCase(),
+            groupId: c.req.query("group")?.toLowerCase(),
+            compliance: c.req.query("compliance") as (typeof VOLUME_COMPLIANCE)[number] | undefined,
+            escrow: c.req.query("escrow") as (typeof ESCROW_STATES)[number] | undefined,
+            overdue: queryBool(c, "overdue"),
+            clone: queryBool(c, "clone"),
+          }, pageRequest(c)),
+        ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/disk-encryption/nodes/:id",
+      summary: "One node's disk encryption: facts, policy, volumes, key history (no key material), tasks",
+      tag: "disk-encryption",
+      access: "disk_encryption:view",
+      handler: async (c) => c.json(await nodeView(db, uuidParam(c, "id"))),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/disk-encryption/volumes/:id/reveal",
+      summary: "Reveal the active recovery key of a volume (reason and re-authentication required; audited)",
+      tag: "disk-encryption",
+      access: "disk_encryption:reveal",
+      audit: { resourceType: "luks_volume", action: "disk_encryption.reveal" },
+      body: {
+        type: "object",
+        required: ["reason"],
+        additionalProperties: false,
+        properties: {
+          reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
+          password: { type: "string", maxLength: 1024 },
+        },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const user = caller(c);
+        const input = body<{ reason: string; password: string }>(c);
+        if (input.reason.trim().length < 3) {
+          throw new HttpError(
+            400,
+            "bad_request",
+            "reason: say why the key is needed (at least 3 characters)",
+            [
+              { field: "reason", message: "must say why the key is needed" },
+            ],
+          );
+        }
+        c.set("auditDetails", { reason: input.reason });
+        await stepUp.check(db, user.id, { password: input.password }, c.get("clientIp"));
+        const reveal = await withKek(async () => {
+          const kr = await keyringFor(ctx.config);
+          return await db.transaction((tx) => revealKey(tx, kr, id));
+        });
+        auditResource(c, { id, name: `${reveal.nodeName}:${reveal.volumeUuid}` });
+        c.set("auditDetails", {
+          reason: input.reason,
+          key_id: reveal.keyId,
+          node: reveal.nodeName,
+          volume_uuid: reveal.volumeUuid,
+          rotation_scheduled: reveal.rotationScheduled,
+        });
+        c.header("cache-control", "no-store");
+        return c.json({
+          key_id: reveal.keyId,
+          recovery_key: reveal.recoveryKey,
+          volume_uuid: reveal.volumeUuid,
+          node_name: reveal.nodeName,
+          rotation_scheduled: reveal.rotationScheduled,
+          display_seconds: REVEAL_DISPLAY_SECONDS,
+        });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/disk-encryption/volumes/:id/rotate",
+      summary: "Ask the node to replace the volume's recovery key",
+      tag: "disk-encryption",
+      access: "disk_encryption:reveal",
+      audit: { resourceType: "luks_volume", action: "disk_encryption.rotate" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } },
+      },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const reason = body<{ reason?: string }>(c).reason?.trim() ||
+          "rotation requested by an administrator";
+        const out = await db.transaction(async (tx) => {
+          const [v] = await tx.query<{ node_id: string | null; node_name: string; luks_uuid: string }>(
+            "SELECT node_id, node_name, luks_uuid FROM luks_volumes WHERE id = $1 AND luks_version > 0",
+            [id],
+          );
+          if (!v) throw notFoundError(`encrypted volume ${id}`);
+          if (await requestRotation(tx, id, reason) && v.node_id) {
+            await sendNodeCommand(tx, v.node_id, "disk_encryption_task");
+          }
+          return v;
+        });
+        auditResource(c, { id, name: `${out.node_name}:${out.luks_uuid}` });
+        return c.json({ rotation_requested: true });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/disk-encryption/kek/rewrap",
+      summary: "Re-read the KEK file and re-wrap every data key with its first (current) key",
+      tag: "disk-encryption",
+      access: "settings:edit",
+      audit: { resourceType: "disk_encryption_kek", action: "disk_encryption.kek_rewrap" },
+      handler: async (c) => {
+        reloadKeyring(ctx.config);
+        const { kr, out } = await withKek(async () => {
+          const kr = await keyringFor(ctx.config);
+          return { kr, out: await rewrapAll(db, kr) };
+        });
+        auditResource(c, { id: kr.currentId, name: kr.currentId });
+        c.set("auditDetails", { rewrapped: out.rewrapped, kek_ids_in_use: out.kekIdsInUse });
+        return c.json({
+          current_kek_id: kr.currentId,
+          rewrapped: out.rewrapped,
+          kek_ids_in_use: out.kekIdsInUse,
+        });
+      },
+    },
+  ];
+}
