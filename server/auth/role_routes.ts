@@ -11,6 +11,7 @@ import { auditResource, body, caller, created, type RouteSpec, uuidParam } from 
 import { assertHolds, identityTransaction } from "./rbac.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "./roles.ts";
 import type { IdentityServices } from "./services.ts";
+import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -31,9 +32,20 @@ const ROLE_SCHEMA: JsonSchema = {
 };
 
 /** Name of a role or user group: 1–100 characters, not all blank. */
-export const NAME_SCHEMA: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: "\\S" };
+export const NAME_SCHEMA: JsonSchema = {
+  type: "string",
+  minLength: 1,
+  maxLength: 100,
+  pattern: VISIBLE_NAME_PATTERN,
+  description: "Shown and logged: at least one visible character, no control characters",
+};
 /** Description of a role or user group. */
-export const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000 };
+/** Role and user-group descriptions are shown on one line in lists and logs: no control characters at all. */
+export const DESCRIPTION_SCHEMA: JsonSchema = {
+  type: "string",
+  maxLength: 1000,
+  pattern: OPTIONAL_NAME_PATTERN,
+};
 
 /** The role routes. */
 export function roleRoutes(s: IdentityServices): RouteSpec[] {

@@ -26,6 +26,7 @@ import {
   type User,
   USERNAME_PATTERN,
 } from "./users.ts";
+import { OPTIONAL_NAME_PATTERN } from "../http/routes/common.ts";
 
 const USER_SCHEMA: JsonSchema = {
   type: "object",
@@ -42,8 +43,8 @@ const USER_SCHEMA: JsonSchema = {
 };
 
 const PROFILE_PROPERTIES: Record<string, JsonSchema> = {
-  email: { type: "string", maxLength: 254 },
-  full_name: { type: "string", maxLength: 200 },
+  email: { type: "string", maxLength: 254, pattern: OPTIONAL_NAME_PATTERN },
+  full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
   enabled: { type: "boolean" },
 };
 

@@ -79,7 +79,9 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
     if (schema.maxLength !== undefined && length > schema.maxLength) {
       push(`must be at most ${schema.maxLength} characters`);
     }
-    if (schema.pattern && !new RegExp(schema.pattern, "u").test(value)) push(`has an invalid format`);
+    if (schema.pattern && !new RegExp(schema.pattern, "u").test(value)) {
+      push(patternMessage(schema.pattern, value));
+    }
     if (schema.format === "uuid" && !isUuid(value)) push("must be a UUID");
   }
   if (typeof value === "number") {
@@ -119,6 +121,18 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
     }
   }
   return errors;
+}
+
+// deno-lint-ignore no-control-regex
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** What a pattern refusal tells a person: the control character it refused when there is one, else the format. */
+function patternMessage(pattern: string, value: string): string {
+  const re = new RegExp(pattern, "u");
+  const found = value.match(CONTROLS)?.find((ch) => !re.test(ch));
+  if (found === undefined) return "has an invalid format";
+  const code = found.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
+  return `must not contain control characters (found U+${code}); remove it or use plain text`;
 }
 
 /** Deepest nesting of arrays and objects a request body may have. */

@@ -15,18 +15,33 @@ export const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+/**
+ * The headers every response of the web port carries: the app's own answers, its error answers, and the ones
+ * the port writes before a request reaches the app (oversized body, malformed request, refused certificate).
+ */
+export function securityHeaderEntries(path: string): [string, string][] {
+  const entries: [string, string][] = [
+    ["Content-Security-Policy", CONTENT_SECURITY_POLICY],
+    ["X-Frame-Options", "DENY"],
+    ["X-Content-Type-Options", "nosniff"],
+    ["Strict-Transport-Security", "max-age=63072000; includeSubDomains"],
+    ["Referrer-Policy", "strict-origin-when-cross-origin"],
+    ["Permissions-Policy", "camera=(), microphone=(), geolocation=()"],
+    ["Cross-Origin-Opener-Policy", "same-origin"],
+  ];
+  if (path.startsWith("/api/")) entries.push(["Cache-Control", "no-store"]);
+  return entries;
+}
+
+/** Sets {@link securityHeaderEntries} on `headers`. */
+export function applySecurityHeaders(headers: Headers, path: string): void {
+  for (const [name, value] of securityHeaderEntries(path)) headers.set(name, value);
+}
+
 /** Adds the headers after the handler ran (also on errors). */
 export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {
     await next();
-    const h = c.res.headers;
-    h.set("Content-Security-Policy", CONTENT_SECURITY_POLICY);
-    h.set("X-Frame-Options", "DENY");
-    h.set("X-Content-Type-Options", "nosniff");
-    h.set("Strict-Transport-Security", "max-age=63072000; includeSubDomains");
-    h.set("Referrer-Policy", "strict-origin-when-cross-origin");
-    h.set("Permissions-Policy", "camera=(), microphone=(), geolocation=()");
-    h.set("Cross-Origin-Opener-Policy", "same-origin");
-    if (c.req.path.startsWith("/api/")) h.set("Cache-Control", "no-store");
+    applySecurityHeaders(c.res.headers, c.req.path);
   };
 }

@@ -52,10 +52,17 @@ export function changeById<T>(
   };
 }
 
-/** Single-line name text: no control characters. */
-export const NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f]+$";
+/**
+ * Single-line name text: no control characters (C0 such as ESC, CR, LF and BS; DEL; C1), so a name cannot
+ * forge lines or terminal escapes wherever it is shown or logged.
+ */
+export const NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+/** As {@link NAME_PATTERN}, but may be empty (optional labels such as a user's full name). */
+export const OPTIONAL_NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
+/** A name that must also show something: at least one character that is not white space. */
+export const VISIBLE_NAME_PATTERN = "^(?=.*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]+$";
 /** Free text: no control characters except tab and newline. */
-export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f]*$";
+export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$";
 
 /** Timestamp schema. */
 export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };
