@@ -31,6 +31,7 @@ import {
 } from "./grpc/peer_identity.ts";
 import { type PeerHandler, percentEncode, serveGrpcUnary } from "./grpc/web_bridge.ts";
 import { keepSessionOpenOnPeerGoaway } from "./grpc/http2_sessions.ts";
+import { securityHeaderEntries } from "./http/security_headers.ts";
 
 /** Header carrying the TCP peer address to the app; any client-sent copy is dropped first. */
 export const REMOTE_ADDR_HEADER = "x-svc-remote-addr";
@@ -157,7 +158,7 @@ export async function startWebPort(ctx: ServerContext, options: WebPortOptions):
     handle(req, res).catch((err) => {
       ctx.log.error("web port: request failed", { path: req.url, error: String(err) });
       if (!res.headersSent) {
-        res.writeHead(500, { "content-type": "application/json" });
+        res.writeHead(500, { "content-type": "application/json", ...ERROR_SECURITY_HEADERS });
         res.end(
           JSON.stringify({
             error: { code: "internal", message: "internal server error; the server log has details" },
@@ -266,16 +267,19 @@ function refuse(res: Http2ServerResponse, options: { isGrpc: boolean; message: s
       "grpc-message": percentEncode(options.message),
     });
   } else {
-    res.writeHead(403, { "content-type": "application/json" });
+    res.writeHead(403, { "content-type": "application/json", ...ERROR_SECURITY_HEADERS });
     res.write(JSON.stringify({ error: { code: "forbidden", message: options.message } }));
   }
   res.end();
 }
 
+/** Answers written before a request reaches the app carry the app's security headers too. */
+const ERROR_SECURITY_HEADERS = Object.fromEntries(securityHeaderEntries("/api/"));
+
 function jsonError(status: number, code: string, message: string): Response {
   return new Response(JSON.stringify({ error: { code, message } }), {
     status,
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...ERROR_SECURITY_HEADERS },
   });
 }
 
@@ -348,6 +352,12 @@ async function writeResponse(
         await Promise.race([new Promise<void>((resolve) => res.once("drain", resolve)), closed]);
       }
     }
+  } catch (err) {
+    // A body that fails half-way (an export losing its database) must not look complete: reset the HTTP/2
+    // stream with an error code, or cut the HTTP/1.1 connection before the last chunk.
+    if (req.httpVersionMajor === 2) res.stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    else req.socket.destroy();
+    throw err;
   } finally {
     // A client that went away cancels the body (and whatever produces it).
     reader.cancel().catch(() => {});

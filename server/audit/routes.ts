@@ -117,29 +117,39 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
           resource: { type: "audit_log" },
           details: { format, filter: { ...filter } },
         }));
-        const rows = iterateAuditLogs(ctx.db, filter);
+        // The first batch is read before answering, so a filter or database problem is a proper error
+        // response rather than a 200 that stops early.
+        const rows = iterateAuditLogs(ctx.db, filter)[Symbol.asyncIterator]();
+        let next: IteratorResult<AuditLogRow> = await rows.next();
         const encoder = new TextEncoder();
         const stamp = new Date().toISOString().slice(0, 19).replaceAll(":", "-");
+        let started = false;
+        const line = (row: AuditLogRow, first: boolean) =>
+          format === "csv" ? csvLine(csvRow(row)) : `${first ? "" : ","}\n${JSON.stringify(row)}`;
         const stream = new ReadableStream<Uint8Array>({
-          async start(controller) {
+          // Pulled (backpressure): one chunk of about 64 KiB per read, however large the trail.
+          async pull(controller) {
             try {
-              if (format === "csv") {
-                controller.enqueue(encoder.encode(csvLine(CSV_HEADER)));
-                for await (const row of rows) controller.enqueue(encoder.encode(csvLine(csvRow(row))));
-              } else {
-                controller.enqueue(encoder.encode("["));
-                let first = true;
-                for await (const row of rows) {
-                  controller.enqueue(encoder.encode(`${first ? "" : ","}\n${JSON.stringify(row)}`));
-                  first = false;
-                }
-                controller.enqueue(encoder.encode("\n]\n"));
+              let chunk = "";
+              if (!started) chunk = format === "csv" ? csvLine(CSV_HEADER) : "[";
+              while (!next.done && chunk.length < 65_536) {
+                chunk += line(next.value, !started);
+                started = true;
+                next = await rows.next();
               }
-              controller.close();
+              started = true;
+              if (next.done) chunk += format === "csv" ? "" : "\n]\n";
+              if (chunk) controller.enqueue(encoder.encode(chunk));
+              if (next.done) controller.close();
             } catch (err) {
+              // Erroring the stream aborts the response (the web port resets it), so the client sees a
+              // failed download, never a complete-looking file that stops early.
               ctx.log.error("audit: export failed midway", { error: String(err) });
               controller.error(err);
             }
+          },
+          async cancel() {
+            await rows.return?.(undefined);
           },
         });
         return new Response(stream, {
