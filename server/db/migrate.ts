@@ -18,6 +18,17 @@ export interface Migration {
 /** The repository's migrations directory. */
 export const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
 
+/**
+ * Migrations compiled into a bundled build (`packaging/program.ts` generates a module that calls
+ * {@link embedMigrations}); when present they replace the directory, which a packaged server does not have.
+ */
+let embedded: Migration[] | undefined;
+
+/** Makes {@link migrate} use `list` instead of reading {@link MIGRATIONS_DIR} (bundled builds only). */
+export function embedMigrations(list: Migration[]): void {
+  embedded = list;
+}
+
 /** Reads migration files from a directory, sorted by version; rejects malformed names and duplicates. */
 export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migration[]> {
   const out: Migration[] = [];
@@ -38,7 +49,7 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
 
 /** Applies pending migrations; returns the versions applied by this call. */
 export async function migrate(db: Db, migrations?: Migration[]): Promise<string[]> {
-  const list = migrations ?? await readMigrations();
+  const list = migrations ?? embedded ?? await readMigrations();
   await db.query(
     `CREATE TABLE IF NOT EXISTS schema_migrations (
        version text PRIMARY KEY,

@@ -1,0 +1,82 @@
+/**
+ * Debian packages with the real `dpkg-deb`: a staged tree plus `DEBIAN/` (control, conffiles, md5sums,
+ * maintainer scripts), owned by root, gzip-compressed so every dpkg since Debian 8 reads it.
+ *
+ * @module
+ */
+import type { PackageSpec } from "./packages.ts";
+import { PACKAGE_META } from "./targets.ts";
+import { debScripts } from "./scripts.ts";
+import { stageTree } from "./stage.ts";
+import { run } from "./exec.ts";
+
+/** File name of a deb. */
+export function debFileName(spec: Pick<PackageSpec, "name" | "version" | "release" | "arch">): string {
+  return `${spec.name}_${spec.version}-${spec.release}_${spec.arch.deb}.deb`;
+}
+
+/** Builds `spec` as a deb in `out`; returns its path. */
+export async function writeDeb(
+  spec: PackageSpec,
+  options: { out: string; workDir: string },
+): Promise<string> {
+  const root = `${options.workDir}/root`;
+  const size = await stageTree(spec.entries, root);
+  const doc = `${root}/usr/share/doc/${spec.name}`;
+  await Deno.mkdir(doc, { recursive: true });
+  await Deno.writeTextFile(
+    `${doc}/copyright`,
+    `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: svc\n\n` +
+      `Files: *\nCopyright: svc maintainers\nLicense: ${PACKAGE_META.license}\n`,
+  );
+  const control = `${root}/DEBIAN`;
+  await Deno.mkdir(control, { mode: 0o755 });
+  const depends = spec.name === "svc-agent" ? "libc6, libgcc-s1" : "libc6, libgcc-s1, passwd";
+  await Deno.writeTextFile(
+    `${control}/control`,
+    [
+      `Package: ${spec.name}`,
+      `Version: ${spec.version}-${spec.release}`,
+      `Architecture: ${spec.arch.deb}`,
+      `Maintainer: ${PACKAGE_META.maintainer}`,
+      `Installed-Size: ${Math.ceil(size / 1024)}`,
+      `Depends: ${depends}`,
+      `Recommends: systemd`,
+      `Section: admin`,
+      `Priority: optional`,
+      `Description: ${spec.summary}`,
+      ...wrap(spec.description).map((l) => ` ${l}`),
+      "",
+    ].join("\n"),
+  );
+  const conffiles = spec.entries.filter((e) => e.conffile).map((e) => e.path);
+  if (conffiles.length > 0) await Deno.writeTextFile(`${control}/conffiles`, conffiles.join("\n") + "\n");
+  const sums = await run("sh", [
+    "-c",
+    'find . -path ./DEBIAN -prune -o -type f -printf "%P\\0" | sort -z | xargs -0 -r md5sum',
+  ], { cwd: root });
+  await Deno.writeTextFile(`${control}/md5sums`, sums);
+  for (const [name, body] of Object.entries(debScripts(spec.name))) {
+    await Deno.writeTextFile(`${control}/${name}`, body);
+    await Deno.chmod(`${control}/${name}`, 0o755);
+  }
+  const file = `${options.out}/${debFileName(spec)}`;
+  await run("dpkg-deb", ["--root-owner-group", "-Zgzip", "-z6", "--build", root, file], {
+    env: { SOURCE_DATE_EPOCH: String(spec.mtime) },
+  });
+  return file;
+}
+
+/** Wraps a paragraph at 76 columns. */
+function wrap(text: string): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + word.length + 1 > 76) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
+}

@@ -1,0 +1,63 @@
+/**
+ * What the build makes and for which machines: the two programs, the two architectures Deno publishes a
+ * Linux runtime for, and each architecture's name in every package format. ppc64le is absent on purpose:
+ * Deno publishes no runtime for it, so nothing is built for it and the manifest does not list it.
+ *
+ * @module
+ */
+
+/** The two executables built from one checkout. */
+export const APPS = ["svc-server", "svc-agent"] as const;
+/** An executable's name. */
+export type App = (typeof APPS)[number];
+
+/** One target architecture and its spelling in each ecosystem. */
+export interface ArchInfo {
+  /** Our name (Debian's), also the manifest's and the download counter's label. */
+  name: "amd64" | "arm64";
+  /** `deno compile --target`. */
+  denoTarget: string;
+  /** npm package carrying Deno's runtime for this arch. */
+  npmRuntime: string;
+  deb: string;
+  rpm: string;
+  apk: string;
+  pacman: string;
+}
+
+/** Every architecture the build makes packages for. */
+export const ARCHES: readonly ArchInfo[] = [
+  {
+    name: "amd64",
+    denoTarget: "x86_64-unknown-linux-gnu",
+    npmRuntime: "@deno/linux-x64-glibc",
+    deb: "amd64",
+    rpm: "x86_64",
+    apk: "x86_64",
+    pacman: "x86_64",
+  },
+  {
+    name: "arm64",
+    denoTarget: "aarch64-unknown-linux-gnu",
+    npmRuntime: "@deno/linux-arm64-glibc",
+    deb: "arm64",
+    rpm: "aarch64",
+    apk: "aarch64",
+    pacman: "aarch64",
+  },
+];
+
+/**
+ * Deno runtime shipped by the portable build, the same for both arches: the newest version the npm
+ * registry publishes for linux-x64-glibc AND linux-arm64-glibc (arm64 stops at 2.9.5).
+ */
+export const PORTABLE_RUNTIME_VERSION = "2.9.5";
+
+/** Package metadata shared by every format. */
+export const PACKAGE_META = {
+  maintainer: "svc maintainers <svc-maintainers@example.org>",
+  /** The repository carries no licence file; the packages say so rather than invent one. */
+  license: "LicenseRef-proprietary",
+  /** Package release (Debian revision, rpm Release, apk -rN, pacman pkgrel). */
+  release: "1",
+} as const;
