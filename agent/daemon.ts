@@ -22,6 +22,7 @@ import { ensureDataDir, loadIdentity } from "./identity.ts";
 import type { Logger } from "./log.ts";
 import { Notifier } from "./notify.ts";
 import { renewIfDue } from "./renew.ts";
+import { RevocationNotice } from "./revocation.ts";
 import { Runner } from "./runner.ts";
 import { runStreamSession } from "./stream.ts";
 import { ManagedFiles } from "./sync/managed_files.ts";
@@ -42,6 +43,8 @@ export interface DaemonOptions {
   renewalCheckMs?: number;
   /** Milliseconds between checks of the GSettings schemas directory for changes; default ten minutes. */
   catalogueCheckMs?: number;
+  /** How often a refused (revoked) agent repeats what the administrator must do; default one hour. */
+  revocationReminderMs?: number;
   /** A stream that stayed up this long counts as healthy even without a snapshot; default 60 s. */
   healthyAfterMs?: number;
   tamper?: { settleMs?: number; procRoot?: string };
@@ -52,6 +55,14 @@ export interface DaemonOptions {
 const UNARY_TIMEOUT_MS = 15_000;
 const CATALOGUE_TIMEOUT_MS = 60_000;
 const MAX_PENDING_TAMPER = 100;
+
+/** Codes with which every call of a connection fails at once (server away, node refused). */
+const CONNECTION_CODES: ReadonlySet<number> = new Set([
+  grpc.status.UNAVAILABLE,
+  grpc.status.DEADLINE_EXCEEDED,
+  grpc.status.CANCELLED,
+  grpc.status.UNAUTHENTICATED,
+]);
 
 const STATUS: Record<string, ComplianceStatus> = {
   COMPLIANT: ComplianceStatus.COMPLIANT,
@@ -84,6 +95,8 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   const pendingTamper: TamperEvent[] = [];
   let client: PolicyClient | undefined;
   let pendingReports = false;
+  /** Node paths of tamper events whose restoring sync has not been logged yet. */
+  const restoring = new Set<string>();
 
   // Fails early (and the agent exits with the reason) when the enrollment data is unusable.
   let identity: Identity = await loadIdentity(dataDir);
@@ -107,8 +120,9 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   }
 
   async function sendTamper(event: TamperEvent): Promise<void> {
-    if (!client) throw new Error("not connected");
-    await client.reportTamperEvent({
+    const current = client;
+    if (!current) throw new Error("not connected");
+    await current.reportTamperEvent({
       clientId,
       filePath: event.path,
       processes: event.processes.map((p) => ({ pid: p.pid, comm: p.comm, user: p.user })),
@@ -123,15 +137,17 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     verify: (path) => managed.verify(fs, path),
     settleMs: options.tamper?.settleMs,
     procRoot: options.tamper?.procRoot,
-    onTamper: (event) =>
-      engine.requestSync(async () => {
+    onTamper: (event) => {
+      restoring.add(event.path);
+      return engine.requestSync(async () => {
         try {
           await sendTamper(event);
         } catch (err) {
           logger.warn("tamper report failed; it is sent again after reconnecting", { error: errorText(err) });
           if (pendingTamper.length < MAX_PENDING_TAMPER) pendingTamper.push(event);
         }
-      }),
+      });
+    },
   });
 
   const engine: SyncEngine = new SyncEngine({
@@ -143,6 +159,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     enforcers,
     onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
     onSynced: async (summary: SyncSummary) => {
+      logSync(summary);
       try {
         await watcher.setWatched(summary.managed);
         problems.delete("tamper watcher");
@@ -183,10 +200,44 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     },
   });
 
-  async function heartbeat(): Promise<void> {
-    if (!client) return;
+  /** One INFO line per sync: which files were written, removed and restored. */
+  function logSync(summary: SyncSummary): void {
+    const managedNow = new Set(summary.managed.map((m) => m.path));
+    const written: string[] = [];
+    const removed: string[] = [];
+    const restored: string[] = [];
+    for (const paths of summary.changed.values()) {
+      for (const path of paths) {
+        if (!managedNow.has(path)) removed.push(path);
+        else if (restoring.has(path)) restored.push(path);
+        else written.push(path);
+      }
+    }
+    restoring.clear();
+    const count = (status: string) => summary.results.filter((r) => r.result.status === status).length;
+    logger.info("sync done", {
+      policies: summary.results.length,
+      written: written.sort().join(",") || "none",
+      removed: removed.sort().join(",") || "none",
+      restored: restored.sort().join(",") || "none",
+      non_compliant: count("NON_COMPLIANT") || undefined,
+      errors: count("ERROR") || undefined,
+    });
+  }
+
+  /**
+   * Side calls of a connection (heartbeat, configuration, catalogues) fail together with the stream
+   * when the server is away or refuses the node; the stream's own failure is the one line logged then.
+   */
+  function sideCallFailed(current: PolicyClient, what: string, err: unknown): void {
+    const connectionLevel = current !== client ||
+      (err instanceof GrpcError && CONNECTION_CODES.has(err.code));
+    (connectionLevel ? logger.debug : logger.warn)(`${what} failed`, { error: errorText(err) });
+  }
+
+  async function heartbeat(current: PolicyClient): Promise<void> {
     const facts = await collectNodeFacts(fs, runner);
-    await client.heartbeat({
+    await current.heartbeat({
       clientId,
       ...facts,
       healthy: problems.size === 0,
@@ -194,9 +245,8 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     }, deadline());
   }
 
-  async function fetchAgentConfig(): Promise<void> {
-    if (!client) return;
-    const { config: agentConfig } = await client.getAgentConfig({ clientId }, deadline());
+  async function fetchAgentConfig(current: PolicyClient): Promise<void> {
+    const { config: agentConfig } = await current.getAgentConfig({ clientId }, deadline());
     const n = agentConfig?.notifications;
     if (n) {
       notifier.setSettings({
@@ -241,14 +291,15 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   // Package installs change the schemas: look again now and then while connected.
   const catalogueTimer = setInterval(() => {
     const current = client;
-    if (current) {
-      reportCatalogues(current).catch((err) =>
-        logger.warn("catalogue report failed", { error: errorText(err) })
-      );
-    }
+    if (current) reportCatalogues(current).catch((err) => sideCallFailed(current, "catalogue report", err));
   }, options.catalogueCheckMs ?? 600_000);
 
   const backoff = new Backoff(options.backoff);
+  const revocation = new RevocationNotice({
+    logger,
+    nodeName: clientId,
+    everyMs: options.revocationReminderMs,
+  });
   let lastRevision = 0n;
   try {
     while (!signal.aborted) {
@@ -258,21 +309,21 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       signal.addEventListener("abort", stopConnection, { once: true });
       const started = Date.now();
       let healthy = false;
+      let ended = "policy stream ended";
+      let refused: string | undefined;
       try {
         identity = await loadIdentity(dataDir);
         // At start, and again on reconnects while a due renewal has not succeeded yet.
         await renewWhenDue();
         client = createPolicyClient(config.server.address, config.server.policyPort, identity);
         const current = client;
-        logger.info("connecting to the policy service", {
+        (revocation.active ? logger.debug : logger.info)("connecting to the policy service", {
           server: `${config.server.address}:${config.server.policyPort}`,
           last_revision: lastRevision.toString(),
         });
-        heartbeat().catch((err) => logger.warn("heartbeat failed", { error: errorText(err) }));
-        fetchAgentConfig().catch((err) => logger.warn("GetAgentConfig failed", { error: errorText(err) }));
-        reportCatalogues(current).catch((err) =>
-          logger.warn("catalogue report failed", { error: errorText(err) })
-        );
+        heartbeat(current).catch((err) => sideCallFailed(current, "heartbeat", err));
+        fetchAgentConfig(current).catch((err) => sideCallFailed(current, "GetAgentConfig", err));
+        reportCatalogues(current).catch((err) => sideCallFailed(current, "catalogue report", err));
         while (pendingTamper.length) {
           const event = pendingTamper[0];
           try {
@@ -294,26 +345,27 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
           logger,
           signal: connection.signal,
           onMetadataRequest: () => {
-            heartbeat().catch((err) => logger.warn("heartbeat failed", { error: errorText(err) }));
+            heartbeat(current).catch((err) => sideCallFailed(current, "heartbeat", err));
           },
-          onSnapshotComplete: () => {
-            if (!healthy) logger.info("policy stream is in sync");
+          onInSync: (how) => {
+            if (!healthy) logger.info("policy stream is in sync", { how, revision: lastRevision.toString() });
             healthy = true;
+            revocation.clear();
             backoff.reset();
           },
           onRevision: (revision) => {
             lastRevision = revision;
           },
         });
-        if (!signal.aborted) logger.warn("the server closed the policy stream");
+        ended = "the server closed the policy stream";
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof GrpcError && err.code === grpc.status.UNAUTHENTICATED) {
-          logger.error("the server refuses this agent's certificate; enroll again with a new token", {
-            reason: err.message,
-          });
+          refused = err.message;
         } else if (!connection.signal.aborted) {
-          logger.warn("policy stream disconnected", { error: errorText(err) });
+          ended = `policy stream disconnected: ${errorText(err)}`;
+        } else {
+          ended = "reconnecting with the renewed certificate";
         }
       } finally {
         signal.removeEventListener("abort", stopConnection);
@@ -323,7 +375,8 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       if (signal.aborted) break;
       if (healthy || Date.now() - started >= (options.healthyAfterMs ?? 60_000)) backoff.reset();
       const delay = backoff.next();
-      logger.info("reconnecting", { in_ms: delay });
+      if (refused !== undefined) revocation.refused(refused, delay);
+      else logger.warn(ended, { reconnect_in_ms: delay });
       await sleep(delay, signal);
     }
   } finally {

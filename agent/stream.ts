@@ -1,7 +1,7 @@
 /**
  * One policy stream session: subscribe with the last revision seen, turn each wire message into
  * a sync-engine event, answer targeted commands, and report when the stream became healthy
- * (delivered a complete snapshot).
+ * (delivered a complete snapshot, a delta, or said that the agent's revision is current).
  *
  * The revision is advanced only by a complete snapshot or a delta event, never by a message in
  * the middle of a snapshot: a stream cut mid-snapshot then reconnects with the old revision and
@@ -15,6 +15,9 @@ import type { PolicyClient } from "./client.ts";
 import type { Logger } from "./log.ts";
 import type { PolicyEvent, SyncEngine } from "./sync/engine.ts";
 import type { CachedPolicy } from "./sync/types.ts";
+
+/** Response header of a subscription the server has nothing to send for (the revision is current). */
+export const UP_TO_DATE_HEADER = "svc-up-to-date";
 
 /** The cache entry of a wire policy. */
 export function toCachedPolicy(policy: Policy): CachedPolicy {
@@ -60,8 +63,11 @@ export interface StreamSessionOptions {
   onMetadataRequest: () => void;
   /** A DISK_ENCRYPTION_TASK arrived. */
   onDiskEncryptionTask?: () => void;
-  /** The stream delivered a complete snapshot. */
-  onSnapshotComplete: () => void;
+  /**
+   * The stream answered the subscription: a complete snapshot, a delta, or response headers saying the
+   * agent's revision is current (`svc-up-to-date`, sent by the server's hub when it has nothing to send).
+   */
+  onInSync: (how: "snapshot" | "delta" | "up to date") => void;
   /** The revision advanced. */
   onRevision: (revision: bigint) => void;
 }
@@ -76,6 +82,9 @@ export async function runStreamSession(options: StreamSessionOptions): Promise<v
     { clientId: options.clientId, lastKnownRevision: options.lastRevision },
     { signal: options.signal },
   );
+  stream.call.on("metadata", (headers) => {
+    if (headers.get(UP_TO_DATE_HEADER).length > 0) options.onInSync("up to date");
+  });
   for await (const update of stream) {
     switch (update.type) {
       case EventType.METADATA_REQUEST:
@@ -94,6 +103,7 @@ export async function runStreamSession(options: StreamSessionOptions): Promise<v
     }
     engine.handleEvent(event);
     if (event.kind !== "SNAPSHOT" || event.snapshotComplete) options.onRevision(update.revision);
-    if (event.kind === "SNAPSHOT" && event.snapshotComplete) options.onSnapshotComplete();
+    if (event.kind !== "SNAPSHOT") options.onInSync("delta");
+    else if (event.snapshotComplete) options.onInSync("snapshot");
   }
 }

@@ -129,7 +129,7 @@ export class SyncEngine {
           this.#cache = this.#staging;
           this.#staging = new Map();
           this.#ready = true;
-          logger.info("snapshot complete", { policies: this.#cache.size });
+          logger.debug("snapshot complete", { policies: this.#cache.size });
           void this.requestSync();
         }
         return;

@@ -394,6 +394,11 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       s.sentRevision = Math.max(s.sentRevision, decision.revision);
     } else {
       s.sentRevision = Math.max(s.sentRevision, decision.revision);
+      // Nothing to send: response headers alone tell the agent its revision is current, so it can count
+      // the connection as healthy (agent/stream.ts reads the header).
+      const headers = new grpc.Metadata();
+      headers.set("svc-up-to-date", String(decision.revision));
+      s.call.sendMetadata(headers);
     }
     if (s.closed) return;
     s.initialDone = true;

@@ -10,7 +10,15 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { type ServerProcess, startServerProcess, trustingClient } from "../helpers/process.ts";
+import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
+import {
+  type AgentProcess,
+  Api,
+  eventually,
+  type Json,
+  runAgentOnce,
+  spawnAgent,
+} from "../helpers/agent_process.ts";
 import { openPglite } from "../../server/db/mod.ts";
 import { loadOrCreateCa } from "../../server/pki/mod.ts";
 import { generateKeyAndCsr, parseCertificate } from "../../shared/pki/csr.ts";
@@ -19,135 +27,10 @@ import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { FIREFOX_MARKER_KEY } from "../../agent/enforcers/firefox.ts";
 import { VERSION } from "../../shared/version.ts";
 
-const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathname;
 const NODE = "e2e-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 const ORIGINAL = `{"policies": {"DisableAppUpdate": false}}\n`;
 const DAY_MS = 86_400_000;
-
-// deno-lint-ignore no-explicit-any
-type Json = any;
-
-/** REST client with the cookie jar and CSRF double submit of a browser. */
-class Api {
-  readonly #cookies = new Map<string, string>();
-  constructor(readonly server: ServerProcess, readonly client: Deno.HttpClient) {}
-
-  static async login(server: ServerProcess): Promise<Api> {
-    const api = new Api(server, await trustingClient(server));
-    await api.call("POST", "/api/v1/auth/login", {
-      username: "admin",
-      password: await server.adminPassword(),
-    });
-    return api;
-  }
-
-  async call(method: string, path: string, body?: unknown): Promise<Json> {
-    const headers: Record<string, string> = {
-      cookie: [...this.#cookies].map(([k, v]) => `${k}=${v}`).join("; "),
-    };
-    if (body !== undefined) headers["content-type"] = "application/json";
-    const csrf = this.#cookies.get("svc_csrf");
-    if (csrf && method !== "GET") headers["x-csrf-token"] = csrf;
-    const res = await fetch(`${this.server.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      client: this.client,
-    });
-    for (const cookie of res.headers.getSetCookie()) {
-      const [pair] = cookie.split(";");
-      const eq = pair.indexOf("=");
-      this.#cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
-    }
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
-    return text ? JSON.parse(text) : undefined;
-  }
-
-  close(): void {
-    this.client.close();
-  }
-}
-
-/** A running agent process with its output. */
-interface AgentProcess {
-  output(): string;
-  waitForLog(pattern: RegExp, timeoutMs?: number, from?: number): Promise<void>;
-  stop(signal?: Deno.Signal): Promise<number>;
-}
-
-function spawnAgent(configPath: string, env: Record<string, string>, args: string[] = []): AgentProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", AGENT_MAIN, "--config", configPath, ...args],
-    env: { NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
-  let exited: number | undefined;
-  const status = child.status.then((s) => exited = s.code);
-  return {
-    output: () => out,
-    async waitForLog(pattern, timeoutMs = 30_000, from = 0) {
-      await eventually(() => pattern.test(out.slice(from)), timeoutMs, `agent log ${pattern}`, () => out);
-    },
-    async stop(signal: Deno.Signal = "SIGTERM") {
-      if (exited === undefined) {
-        try {
-          child.kill(signal);
-        } catch { /* gone */ }
-        const timer = setTimeout(() => {
-          try {
-            child.kill("SIGKILL");
-          } catch { /* gone */ }
-        }, 10_000);
-        await status;
-        clearTimeout(timer);
-      }
-      await pumps;
-      return exited!;
-    },
-  };
-}
-
-async function runAgentOnce(configPath: string, env: Record<string, string>, args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", AGENT_MAIN, "--config", configPath, ...args],
-    env: { NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const d = new TextDecoder();
-  return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
-}
-
-async function eventually<T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs: number,
-  what: string,
-  context?: () => string,
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < until) {
-    try {
-      const value = await check();
-      if (value) return value;
-    } catch (err) {
-      lastError = err;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ""}` +
-      (context ? `\n--- output ---\n${context().slice(-6000)}` : ""),
-  );
-}
 
 async function readText(path: string): Promise<string | undefined> {
   try {
@@ -265,11 +148,14 @@ Deno.test({
         assert.equal(cert.commonName, NODE);
         assert.ok(cert.notAfter.getTime() - Date.now() > 89 * DAY_MS);
         // The token is single use: a second enrollment with it fails and names the cause.
+        const keyBefore = await Deno.readTextFile(join(agentData, "agent.key"));
         const again = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
         assert.equal(again.code, 1);
         assert.match(again.stderr, /refused the enrollment token/);
-        assert.match(again.stderr, /deleting the old key and certificates/);
-        // Re-enroll properly (the failed attempt deleted the old identity first, as specified).
+        assert.match(again.stderr, /replaced once it succeeds/);
+        // The failed attempt left the node's identity in place.
+        assert.equal(await Deno.readTextFile(join(agentData, "agent.key")), keyBefore);
+        // Re-enroll properly: the node was deleted, so a token of its group enrolls it again.
         const fresh = await api!.call("POST", `/api/v1/node-groups/${groupId}/tokens`);
         const node = await nodeByName(api!);
         await api!.call("DELETE", `/api/v1/nodes/${node.id}`);
@@ -476,11 +362,11 @@ Deno.test({
         for (const name of catalogues) await agent!.waitForLog(new RegExp(`${name} catalogue reported`));
         const mark = agent!.output().length;
         await server!.stop("SIGKILL");
-        await agent!.waitForLog(/reconnecting in_ms=1000/, 15_000, mark);
-        await agent!.waitForLog(/reconnecting in_ms=2000/, 15_000, mark);
+        await agent!.waitForLog(/reconnect_in_ms=1000/, 15_000, mark);
+        await agent!.waitForLog(/reconnect_in_ms=2000/, 15_000, mark);
         await restartServer();
         await waitNodeStatus(api!, "online", agent);
-        const delays = [...agent!.output().slice(mark).matchAll(/reconnecting in_ms=(\d+)/g)].map((m) =>
+        const delays = [...agent!.output().slice(mark).matchAll(/reconnect_in_ms=(\d+)/g)].map((m) =>
           Number(m[1])
         );
         assert.deepEqual(delays.slice(0, 3), [1000, 2000, 4000].slice(0, Math.min(3, delays.length)));
@@ -503,7 +389,7 @@ Deno.test({
         // A healthy stream reset the backoff: the next break waits 1 s again.
         const mark2 = agent!.output().length;
         await server!.stop("SIGKILL");
-        await agent!.waitForLog(/reconnecting in_ms=1000/, 15_000, mark2);
+        await agent!.waitForLog(/reconnect_in_ms=1000/, 15_000, mark2);
         await restartServer();
         await waitNodeStatus(api!, "online", agent);
       });
@@ -550,12 +436,7 @@ Deno.test({
         const mark = agent!.output().length;
         await api!.call("POST", `/api/v1/nodes/${nodeId}/revoke`, { reason: "e2e" });
         // Its open stream is closed and every reconnect is refused.
-        await agent!.waitForLog(/the server refuses this agent's certificate.*revoked/, 15_000, mark);
-        await agent!.waitForLog(
-          /reconnecting in_ms=1000[\s\S]*refuses this agent's certificate/,
-          15_000,
-          mark,
-        );
+        await agent!.waitForLog(/the server refuses this node's certificate.*revoked/, 15_000, mark);
         const identity = {
           keyPem: await Deno.readTextFile(join(agentData, "agent.key")),
           certPem: await Deno.readTextFile(join(agentData, "agent.crt")),

@@ -1,0 +1,137 @@
+/**
+ * Real svc-agent processes for end-to-end tests, and the REST client of a logged-in admin: spawn the agent
+ * from source with a config file, follow its output, wait on conditions (never fixed sleeps).
+ */
+import type { ServerProcess } from "./process.ts";
+import { trustingClient } from "./process.ts";
+
+/** The agent's entry point. */
+export const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathname;
+
+// deno-lint-ignore no-explicit-any
+export type Json = any;
+
+/** REST client with the cookie jar and CSRF double submit of a browser. */
+export class Api {
+  readonly #cookies = new Map<string, string>();
+  constructor(readonly server: ServerProcess, readonly client: Deno.HttpClient) {}
+
+  static async login(server: ServerProcess): Promise<Api> {
+    const api = new Api(server, await trustingClient(server));
+    await api.call("POST", "/api/v1/auth/login", {
+      username: "admin",
+      password: await server.adminPassword(),
+    });
+    return api;
+  }
+
+  async call(method: string, path: string, body?: unknown): Promise<Json> {
+    const headers: Record<string, string> = {
+      cookie: [...this.#cookies].map(([k, v]) => `${k}=${v}`).join("; "),
+    };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const csrf = this.#cookies.get("svc_csrf");
+    if (csrf && method !== "GET") headers["x-csrf-token"] = csrf;
+    const res = await fetch(`${this.server.baseUrl}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      client: this.client,
+    });
+    for (const cookie of res.headers.getSetCookie()) {
+      const [pair] = cookie.split(";");
+      const eq = pair.indexOf("=");
+      this.#cookies.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
+    }
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path} → ${res.status}: ${text}`);
+    return text ? JSON.parse(text) : undefined;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+/** A running agent process with its output. */
+export interface AgentProcess {
+  output(): string;
+  waitForLog(pattern: RegExp, timeoutMs?: number, from?: number): Promise<void>;
+  stop(signal?: Deno.Signal): Promise<number>;
+}
+
+export function spawnAgent(
+  configPath: string,
+  env: Record<string, string>,
+  args: string[] = [],
+): AgentProcess {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", AGENT_MAIN, "--config", configPath, ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let out = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
+  };
+  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  let exited: number | undefined;
+  const status = child.status.then((s) => exited = s.code);
+  return {
+    output: () => out,
+    async waitForLog(pattern, timeoutMs = 30_000, from = 0) {
+      await eventually(() => pattern.test(out.slice(from)), timeoutMs, `agent log ${pattern}`, () => out);
+    },
+    async stop(signal: Deno.Signal = "SIGTERM") {
+      if (exited === undefined) {
+        try {
+          child.kill(signal);
+        } catch { /* gone */ }
+        const timer = setTimeout(() => {
+          try {
+            child.kill("SIGKILL");
+          } catch { /* gone */ }
+        }, 10_000);
+        await status;
+        clearTimeout(timer);
+      }
+      await pumps;
+      return exited!;
+    },
+  };
+}
+
+export async function runAgentOnce(configPath: string, env: Record<string, string>, args: string[]) {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", AGENT_MAIN, "--config", configPath, ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const d = new TextDecoder();
+  return { code: out.code, stdout: d.decode(out.stdout), stderr: d.decode(out.stderr) };
+}
+
+export async function eventually<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs: number,
+  what: string,
+  context?: () => string,
+): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < until) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ""}` +
+      (context ? `\n--- output ---\n${context().slice(-6000)}` : ""),
+  );
+}
