@@ -6,12 +6,14 @@ import type { ServerContext } from "../../context.ts";
 import { roleBindingListRoutes } from "../../auth/role_binding_routes.ts";
 import type { RouteSpec } from "../route.ts";
 import { bindingRoutes } from "./bindings.ts";
+import { catalogueRoutes } from "./catalogues.ts";
 import { complianceRoutes } from "./compliance.ts";
 import { dashboardRoutes } from "./dashboard.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
+import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
 
 /** Every route of the policy domain. */
@@ -25,6 +27,8 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
     ...roleBindingListRoutes(ctx),
+    ...catalogueRoutes(ctx),
     ...diskEncryptionRoutes(ctx),
+    ...sessionAccessRoutes(ctx),
   ];
 }

@@ -1,0 +1,122 @@
+/**
+ * REST view of the GSettings catalogue for the Dconf editor: search the merged catalogue (agents' reports over
+ * the built-in one) and read one schema with all its keys. Anyone who may view policies may read it.
+ */
+import type { ServerContext } from "../../context.ts";
+import {
+  BUILTIN_SOURCE,
+  getGSettingsSchema,
+  searchGSettingsSchemas,
+} from "../../domain/gsettings_catalogue.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { queryInt, type RouteSpec } from "../route.ts";
+
+const KEY_SCHEMA: JsonSchema = {
+  type: "object",
+  required: ["name", "type", "summary", "default_value"],
+  properties: {
+    name: { type: "string" },
+    type: { type: "string", description: "GVariant type string, e.g. b, u, s, as" },
+    summary: { type: "string" },
+    description: { type: "string" },
+    default_value: { type: "string", description: "GVariant text" },
+    enum_values: {
+      type: "array",
+      items: { type: "object", properties: { nick: { type: "string" }, value: { type: "integer" } } },
+    },
+    range_min: { type: "string" },
+    range_max: { type: "string" },
+    choices: { type: "array", items: { type: "string" } },
+    flags: { type: "boolean" },
+  },
+};
+
+const SCHEMA_FIELDS = {
+  schema_id: { type: "string" },
+  path: { type: "string", description: "Fixed dconf path; empty for relocatable schemas" },
+  relocatable: { type: "boolean" },
+  node_count: { type: "integer", minimum: 0, description: "Nodes whose last report lists the schema" },
+  builtin: { type: "boolean", description: "Shipped with the server" },
+} satisfies Record<string, JsonSchema>;
+
+/** Routes of the catalogue area. */
+export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
+  const { db } = ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/catalogues/gsettings",
+      summary: "Search GSettings schemas (by schema id, key name or summary) for the Dconf editor",
+      tag: "catalogues",
+      access: "policy:view",
+      query: {
+        q: { type: "string", maxLength: 200, description: "Case-insensitive text; empty lists everything" },
+        limit: { type: "integer", minimum: 1, maximum: 500, description: "Default 50" },
+      },
+      responses: {
+        "200": {
+          description: "Matching schemas, the most widely installed first",
+          schema: {
+            type: "object",
+            required: ["total", "nodes_reporting", "builtin_source", "items"],
+            properties: {
+              total: { type: "integer", minimum: 0 },
+              nodes_reporting: {
+                type: "integer",
+                minimum: 0,
+                description: "Nodes that reported a catalogue",
+              },
+              builtin_source: { type: "string", description: "Origin of the built-in catalogue" },
+              items: {
+                type: "array",
+                items: {
+                  type: "object",
+                  properties: {
+                    ...SCHEMA_FIELDS,
+                    key_count: { type: "integer", minimum: 0 },
+                    matching_keys: {
+                      type: "array",
+                      items: {
+                        type: "object",
+                        properties: {
+                          name: { type: "string" },
+                          type: { type: "string" },
+                          summary: { type: "string" },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+      handler: async (c) => {
+        const result = await searchGSettingsSchemas(db, {
+          query: c.req.query("q") ?? "",
+          limit: queryInt(c, "limit", 50),
+        });
+        return c.json({ ...result, builtin_source: BUILTIN_SOURCE });
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/catalogues/gsettings/:schema_id",
+      summary: "One GSettings schema with every key (type, default, enum values, range, choices)",
+      tag: "catalogues",
+      access: "policy:view",
+      responses: {
+        "200": {
+          description: "The schema",
+          schema: {
+            type: "object",
+            properties: { ...SCHEMA_FIELDS, keys: { type: "array", items: KEY_SCHEMA } },
+          },
+        },
+        "404": { description: "No such schema in the catalogue" },
+      },
+      handler: async (c) => c.json(await getGSettingsSchema(db, c.req.param("schema_id") ?? "")),
+    },
+  ];
+}
