@@ -249,12 +249,14 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     const { config: agentConfig } = await current.getAgentConfig({ clientId }, deadline());
     const n = agentConfig?.notifications;
     if (n) {
-      notifier.setSettings({
+      const settings = {
         enabled: n.enabled,
         cooldownSeconds: n.cooldownSeconds,
         defaultMessage: n.defaultMessage,
         messageByType: { ...n.messageByPolicyType },
-      });
+      };
+      notifier.setSettings(settings);
+      logger.debug("notification settings from the server", { settings });
     }
   }
 

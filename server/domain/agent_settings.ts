@@ -40,16 +40,55 @@ export const DEFAULT_AGENT_NOTIFICATIONS: AgentNotificationSettings = {
   },
 };
 
-/** Reads the notification settings (defaults when never set). */
-export async function getAgentSettings(q: Queryable): Promise<AgentNotificationSettings> {
-  const row = await queryOne<{ value: AgentNotificationSettings }>(
-    q,
-    "SELECT value FROM settings WHERE key = $1",
-    [AGENT_NOTIFICATIONS_KEY],
-  );
-  return row
-    ? { ...DEFAULT_AGENT_NOTIFICATIONS, ...row.value }
-    : structuredClone(DEFAULT_AGENT_NOTIFICATIONS);
+/**
+ * Reads the notification settings: the stored value, field by field, with the default for a field that is
+ * absent or unusable (logged when `log` is given), so a bad row never keeps agents from syncing. The stored
+ * per-type messages are used exactly as stored (a type without one uses `message`); only a server that
+ * never saved settings uses the default per-type messages. `GET /api/v1/settings/agent` and
+ * `GetAgentConfig` both read through here, so they always agree.
+ */
+export async function getAgentSettings(
+  q: Queryable,
+  log?: { warn(msg: string): void },
+): Promise<AgentNotificationSettings> {
+  const row = await queryOne<{ value: unknown }>(q, "SELECT value FROM settings WHERE key = $1", [
+    AGENT_NOTIFICATIONS_KEY,
+  ]);
+  const out = structuredClone(DEFAULT_AGENT_NOTIFICATIONS);
+  if (!row) return out;
+  const ignored = (field: string) =>
+    log?.warn(`settings ${AGENT_NOTIFICATIONS_KEY}: ignoring an unusable ${field}; using the default`);
+  const value = row.value;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    ignored("value (expected a JSON object)");
+    return out;
+  }
+  const v = value as Record<string, unknown>;
+  if (v.enabled !== undefined) {
+    if (typeof v.enabled === "boolean") out.enabled = v.enabled;
+    else ignored("enabled");
+  }
+  if (v.cooldown_seconds !== undefined) {
+    const n = v.cooldown_seconds;
+    if (typeof n === "number" && Number.isInteger(n) && n >= 0 && n <= MAX_COOLDOWN_SECONDS) {
+      out.cooldown_seconds = n;
+    } else ignored("cooldown_seconds");
+  }
+  if (v.message !== undefined) {
+    if (typeof v.message === "string" && v.message.trim() !== "") out.message = v.message;
+    else ignored("message");
+  }
+  if (v.messages_by_type !== undefined) {
+    const byType = v.messages_by_type;
+    if (typeof byType === "object" && byType !== null && !Array.isArray(byType)) {
+      out.messages_by_type = {};
+      for (const [type, message] of Object.entries(byType).sort(([a], [b]) => a.localeCompare(b))) {
+        if (typeof message !== "string") ignored(`messages_by_type.${type}`);
+        else if (message.trim() !== "") out.messages_by_type[type] = message;
+      }
+    } else ignored("messages_by_type");
+  }
+  return out;
 }
 
 /**

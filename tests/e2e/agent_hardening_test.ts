@@ -41,7 +41,10 @@ interface Fleet {
 }
 
 /** Server + enrolled agent (log level info, as shipped) + one released Firefox policy bound to its group. */
-async function startFleet(logLevel = "info"): Promise<Fleet> {
+async function startFleet(
+  logLevel = "info",
+  beforeAgent: (api: Api) => Promise<void> = () => Promise.resolve(),
+): Promise<Fleet> {
   const base = await Deno.makeTempDir({ prefix: "svc-e2e-hardening-" });
   const root = join(base, "root");
   const agentData = join(base, "agent-data");
@@ -79,6 +82,7 @@ async function startFleet(logLevel = "info"): Promise<Fleet> {
     priority: 10,
   });
   await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+  await beforeAgent(api);
   const agent = spawnAgent(configPath, agentEnv);
   const node = await waitNode(api, (n) => n.status === "online", agent);
   await agent.waitForLog(/INFO sync done .*written=\/etc\/firefox\/policies\/policies\.json/, 30_000);
@@ -220,6 +224,42 @@ Deno.test({
       assert.equal(node.id, nodeId);
       const detail = await fleet.api.call("GET", `/api/v1/nodes/${nodeId}`);
       assert.equal(detail.cert_revoked, false);
+    } finally {
+      await fleet.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name: "agent notifications: what GET /api/v1/settings/agent shows is exactly what the agent receives",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    let shown: Json;
+    const fleet = await startFleet("debug", async (api) => {
+      // Chrome's message emptied: the admin's default message applies to it, not a built-in text.
+      const saved = await api.call("PUT", "/api/v1/settings/agent", {
+        enabled: true,
+        cooldown_seconds: 120,
+        message: "Please log out and back in.",
+        messages_by_type: { Firefox: "Restart Firefox, please.", Chrome: "" },
+      });
+      shown = await api.call("GET", "/api/v1/settings/agent");
+      assert.deepEqual(shown, saved);
+      assert.deepEqual(shown.messages_by_type, { Firefox: "Restart Firefox, please." });
+    });
+    try {
+      await fleet.agent.waitForLog(/notification settings from the server settings=/, 30_000);
+      const line = fleet.agent.output().split("\n").find((l) =>
+        l.includes("notification settings from the server")
+      )!;
+      const received = JSON.parse(/settings=(\{.*\})\s*$/.exec(line)![1]);
+      assert.deepEqual(received, {
+        enabled: shown.enabled,
+        cooldownSeconds: shown.cooldown_seconds,
+        defaultMessage: shown.message,
+        messageByType: shown.messages_by_type,
+      });
     } finally {
       await fleet.cleanup();
     }

@@ -17,7 +17,7 @@ import {
   startAgentServer,
 } from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
-import { DEFAULT_NOTIFICATIONS } from "../../server/grpc/agent_config.ts";
+import { DEFAULT_AGENT_NOTIFICATIONS } from "../../server/domain/agent_settings.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { ComplianceStatus } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 
@@ -332,8 +332,8 @@ dbTest(
       const defaults = (await agent.policy.getAgentConfig({ clientId: "pc-1" })).config!.notifications!;
       assert.equal(defaults.enabled, true);
       assert.equal(defaults.cooldownSeconds, 300);
-      assert.equal(defaults.defaultMessage, DEFAULT_NOTIFICATIONS.defaultMessage);
-      assert.equal(defaults.messageByPolicyType.Firefox, DEFAULT_NOTIFICATIONS.messageByPolicyType.Firefox);
+      assert.equal(defaults.defaultMessage, DEFAULT_AGENT_NOTIFICATIONS.message);
+      assert.equal(defaults.messageByPolicyType.Firefox, DEFAULT_AGENT_NOTIFICATIONS.messages_by_type.Firefox);
 
       await db.query("INSERT INTO settings (key, value) VALUES ('agent.notifications', $1::text::jsonb)", [
         JSON.stringify({
@@ -354,7 +354,7 @@ dbTest(
         undefined,
         "an empty message falls back to the general one",
       );
-      assert.equal(set.messageByPolicyType.Edge, DEFAULT_NOTIFICATIONS.messageByPolicyType.Edge);
+      assert.equal(set.messageByPolicyType.Edge, undefined, "saved settings are used exactly: Edge uses the default");
 
       await db.query(
         `UPDATE settings SET value = '{"enabled": "yes", "cooldown_seconds": -5}'::jsonb WHERE key = 'agent.notifications'`,
