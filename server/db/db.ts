@@ -130,6 +130,66 @@ async function savepoint<T>(tx: Queryable, fn: (tx: Queryable) => Promise<T>): P
   return result;
 }
 
+/**
+ * The database cannot be reached (refused or lost connection, server shutting down, database gone, embedded
+ * database closed). Both drivers turn such failures into this one type, so the transports can answer "try
+ * again later" (HTTP 503 with Retry-After, gRPC UNAVAILABLE) instead of treating them as bugs.
+ */
+export class DatabaseUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super("the database is unreachable", { cause });
+    this.name = "DatabaseUnavailableError";
+  }
+}
+
+/** Network-level codes of postgres.js and Deno's sockets that mean the connection is not there. */
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
+  "CONNECT_TIMEOUT",
+]);
+
+/**
+ * PostgreSQL SQLSTATEs that mean the server or database is not available: connection exceptions (08…),
+ * operator intervention (57P01 terminated, 57P02 crash, 57P03 starting up or shutting down), too many
+ * connections (53300), and a database that no longer exists (3D000).
+ */
+function unavailableSqlState(code: string): boolean {
+  return code.startsWith("08") || ["57P01", "57P02", "57P03", "53300", "3D000"].includes(code);
+}
+
+/** `err` as a {@link DatabaseUnavailableError} when it is a connection failure; otherwise `err` itself. */
+export function classifyDatabaseError(err: unknown): unknown {
+  if (err instanceof DatabaseUnavailableError) return err;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === "string" && (CONNECTION_CODES.has(code) || unavailableSqlState(code))) {
+    return new DatabaseUnavailableError(err);
+  }
+  if (err instanceof Error && err.message === "PGlite is closed") return new DatabaseUnavailableError(err);
+  if (err instanceof Deno.errors.ConnectionRefused || err instanceof Deno.errors.ConnectionReset) {
+    return new DatabaseUnavailableError(err);
+  }
+  return err;
+}
+
+/** Runs `op`, rethrowing connection failures as {@link DatabaseUnavailableError}. */
+export async function classified<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (err) {
+    throw classifyDatabaseError(err);
+  }
+}
+
 /** Queues a notification inside a transaction (delivered at commit, dropped on rollback). */
 export async function notifyIn(q: Queryable, channel: string, payload: string): Promise<void> {
   await q.query("SELECT pg_notify($1, $2)", [channel, payload]);

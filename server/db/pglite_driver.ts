@@ -1,6 +1,6 @@
 /** Embedded PGlite driver for the {@link Db} interface: real Postgres in WASM, one process, no server. */
 import { PGlite } from "@electric-sql/pglite";
-import { type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
+import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
 
 /** Options for {@link openPglite}. */
 export interface PgliteOptions {
@@ -19,7 +19,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pg
   );
   const wrap = (q: Pick<PGlite, "query">): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
-      const res = await q.query<T>(text, params as unknown[]);
+      const res = await classified(() => q.query<T>(text, params as unknown[]));
       return res.rows;
     },
   });
@@ -29,14 +29,14 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pg
     pglite: pg,
     query: base.query,
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return pg.transaction((tx) => fn(wrap(tx)));
+      return classified(() => pg.transaction((tx) => fn(wrap(tx))));
     },
     async listen(channel: string, handler: NotifyHandler) {
-      const unsub = await pg.listen(channel, handler);
+      const unsub = await classified(() => pg.listen(channel, handler));
       return async () => await unsub();
     },
     async notify(channel: string, payload: string) {
-      await pg.query("SELECT pg_notify($1, $2)", [channel, payload]);
+      await classified(() => pg.query("SELECT pg_notify($1, $2)", [channel, payload]));
     },
     async close() {
       if (!pg.closed) await pg.close();

@@ -1,6 +1,6 @@
 /** PostgreSQL driver (postgres.js) for the {@link Db} interface. */
 import postgres from "postgres";
-import { type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
+import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
 
 /** Options for {@link openPostgres}. */
 export interface PostgresOptions {
@@ -23,7 +23,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   const wrap = (s: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
       // deno-lint-ignore no-explicit-any
-      const rows = await s.unsafe(text, params as any[]);
+      const rows = await classified(() => s.unsafe(text, params as any[]));
       return Array.from(rows) as T[];
     },
   });
@@ -32,14 +32,14 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     driver: "postgres" as const,
     query: base.query,
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return sql.begin((tx) => fn(wrap(tx))) as Promise<T>;
+      return classified(() => sql.begin((tx) => fn(wrap(tx))) as Promise<T>);
     },
     async listen(channel: string, handler: NotifyHandler) {
-      const sub = await sql.listen(channel, (payload) => handler(payload));
+      const sub = await classified(() => sql.listen(channel, (payload) => handler(payload)));
       return () => sub.unlisten();
     },
     async notify(channel: string, payload: string) {
-      await sql.notify(channel, payload);
+      await classified(() => sql.notify(channel, payload));
     },
     async close() {
       await sql.end({ timeout: 5 });

@@ -14,6 +14,7 @@ import { createCertificateVerifier } from "./peer_identity.ts";
 import { createPolicyHandlers } from "./policy_service.ts";
 import { enforcePingPolicy } from "./ping_policy.ts";
 import { keepSessionOpenOnPeerGoaway, onGrpcSessions } from "./http2_sessions.ts";
+import { grpcErrorOf } from "./errors.ts";
 
 /** gRPC limits of both ports (spec, Limits). */
 export const GRPC_LIMITS = {
@@ -46,6 +47,7 @@ export async function startPolicyServer(ctx: ServerContext, hub: Hub): Promise<P
   server.addService(
     createServiceDefinition(PolicyService),
     createServiceImplementation(PolicyService, createPolicyHandlers(ctx, { hub, verifier }), {
+      translateError: grpcErrorOf,
       onUnexpectedError: (error, path) =>
         ctx.log.error("policy port: call failed", {
           method: path,

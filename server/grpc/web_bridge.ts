@@ -12,6 +12,7 @@ import { create, type DescMessage, type DescService, fromBinary, toBinary } from
 import { GrpcError, statusFromError } from "../../shared/grpc/adapter.ts";
 import type { Logger } from "../log.ts";
 import type { EnrollmentPeer } from "./enrollment_service.ts";
+import { grpcErrorOf } from "./errors.ts";
 
 /** Largest request message accepted (spec: 8 MiB). */
 export const MAX_GRPC_MESSAGE_BYTES = 8 << 20;
@@ -76,6 +77,7 @@ export async function serveGrpcUnary(
   } catch (err) {
     const status = statusFromError(err, {
       path,
+      translateError: grpcErrorOf,
       onUnexpectedError: (error) =>
         options.log.error("web port: gRPC call failed", { method: path, error: String(error) }),
     });

@@ -5,6 +5,10 @@
  * violations) get their HTTP status; the app's error handler and the route audit both use it.
  */
 import { DomainError } from "../domain/errors.ts";
+import { DatabaseUnavailableError } from "../db/db.ts";
+
+/** Seconds a client is asked to wait before retrying while the database is unreachable. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** A problem with one field of a request, shown next to that field in the UI. */
 export interface FieldError {
@@ -74,10 +78,20 @@ const STATUS_BY_KIND: Record<DomainError["kind"], { status: number; code: string
 /**
  * The HTTP form of an error a handler threw: an {@link HttpError} as it is, a domain refusal by its kind
  * (404, 409, 422 or 403 with the domain's message and fields), a database constraint violation as a
- * person-readable 400 or 409; undefined for anything else (a bug: logged, answered with a bare 500).
+ * person-readable 400 or 409, an unreachable database as 503 with `Retry-After`; undefined for anything else
+ * (a bug: logged, answered with a bare 500).
  */
 export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
+  if (err instanceof DatabaseUnavailableError) {
+    return new HttpError(
+      503,
+      "database_unavailable",
+      `the database is unreachable; the server keeps trying to reconnect, retry in ${DATABASE_RETRY_AFTER_SECONDS} seconds`,
+      undefined,
+      { "Retry-After": String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
   if (err instanceof DomainError) {
     const { status, code } = STATUS_BY_KIND[err.kind];
     return new HttpError(status, code, err.message, err.fields);

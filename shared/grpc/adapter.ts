@@ -67,6 +67,11 @@ export interface ErrorReportingOptions {
    * path. Defaults to `console.error`.
    */
   onUnexpectedError?: (error: unknown, path: string) => void;
+  /**
+   * Turns errors the caller should hear about (e.g. an unreachable database → UNAVAILABLE) into a
+   * {@link GrpcError} before the INTERNAL fallback applies; undefined leaves the error as it is.
+   */
+  translateError?: (error: unknown) => GrpcError | undefined;
 }
 
 /** The status sent to a client for a failed call. */
@@ -86,6 +91,7 @@ export function statusFromError(
   error: unknown,
   options: ErrorReportingOptions & { path?: string } = {},
 ): CallStatus {
+  error = options.translateError?.(error) ?? error;
   if (error instanceof GrpcError) {
     return { code: error.code, details: error.message, metadata: error.metadata };
   }

@@ -28,7 +28,7 @@ async function withAdmin(
   }
 }
 
-function concretePath(path: string, value = crypto.randomUUID()): string {
+function concretePath(path: string, value: string = crypto.randomUUID()): string {
   return path.replace(/:([A-Za-z_]+)/g, () => value);
 }
 
