@@ -146,7 +146,8 @@ class Reader {
   }
 
   skip(): void {
-    while (/\s/.test(this.text[this.pos] ?? "")) this.pos++;
+    // ASCII blanks only: GLib's parser knows no other whitespace, and U+2028 & co. must not pass as one.
+    while (this.text[this.pos] === " " || this.text[this.pos] === "\t") this.pos++;
   }
 
   peek(): string | undefined {

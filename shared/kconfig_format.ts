@@ -3,30 +3,34 @@
  * reads it, shared by the server (validation), the agent (rendering, read-back without KDE's reader) and the
  * web editor.
  *
- * Names are refused rather than escaped: a group or key containing `[`, `]`, `=`, `$` or a control character
- * would open a new group, end the key, or start a KConfig option such as `[$i]` or `[$e]` (shell expansion),
- * so such names never reach a file. Values must be one line (control characters refused) and are escaped the
+ * Names are refused rather than escaped: a group or key containing `[`, `]`, `=`, `$`, `\\`, `#`, `;` or a
+ * control character would open a new group, end the key, start a KConfig option such as `[$i]` or `[$e]`
+ * (shell expansion), an escape or a comment, so such names never reach a file. Values must be one line (control characters refused) and are escaped the
  * way KConfig reads them back: `\` → `\\`, a leading or trailing space → `\s` (KConfig trims unescaped
  * ones). svc never writes the `[$e]` option, so `$` in a value stays literal.
  *
  * @module
  */
 
+import { singleLine } from "./policy_types/sanitizers.ts";
+
 /** A problem description, or undefined when the value is fine (same shape as the policy sanitizers). */
 export type KconfigChecker = (value: string) => string | undefined;
 
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-/** A group or key name: one line, no `[`, `]`, `=`, `$`, no surrounding spaces, at most 256 characters. */
+/**
+ * A group or key name: one line (no control, line-separator, bidi or lone-surrogate character), no `[`, `]`,
+ * `=`, `$`, `\\`, `#` or `;` (group and key syntax, options such as `[$i]`, escapes, comments), no surrounding
+ * spaces, at most 255 bytes.
+ */
 export function kconfigNameProblem(value: string): string | undefined {
   if (value.length === 0) return "must not be empty";
-  if (CONTROL.test(value)) return "must not contain control characters (newline, tab, NUL, …)";
+  const line = singleLine(value);
+  if (line) return line;
   if (value.trim() !== value) return "must not start or end with spaces";
-  if (/[[\]=$]/.test(value)) {
-    return "must not contain '[', ']', '=' or '$' (they have a meaning in KDE config files)";
+  if (/[[\]=$\\#;]/.test(value)) {
+    return "must not contain '[', ']', '=', '$', '\\', '#' or ';' (they have a meaning in KDE config files)";
   }
-  if ([...value].length > 256) return "must be at most 256 characters";
+  if (new TextEncoder().encode(value).length > 255) return "must be at most 255 bytes";
   return undefined;
 }
 
@@ -36,7 +40,8 @@ export function kconfigNameProblem(value: string): string | undefined {
  * `/`), not hidden. `kde5rc`/`kde6rc` are not files of that directory (KCM restrictions go there).
  */
 export function kconfigFileProblem(value: string): string | undefined {
-  if (CONTROL.test(value)) return "must not contain control characters";
+  const line = singleLine(value);
+  if (line) return line;
   if (value === "kde5rc" || value === "kde6rc") {
     return "kde5rc/kde6rc are written by svc for System Settings module restrictions; use kcm_restrictions";
   }
@@ -47,16 +52,13 @@ export function kconfigFileProblem(value: string): string | undefined {
 }
 
 /**
- * A value: one line (no newline, tab, NUL or other control character: each would need an escape that some
- * KDE readers of raw files do not undo), at most 64 KiB.
+ * A value: one line (the shared one-line rule: no newline, tab, NUL, other control, line-separator, bidi or
+ * lone-surrogate character), at most 64 KiB.
  */
 export function kconfigValueProblem(value: string): string | undefined {
-  const m = CONTROL.exec(value);
-  if (m) {
-    return `must not contain control characters (found U+${
-      m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")
-    }): put it on one line`;
-  }
+  const line = singleLine(value);
+  if (line) return `${line}: put the value on one line`;
+  if (value.includes("\ufeff")) return "must not contain U+FEFF (a byte-order mark KDE's reader drops)";
   if (value.length > 65536) return "must be at most 65536 characters";
   return undefined;
 }

@@ -15,6 +15,7 @@ import {
   MAX_STRING_LENGTH,
   maxLength,
   required,
+  singleLine,
 } from "./sanitizers.ts";
 
 const DB_NAME = matches(
@@ -41,7 +42,14 @@ export const dconfType = defineType<DconfPolicy>({
       issues.check(`${at}.schema_id`, entry.schemaId, required, gsettingsSchemaId);
       issues.optional(`${at}.path`, entry.path, dconfPath);
       issues.check(`${at}.key`, entry.key, required, dconfKeyName);
-      issues.check(`${at}.value`, entry.value, required, maxLength(MAX_STRING_LENGTH), gvariantSyntaxProblem);
+      issues.check(
+        `${at}.value`,
+        entry.value,
+        required,
+        maxLength(MAX_STRING_LENGTH),
+        singleLine,
+        gvariantSyntaxProblem,
+      );
       const id = `${entry.schemaId}\u0000${entry.path}\u0000${entry.key}`;
       const first = seen.get(id);
       if (first !== undefined) {

@@ -1,0 +1,224 @@
+/**
+ * The shared hostile-string corpus against both desktop types, at both trust boundaries:
+ *
+ * - the server's validation (`validatePolicyContent`) refuses every hostile string in every Dconf and Kconfig
+ *   name (schema id, dconf path, key, database, profile; KDE file, group, key) wherever it sits in a valid
+ *   value, and every line-breaking or invisible one in a value;
+ * - content forced past the server into the agent's cache is refused by the agent (ERROR "rejected by the
+ *   agent"), and nothing is written and no tool runs;
+ * - the hostile strings a Kconfig value may carry (all but U+FEFF, which KDE's reader drops and the rules refuse) (quotes, `$`, `[x]`, `=`, `#`, backslashes, …) are written
+ *   escaped and KDE's own reader (`kreadconfig5`) gives each back literally, with no extra group or key.
+ */
+import assert from "node:assert/strict";
+import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import {
+  embedded,
+  HOSTILE_STRINGS,
+  type HostileClass,
+  type HostileString,
+  INVISIBLE_OR_INVALID,
+  LINE_BREAKING,
+} from "../helpers/hostile_strings.ts";
+import type { CachedPolicy } from "../../agent/sync/types.ts";
+import { engineFor, tempNode } from "./helpers.ts";
+
+const has = (h: HostileString, classes: readonly HostileClass[]) =>
+  h.classes.some((c) => classes.includes(c));
+const MUST_STAY_ON_ONE_LINE = [...LINE_BREAKING, ...INVISIBLE_OR_INVALID];
+
+/** A Dconf content with `field` of its one entry (or the policy) set to `value`. */
+function dconfContent(field: string, value: string): Record<string, unknown> {
+  const entry: Record<string, unknown> = {
+    schema_id: "org.gnome.desktop.screensaver",
+    key: "lock-delay",
+    value: "uint32 300",
+  };
+  const content: Record<string, unknown> = { entries: [entry] };
+  if (field === "db_name" || field === "profile") content[field] = value;
+  else entry[field] = value;
+  return content;
+}
+
+/** A Kconfig content with `field` of its one entry set to `value`. */
+function kconfigContent(field: string, value: string): Record<string, unknown> {
+  const entry: Record<string, unknown> = {
+    file: "kdeglobals",
+    group: "Icons",
+    key: "Theme",
+    value: "breeze",
+  };
+  entry[field] = value;
+  return { entries: [entry] };
+}
+
+/** Every (label, content) the server must refuse. */
+function hostileContents(): { label: string; type: "Dconf" | "Kconfig"; content: Record<string, unknown> }[] {
+  const out: { label: string; type: "Dconf" | "Kconfig"; content: Record<string, unknown> }[] = [];
+  const names: [
+    "Dconf" | "Kconfig",
+    string,
+    string,
+    (field: string, v: string) => Record<string, unknown>,
+    HostileClass[],
+  ][] = [
+    ["Dconf", "schema_id", "org.gnome.desktop.screensaver", dconfContent, []],
+    ["Dconf", "key", "lock-delay", dconfContent, []],
+    // Inside a dconf path, "../" only makes a component such as "g../nome" (refused as ".." alone elsewhere).
+    ["Dconf", "path", "/org/gnome/", dconfContent, ["path"]],
+    ["Dconf", "db_name", "local", dconfContent, []],
+    ["Dconf", "profile", "user", dconfContent, []],
+    ["Kconfig", "file", "kdeglobals", kconfigContent, []],
+    // Group and key names may hold quotes, markup, '|', '*', '~', '/' and inner spaces: harmless there.
+    ["Kconfig", "group", "Icons", kconfigContent, ["quote", "markup", "path", "zero-width"]],
+    ["Kconfig", "key", "Theme", kconfigContent, ["quote", "markup", "path", "zero-width"]],
+  ];
+  for (const [type, field, valid, make, harmless] of names) {
+    for (const h of HOSTILE_STRINGS) {
+      const mustRefuse = has(h, MUST_STAY_ON_ONE_LINE) || has(h, ["ini", "backslash", "over-long"]) ||
+        !has(h, harmless);
+      if (!mustRefuse) continue;
+      for (const value of embedded(h, valid)) {
+        if (value === valid || (value === "" && (field === "db_name" || field === "profile"))) continue;
+        if (type === "Kconfig" && !has(h, [...MUST_STAY_ON_ONE_LINE, "ini", "backslash", "over-long"])) {
+          // Names may contain most punctuation; what matters is what breaks the format.
+          if (!/[[\]=$\\#;]/.test(value) && value.trim() === value && value !== "") continue;
+        }
+        if (
+          type === "Dconf" && field === "path" && !has(h, MUST_STAY_ON_ONE_LINE) &&
+          !/[^A-Za-z0-9_.:/-]/.test(value)
+        ) {
+          continue;
+        }
+        out.push({
+          label: `${type}.${field} ← ${h.name}: ${JSON.stringify(value).slice(0, 60)}`,
+          type,
+          content: make(field, value),
+        });
+      }
+    }
+  }
+  // Values: everything that could leave the line, in any position; raw (unquoted) text around a GVariant.
+  for (const h of HOSTILE_STRINGS) {
+    if (has(h, MUST_STAY_ON_ONE_LINE)) {
+      for (const value of embedded(h, "'Adwaita'")) {
+        out.push({ label: `Dconf.value ← ${h.name}`, type: "Dconf", content: dconfContent("value", value) });
+      }
+      for (const value of embedded(h, "breeze")) {
+        out.push({
+          label: `Kconfig.value ← ${h.name}`,
+          type: "Kconfig",
+          content: kconfigContent("value", value),
+        });
+      }
+    } else if (h.value.trim() !== "") {
+      for (const value of [h.value, `${h.value}'Adwaita'`, `'Adwaita'${h.value}`]) {
+        out.push({
+          label: `Dconf.value ← raw ${h.name}`,
+          type: "Dconf",
+          content: dconfContent("value", value),
+        });
+      }
+    }
+  }
+  for (const value of embedded({ name: "BOM", value: "\ufeff", classes: ["zero-width"] }, "breeze")) {
+    out.push({ label: "Kconfig.value ← U+FEFF", type: "Kconfig", content: kconfigContent("value", value) });
+  }
+  return out;
+}
+
+const CASES = hostileContents();
+
+Deno.test(`desktop types: the server refuses ${CASES.length} hostile contents, naming the field`, () => {
+  const accepted = CASES.filter(({ type, content }) =>
+    validatePolicyContent(type, JSON.stringify(content)).length === 0
+  );
+  assert.deepEqual(accepted.map((c) => c.label), []);
+});
+
+Deno.test("desktop types: the same contents forced past the server are refused by the agent; nothing is written", async () => {
+  const node = await tempNode({ firefox: false, original: null });
+  try {
+    await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
+    await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+    const { engine, reports, runner } = await engineFor(node);
+    const policies: CachedPolicy[] = CASES.map((c, i) => ({
+      id: `h${String(i).padStart(5, "0")}`,
+      name: c.label,
+      type: c.type,
+      version: 1,
+      priority: i,
+      content: JSON.stringify(c.content),
+    }));
+    policies.forEach((policy, i) =>
+      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: i === policies.length - 1 })
+    );
+    await engine.idle();
+    const notRefused = policies.filter((p) => {
+      const r = reports.get(p.id);
+      return r?.status !== "ERROR" || !/rejected by the agent/.test(r.message);
+    });
+    assert.deepEqual(notRefused.map((p) => `${p.name} → ${JSON.stringify(reports.get(p.id))}`), []);
+    assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined, "nothing under /etc");
+    assert.deepEqual(runner.history.map((c) => c.cmd), [], "no tool ran");
+  } finally {
+    await node.cleanup();
+  }
+});
+
+const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
+
+Deno.test({
+  name: "kconfig: every hostile string a value may carry is escaped and read back literally by kreadconfig5",
+  ignore: !haveReader,
+  async fn() {
+    const node = await tempNode({ firefox: false, original: null });
+    try {
+      await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
+      await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+      const carried = HOSTILE_STRINGS.filter((h) =>
+        !has(h, MUST_STAY_ON_ONE_LINE) && h.value.length <= 65536 && h.value !== "" && h.value !== "\ufeff"
+      );
+      const entries = carried.map((h, i) => ({
+        file: "kwinrc",
+        group: "Hostile",
+        key: `k${i}`,
+        value: h.value,
+      }));
+      const content = JSON.stringify({ entries });
+      assert.deepEqual(validatePolicyContent("Kconfig", content), []);
+      const { engine, reports } = await engineFor(node);
+      engine.handleEvent({
+        kind: "SNAPSHOT",
+        policy: { id: "p", name: "p", type: "Kconfig", version: 1, priority: 0, content },
+        snapshotComplete: true,
+      });
+      await engine.idle();
+      const r = reports.get("p")!;
+      assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items.filter((i) => i.status !== "COMPLIANT")));
+      // Independently of the agent's own read-back: KDE's reader, and no group or key appeared.
+      const home = await Deno.makeTempDir();
+      try {
+        const env = {
+          XDG_CONFIG_DIRS: `${node.root}/etc/xdg`,
+          XDG_CONFIG_HOME: `${home}/.config`,
+          HOME: home,
+        };
+        for (const [i, h] of carried.entries()) {
+          const out = await new Deno.Command("kreadconfig5", {
+            args: ["--file", "kwinrc", "--group", "Hostile", "--key", `k${i}`],
+            env,
+            stdout: "piped",
+          }).output();
+          assert.equal(new TextDecoder().decode(out.stdout).replace(/\n$/, ""), h.value, h.name);
+        }
+        const text = await Deno.readTextFile(`${node.root}/etc/xdg/kwinrc`);
+        assert.equal(text.split("\n").filter((l) => l.startsWith("[")).length, 1, "one group only");
+        assert.equal(text.split("\n").filter((l) => /^k\d+=/.test(l)).length, carried.length);
+      } finally {
+        await Deno.remove(home, { recursive: true });
+      }
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
