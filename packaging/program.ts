@@ -30,17 +30,14 @@ const PGLITE_ASSETS = ["pglite.wasm", "initdb.wasm", "pglite.data"];
 const ENTRY: Record<App, string> = { "svc-server": "server/main.ts", "svc-agent": "agent/main.ts" };
 
 /**
- * Writes the module graph's entry for `app` into `workDir`: for the server, a generated module that
+ * The module graph's entry for `app`: the agent's own `main.ts`; for the server, a generated module that
  * embeds the migrations is evaluated before `server/main.ts` (import order is evaluation order, and it has
  * no top-level await), so `migrate` finds them before the server starts.
  */
 async function writeEntry(app: App, root: string, workDir: string): Promise<string> {
   const main = new URL(ENTRY[app], `file://${root}/`).href;
   const entry = `${workDir}/${app}.entry.ts`;
-  if (app === "svc-agent") {
-    await Deno.writeTextFile(entry, `import ${JSON.stringify(main)};\n`);
-    return entry;
-  }
+  if (app === "svc-agent") return new URL(ENTRY[app], `file://${root}/`).pathname;
   const migrations = await readMigrations(new URL("migrations/", `file://${root}/`));
   const migrate = new URL("server/db/migrate.ts", `file://${root}/`).href;
   await Deno.writeTextFile(
@@ -49,7 +46,11 @@ async function writeEntry(app: App, root: string, workDir: string): Promise<stri
       `import { embedMigrations } from ${JSON.stringify(migrate)};\n` +
       `embedMigrations(${JSON.stringify(migrations)});\n`,
   );
-  await Deno.writeTextFile(entry, `import "./migrations.gen.ts";\nimport ${JSON.stringify(main)};\n`);
+  // A bundled module's `import.meta.main` is false unless it is the entry, so the entry calls main().
+  await Deno.writeTextFile(
+    entry,
+    `import "./migrations.gen.ts";\nimport { main } from ${JSON.stringify(main)};\nawait main();\n`,
+  );
   return entry;
 }
 

@@ -1,7 +1,8 @@
 /**
  * RPM packages with the real `rpmbuild` from a generated spec over the staged tree. The programs are
  * already built, so rpmbuild's post-install processing (stripping, debuginfo, build-id links, automatic
- * ELF dependencies) is switched off; the payload is gzip so every rpm-based distribution reads it.
+ * ELF dependencies) is switched off. The agent's payload is gzip so every rpm-based distribution reads
+ * it; the server's is zstd (rpm >= 4.14), as most of it is the already compressed agent repository.
  *
  * The agent's scriptlets are Lua (rpm's built-in interpreter): the package then needs no shell, and dnf
  * can install it into an empty `--installroot`. The server's are shell (it creates a system user).
@@ -61,8 +62,7 @@ export async function writeRpm(
 %define _build_id_links none
 %define debug_package %{nil}
 %define __os_install_post %{nil}
-%define _binary_payload w6.gzdio
-%define _source_payload w6.gzdio
+%define _binary_payload ${spec.name === "svc-agent" ? "w6.gzdio" : "w3.zstdio"}
 
 Name: ${spec.name}
 Version: ${spec.version}

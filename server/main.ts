@@ -3,6 +3,7 @@
  *
  *   svc-server [--config FILE] [--dev]
  *   svc-server kek generate|add FILE   (key-encryption key of escrowed recovery keys)
+ *   svc-server reset-admin|migrate|create-token|check-config …   (admin commands: server/cli/admin.ts)
  *
  * `--dev` (used by `deno task start`) keeps everything under `./.svc-data` when no data dir is configured,
  * so the server runs on a fresh checkout without root: embedded database, generated CA and TLS material, and
@@ -12,8 +13,10 @@ import { ConfigError, loadConfig } from "./config/config.ts";
 import { startServer } from "./server.ts";
 import { VERSION } from "../shared/version.ts";
 import { runKekCommand } from "./disk_encryption/kek_cli.ts";
+import { ADMIN_COMMANDS, runAdminCommand } from "./cli/admin.ts";
 
-const USAGE = "usage: svc-server [--config FILE] [--dev] [--version]";
+const USAGE = `usage: svc-server [--config FILE] [--dev] [--version]
+       svc-server COMMAND [--help]   commands: ${ADMIN_COMMANDS.join(", ")}, kek`;
 
 function parseArgs(args: string[]): { config?: string; dev: boolean } {
   const out: { config?: string; dev: boolean } = { dev: false };
@@ -35,8 +38,10 @@ function parseArgs(args: string[]): { config?: string; dev: boolean } {
   return out;
 }
 
-async function main(): Promise<void> {
+/** Runs the server from the command line (exported for the bundled build's entry module). */
+export async function main(): Promise<void> {
   if (Deno.args[0] === "kek") Deno.exit(await runKekCommand(Deno.args.slice(1)));
+  if ((ADMIN_COMMANDS as readonly string[]).includes(Deno.args[0])) Deno.exit(await runAdminCommand(Deno.args));
   let server;
   try {
     const args = parseArgs(Deno.args);
@@ -48,6 +53,10 @@ async function main(): Promise<void> {
           "server.data_dir": ".svc-data",
           "disk_encryption.kek_file": ".svc-data/disk-encryption.kek",
           "disk_encryption.create_kek_file": true,
+          // The agent repository `deno task build` left behind, unless one is configured.
+          ...(!Deno.env.get("SVC_AGENT_REPO_DIR") && await isDir("dist/agent-repo")
+            ? { "agent_repo.dir": "dist/agent-repo" }
+            : {}),
         }
         : {},
     });
@@ -73,6 +82,10 @@ async function main(): Promise<void> {
   };
   Deno.addSignalListener("SIGTERM", () => shutdown("SIGTERM"));
   Deno.addSignalListener("SIGINT", () => shutdown("SIGINT"));
+}
+
+async function isDir(path: string): Promise<boolean> {
+  return await Deno.stat(path).then((s) => s.isDirectory, () => false);
 }
 
 if (import.meta.main) await main();
