@@ -239,3 +239,25 @@ Deno.test("kconfig: a node without KDE reports INAPPLICABLE and nothing is writt
     await node.cleanup();
   }
 });
+
+Deno.test("kconfig: a change asks users to log in again (notifying type); an unchanged resync does not", async () => {
+  const node = await kdeNode();
+  try {
+    const changed: string[][] = [];
+    const { engine } = await engineFor(node, {
+      onSynced: (summary) => {
+        changed.push(
+          [...summary.changed.keys()].filter((t) => t === "Kconfig" && kconfigEnforcer.notifiesUsers),
+        );
+      },
+    });
+    const p = kconfigPolicy({ resourceRestrictions: { wallpaper: false } });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    engine.handleEvent({ kind: "UPDATED", policy: p, snapshotComplete: false });
+    await engine.idle();
+    assert.deepEqual(changed, [["Kconfig"], []]);
+  } finally {
+    await node.cleanup();
+  }
+});
