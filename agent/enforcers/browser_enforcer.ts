@@ -49,11 +49,15 @@ export interface BrowserTarget {
   /** Why this target leaves a key out (reported INAPPLICABLE), or undefined to write it. */
   omitted?(key: string): string | undefined;
   /**
-   * After the write: why the browser will not use some of the written keys (reported NON_COMPLIANT),
-   * keyed by top-level key. `values` are the keys as written.
+   * After the write: why the browser will not use some of the written keys, keyed by top-level key: a text
+   * is reported NON_COMPLIANT (the browser ignores a key the administrator expects to work), `inapplicable`
+   * INAPPLICABLE (the key is known to be inert in this browser version). `values` are the keys as written.
    */
-  effective?(io: EnforcerIO, values: Record<string, unknown>): Promise<Map<string, string>>;
+  effective?(io: EnforcerIO, values: Record<string, unknown>): Promise<EffectiveReasons>;
 }
+
+/** What {@linkcode BrowserTarget.effective} found, keyed by top-level key. */
+export type EffectiveReasons = Map<string, string | { inapplicable: string }>;
 
 /** What a browser family tells {@linkcode browserEnforcer}. */
 export interface BrowserFamily {
@@ -208,7 +212,7 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
 
       const states = new Map<
         BrowserTarget,
-        { actual: Record<string, unknown>; effective: Map<string, string> } | string
+        { actual: Record<string, unknown>; effective: EffectiveReasons } | string
       >();
       for (const { target, keys, write } of planned) {
         if (!write) {
@@ -241,7 +245,7 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
           states.set(target, actual);
           continue;
         }
-        let effective = new Map<string, string>();
+        let effective: EffectiveReasons = new Map();
         try {
           effective = await target.effective?.(io, keys) ?? effective;
         } catch (err) {
@@ -267,9 +271,10 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
               const omitted = target.omitted?.(path[0]);
               if (omitted) return { ...item, status: "INAPPLICABLE", message: omitted };
               const reason = state.effective.get(path[0]);
-              return reason && item.status === "COMPLIANT"
+              if (!reason || item.status !== "COMPLIANT") return item;
+              return typeof reason === "string"
                 ? { ...item, status: "NON_COMPLIANT", message: reason }
-                : item;
+                : { ...item, status: "INAPPLICABLE", message: reason.inapplicable };
             },
           }));
         }

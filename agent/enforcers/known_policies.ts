@@ -13,6 +13,12 @@
  *   found is treated as unreadable. The scan runs `grep -z` (a tenth of a second for 300 MB); results are
  *   cached per binary, size and modification time.
  *
+ * A name in the schema is not proof that the build does anything with it: Mozilla keeps retired policies in the
+ * schema so old files still validate (Firefox 153 lists `DisablePocket` though Pocket is gone). The build's
+ * own implementation, `modules/policies/Policies.sys.mjs` in the same `omni.ja`, has one handler per policy it
+ * acts on; a listed policy without a handler is inert, reported INAPPLICABLE with that reason. Where the
+ * implementation cannot be read, {@linkcode MOZILLA_INERT_POLICIES} (catalogue metadata per version) decides.
+ *
  * When nothing can be read, callers skip the check rather than guess.
  *
  * @module
@@ -28,6 +34,41 @@ export interface KnownPolicies {
   source: string;
   /** Whether the build knows the top-level policy `name`. */
   knows(name: string): boolean;
+  /** Why the build ignores a policy it knows (it is inert in this version), or undefined. */
+  inert?(name: string): string | undefined;
+}
+
+/** A policy a Mozilla product still lists in its schema but ignores from a version on. */
+export interface InertPolicy {
+  /** Application name, e.g. `Firefox`. */
+  product: string;
+  policy: string;
+  /** First major version that ignores it. */
+  sinceMajor: number;
+  /** What happened, for the message. */
+  reason: string;
+}
+
+/** Catalogue of inert Mozilla policies, used when the build's implementation cannot be read. */
+export const MOZILLA_INERT_POLICIES: readonly InertPolicy[] = [
+  { product: "Firefox", policy: "DisablePocket", sinceMajor: 140, reason: "Pocket was removed from Firefox" },
+];
+
+const IMPLEMENTATION_ENTRY = "modules/policies/Policies.sys.mjs";
+
+/**
+ * The policy names that have a handler in a Mozilla `Policies.sys.mjs`: the top-level members of its
+ * `Policies` object (two-space indented `Name: {` or `"name": {`). Undefined when the file is laid out
+ * differently (no such object, or implausibly few members), so callers fall back to the catalogue.
+ */
+export function implementedMozillaPolicies(source: string): Set<string> | undefined {
+  const start = source.search(/^export (?:var|let|const) Policies = \{$/m);
+  if (start < 0) return undefined;
+  const end = source.indexOf("\n};", start);
+  if (end < 0) return undefined;
+  const body = source.slice(start, end);
+  const names = new Set([...body.matchAll(/^ {2}"?([A-Za-z0-9_]+)"?: \{/gm)].map((m) => m[1]));
+  return names.size >= 20 ? names : undefined;
 }
 
 const MAX_SCHEMA_BYTES = 8 << 20;
@@ -159,10 +200,37 @@ export async function mozillaKnownPolicies(
     if (names.size === 0) continue;
     const ini = await io.fs.readTextFile(`${appDir}/application.ini`).catch(() => undefined);
     const version = /^Version=(.+)$/m.exec(ini ?? "")?.[1]?.trim();
+    const product = version ? `${productName} ${version}` : productName;
+    let implemented: Set<string> | undefined;
+    try {
+      const code = await readZipEntry(await io.fs.resolve(jar), IMPLEMENTATION_ENTRY);
+      implemented = code && implementedMozillaPolicies(new TextDecoder().decode(code));
+    } catch (err) {
+      io.logger.debug("cannot read the browser's policy implementation", {
+        path: jar,
+        error: (err as Error).message,
+      });
+    }
+    const major = Number.parseInt(version ?? "", 10);
     return {
-      product: version ? `${productName} ${version}` : productName,
+      product,
       source: jar,
       knows: (name) => names.has(name),
+      inert(name) {
+        if (!names.has(name)) return undefined;
+        if (implemented) {
+          return implemented.has(name)
+            ? undefined
+            : `${product} lists ${name} in its policy schema but has no ` +
+              `handler for it (${IMPLEMENTATION_ENTRY} in ${jar}), so the setting has no effect`;
+        }
+        const known = MOZILLA_INERT_POLICIES.find((p) =>
+          p.policy === name && (productName === p.product || productName.endsWith(` ${p.product}`)) &&
+          major >= p.sinceMajor
+        );
+        return known && `${known.reason} ${known.sinceMajor}; ${product} still lists ${name} in its policy ` +
+            "schema but ignores it";
+      },
     };
   }
   return undefined;

@@ -12,7 +12,9 @@
  * what it wrote in its state file, so an edited copy is still recognised.
  *
  * Effective state: each installed build's own policy list (its policies-schema.json, see
- * `known_policies.ts`) tells which written keys that version ignores; those are NON_COMPLIANT.
+ * `known_policies.ts`) tells which written keys that version does not know; those are NON_COMPLIANT. A key
+ * the version lists but does nothing with (no handler in its implementation, or inert per the catalogue) is
+ * INAPPLICABLE with the reason: writing it is harmless, and it cannot take effect on this version.
  *
  * Merge: see the `merge` entries of the Firefox and Thunderbird catalogues in the shared registry
  * (ExtensionSettings and Preferences per entry; Extensions and Certificates lists, WebsiteFilter
@@ -24,7 +26,7 @@
 import type { BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { flatpakArch } from "../config.ts";
 import type { Enforcer, EnforcerIO } from "../sync/types.ts";
-import { anyExists, browserEnforcer, type BrowserTarget } from "./browser_enforcer.ts";
+import { anyExists, browserEnforcer, type BrowserTarget, type EffectiveReasons } from "./browser_enforcer.ts";
 import { type KnownPolicies, mozillaKnownPolicies } from "./known_policies.ts";
 
 /** Top-level key of svc's `policies.json` that marks the file as managed (the application ignores it). */
@@ -94,7 +96,7 @@ function mozillaTarget(
     readBack: readPolicies,
     isOwnContent: isSvcMozillaFile,
     async effective(io: EnforcerIO, values: Record<string, unknown>) {
-      const reasons = new Map<string, string>();
+      const reasons: EffectiveReasons = new Map();
       const builds: KnownPolicies[] = [];
       for (const dir of appDirs) {
         const known = await mozillaKnownPolicies(io, dir, product);
@@ -107,7 +109,10 @@ function mozillaTarget(
             key,
             `${ignoring.product} does not know the policy ${key} (not in its ${ignoring.source} schema) and ignores it`,
           );
+          continue;
         }
+        const inert = builds.map((b) => b.inert?.(key)).find((reason) => reason !== undefined);
+        if (inert) reasons.set(key, { inapplicable: inert });
       }
       return reasons;
     },
