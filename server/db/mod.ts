@@ -8,8 +8,42 @@ import { openPostgres } from "./postgres_driver.ts";
 import { openPglite } from "./pglite_driver.ts";
 import { join } from "node:path";
 
-/** Opens PostgreSQL when `url` is set, otherwise the embedded database under `{dataDir}/db`. */
+/**
+ * Opens PostgreSQL when `url` is set, otherwise the embedded database under `{dataDir}/db`.
+ *
+ * The embedded database is one process's files: a second process opening them (a second server, or an admin
+ * command while the server runs) would corrupt them. The opener therefore holds an exclusive lock on
+ * `{dataDir}/db.lock` until `close()`, and a second opener is refused with a message saying what to do.
+ */
 export async function openDatabase(options: { url: string; dataDir: string }): Promise<Db> {
   if (options.url) return await openPostgres(options.url);
-  return await openPglite({ dataDir: join(options.dataDir, "db") });
+  await Deno.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const lockPath = join(options.dataDir, "db.lock");
+  const lock = await Deno.open(lockPath, { read: true, write: true, create: true, mode: 0o600 });
+  if (!await lock.tryLock(true)) {
+    lock.close();
+    throw new Error(
+      `the embedded database in ${options.dataDir} is in use by another svc-server process ` +
+        "(stop that server first, or use PostgreSQL with database.url)",
+    );
+  }
+  let db: Db;
+  try {
+    db = await openPglite({ dataDir: join(options.dataDir, "db") });
+  } catch (err) {
+    lock.close();
+    throw err;
+  }
+  const close = db.close.bind(db);
+  return Object.assign(db, {
+    async close() {
+      try {
+        await close();
+      } finally {
+        try {
+          lock.close();
+        } catch { /* already closed */ }
+      }
+    },
+  });
 }

@@ -20,6 +20,8 @@ import { assertNameFree, lockRow } from "./records.ts";
 
 /** Lifetime of an enrollment token (spec: 5 minutes, single use). */
 export const ENROLLMENT_TOKEN_TTL_MS = 5 * 60 * 1000;
+/** Longest life an operator may give a token (`svc-server create-token --valid-for`, scripted installs). */
+export const MAX_ENROLLMENT_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 
 /** The REST node group record. */
 export interface NodeGroupRecord {
@@ -212,12 +214,13 @@ export interface EnrollmentToken {
 export async function createEnrollmentToken(
   q: Queryable,
   groupId: string,
-  options: { createdBy: string; now?: Date },
+  options: { createdBy: string; now?: Date; ttlMs?: number },
 ): Promise<EnrollmentToken> {
   await getNodeGroup(q, groupId);
   const now = options.now ?? new Date();
   const token = encodeBase64Url(crypto.getRandomValues(new Uint8Array(32)));
-  const expiresAt = new Date(now.getTime() + ENROLLMENT_TOKEN_TTL_MS);
+  const ttl = Math.min(options.ttlMs ?? ENROLLMENT_TOKEN_TTL_MS, MAX_ENROLLMENT_TOKEN_TTL_MS);
+  const expiresAt = new Date(now.getTime() + ttl);
   await q.query("DELETE FROM enrollment_tokens WHERE expires_at < $1", [now]);
   await q.query(
     "INSERT INTO enrollment_tokens (token_hash, node_group_id, expires_at, created_by) VALUES ($1, $2, $3, $4)",
