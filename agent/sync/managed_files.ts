@@ -4,7 +4,8 @@
  * recognised even where the format has no room for a marker, and external edits are detected),
  * and whether an original existed. Originals are copied into `{data_dir}/state/backups/`
  * (root-only, outside the directories the managed software reads) before the first write and
- * put back when the file stops being managed.
+ * put back when the file stops being managed. Directories svc had to create for a managed file are
+ * recorded too and removed, when empty, once the last managed file under them goes.
  *
  * Only the sync engine's serial queue calls the mutating methods, so there is one writer.
  *
@@ -35,6 +36,14 @@ export interface ManagedFileRecord {
 interface StateFile {
   version: 1;
   files: ManagedFileRecord[];
+  /** Node paths of directories svc created for managed files (absent in older state files). */
+  createdDirs?: string[];
+}
+
+/** The parent of a node path (`/` for a top-level entry). */
+function parentOf(path: string): string {
+  const at = path.lastIndexOf("/");
+  return at <= 0 ? "/" : path.slice(0, at);
 }
 
 /** SHA-256 of text or bytes, lowercase hex. */
@@ -49,6 +58,7 @@ export class ManagedFiles {
   readonly #stateDir: string;
   readonly #logger: Logger;
   readonly #records = new Map<string, ManagedFileRecord>();
+  readonly #createdDirs = new Set<string>();
 
   private constructor(stateDir: string, logger: Logger) {
     this.#stateDir = stateDir;
@@ -70,6 +80,10 @@ export class ManagedFiles {
         }
         store.#records.set(r.path, r);
       }
+      for (const dir of parsed.createdDirs ?? []) {
+        if (typeof dir !== "string") throw new Error("malformed directory list");
+        store.#createdDirs.add(dir);
+      }
     } catch (err) {
       const aside = `${path}.corrupt-${Date.now()}`;
       await Deno.rename(path, aside).catch(() => {});
@@ -79,6 +93,7 @@ export class ManagedFiles {
         error: (err as Error).message,
       });
       store.#records.clear();
+      store.#createdDirs.clear();
     }
     return store;
   }
@@ -141,6 +156,9 @@ export class ManagedFiles {
         await writeFileAtomic(`${this.#backupDir}/${name}`, current, { mode: 0o600, dirMode: 0o700 });
         record.original = { existed: true, backup: name, mode: (info?.mode ?? 0o644) & 0o7777 };
       }
+      for (let dir = parentOf(path); dir !== "/" && !(await fs.exists(dir)); dir = parentOf(dir)) {
+        this.#createdDirs.add(dir);
+      }
       // Record before writing, so a crash between the two still knows where the original is.
       this.#records.set(path, record);
       await this.#save();
@@ -179,8 +197,32 @@ export class ManagedFiles {
       changed = await fs.remove(path);
     }
     this.#records.delete(path);
+    await this.#removeCreatedDirs(fs);
     await this.#save();
     return changed;
+  }
+
+  /**
+   * Removes the directories svc created that no managed file needs any more, deepest first, as long as
+   * they are empty; one that holds someone else's files stays, and svc forgets it.
+   */
+  async #removeCreatedDirs(fs: RootFs): Promise<void> {
+    const paths = [...this.#records.keys()];
+    const unneeded = [...this.#createdDirs]
+      .filter((dir) => !paths.some((p) => p.startsWith(`${dir}/`)))
+      .sort((a, b) => b.length - a.length);
+    for (const dir of unneeded) {
+      this.#createdDirs.delete(dir);
+      if ((await fs.readDir(dir)).length > 0) continue;
+      try {
+        await fs.remove(dir);
+      } catch (err) {
+        this.#logger.warn("cannot remove a directory svc created", {
+          path: dir,
+          error: (err as Error).message,
+        });
+      }
+    }
   }
 
   /** Whether the file on disk is exactly what svc last wrote. */
@@ -199,7 +241,7 @@ export class ManagedFiles {
   }
 
   async #save(): Promise<void> {
-    const state: StateFile = { version: 1, files: this.list() };
+    const state: StateFile = { version: 1, files: this.list(), createdDirs: [...this.#createdDirs].sort() };
     await writeFileAtomic(this.#statePath, `${JSON.stringify(state, null, 2)}\n`, {
       mode: 0o600,
       dirMode: 0o700,
