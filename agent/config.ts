@@ -49,6 +49,12 @@ export interface AgentConfig {
     enabled: boolean;
   };
   log: { level: LogLevel };
+  diskEncryption: {
+    /** Node paths of the block devices (or image files) to inventory; empty: every disk lsblk lists. */
+    devices: string[];
+    /** Directory of unlock secrets the agent may use to add keyslots: `<LUKS UUID>.key`. */
+    unlockKeyDir: string;
+  };
 }
 
 /** A configuration problem a person must fix; the message names the key. */
@@ -128,7 +134,20 @@ export const AGENT_CONFIG_KEYS: readonly KeySpec[] = [
   },
   { key: "notifications.enabled", kind: "bool", default: true },
   { key: "log.level", kind: "string", default: "info", oneOf: LOG_LEVELS },
+  { key: "disk_encryption.devices", kind: "string", default: "", check: checkDeviceList },
+  { key: "disk_encryption.unlock_key_dir", kind: "path", default: "/etc/svc/luks-keys" },
 ];
+
+function checkDeviceList(value: string): string | undefined {
+  for (const device of splitDeviceList(value)) {
+    const problem = checkNodePath(device);
+    if (problem) return `entry "${device}" ${problem}`;
+  }
+}
+
+function splitDeviceList(value: string): string[] {
+  return value.split(",").map((d) => d.trim()).filter((d) => d !== "");
+}
 
 /** Options of {@linkcode loadAgentConfig}. */
 export interface LoadOptions {
@@ -253,6 +272,10 @@ export function buildAgentConfig(tree: unknown, file: string, options: LoadOptio
     },
     notifications: { enabled: get("notifications.enabled") },
     log: { level: get("log.level") },
+    diskEncryption: {
+      devices: splitDeviceList(get("disk_encryption.devices")),
+      unlockKeyDir: get("disk_encryption.unlock_key_dir"),
+    },
   };
   return { config, warnings };
 }

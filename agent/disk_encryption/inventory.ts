@@ -1,0 +1,252 @@
+/**
+ * The node's volumes as the disk-encryption report describes them: every LUKS volume (header facts,
+ * keyslots and what each one is: passphrase, svc recovery key, TPM2, Tang, FIDO2, PKCS#11) and every
+ * unencrypted fixed volume. Devices come from `lsblk -J` (fixed disks only: removable, hot-plugged, loop and
+ * zram devices and the boot partitions are left out) or, when `disk_encryption.devices` is set, from that
+ * list (tests point it at image files).
+ *
+ * @module
+ */
+import type { RootFs } from "../fs.ts";
+import type { Runner } from "../runner.ts";
+import { type LuksHeader, readHeader } from "./cryptsetup.ts";
+
+/** A slot kind as the report names it. */
+export type SlotKind = "passphrase" | "recovery" | "tpm2" | "tang" | "fido2" | "pkcs11";
+
+/** One volume of the inventory. */
+export interface Volume {
+  /** Node path as reported, e.g. /dev/nvme0n1p3. */
+  device: string;
+  /** Host path cryptsetup works on (the node path under the agent's root). */
+  hostPath: string;
+  uuid: string;
+  mapperName: string;
+  mountPoint: string;
+  root: boolean;
+  /** 0 when not encrypted. */
+  luksVersion: number;
+  cipher: string;
+  keySizeBits: number;
+  pbkdf: string;
+  slots: { slot: number; kind: SlotKind; managed: boolean }[];
+  tpm2Enrolled: boolean;
+  tpm2Pcrs: number[];
+  tangEnrolled: boolean;
+}
+
+/** An entry of `lsblk -J -l -p`. */
+export interface LsblkDevice {
+  name: string;
+  type: string;
+  fstype: string | null;
+  uuid: string | null;
+  mountpoint: string | null;
+  rm: boolean | string | null;
+  hotplug: boolean | string | null;
+  pkname: string | null;
+}
+
+/** Where an LUKS device sits in the block tree: mapper name, mount point, root or not. */
+interface Placement {
+  mapperName: string;
+  mountPoint: string;
+  root: boolean;
+}
+
+const LSBLK_COLUMNS = "NAME,TYPE,FSTYPE,UUID,MOUNTPOINT,RM,HOTPLUG,PKNAME";
+const BOOT_MOUNTS = new Set(["/boot", "/boot/efi", "/efi"]);
+const SKIPPED_TYPES = new Set(["loop", "rom", "zram"]);
+
+function truthy(v: boolean | string | null): boolean {
+  return v === true || v === "1" || v === "true";
+}
+
+/**
+ * Fixed devices from `lsblk` output: LUKS devices with their placement, and unencrypted fixed volumes (a
+ * filesystem on a non-removable disk or partition, not a boot partition, not inside an opened LUKS volume).
+ */
+export function devicesFromLsblk(
+  json: { blockdevices: LsblkDevice[] },
+): { luks: Map<string, Placement>; plain: { device: string; mountPoint: string; root: boolean }[] } {
+  const all = json.blockdevices;
+  const children = new Map<string, LsblkDevice[]>();
+  for (const d of all) {
+    if (!d.pkname) continue;
+    children.set(d.pkname, [...(children.get(d.pkname) ?? []), d]);
+  }
+  const descendants = (name: string): LsblkDevice[] => {
+    const out: LsblkDevice[] = [];
+    const walk = (n: string) => {
+      for (const c of children.get(n) ?? []) {
+        out.push(c);
+        walk(c.name);
+      }
+    };
+    walk(name);
+    return out;
+  };
+  const byName = new Map(all.map((d) => [d.name, d]));
+  const removable = (d: LsblkDevice): boolean => {
+    for (let cur: LsblkDevice | undefined = d; cur; cur = cur.pkname ? byName.get(cur.pkname) : undefined) {
+      if (truthy(cur.rm) || truthy(cur.hotplug) || SKIPPED_TYPES.has(cur.type)) return true;
+    }
+    return false;
+  };
+  const insideCrypt = new Set<string>();
+  const luks = new Map<string, Placement>();
+  for (const d of all) {
+    if (d.fstype !== "crypto_LUKS" || removable(d)) continue;
+    const below = descendants(d.name);
+    below.forEach((b) => insideCrypt.add(b.name));
+    const mapper = below.find((b) => b.type === "crypt");
+    const mounts = below.map((b) => b.mountpoint).filter((m): m is string => !!m);
+    luks.set(d.name, {
+      mapperName: mapper ? mapper.name.replace(/^\/dev\/mapper\//, "") : "",
+      mountPoint: mounts.includes("/") ? "/" : mounts[0] ?? "",
+      root: mounts.includes("/"),
+    });
+  }
+  const plain = all
+    .filter((d) =>
+      (d.type === "part" || d.type === "disk") && d.fstype && d.fstype !== "crypto_LUKS" &&
+      d.fstype !== "swap" &&
+      !insideCrypt.has(d.name) && !removable(d) && !BOOT_MOUNTS.has(d.mountpoint ?? "")
+    )
+    .map((d) => ({ device: d.name, mountPoint: d.mountpoint ?? "", root: d.mountpoint === "/" }));
+  return { luks, plain };
+}
+
+function decodeSegment(segment: string): Record<string, unknown> | undefined {
+  try {
+    const b64 = segment.replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The clevis pins of a clevis token (`tang`, `tpm2`, or those inside `sss`). */
+function clevisPins(raw: Record<string, unknown>): string[] {
+  const jwe = raw.jwe as { protected?: string } | undefined;
+  const header = jwe?.protected ? decodeSegment(jwe.protected) : undefined;
+  const clevis = header?.clevis as { pin?: string; sss?: { jwe?: string[] } } | undefined;
+  if (!clevis?.pin) return [];
+  if (clevis.pin !== "sss") return [clevis.pin];
+  return (clevis.sss?.jwe ?? []).flatMap((compact) => {
+    const inner = decodeSegment(compact.split(".")[0] ?? "");
+    const pin = (inner?.clevis as { pin?: string } | undefined)?.pin;
+    return pin ? [pin] : [];
+  });
+}
+
+/** Slot kinds from the header's tokens, with the agent's own recovery slot marked managed. */
+export function describeSlots(
+  header: LuksHeader,
+  managedSlot: number | undefined,
+): Pick<Volume, "slots" | "tpm2Enrolled" | "tpm2Pcrs" | "tangEnrolled"> {
+  const kinds = new Map<number, SlotKind>();
+  let tpm2Pcrs: number[] = [];
+  for (const token of header.tokens) {
+    let kind: SlotKind | undefined;
+    if (token.type === "systemd-tpm2") {
+      kind = "tpm2";
+      const pcrs = token.raw["tpm2-pcrs"];
+      if (Array.isArray(pcrs)) tpm2Pcrs = pcrs.map(Number).filter((n) => Number.isInteger(n));
+    } else if (token.type === "systemd-recovery") kind = "recovery";
+    else if (token.type === "systemd-fido2") kind = "fido2";
+    else if (token.type === "systemd-pkcs11") kind = "pkcs11";
+    else if (token.type === "clevis") {
+      const pins = clevisPins(token.raw);
+      kind = pins.includes("tang") ? "tang" : pins.includes("tpm2") ? "tpm2" : undefined;
+    }
+    if (kind) token.keyslots.forEach((s) => kinds.set(s, kind!));
+  }
+  const slots = header.slots.map((slot) => ({
+    slot,
+    kind: slot === managedSlot ? "recovery" as const : kinds.get(slot) ?? "passphrase" as const,
+    managed: slot === managedSlot,
+  }));
+  return {
+    slots,
+    tpm2Enrolled: slots.some((s) => s.kind === "tpm2"),
+    tpm2Pcrs,
+    tangEnrolled: slots.some((s) => s.kind === "tang"),
+  };
+}
+
+/** Options of {@link collectInventory}. */
+export interface InventoryOptions {
+  fs: RootFs;
+  runner: Runner;
+  /** Node paths to look at; empty: discover with lsblk. */
+  devices: readonly string[];
+  /** The agent's recovery slot per LUKS UUID (from its state). */
+  managedSlots: ReadonlyMap<string, number>;
+}
+
+/** Reads the inventory. A device whose header cannot be read is left out and named in `problems`. */
+export async function collectInventory(
+  options: InventoryOptions,
+): Promise<{ volumes: Volume[]; problems: string[] }> {
+  const { fs, runner } = options;
+  const problems: string[] = [];
+  const candidates: { device: string; placement?: Placement; plain?: boolean }[] = [];
+  if (options.devices.length > 0) {
+    candidates.push(...options.devices.map((device) => ({ device })));
+  } else {
+    const r = await runner.run("lsblk", ["-J", "-l", "-p", "-o", LSBLK_COLUMNS]);
+    if (!r.success) throw new Error(`lsblk failed: ${r.stderr.trim() || `exit code ${r.code}`}`);
+    const found = devicesFromLsblk(JSON.parse(r.stdout));
+    for (const [device, placement] of found.luks) candidates.push({ device, placement });
+    for (const p of found.plain) {
+      candidates.push({ device: p.device, placement: { mapperName: "", ...p }, plain: true });
+    }
+  }
+  const volumes: Volume[] = [];
+  for (const c of candidates) {
+    const hostPath = await fs.resolve(c.device);
+    const placement = c.placement ?? { mapperName: "", mountPoint: "", root: false };
+    const plainVolume = {
+      device: c.device,
+      hostPath,
+      uuid: "",
+      ...placement,
+      luksVersion: 0,
+      cipher: "",
+      keySizeBits: 0,
+      pbkdf: "",
+      slots: [],
+      tpm2Enrolled: false,
+      tpm2Pcrs: [],
+      tangEnrolled: false,
+    };
+    if (c.plain) {
+      volumes.push(plainVolume);
+      continue;
+    }
+    const probe = await runner.run("cryptsetup", ["isLuks", hostPath], { env: { LC_ALL: "C" } });
+    if (probe.notFound) throw new Error("cryptsetup is not installed");
+    if (probe.code !== 0) {
+      volumes.push(plainVolume);
+      continue;
+    }
+    try {
+      const header = await readHeader(runner, hostPath);
+      volumes.push({
+        device: c.device,
+        hostPath,
+        uuid: header.uuid.toLowerCase(),
+        ...placement,
+        luksVersion: header.version,
+        cipher: header.cipher,
+        keySizeBits: header.keySizeBits,
+        pbkdf: header.pbkdf,
+        ...describeSlots(header, options.managedSlots.get(header.uuid.toLowerCase())),
+      });
+    } catch (err) {
+      problems.push(`${c.device}: ${(err as Error).message}`);
+    }
+  }
+  return { volumes, problems };
+}
