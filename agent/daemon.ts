@@ -29,6 +29,7 @@ import { ManagedFiles } from "./sync/managed_files.ts";
 import { SyncEngine, type SyncSummary } from "./sync/engine.ts";
 import type { Enforcer } from "./sync/types.ts";
 import { collectNodeFacts } from "./sysinfo.ts";
+import { DiskEncryptionManager } from "./disk_encryption/manager.ts";
 import { type TamperEvent, TamperWatcher } from "./tamper.ts";
 
 /** Options of {@linkcode runDaemon}. */
@@ -50,6 +51,8 @@ export interface DaemonOptions {
   tamper?: { settleMs?: number; procRoot?: string };
   /** Enforcers to use; default every enforcer of this build. */
   enforcers?: readonly Enforcer[];
+  /** Milliseconds between checks of the disk-encryption inventory for changes; default ten minutes. */
+  diskEncryptionCheckMs?: number;
 }
 
 const UNARY_TIMEOUT_MS = 15_000;
@@ -260,6 +263,24 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     }
   }
 
+  const diskEncryption = new DiskEncryptionManager({
+    fs,
+    runner,
+    logger,
+    dataDir,
+    clientId,
+    devices: config.diskEncryption.devices,
+    unlockKeyDir: config.diskEncryption.unlockKeyDir,
+  });
+  // Inventory is reported even without a DiskEncryption policy; a change (new keyslot, new disk) is sent.
+  const diskEncryptionTimer = setInterval(() => {
+    const current = client;
+    if (current) {
+      diskEncryption.report(current, { onlyIfChanged: true })
+        .catch((err) => sideCallFailed(current, "disk encryption report", err));
+    }
+  }, options.diskEncryptionCheckMs ?? 600_000);
+
   const schemaCatalogue = new GSettingsCatalogueReporter();
   let schemasSent = false;
   let polkitReported = false;
@@ -326,6 +347,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
         heartbeat(current).catch((err) => sideCallFailed(current, "heartbeat", err));
         fetchAgentConfig(current).catch((err) => sideCallFailed(current, "GetAgentConfig", err));
         reportCatalogues(current).catch((err) => sideCallFailed(current, "catalogue report", err));
+        diskEncryption.connected(current).catch((err) => sideCallFailed(current, "disk encryption", err));
         while (pendingTamper.length) {
           const event = pendingTamper[0];
           try {
@@ -348,6 +370,11 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
           signal: connection.signal,
           onMetadataRequest: () => {
             heartbeat(current).catch((err) => sideCallFailed(current, "heartbeat", err));
+          },
+          onDiskEncryptionTask: () => {
+            diskEncryption.runTasks(current).catch((err) =>
+              sideCallFailed(current, "disk encryption tasks", err)
+            );
           },
           onInSync: (how) => {
             if (!healthy) logger.info("policy stream is in sync", { how, revision: lastRevision.toString() });
@@ -384,6 +411,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   } finally {
     clearInterval(renewTimer);
     clearInterval(catalogueTimer);
+    clearInterval(diskEncryptionTimer);
     await watcher.close();
     const settled = new AbortController();
     await Promise.race([engine.idle(), sleep(10_000, settled.signal)]);
