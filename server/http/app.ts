@@ -9,6 +9,7 @@ import { errorBody, HttpError, toHttpError } from "./errors.ts";
 import { securityHeaders } from "./security_headers.ts";
 import { csrfProtection } from "./csrf.ts";
 import { type AppEnv, mountRoutes, type RouteHooks, type RouteSpec } from "./route.ts";
+import { agentRepoFor } from "./agent_repo.ts";
 
 /** What the app is assembled from. */
 export interface AppParts {
@@ -17,7 +18,7 @@ export interface AppParts {
   hooks: RouteHooks;
   /** Serves non-API paths (the SPA); absent → 404 JSON. */
   spa?: (req: Request) => Response | Promise<Response>;
-  /** Serves `/agent/*` beyond `ca.crt` (package repository). */
+  /** Serves `/agent/*` beyond `ca.crt`; default: the repository in `agent_repo.dir` (agent_repo.ts). */
   agentRepo?: (req: Request) => Response | Promise<Response>;
 }
 
@@ -49,10 +50,7 @@ export function createApp(parts: AppParts): Hono<AppEnv> {
       "Content-Type": "application/x-pem-file",
       "Content-Disposition": 'attachment; filename="ca.crt"',
     }));
-  app.all("/agent/*", (c) => {
-    if (parts.agentRepo) return parts.agentRepo(c.req.raw);
-    throw new HttpError(404, "not_found", "the agent package repository is not available on this server");
-  });
+  app.all("/agent/*", (c) => (parts.agentRepo ?? agentRepoFor(ctx).handle)(c.req.raw));
   app.all("*", (c) => {
     if (parts.spa && (c.req.method === "GET" || c.req.method === "HEAD")) return parts.spa(c.req.raw);
     throw new HttpError(404, "not_found", `nothing at ${c.req.path}`);

@@ -5,6 +5,7 @@
 import type { ServerContext } from "../../context.ts";
 import { roleBindingListRoutes } from "../../auth/role_binding_routes.ts";
 import type { RouteSpec } from "../route.ts";
+import { agentRepoRoutes } from "./agent_repo.ts";
 import { bindingRoutes } from "./bindings.ts";
 import { catalogueRoutes } from "./catalogues.ts";
 import { complianceRoutes } from "./compliance.ts";
@@ -28,5 +29,6 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),
     ...diskEncryptionRoutes(ctx),
+    ...agentRepoRoutes(ctx),
   ];
 }
