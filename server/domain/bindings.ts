@@ -8,6 +8,7 @@ import { publishResync } from "../hub/publish.ts";
 import { conflictError, found, invalidError } from "./errors.ts";
 import { type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 import { lockRow } from "./records.ts";
+import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 
 /** Binding states. */
 export const BINDING_STATES = ["enabled", "disabled"] as const;
@@ -140,6 +141,10 @@ export async function createBinding(q: Queryable, input: CreateBindingInput): Pr
 export interface UpdateBindingInput {
   state?: BindingState;
   priority?: number;
+  /** Reason to enable a SessionAccess binding despite the lockout guard (audited by the route). */
+  lockoutReason?: string;
+  /** Set by the guard when the reason was used. */
+  onLockoutOverride?: (reason: string) => void;
 }
 
 /**
@@ -162,6 +167,15 @@ export async function updateBinding(
     throw conflictError(
       `binding can only be enabled when its policy is released (current policy state: ${current.policy_state}); release the policy first`,
     );
+  }
+  if (state === "enabled" && current.state !== "enabled" && current.policy_type === SESSION_ACCESS_TYPE) {
+    const { overriddenWith } = await guardSessionAccess(q, {
+      policyId: current.policy_id,
+      nodeGroupId: current.node_group_id,
+      nodeGroupName: current.node_group_name,
+      reason: input.lockoutReason,
+    });
+    if (overriddenWith) input.onLockoutOverride?.(overriddenWith);
   }
   const stateChanged = state !== current.state;
   const priorityChanged = priority !== current.priority;

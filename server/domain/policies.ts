@@ -10,6 +10,7 @@ import { canonicalPolicyContent, validatePolicyContent } from "../../shared/poli
 import { conflictError, fieldsError, found, invalidError } from "./errors.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
+import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 
 /** Lifecycle states of a policy. */
 export const POLICY_STATES = ["draft", "released", "archived"] as const;
@@ -206,6 +207,8 @@ export async function updatePolicy(
 export interface StateChange {
   policy: PolicyRecord;
   from: PolicyState;
+  /** The reason given to release a SessionAccess policy despite the lockout guard. */
+  lockoutOverride?: string;
 }
 
 /**
@@ -213,7 +216,12 @@ export interface StateChange {
  * refused while enabled bindings exist; anything else not in the table is refused naming the current state.
  * Publishes a resync to the groups reached through enabled bindings.
  */
-export async function changePolicyState(q: Queryable, id: string, target: PolicyState): Promise<StateChange> {
+export async function changePolicyState(
+  q: Queryable,
+  id: string,
+  target: PolicyState,
+  options: { lockoutReason?: string } = {},
+): Promise<StateChange> {
   const current = await getPolicy(q, id, { lock: true });
   const from = current.state;
   if (from === target) throw conflictError(`policy is already ${target}`);
@@ -230,6 +238,10 @@ export async function changePolicyState(q: Queryable, id: string, target: Policy
       throw invalidError(`policy cannot be released: ${err.message}`, err.fields);
     }
   }
+  let lockoutOverride: string | undefined;
+  if (target === "released" && current.type === SESSION_ACCESS_TYPE) {
+    lockoutOverride = (await guardSessionAccessRelease(q, id, options.lockoutReason))?.overriddenWith;
+  }
   if (target === "draft" && current.enabled_bindings_count > 0) {
     throw conflictError(
       `cannot move policy to draft: ${current.enabled_bindings_count} enabled binding(s) exist; disable them first`,
@@ -237,7 +249,7 @@ export async function changePolicyState(q: Queryable, id: string, target: Policy
   }
   await q.query("UPDATE policies SET state = $2, updated_at = now() WHERE id = $1", [id, target]);
   await publishResync(q, await reachedGroups(q, id));
-  return { policy: await getPolicy(q, id), from };
+  return { policy: await getPolicy(q, id), from, lockoutOverride };
 }
 
 /** Input of {@link deprecatePolicy}. */

@@ -15,7 +15,7 @@ import {
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
-import { changeById, DATE_TIME, noContent, readById } from "./common.ts";
+import { changeById, DATE_TIME, noContent, readById, TEXT_PATTERN } from "./common.ts";
 
 const PRIORITY: JsonSchema = {
   type: "integer",
@@ -119,12 +119,31 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
       body: {
         type: "object",
         additionalProperties: false,
-        properties: { state: { type: "string", enum: BINDING_STATES }, priority: PRIORITY },
+        properties: {
+          state: { type: "string", enum: BINDING_STATES },
+          priority: PRIORITY,
+          lockout_reason: {
+            type: "string",
+            minLength: 3,
+            maxLength: 500,
+            pattern: TEXT_PATTERN,
+            description:
+              "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
+          },
+        },
       },
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: changeById(
         db,
-        (tx, id, c) => updateBinding(tx, id, body<{ state?: BindingState; priority?: number }>(c)),
+        (tx, id, c) => {
+          const input = body<{ state?: BindingState; priority?: number; lockout_reason?: string }>(c);
+          return updateBinding(tx, id, {
+            state: input.state,
+            priority: input.priority,
+            lockoutReason: input.lockout_reason,
+            onLockoutOverride: (reason) => c.set("auditDetails", { lockout_override: reason }),
+          });
+        },
         { auditName: bindingName },
       ),
     },

@@ -282,12 +282,22 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         type: "object",
         additionalProperties: false,
         required: ["state"],
-        properties: { state: { type: "string", enum: POLICY_STATES } },
+        properties: {
+          state: { type: "string", enum: POLICY_STATES },
+          lockout_reason: {
+            type: "string",
+            minLength: 3,
+            maxLength: 500,
+            pattern: TEXT_PATTERN,
+            description:
+              "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
+          },
+        },
       },
       responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
       handler: async (c) => {
         const id = uuidParam(c, "id");
-        const { state } = body<{ state: PolicyState }>(c);
+        const { state, lockout_reason } = body<{ state: PolicyState; lockout_reason?: string }>(c);
         const needed = state === "released" ? "policy:release" : "policy:edit";
         if (!caller(c).permissions.has(needed)) {
           throw forbidden(
@@ -296,9 +306,15 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
               : `permission policy:edit is required to move a policy to ${state}`,
           );
         }
-        const { policy, from } = await db.transaction((tx) => changePolicyState(tx, id, state));
+        const { policy, from, lockoutOverride } = await db.transaction((tx) =>
+          changePolicyState(tx, id, state, { lockoutReason: lockout_reason })
+        );
         auditResource(c, { id, name: policy.name });
-        c.set("auditDetails", { from, to: state });
+        c.set("auditDetails", {
+          from,
+          to: state,
+          ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
+        });
         return c.json(policy);
       },
     },
