@@ -14,6 +14,7 @@ import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
+import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
 
 /** Every route of the policy domain. */
@@ -29,6 +30,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),
     ...diskEncryptionRoutes(ctx),
+    ...sessionAccessRoutes(ctx),
     ...agentRepoRoutes(ctx),
   ];
 }
