@@ -370,9 +370,16 @@ class SvcPolicyEditorPage extends PageElement {
           ${def
             ? html`
               <sl-tab-panel name="form" ?active=${this.view === "form"}>
-                <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
-                  .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
-                    .#onValue}></svc-schema-form>
+                ${editorFor(this.type).form?.({
+                  value: this.value,
+                  issues: this.issues,
+                  readOnly: !editable,
+                  onChange: this.#onValue,
+                }) ?? html`
+                  <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
+                    .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
+                      .#onValue}></svc-schema-form>
+                `}
               </sl-tab-panel>
             `
             : nothing}
