@@ -471,7 +471,9 @@ export const dconfEnforcer: Enforcer = {
       if (dirty) {
         const dbDir = await io.fs.resolve(DCONF_DB_DIR);
         const result = await io.runner.run("dconf", ["update", dbDir], { timeoutMs: 120_000 });
-        if (!result.success) updateError = `dconf update failed: ${toolMessage(result)}`;
+        // Without dconf (uninstalled since svc wrote its files) there is no database to recompile.
+        const nothingToCompile = result.notFound && byDb.size === 0;
+        if (!result.success && !nothingToCompile) updateError = `dconf update failed: ${toolMessage(result)}`;
       }
     } catch (err) {
       updateError = `cannot write the dconf files: ${(err as Error).message}`;
