@@ -45,6 +45,8 @@ export interface ServerConfig {
   log: { level: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
+  /** Flatpak catalogue: refresh schedule and outbound fetch limits (private targets only when allowed). */
+  flatpak: { catalogRefreshMinutes: number; catalogAllowPrivateTargets: boolean; catalogMaxBytes: number };
 }
 
 /** A configuration problem a person must fix; the message names the key. */
@@ -105,6 +107,9 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "log.level", kind: "string", default: "info", oneOf: ["debug", "info", "warn", "error"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
   { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
+  { key: "flatpak.catalog_refresh_minutes", kind: "int", default: 360, min: 0, max: 10080 },
+  { key: "flatpak.catalog_allow_private_targets", kind: "bool", default: false },
+  { key: "flatpak.catalog_max_bytes", kind: "int", default: 64 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
 ];
 
 /** Pairs that must be set together or both left empty. */
@@ -225,6 +230,11 @@ export function resolveConfig(
     diskEncryption: {
       kekFile: v("disk_encryption.kek_file"),
       createKekFile: v("disk_encryption.create_kek_file"),
+    },
+    flatpak: {
+      catalogRefreshMinutes: v("flatpak.catalog_refresh_minutes"),
+      catalogAllowPrivateTargets: v("flatpak.catalog_allow_private_targets"),
+      catalogMaxBytes: v("flatpak.catalog_max_bytes"),
     },
   };
 }

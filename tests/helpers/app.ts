@@ -169,6 +169,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     agentRepo: { ...base.agentRepo, ...o.agentRepo },
     log: { ...base.log, ...o.log },
     diskEncryption: { ...base.diskEncryption, ...o.diskEncryption },
+    flatpak: { ...base.flatpak, ...o.flatpak },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki();
