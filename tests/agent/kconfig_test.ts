@@ -10,6 +10,7 @@ import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf"
 import { KconfigPolicySchema, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
+import { TamperWatcher } from "../../agent/tamper.ts";
 import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
 
@@ -163,7 +164,8 @@ Deno.test({
 
       engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
       await engine.idle();
-      assert.deepEqual([...Deno.readDirSync(`${node.root}/etc/xdg`)], []);
+      const left = await Array.fromAsync(Deno.readDir(`${node.root}/etc/xdg`)).catch(() => []);
+      assert.deepEqual(left, [], "no svc file is left in /etc/xdg");
       assert.equal(await Deno.stat(`${node.root}/etc/kde5rc`).catch(() => undefined), undefined);
     } finally {
       await node.cleanup();
@@ -258,6 +260,61 @@ Deno.test("kconfig: a change asks users to log in again (notifying type); an unc
     await engine.idle();
     assert.deepEqual(changed, [["Kconfig"], []]);
   } finally {
+    await node.cleanup();
+  }
+});
+
+Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampered file is restored", async () => {
+  const node = await kdeNode();
+  let watcher: TamperWatcher | undefined;
+  try {
+    const original = "[Windows]\nBorderlessMaximizedWindows=false\n";
+    await Deno.mkdir(`${node.root}/etc/xdg`, { recursive: true });
+    await Deno.writeTextFile(`${node.root}/etc/xdg/kwinrc`, original);
+    const events: string[] = [];
+    const { engine, managed } = await engineFor(node, {
+      onSynced: (summary) => watcher!.setWatched(summary.managed),
+      onOwnWrite: (path, phase) => watcher!.ownWrite(path, phase),
+    });
+    watcher = new TamperWatcher({
+      fs: node.fs,
+      logger: SILENT_LOGGER,
+      verify: (path) => managed.verify(node.fs, path),
+      onTamper: (event) => {
+        events.push(event.path);
+        return engine.requestSync();
+      },
+    });
+    const p = kconfigPolicy({
+      entries: [{
+        file: "kwinrc",
+        group: "Windows",
+        key: "BorderlessMaximizedWindows",
+        value: "true",
+        immutable: true,
+      }],
+    });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    const path = `${node.root}/etc/xdg/kwinrc`;
+    const written = await Deno.readTextFile(path);
+    assert.match(written, /\[Windows\]\[\$i\]\nBorderlessMaximizedWindows=true/);
+
+    await Deno.writeTextFile(path, "[Windows]\nBorderlessMaximizedWindows=false\n");
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      await engine.idle();
+      if (events.length && (await Deno.readTextFile(path)) === written) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(events, ["/etc/xdg/kwinrc"]);
+    assert.equal(await Deno.readTextFile(path), written);
+
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+    assert.equal(await Deno.readTextFile(path), original);
+  } finally {
+    await watcher?.close();
     await node.cleanup();
   }
 });
