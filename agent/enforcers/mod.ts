@@ -15,6 +15,7 @@ import { kconfigEnforcer } from "./kconfig.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
 import { sessionAccessEnforcer } from "./session_access.ts";
 import { thunderbirdEnforcer } from "./thunderbird.ts";
+import { diskEncryptionEnforcer } from "../disk_encryption/enforcer.ts";
 
 /** Every enforcer of this build. */
 export const ENFORCERS: readonly Enforcer[] = [
@@ -27,6 +28,7 @@ export const ENFORCERS: readonly Enforcer[] = [
   kconfigEnforcer,
   flatpakEnforcer,
   sessionAccessEnforcer,
+  diskEncryptionEnforcer,
 ];
 
 /** A fresh registry: wire name → enforcer. */

@@ -367,20 +367,29 @@ dbTest(
   },
 );
 
-dbTest("disk-encryption methods answer Unimplemented until their issue lands", async (db) => {
-  await withAgent(db, async (_server, agent) => {
-    const calls: (() => Promise<unknown>)[] = [
-      () => agent.policy.reportDiskEncryptionState({ clientId: "pc-1" }),
-      () => agent.policy.getDiskEncryptionTasks({ clientId: "pc-1" }),
-      () => agent.policy.escrowRecoveryKey({ clientId: "pc-1" }),
-      () => agent.policy.confirmRecoveryKey({ clientId: "pc-1" }),
-      () => agent.policy.beginRecoveryKeyRotation({ clientId: "pc-1" }),
-    ];
-    for (const call of calls) {
-      await rejectsWith(call(), grpc.status.UNIMPLEMENTED, /^disk encryption lands with its own issue$/);
-    }
-  });
-});
+dbTest(
+  "disk-encryption methods run behind the certificate check (behaviour: disk_encryption_*_test.ts)",
+  async (db) => {
+    await withAgent(db, async (_server, agent) => {
+      await agent.policy.reportDiskEncryptionState({ clientId: "pc-1" });
+      assert.deepEqual((await agent.policy.getDiskEncryptionTasks({ clientId: "pc-1" })).tasks, []);
+      const calls: (() => Promise<unknown>)[] = [
+        () => agent.policy.reportDiskEncryptionState({ clientId: "pc-2" }),
+        () => agent.policy.getDiskEncryptionTasks({ clientId: "pc-2" }),
+        () => agent.policy.escrowRecoveryKey({ clientId: "pc-2" }),
+        () => agent.policy.confirmRecoveryKey({ clientId: "pc-2" }),
+        () => agent.policy.beginRecoveryKeyRotation({ clientId: "pc-2" }),
+      ];
+      for (const call of calls) {
+        await rejectsWith(
+          call(),
+          grpc.status.PERMISSION_DENIED,
+          /does not match the node of the client certificate/,
+        );
+      }
+    });
+  },
+);
 
 /**
  * Client processes that make a burst of calls, then close their channel (GOAWAY). Deno's HTTP/2 server used to
