@@ -1,8 +1,5 @@
 /** What a policy type's editor adds to the form generated from its content message. */
-import type { TemplateResult } from "lit";
 import type { BrowserTypeDef } from "../../../shared/policy_types/browser.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
-import type { JsonObject } from "../content.ts";
 import type { FormCatalogue } from "./form_model.ts";
 
 /** Hints for the generated form. */
@@ -23,18 +20,10 @@ export interface EditorSpec {
   /** Hints for the generated form (catalogue, escape hatch). */
   hints: FormHints;
   /**
-   * A form of the type's own that replaces the generated one (e.g. Dconf's catalogue picker). It must call
-   * `onChange` with a `value-change` event carrying the new content.
+   * Tag of a custom element of the type's own that replaces the generated form (e.g. Dconf's catalogue
+   * picker). It takes `.value`, `.issues` and `read-only` like `<svc-schema-form>` and fires `value-change`.
    */
-  form?: (props: TypeFormProps) => TemplateResult;
-}
-
-/** What the policy editor hands a type's own form. */
-export interface TypeFormProps {
-  value: JsonObject;
-  issues: ValidationIssue[];
-  readOnly: boolean;
-  onChange: (e: CustomEvent<JsonObject>) => void;
+  formTag?: string;
 }
 
 /** The hints of a browser type: its catalogue and its `additional` escape hatch. */

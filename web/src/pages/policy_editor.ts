@@ -6,6 +6,7 @@
  * read-only with the lifecycle actions the person may take.
  */
 import { html, nothing, type TemplateResult } from "lit";
+import { html as staticHtml, unsafeStatic } from "lit/static-html.js";
 import {
   getPolicyType,
   listPolicyTypes,
@@ -29,6 +30,7 @@ import { lifecycleActions } from "../lifecycle.ts";
 import { editorFor } from "../editors/mod.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
 import "../editors/schema_form.ts";
+import "../components/dconf_form.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy } from "../types.ts";
 
@@ -43,6 +45,22 @@ function typeSummary(type: string): string[] {
     .map((p) => p.replace(/^Content of a policy of type "[^"]+"[:.]\s*/, ""))
     .filter((p) => p !== "")
     .map((p) => p[0].toUpperCase() + p.slice(1));
+}
+
+/** A type's own form element (`EditorSpec.formTag`), or undefined for the generated form. */
+function typeForm(
+  tag: string | undefined,
+  props: {
+    value: JsonObject;
+    issues: ValidationIssue[];
+    readOnly: boolean;
+    onChange: (e: CustomEvent<JsonObject>) => void;
+  },
+): TemplateResult | undefined {
+  if (!tag) return undefined;
+  const name = unsafeStatic(tag);
+  return staticHtml`<${name} .value=${props.value} .issues=${props.issues} ?read-only=${props.readOnly}
+    @value-change=${props.onChange}></${name}>`;
 }
 
 /** Problems of `value` for `type`, by the shared validator; paths without the `content.` prefix. */
@@ -370,16 +388,17 @@ class SvcPolicyEditorPage extends PageElement {
           ${def
             ? html`
               <sl-tab-panel name="form" ?active=${this.view === "form"}>
-                ${editorFor(this.type).form?.({
+                ${typeForm(editorFor(this.type).formTag, {
                   value: this.value,
                   issues: this.issues,
                   readOnly: !editable,
                   onChange: this.#onValue,
-                }) ?? html`
-                  <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
-                    .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
-                      .#onValue}></svc-schema-form>
-                `}
+                }) ??
+                  html`
+                    <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
+                      .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
+                        .#onValue}></svc-schema-form>
+                  `}
               </sl-tab-panel>
             `
             : nothing}
