@@ -270,11 +270,24 @@ export function isSvcDconfFile(text: string): boolean {
   return text.startsWith(HEADER);
 }
 
-/** The profile text with `system-db:<db>` right after the user database line (or first). */
-export function profileWith(current: string | undefined, db: string): string | undefined {
+/** GDM's read-only greeter defaults, which a `gdm` profile svc creates keeps after its own database. */
+export const GDM_GREETER_DEFAULTS = "/usr/share/gdm/greeter-dconf-defaults";
+
+/**
+ * The profile text with `system-db:<db>` right after the user database line (or first); undefined when it is
+ * listed already. A new profile is `user-db:user` + the database, plus `fallback` lines (a new `gdm` profile
+ * keeps GDM's greeter defaults).
+ */
+export function profileWith(
+  current: string | undefined,
+  db: string,
+  fallback: readonly string[] = [],
+): string | undefined {
   const lines = (current ?? "").split("\n").map((l) => l.trim()).filter((l) => l !== "");
   if (lines.includes(`system-db:${db}`)) return undefined;
-  if (lines.length === 0) return `user-db:user\nsystem-db:${db}\n`;
+  if (lines.length === 0) {
+    return [`user-db:user`, `system-db:${db}`, ...fallback].map((l) => `${l}\n`).join("");
+  }
   const userAt = lines.findIndex((l) => l.startsWith("user-db:"));
   lines.splice(userAt + 1, 0, `system-db:${db}`);
   return `${lines.join("\n")}\n`;
@@ -309,8 +322,14 @@ async function readSession(
   const current = await io.fs.readTextFile(`${DCONF_PROFILE_DIR}/${profile}`);
   const lines: string[] = [];
   for (const raw of (current ?? "").split("\n")) {
-    const m = /^\s*system-db:([A-Za-z0-9][A-Za-z0-9_-]*)\s*$/.exec(raw);
-    if (m) lines.push(`file-db:${await io.fs.resolve(`${DCONF_DB_DIR}/${m[1]}`)}`);
+    const system = /^\s*system-db:([A-Za-z0-9][A-Za-z0-9_-]*)\s*$/.exec(raw);
+    if (system) lines.push(`file-db:${await io.fs.resolve(`${DCONF_DB_DIR}/${system[1]}`)}`);
+    // Read-only defaults such as GDM's greeter database, also under the root.
+    const file = /^\s*file-db:(\/\S+)\s*$/.exec(raw);
+    if (file) {
+      const resolved = await io.fs.resolve(file[1]).catch(() => undefined);
+      if (resolved) lines.push(`file-db:${resolved}`);
+    }
   }
   if (lines.length === 0) return `the dconf profile ${profile} lists no system database`;
   const scratch = await Deno.makeTempDir({ prefix: "svc-dconf-read-" });
@@ -429,7 +448,10 @@ export const dconfEnforcer: Enforcer = {
         const path = `${DCONF_PROFILE_DIR}/${profile}`;
         const text = await io.fs.readTextFile(path);
         let next = text;
-        for (const db of [...dbs].sort()) next = profileWith(next, db) ?? next;
+        const fallback = profile === "gdm" && await io.fs.exists(GDM_GREETER_DEFAULTS)
+          ? [`file-db:${GDM_GREETER_DEFAULTS}`]
+          : [];
+        for (const db of [...dbs].sort()) next = profileWith(next, db, fallback) ?? next;
         if (next !== undefined && (next !== text || managed.includes(path))) desired.set(path, next);
       }
     }

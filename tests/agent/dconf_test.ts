@@ -383,3 +383,85 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "dconf: a gdm policy gets its own database and profile, keeping GDM's greeter defaults; profiles are extended",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      // GDM's read-only greeter database, as the gdm package ships it.
+      const greeter = await Deno.makeTempDir();
+      await Deno.mkdir(`${greeter}/d`);
+      await Deno.writeTextFile(`${greeter}/d/greeter`, "[org/gnome/desktop/interface]\ncursor-size=48\n");
+      await Deno.mkdir(`${node.root}/usr/share/gdm`, { recursive: true });
+      await run("dconf", ["compile", `${node.root}/usr/share/gdm/greeter-dconf-defaults`, `${greeter}/d`]);
+      await Deno.remove(greeter, { recursive: true });
+      // An existing user profile with a site database keeps it, and svc's database goes in front of it.
+      await Deno.mkdir(`${node.root}/etc/dconf/profile`, { recursive: true });
+      await Deno.writeTextFile(`${node.root}/etc/dconf/profile/user`, "user-db:user\nsystem-db:site\n");
+
+      const { engine, reports } = await engineFor(node);
+      const login = dconfPolicy({
+        dbName: "gdm",
+        profile: "gdm",
+        entries: [{
+          schemaId: "org.gnome.desktop.interface",
+          key: "clock-format",
+          value: "'12h'",
+          lock: true,
+        }],
+      });
+      const desk = dconfPolicy({
+        entries: [{ schemaId: "org.gnome.desktop.interface", key: "clock-format", value: "'24h'" }],
+      });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: login, snapshotComplete: false });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: desk, snapshotComplete: true });
+      await engine.idle();
+      assert.equal(reports.get(login.id)!.status, "COMPLIANT", JSON.stringify(reports.get(login.id)));
+      assert.equal(reports.get(desk.id)!.status, "COMPLIANT", JSON.stringify(reports.get(desk.id)));
+      assert.equal(
+        await Deno.readTextFile(`${node.root}/etc/dconf/profile/gdm`),
+        "user-db:user\nsystem-db:gdm\nfile-db:/usr/share/gdm/greeter-dconf-defaults\n",
+      );
+      assert.equal(
+        await Deno.readTextFile(`${node.root}/etc/dconf/profile/user`),
+        "user-db:user\nsystem-db:local\nsystem-db:site\n",
+      );
+      assert.match(
+        await Deno.readTextFile(`${node.root}/etc/dconf/db/gdm.d/svc-policies`),
+        /clock-format='12h'/,
+      );
+      assert.match(
+        await Deno.readTextFile(`${node.root}/etc/dconf/db/local.d/svc-policies`),
+        /clock-format='24h'/,
+      );
+
+      // The login screen's session: svc's value and GDM's own defaults.
+      const home = await Deno.makeTempDir();
+      try {
+        await Deno.writeTextFile(
+          `${home}/profile`,
+          `user-db:user\nfile-db:${node.root}/etc/dconf/db/gdm\nfile-db:${node.root}/usr/share/gdm/greeter-dconf-defaults\n`,
+        );
+        const env = { DCONF_PROFILE: `${home}/profile`, XDG_CONFIG_HOME: home, HOME: home };
+        assert.equal(await run("dconf", ["read", "/org/gnome/desktop/interface/clock-format"], env), "'12h'");
+        assert.equal(await run("dconf", ["read", "/org/gnome/desktop/interface/cursor-size"], env), "48");
+      } finally {
+        await Deno.remove(home, { recursive: true });
+      }
+
+      // Without policies the profiles are what they were.
+      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+      await engine.idle();
+      assert.equal(
+        await Deno.readTextFile(`${node.root}/etc/dconf/profile/user`),
+        "user-db:user\nsystem-db:site\n",
+      );
+      assert.equal(await Deno.stat(`${node.root}/etc/dconf/profile/gdm`).catch(() => undefined), undefined);
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
