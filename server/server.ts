@@ -23,6 +23,7 @@ import { startWebPort } from "./web_port.ts";
 import { startMetricsListener } from "./metrics/listener.ts";
 import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
+import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {
@@ -98,6 +99,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await hub.start();
     cleanups.unshift(() => hub.stop());
     cleanups.unshift(startRotationSweep(ctx));
+    cleanups.unshift(startCatalogueRefresh(ctx));
 
     const routes = buildRoutes(ctx, identity);
     const app = createApp({ ctx, routes, hooks: identity.hooks, spa: spaHandler() });

@@ -10,6 +10,7 @@ import { bindingRoutes } from "./bindings.ts";
 import { catalogueRoutes } from "./catalogues.ts";
 import { complianceRoutes } from "./compliance.ts";
 import { dashboardRoutes } from "./dashboard.ts";
+import { flatpakRoutes } from "./flatpak.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
@@ -31,6 +32,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...catalogueRoutes(ctx),
     ...diskEncryptionRoutes(ctx),
     ...sessionAccessRoutes(ctx),
+    ...flatpakRoutes(ctx),
     ...agentRepoRoutes(ctx),
   ];
 }
