@@ -104,6 +104,16 @@ function fromDatabaseError(err: unknown): HttpError | undefined {
   if (code === "23505") return conflict("an item with the same name or key already exists");
   if (code === "23503") return conflict("a referenced item does not exist or is still in use");
   if (code === "22P02") return badRequest("an identifier in the request is not a valid UUID");
+  // Last line behind the edge checks: text the database cannot store or that exceeds its limits is the
+  // request's fault, and the unit of work has already rolled back whatever the request did.
+  if (code === "22021" || code === "22P05") {
+    return badRequest(
+      "a text value in the request contains a NUL character or invalid Unicode, which cannot be stored; remove it",
+    );
+  }
+  if (code === "22001" || code === "54000") {
+    return badRequest("a value in the request is too long to store; shorten it");
+  }
   if (code === "23514") {
     return badRequest("a value in the request is not allowed (it failed a database check)");
   }

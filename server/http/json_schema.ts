@@ -72,6 +72,12 @@ export function validateJson(schema: JsonSchema, value: unknown, path = ""): Fie
     push(`must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`);
   }
   if (typeof value === "string") {
+    // Whoever validates with a schema (bodies, query strings, bundles) gets the storability check too.
+    const unstorable = unstorableReason(value);
+    if (unstorable) {
+      push(unstorable);
+      return errors;
+    }
     const length = [...value].length;
     if (schema.minLength !== undefined && length < schema.minLength) {
       push(schema.minLength === 1 ? "must not be empty" : `must be at least ${schema.minLength} characters`);
