@@ -10,6 +10,8 @@ import { createTestServer } from "../helpers/app.ts";
 import { builtinRoleId } from "../../server/auth/rbac.ts";
 import { SUPER_ADMIN } from "../../server/auth/builtin_roles.ts";
 import type { Db } from "../../server/db/db.ts";
+import { createGroup, enrollAgent, startAgentServer } from "../helpers/agents.ts";
+import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
 
 async function auditRows(db: Db, name: string) {
   return await db.query<{ action: string; outcome: string; details: Record<string, unknown> }>(
@@ -153,3 +155,32 @@ dbTest(
     await unlisten();
   },
 );
+
+dbTest("a renewed agent certificate whose audit row cannot be written is not recorded", async (db) => {
+  const server = await startAgentServer(db);
+  try {
+    const group = await createGroup(db, "renewals");
+    const agent = await enrollAgent(server, { name: "doomed", groupId: group });
+    try {
+      const [before] = await db.query<{ cert_serial: string }>(
+        "SELECT cert_serial FROM nodes WHERE id = $1",
+        [
+          agent.nodeId,
+        ],
+      );
+      await refuseDoomedSuccessRows(db);
+      const { csrPem } = await generateKeyAndCsr("doomed");
+      await assert.rejects(agent.policy.renewCertificate({ clientId: "doomed", csrPem }));
+      const [after] = await db.query<{ cert_serial: string }>("SELECT cert_serial FROM nodes WHERE id = $1", [
+        agent.nodeId,
+      ]);
+      assert.equal(after.cert_serial, before.cert_serial, "the node must keep its certificate");
+      const certs = await db.query("SELECT 1 FROM node_certificates WHERE node_id = $1", [agent.nodeId]);
+      assert.equal(certs.length, 1, "no second certificate may be recorded without its audit row");
+    } finally {
+      agent.close();
+    }
+  } finally {
+    await server.stop();
+  }
+});
