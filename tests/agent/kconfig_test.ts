@@ -12,6 +12,7 @@ import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { TamperWatcher } from "../../agent/tamper.ts";
 import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
+import { parseKconfigFile } from "../../shared/kconfig_format.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
@@ -315,6 +316,51 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
     assert.equal(await Deno.readTextFile(path), original);
   } finally {
     await watcher?.close();
+    await node.cleanup();
+  }
+});
+
+Deno.test("kconfig: without kreadconfig the agent's own parser reads values and immutability back", async () => {
+  const node = await kdeNode();
+  const path = Deno.env.get("PATH") ?? "";
+  const empty = await Deno.makeTempDir();
+  try {
+    Deno.env.set("PATH", empty);
+    const { engine, reports, runner } = await engineFor(node);
+    const p = kconfigPolicy({
+      entries: [
+        {
+          file: "kwinrc",
+          group: "Windows",
+          key: "BorderlessMaximizedWindows",
+          value: "true",
+          immutable: true,
+        },
+        { file: "kwinrc", group: "Windows", key: "Placement", value: " Smart\\ " },
+      ],
+      kcmRestrictions: ["kcm_kscreen"],
+    });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+    await engine.idle();
+    const r = reports.get(p.id)!;
+    assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items));
+    assert.equal(r.items.length, 4);
+    assert.deepEqual(runner.history, [], "no reader was run");
+    // A hand edit that drops the immutability marker is seen by the parser too.
+    Deno.env.set("PATH", path);
+    const file = `${node.root}/etc/xdg/kwinrc`;
+    const text = await Deno.readTextFile(file);
+    await Deno.writeTextFile(
+      file,
+      text.replace("BorderlessMaximizedWindows[$i]", "BorderlessMaximizedWindows"),
+    );
+    Deno.env.set("PATH", empty);
+    const parsed = parseKconfigFile(await Deno.readTextFile(file)).get("Windows")!;
+    assert.equal(parsed.get("BorderlessMaximizedWindows")!.immutable, false);
+    assert.equal(parsed.get("Placement")!.value, " Smart\\ ");
+  } finally {
+    Deno.env.set("PATH", path);
+    await Deno.remove(empty, { recursive: true });
     await node.cleanup();
   }
 });
