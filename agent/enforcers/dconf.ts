@@ -13,7 +13,8 @@
  * 3. Entries merge by priority per (database, dconf path, key): the first policy in the engine's order
  *    (priority descending, then id) wins; the others report that key INAPPLICABLE naming the winner.
  * 4. Per database one keyfile `/etc/dconf/db/<db>.d/svc-policies` and one lock list
- *    `/etc/dconf/db/<db>.d/locks/svc-policies`; each profile a policy names (default `user`) gets a
+ *    `/etc/dconf/db/<db>.d/locks/svc-policies` (dconf lets a later keyfile in name order win, so svc's file
+ *    comes after the usual `00-name` ones; a local file sorting later is caught by the read-back); each profile a policy names (default `user`) gets a
  *    `system-db:<db>` line in `/etc/dconf/profile/<profile>` (originals are backed up by the managed-file
  *    store, outside the directories dconf reads). Before anything is written, the rendered keyfile is
  *    compiled with `dconf compile` in a scratch directory, so dconf's own parser vets it; then the files

@@ -465,3 +465,41 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "dconf: a local keyfile that overrides svc's value is caught by the read-back (NON_COMPLIANT)",
+  ignore,
+  async fn() {
+    const node = await gnomeNode();
+    try {
+      await Deno.mkdir(`${node.root}/etc/dconf/db/local.d`, { recursive: true });
+      // Sorts before svc-policies: svc wins.
+      await Deno.writeTextFile(
+        `${node.root}/etc/dconf/db/local.d/00-site`,
+        "[org/gnome/desktop/interface]\nclock-format='12h'\n",
+      );
+      // Sorts after it: the local file wins, and the report says so.
+      await Deno.writeTextFile(
+        `${node.root}/etc/dconf/db/local.d/zz-local`,
+        "[org/gnome/desktop/screensaver]\nlock-delay=uint32 1\n",
+      );
+      const { engine, reports } = await engineFor(node);
+      const p = dconfPolicy({
+        entries: [
+          { schemaId: "org.gnome.desktop.interface", key: "clock-format", value: "'24h'" },
+          { schemaId: "org.gnome.desktop.screensaver", key: "lock-delay", value: "uint32 300" },
+        ],
+      });
+      engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: true });
+      await engine.idle();
+      const r = reports.get(p.id)!;
+      const byKey = new Map(r.items.map((i) => [i.key, i]));
+      assert.equal(byKey.get("clock-format")!.status, "COMPLIANT");
+      assert.equal(byKey.get("lock-delay")!.status, "NON_COMPLIANT");
+      assert.match(byKey.get("lock-delay")!.message, /expected uint32 300, a session reads uint32 1/);
+      assert.equal(r.status, "NON_COMPLIANT");
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
