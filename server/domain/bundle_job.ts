@@ -1,0 +1,145 @@
+/**
+ * The jobs a bundle worker runs ({@link runBundleJob}), and {@link runOffLoop}, which runs one in a worker
+ * with a bounded number of workers at a time and a deadline. When no worker can be started (a build that
+ * did not ship `bundle_worker.ts`), the job runs in-process: correct, but then it blocks the loop while it
+ * runs, and a warning says so once.
+ */
+import {
+  type BundleFormat,
+  checkBundle,
+  type CheckedBundle,
+  type ExportBindingRow,
+  type ExportPolicyRow,
+  type RenderedExport,
+  renderExport,
+} from "./bundle_codec.ts";
+import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
+
+/** A unit of pure bundle work. */
+export type BundleJob =
+  | { op: "check"; text: string; format?: BundleFormat }
+  | {
+    op: "render";
+    policies: ExportPolicyRow[];
+    bindings?: ExportBindingRow[];
+    format: BundleFormat;
+  };
+
+/** The answer to a job: its value, or the error it threw (domain errors keep kind and fields). */
+export type BundleJobAnswer =
+  | { ok: true; value: CheckedBundle | RenderedExport }
+  | { ok: false; kind: DomainErrorKind | "internal"; message: string; fields?: DomainFieldError[] };
+
+/** Runs `job` here and now. */
+export function runBundleJob(job: BundleJob): BundleJobAnswer {
+  try {
+    const value = job.op === "check"
+      ? checkBundle(job.text, job.format)
+      : renderExport(job.policies, job.bindings, job.format);
+    return { ok: true, value };
+  } catch (err) {
+    if (err instanceof DomainError) {
+      return { ok: false, kind: err.kind, message: err.message, fields: err.fields };
+    }
+    if (err instanceof RangeError) {
+      return { ok: false, kind: "invalid", message: `bundle is too complex to process: ${err.message}` };
+    }
+    return { ok: false, kind: "internal", message: (err as Error).message };
+  }
+}
+
+/** Most bundle jobs running at once; more wait their turn (each holds one worker thread). */
+export const MAX_PARALLEL_BUNDLE_JOBS = 2;
+/**
+ * Longest a job may take before its worker is stopped and the request refused. Far above what the size and
+ * node limits allow (about 2 s on a loaded machine); it only stops a job that something unforeseen makes slow.
+ */
+export const BUNDLE_JOB_DEADLINE_MS = 60_000;
+
+const WORKER_URL = new URL("./bundle_worker.ts", import.meta.url);
+let workerUnavailable = false;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function acquire(): Promise<void> {
+  if (running < MAX_PARALLEL_BUNDLE_JOBS) {
+    running++;
+    return;
+  }
+  await new Promise<void>((resolve) => waiting.push(resolve));
+}
+
+function release(): void {
+  const next = waiting.shift();
+  if (next) next();
+  else running--;
+}
+
+function answerValue<T>(answer: BundleJobAnswer): T {
+  if (answer.ok) return answer.value as T;
+  if (answer.kind === "internal") throw new Error(answer.message);
+  throw new DomainError(answer.kind, answer.message, answer.fields);
+}
+
+/** Runs `job` in a worker thread and returns its value (or throws its error). */
+export async function runOffLoop<T extends CheckedBundle | RenderedExport>(job: BundleJob): Promise<T> {
+  await acquire();
+  try {
+    if (workerUnavailable) return answerValue<T>(runBundleJob(job));
+    const answer = await inWorker(job);
+    return answerValue<T>(answer ?? runBundleJob(job));
+  } finally {
+    release();
+  }
+}
+
+/** The worker's answer, or undefined when no worker could be started. */
+function inWorker(job: BundleJob): Promise<BundleJobAnswer | undefined> {
+  return new Promise((resolve, reject) => {
+    let worker: Worker;
+    try {
+      worker = new Worker(WORKER_URL.href, { type: "module" });
+    } catch (err) {
+      unavailable(err);
+      return resolve(undefined);
+    }
+    let answered = false;
+    const timer = setTimeout(() => {
+      worker.terminate();
+      reject(invalidError(
+        `bundle took longer than ${
+          BUNDLE_JOB_DEADLINE_MS / 1000
+        } s to process; split it into smaller bundles`,
+      ));
+    }, BUNDLE_JOB_DEADLINE_MS);
+    worker.onmessage = (event: MessageEvent<BundleJobAnswer>) => {
+      answered = true;
+      clearTimeout(timer);
+      worker.terminate();
+      resolve(event.data);
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      clearTimeout(timer);
+      worker.terminate();
+      if (answered) return;
+      if (/module|import|not found/i.test(event.message ?? "")) {
+        unavailable(event.message);
+        resolve(undefined);
+      } else {
+        reject(new Error(`bundle worker failed: ${event.message}`));
+      }
+    };
+    worker.postMessage(job);
+  });
+}
+
+function unavailable(reason: unknown): void {
+  if (workerUnavailable) return;
+  workerUnavailable = true;
+  console.warn(
+    `bundle worker unavailable (${
+      String(reason)
+    }); imports and exports run on the main thread and can delay other requests`,
+  );
+}
