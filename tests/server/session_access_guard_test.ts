@@ -129,10 +129,10 @@ dbTest(
       assert.equal(binding.state, "disabled");
 
       const timeline = expectStatus(
-        await admin.request("POST", "/api/v1/session-access/timeline", {
-          policy_id: sunday.id,
-          node_group_id: group,
-        }),
+        await admin.request(
+          "GET",
+          `/api/v1/session-access/timeline?policy_id=${sunday.id}&node_group_id=${group}`,
+        ),
         200,
       );
       assert.equal(timeline.view_zone, "Europe/Berlin");
@@ -143,18 +143,24 @@ dbTest(
         "carol",
       ]);
       const alone = expectStatus(
-        await admin.request("POST", "/api/v1/session-access/timeline", {
-          content: JSON.stringify({ rules: [rule(["dave"], "SESSION_ACCESS_EFFECT_DENY", [])] }),
-        }),
+        await admin.request(
+          "GET",
+          `/api/v1/session-access/timeline?content=${
+            encodeURIComponent(JSON.stringify({ rules: [rule(["dave"], "SESSION_ACCESS_EFFECT_DENY", [])] }))
+          }`,
+        ),
         200,
       );
       assert.equal(alone.lockouts.length, 1, "dave is denied all week");
       assert.deepEqual(alone.lockouts[0], { from: 0, to: 10080 });
-      expectStatus(await admin.request("POST", "/api/v1/session-access/timeline", {}), 400);
+      expectStatus(await admin.request("GET", "/api/v1/session-access/timeline"), 400);
       const bad = expectStatus(
-        await admin.request("POST", "/api/v1/session-access/timeline", {
-          content: JSON.stringify({ rules: [rule(["root"], "SESSION_ACCESS_EFFECT_DENY", [])] }),
-        }),
+        await admin.request(
+          "GET",
+          `/api/v1/session-access/timeline?content=${
+            encodeURIComponent(JSON.stringify({ rules: [rule(["root"], "SESSION_ACCESS_EFFECT_DENY", [])] }))
+          }`,
+        ),
         422,
       );
       assert.match(bad.error.message, /root is never restricted/);

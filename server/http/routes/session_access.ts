@@ -4,11 +4,10 @@
  * editor draws its weekly timeline from it; release and binding enablement run the same check.
  */
 import type { ServerContext } from "../../context.ts";
-import { MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
 import { sessionAccessReport } from "../../domain/session_access_guard.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
-import { body, type RouteSpec } from "../route.ts";
+import type { RouteSpec } from "../route.ts";
 import { badRequest } from "../errors.ts";
 
 const RANGE: JsonSchema = {
@@ -42,28 +41,28 @@ export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
     {
-      method: "POST",
+      method: "GET",
       path: "/api/v1/session-access/timeline",
       summary:
         "Who may log in when during a week: a SessionAccess policy (stored, or the content being edited) alone or with the SessionAccess policies already reaching a node group, and the times nobody named may log in",
       tag: "policies",
       access: "policy:view",
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          policy_id: UUID_SCHEMA,
-          node_group_id: UUID_SCHEMA,
-          content: {
-            type: "string",
-            maxLength: MAX_CONTENT_BYTES,
-            description: "SessionAccess content (protojson)",
-          },
+      query: {
+        policy_id: UUID_SCHEMA,
+        node_group_id: UUID_SCHEMA,
+        content: {
+          type: "string",
+          maxLength: 16384,
+          description: "SessionAccess content (protojson) being edited",
         },
       },
       responses: { "200": { description: "The weekly timeline", schema: REPORT_SCHEMA } },
       handler: async (c) => {
-        const input = body<{ policy_id?: string; node_group_id?: string; content?: string }>(c);
+        const input = {
+          policy_id: c.req.query("policy_id"),
+          node_group_id: c.req.query("node_group_id"),
+          content: c.req.query("content"),
+        };
         if (!input.policy_id && input.content === undefined) {
           throw badRequest("give policy_id or content (the SessionAccess content to check)");
         }
