@@ -51,7 +51,6 @@ export async function main(): Promise<void> {
       overrides: args.dev
         ? {
           "server.data_dir": ".svc-data",
-          "disk_encryption.kek_file": ".svc-data/disk-encryption.kek",
           "disk_encryption.create_kek_file": true,
           // The agent repository `deno task build` left behind, unless one is configured.
           ...(!Deno.env.get("SVC_AGENT_REPO_DIR") && await isDir("dist/agent-repo")

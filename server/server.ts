@@ -10,6 +10,7 @@ import { createLogger, type Logger, type LogLevel } from "./log.ts";
 import { ensureInternalServerCert, loadOrCreateCa, loadOrCreateServerCert } from "./pki/mod.ts";
 import { VERSION } from "../shared/version.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
+import { boxed } from "./auth/initial_admin.ts";
 import { createApp } from "./http/app.ts";
 import type { RouteSpec } from "./http/route.ts";
 import { systemRoutes } from "./http/system_routes.ts";
@@ -32,6 +33,14 @@ export interface StartOptions {
   log?: Logger;
   /** Hub timing overrides (tests); the replica timeout otherwise comes from the config. */
   hub?: HubOptions;
+  /** Where operator notices go (default stdout). */
+  print?: (text: string) => void;
+}
+
+/** The URL an operator opens: the first configured hostname, else localhost. */
+function webUrl(config: ServerConfig, port: number): string {
+  const host = config.server.hostnames[0] ?? "localhost";
+  return `https://${host}${port === 443 ? "" : `:${port}`}/`;
 }
 
 /** A running server. */
@@ -119,6 +128,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       metrics: metrics.addr ?? "off",
       database: db.driver,
     });
+    // The admin login (or the reminder of where it is) is the last thing a start prints, after the URL answers.
+    const notice = await identity.startupNotice(webUrl(config, web.port));
+    if (notice.length > 0) (options.print ?? console.log)(boxed(notice));
     let stopped = false;
     return {
       ctx,

@@ -1,8 +1,12 @@
 /**
  * First start: when there are no users at all, create the Super Admin `admin`. Its password comes from
- * `SVC_ADMIN_PASSWORD` (security.admin_password) or is generated, printed once to stdout and written to
+ * `SVC_ADMIN_PASSWORD` (security.admin_password) or is generated and written to
  * `{data_dir}/initial_admin_password` (0600). The file is written before the user is committed, so a
  * failure leaves no account whose password nobody knows.
+ *
+ * What the operator is told ({@link initialAdminNotice}) is printed by the server as the last thing of its
+ * start, once the URL answers: the login on the first start, and on every later start a reminder of where the
+ * password is, until the admin has changed it (then the file is stale and is removed).
  */
 import { join } from "node:path";
 import type { ServerContext } from "../context.ts";
@@ -10,6 +14,7 @@ import { SUPER_ADMIN } from "./builtin_roles.ts";
 import { checkPasswordRules, generatePassword } from "./password.ts";
 import { builtinRoleId } from "./rbac.ts";
 import { createUser } from "./users.ts";
+import { verifyPassword } from "./password.ts";
 import { createBinding } from "./role_bindings.ts";
 
 /** Name of the file holding a generated initial password. */
@@ -18,10 +23,7 @@ export const INITIAL_PASSWORD_FILE = "initial_admin_password";
 export const INITIAL_ADMIN = "admin";
 
 /** Creates the initial admin when the users table is empty; returns whether it did. */
-export async function ensureInitialAdmin(
-  ctx: ServerContext,
-  options: { print?: (line: string) => void } = {},
-): Promise<boolean> {
+export async function ensureInitialAdmin(ctx: ServerContext): Promise<boolean> {
   const configured = ctx.config.security.adminPassword;
   if (configured) {
     try {
@@ -56,8 +58,49 @@ export async function ensureInitialAdmin(
       username: INITIAL_ADMIN,
     });
   } else {
-    (options.print ?? console.log)(`svc: initial admin login: ${INITIAL_ADMIN} / ${password}`);
-    ctx.log.info("auth: initial admin created; its password was printed once and saved", { file });
+    ctx.log.info("auth: initial admin created; its password is printed at the end of the start and saved", {
+      file,
+    });
   }
   return true;
+}
+
+/**
+ * The lines to show the operator about the initial admin, or none: the login itself when it was created by
+ * this start, a reminder of where it is while the generated password still works, nothing once the admin
+ * changed it (the stale file is removed then) or when the password came from the configuration.
+ */
+export async function initialAdminNotice(
+  ctx: Pick<ServerContext, "config" | "db">,
+  options: { created: boolean; url: string },
+): Promise<string[]> {
+  const file = join(ctx.config.server.dataDir, INITIAL_PASSWORD_FILE);
+  const password = (await Deno.readTextFile(file).catch(() => "")).trim();
+  if (!password) return [];
+  const [admin] = await ctx.db.query<{ password_hash: string }>(
+    "SELECT password_hash FROM users WHERE username = $1 AND enabled",
+    [INITIAL_ADMIN],
+  );
+  if (!admin || !await verifyPassword(password, admin.password_hash)) {
+    await Deno.remove(file).catch(() => {});
+    return [];
+  }
+  if (options.created) {
+    return [
+      `svc: initial admin login: ${INITIAL_ADMIN} / ${password}`,
+      `Open ${options.url} and change this password after the first login.`,
+      `It is also saved in ${file} until then.`,
+    ];
+  }
+  return [
+    `svc: the initial admin password was shown at the first start and is still in ${file}`,
+    `Log in at ${options.url} as ${INITIAL_ADMIN} and change it; this reminder stops then.`,
+  ];
+}
+
+/** Frames lines in a box so they stand out at the end of a start log. */
+export function boxed(lines: readonly string[]): string {
+  const width = Math.max(...lines.map((l) => l.length));
+  const bar = "─".repeat(width + 2);
+  return [`┌${bar}┐`, ...lines.map((l) => `│ ${l.padEnd(width)} │`), `└${bar}┘`].join("\n");
 }

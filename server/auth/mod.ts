@@ -17,7 +17,7 @@ import { auditLogRoutes } from "../audit/routes.ts";
 import { startRetentionJob } from "../audit/retention.ts";
 import { authRoutes } from "./auth_routes.ts";
 import { createRouteHooks } from "./hooks.ts";
-import { ensureInitialAdmin } from "./initial_admin.ts";
+import { ensureInitialAdmin, initialAdminNotice } from "./initial_admin.ts";
 import { seedCatalogue } from "./rbac.ts";
 import { createIdentityServices } from "./services.ts";
 import { purgeExpiredSessions } from "./sessions.ts";
@@ -37,6 +37,11 @@ export interface Identity {
   audit: AuditRecorder;
   /** Seeds permissions and built-in roles, ensures the initial admin, starts the retention job. */
   start(): Promise<void>;
+  /**
+   * What the operator must be told about the initial admin once the server answers at `url` (the login on
+   * the first start, a reminder on later ones until the password is changed); empty when nothing.
+   */
+  startupNotice(url: string): Promise<string[]>;
   /** Stops the retention job. */
   stop(): Promise<void>;
 }
@@ -45,6 +50,7 @@ export interface Identity {
 export function createIdentity(ctx: ServerContext): Identity {
   const services = createIdentityServices(ctx);
   let stopRetention: (() => Promise<void>) | undefined;
+  let createdAdmin = false;
   return {
     hooks: createRouteHooks(services),
     routes: [
@@ -57,7 +63,7 @@ export function createIdentity(ctx: ServerContext): Identity {
     audit: ctx.audit,
     async start() {
       await seedCatalogue(ctx.db);
-      await ensureInitialAdmin(ctx);
+      createdAdmin = await ensureInitialAdmin(ctx);
       stopRetention = startRetentionJob({
         db: ctx.db,
         log: ctx.log,
@@ -66,6 +72,7 @@ export function createIdentity(ctx: ServerContext): Identity {
         alsoRun: () => purgeExpiredSessions(ctx.db),
       });
     },
+    startupNotice: (url) => initialAdminNotice(ctx, { created: createdAdmin, url }),
     async stop() {
       await stopRetention?.();
       stopRetention = undefined;

@@ -159,7 +159,6 @@ export async function loadCliConfig(flags: Map<string, string | true>): Promise<
 /** What `--dev` changes (shared with `svc-server --dev`). */
 export const DEV_OVERRIDES: Record<string, unknown> = {
   "server.data_dir": ".svc-data",
-  "disk_encryption.kek_file": ".svc-data/disk-encryption.kek",
   "disk_encryption.create_kek_file": true,
 };
 

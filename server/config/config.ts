@@ -109,7 +109,13 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
   { key: "flatpak.catalog_refresh_minutes", kind: "int", default: 360, min: 0, max: 10080 },
   { key: "flatpak.catalog_allow_private_targets", kind: "bool", default: false },
-  { key: "flatpak.catalog_max_bytes", kind: "int", default: 64 * 1024 * 1024, min: 1024, max: 1024 * 1024 * 1024 },
+  {
+    key: "flatpak.catalog_max_bytes",
+    kind: "int",
+    default: 64 * 1024 * 1024,
+    min: 1024,
+    max: 1024 * 1024 * 1024,
+  },
 ];
 
 /** Pairs that must be set together or both left empty. */
@@ -228,7 +234,11 @@ export function resolveConfig(
     agentRepo: { dir: v("agent_repo.dir") },
     log: { level: v("log.level") },
     diskEncryption: {
-      kekFile: v("disk_encryption.kek_file"),
+      // Creating a KEK without naming a file (dev mode) keeps it with the rest of the server's state.
+      kekFile: v<string>("disk_encryption.kek_file") ||
+        (v<boolean>("disk_encryption.create_kek_file")
+          ? `${v<string>("server.data_dir")}/disk-encryption.kek`
+          : ""),
       createKekFile: v("disk_encryption.create_kek_file"),
     },
     flatpak: {

@@ -298,19 +298,29 @@ Deno.test({
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    let out = "";
-    const pump = async (s: ReadableStream<Uint8Array>) => {
-      for await (const c of s.pipeThrough(new TextDecoderStream())) out += c;
-    };
-    const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+    let stdout = "";
+    let stderr = "";
+    const pumps = Promise.all([
+      (async () => {
+        for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) stdout += c;
+      })(),
+      (async () => {
+        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) stderr += c;
+      })(),
+    ]);
+    const out = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
     try {
-      for (let i = 0; i < 600 && !/svc-server started/.test(out); i++) {
+      // Wait on the condition (the bottom of the login box), with a deadline a loaded machine cannot miss.
+      for (let i = 0; i < 1200 && !/└─+┘\s*$/.test(stdout); i++) {
         await new Promise((r) => setTimeout(r, 100));
       }
-      assert.match(out, /svc-server started/, out);
-      assert.match(out, /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
+      assert.match(stderr, /svc-server started/, out());
+      assert.match(stdout, /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
+      assert.match(stdout, new RegExp(`https://localhost:${web}/`), "with the URL to open");
+      assert.match(stdout, /└─+┘\s*$/, `the login box is the last thing printed:\n${out()}`);
+      assert.doesNotMatch(stdout + stderr, /Initialize|Download|approve-scripts/, "no package noise");
       const password = (await Deno.readTextFile(`${cwd}/.svc-data/initial_admin_password`)).trim();
-      assert.ok(out.includes(password));
+      assert.ok(stdout.includes(password));
       assert.equal((await Deno.stat(`${cwd}/.svc-data/initial_admin_password`)).mode! & 0o777, 0o600);
       assert.ok((await Deno.stat(`${cwd}/.svc-data/db`)).isDirectory, "embedded database under .svc-data/db");
     } finally {

@@ -17,14 +17,18 @@ async function captureStdout<T>(fn: () => Promise<T>): Promise<{ result: T; line
 }
 
 dbTest(
-  "first start generates the admin password, prints it once and stores it 0600; restarts keep it",
+  "first start generates the admin password and stores it 0600; the operator is told it once, then reminded until it changes",
   async (db) => {
     const { result: server, lines } = await captureStdout(() =>
       createTestServer({ db, config: { security: { adminPassword: "" } } })
     );
     try {
-      const marked = lines.filter((l) => l.startsWith("svc: initial admin login: admin / "));
-      assert.equal(marked.length, 1, `stdout: ${JSON.stringify(lines)}`);
+      assert.deepEqual(lines, [], "nothing is printed in the middle of the start");
+      const url = "https://svc.example:8443/";
+      const notice = await server.identity.startupNotice(url);
+      const marked = notice.filter((l) => l.startsWith("svc: initial admin login: admin / "));
+      assert.equal(marked.length, 1, `notice: ${JSON.stringify(notice)}`);
+      assert.ok(notice.some((l) => l.includes(url)), "the notice names the URL to open");
       const printed = marked[0].slice("svc: initial admin login: admin / ".length);
       assert.ok(printed.length >= 20);
       const file = join(server.ctx.config.server.dataDir, "initial_admin_password");
@@ -40,12 +44,22 @@ dbTest(
       assert.equal(login.status, 200, login.text);
       assert.ok(login.json.permissions.includes("role:create"), "admin is Super Admin");
 
-      // A restart on the same database creates nobody and prints nothing.
+      // A restart on the same database creates nobody and reminds where the password is, without showing it.
       await server.identity.stop();
       const again = await captureStdout(() => server.identity.start());
       assert.deepEqual(again.lines, []);
       const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM users");
       assert.equal(n, 1);
+      const reminder = await server.identity.startupNotice(url);
+      assert.ok(reminder.some((l) => l.includes(file)), `reminder: ${JSON.stringify(reminder)}`);
+      assert.ok(!reminder.some((l) => l.includes(printed)), "a restart never shows the password again");
+
+      // Once the admin changed it, the reminder stops and the stale file goes.
+      await db.query("UPDATE users SET password_hash = 'changed' WHERE username = 'admin'");
+      await server.identity.stop();
+      await server.identity.start();
+      assert.deepEqual(await server.identity.startupNotice(url), []);
+      await assert.rejects(Deno.stat(file), Deno.errors.NotFound);
     } finally {
       await server.close();
     }
