@@ -54,6 +54,8 @@ export interface AgentConfig {
     devices: string[];
     /** Directory of unlock secrets the agent may use to add keyslots: `<LUKS UUID>.key`. */
     unlockKeyDir: string;
+    /** TPM for TPM2 protectors: `auto`, a device path, or a TCTI such as `swtpm:port=2321`. */
+    tpm2Device: string;
   };
 }
 
@@ -136,6 +138,7 @@ export const AGENT_CONFIG_KEYS: readonly KeySpec[] = [
   { key: "log.level", kind: "string", default: "info", oneOf: LOG_LEVELS },
   { key: "disk_encryption.devices", kind: "string", default: "", check: checkDeviceList },
   { key: "disk_encryption.unlock_key_dir", kind: "path", default: "/etc/svc/luks-keys" },
+  { key: "disk_encryption.tpm2_device", kind: "string", default: "auto", check: checkTpm2Device },
 ];
 
 function checkDeviceList(value: string): string | undefined {
@@ -143,6 +146,11 @@ function checkDeviceList(value: string): string | undefined {
     const problem = checkNodePath(device);
     if (problem) return `entry "${device}" ${problem}`;
   }
+}
+
+function checkTpm2Device(value: string): string | undefined {
+  if (/^[A-Za-z0-9_./:=,+-]{1,256}$/.test(value)) return;
+  return `"${value}" must be auto, a device path or a TCTI such as swtpm:port=2321`;
 }
 
 function splitDeviceList(value: string): string[] {
@@ -275,6 +283,7 @@ export function buildAgentConfig(tree: unknown, file: string, options: LoadOptio
     diskEncryption: {
       devices: splitDeviceList(get("disk_encryption.devices")),
       unlockKeyDir: get("disk_encryption.unlock_key_dir"),
+      tpm2Device: get("disk_encryption.tpm2_device"),
     },
   };
   return { config, warnings };

@@ -271,6 +271,8 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     clientId,
     devices: config.diskEncryption.devices,
     unlockKeyDir: config.diskEncryption.unlockKeyDir,
+    tpm2Device: config.diskEncryption.tpm2Device,
+    policies: () => engine.cached(),
   });
   // Inventory is reported even without a DiskEncryption policy; a change (new keyslot, new disk) is sent.
   const diskEncryptionTimer = setInterval(() => {

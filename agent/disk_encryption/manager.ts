@@ -35,6 +35,14 @@ import type { Runner } from "../runner.ts";
 import { addKey, killSlot, type PbkdfArgs, readHeader, slotOpenedBy } from "./cryptsetup.ts";
 import { collectInventory, type SlotKind, type Volume } from "./inventory.ts";
 import { generateRecoveryKey } from "./recovery_key.ts";
+import { bindTang, enrollTpm2 } from "./protectors.ts";
+import { type CachedPolicy, sortPolicies } from "../sync/types.ts";
+import { toJsonString } from "@bufbuild/protobuf";
+import {
+  type DiskEncryptionPolicy,
+  DiskEncryptionPolicySchema,
+} from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import { diskEncryptionType } from "../../shared/policy_types/disk_encryption.ts";
 
 /** Steps of one escrow, in order. */
 export const ESCROW_STEPS = ["generated", "escrowed", "slotted", "replaced", "confirmed"] as const;
@@ -77,6 +85,23 @@ export interface DiskEncryptionOptions {
   afterStep?: (step: EscrowStep, uuid: string) => void | Promise<void>;
   /** Deadline per call in milliseconds; default 30 s. */
   callTimeoutMs?: number;
+  /** The cached policies (the sync engine's); the DiskEncryption one in force configures protectors. */
+  policies?: () => readonly CachedPolicy[];
+  /** TPM for TPM2 protectors: `auto`, a device path or a TCTI (`swtpm:port=2321`); default `auto`. */
+  tpm2Device?: string;
+}
+
+/** The DiskEncryption policy in force: highest priority, then lowest id (the agent's merge order). */
+function effectivePolicy(policies: readonly CachedPolicy[]): DiskEncryptionPolicy | undefined {
+  const [top] = sortPolicies(policies.filter((p) => p.type === "DiskEncryption"));
+  if (!top) return undefined;
+  const typed = top.typed?.$typeName === DiskEncryptionPolicySchema.typeName
+    ? top.typed as DiskEncryptionPolicy
+    : undefined;
+  return diskEncryptionType.parse(
+    typed ? toJsonString(DiskEncryptionPolicySchema, typed) : top.content,
+    { ignoreUnknownFields: true },
+  );
 }
 
 const KIND: Record<SlotKind, LuksKeySlotKind> = {
@@ -154,7 +179,8 @@ export class DiskEncryptionManager {
     return {
       $typeName: "svc.policy.v1.ReportDiskEncryptionStateRequest",
       clientId: this.#o.clientId,
-      tpm2Available: tpm2 !== undefined && new TextDecoder().decode(tpm2).trim() === "2",
+      tpm2Available: (this.#o.tpm2Device ?? "auto") !== "auto" ||
+        (tpm2 !== undefined && new TextDecoder().decode(tpm2).trim() === "2"),
       externalManager: "",
       volumes: volumes.map((v) => ({
         $typeName: "svc.policy.v1.LuksVolume",
@@ -240,6 +266,11 @@ export class DiskEncryptionManager {
               taskId: task.id,
             }, this.#deadline());
             await this.#escrow(client, volume, { taskId: task.id, rotationId: begun.rotationId });
+          } else if (
+            task.kind === DiskEncryptionTaskKind.ENROLL_TPM2 ||
+            task.kind === DiskEncryptionTaskKind.ENROLL_TANG
+          ) {
+            if (!await this.#protector(volume, task.kind)) continue;
           } else {
             this.#o.logger.info("disk encryption: task kind not performed by this agent", {
               kind: task.kind,
@@ -263,6 +294,24 @@ export class DiskEncryptionManager {
         this.#lastReport = JSON.stringify(request);
       }
     });
+  }
+
+  /** Adds the TPM2 or Tang protector the policy in force asks for; false when there is nothing to do. */
+  async #protector(volume: Volume, kind: DiskEncryptionTaskKind): Promise<boolean> {
+    const policy = effectivePolicy(this.#o.policies?.() ?? []);
+    const unlockKeyFile = await this.#unlockKeyFile(volume.uuid);
+    if (kind === DiskEncryptionTaskKind.ENROLL_TPM2) {
+      if (!policy?.tpm2?.enroll || volume.tpm2Enrolled) return false;
+      await enrollTpm2(this.#o.runner, volume.hostPath, {
+        tpm2: policy.tpm2,
+        tpm2Device: this.#o.tpm2Device ?? "auto",
+        unlockKeyFile,
+      });
+      return true;
+    }
+    if (!policy?.tang?.servers.length || volume.tangEnrolled) return false;
+    await bindTang(this.#o.runner, volume.hostPath, { tang: policy.tang, unlockKeyFile });
+    return true;
   }
 
   /** Host path of the volume's unlock secret; refused when missing or readable by others. */

@@ -131,29 +131,54 @@ export async function storeReport(
   if (await scheduleForNode(tx, node.nodeId)) await sendNodeCommand(tx, node.nodeId, "disk_encryption_task");
 }
 
-/** Adds the tasks the node's policy calls for; true when one was added. */
+/**
+ * Adds the tasks the node's policy calls for (escrow, rotation by age or drift, TPM2 and Tang protectors)
+ * and closes protector tasks the report shows done; true when a task was added.
+ */
 async function scheduleForNode(tx: Queryable, nodeId: string): Promise<boolean> {
+  await tx.query(
+    `UPDATE luks_tasks t SET state = 'done', done_at = now() FROM luks_volumes v
+      WHERE t.volume_id = v.id AND t.node_id = $1 AND t.state = 'pending'
+        AND ((t.kind = 'enroll_tpm2' AND v.tpm2_enrolled) OR (t.kind = 'enroll_tang' AND v.tang_enrolled))`,
+    [nodeId],
+  );
   const effective = await effectivePolicy(tx, nodeId);
-  if (!effective?.policy.escrowRecoveryKey) return false;
+  if (!effective) return false;
+  const policy = effective.policy;
   const volumes = await tx.query<{
     id: string;
     agent_key_id: string;
     key_slots: { slot: number }[];
+    tpm2_enrolled: boolean;
+    tang_enrolled: boolean;
+    tpm2_available: boolean | null;
+    external_manager: string | null;
     active_id: string | null;
     active_slot: number | null;
     active_age_days: number | null;
     rotation_open: boolean;
   }>(
-    `SELECT v.id, v.agent_key_id, v.key_slots, k.id AS active_id, k.key_slot AS active_slot,
+    `SELECT v.id, v.agent_key_id, v.key_slots, v.tpm2_enrolled, v.tang_enrolled, s.tpm2_available,
+            s.external_manager, k.id AS active_id, k.key_slot AS active_slot,
             extract(epoch FROM now() - k.confirmed_at)::float8 / 86400 AS active_age_days,
             EXISTS (SELECT 1 FROM luks_rotations r WHERE r.volume_id = v.id AND r.state = 'open') AS rotation_open
        FROM luks_volumes v LEFT JOIN luks_recovery_keys k ON k.volume_id = v.id AND k.state = 'active'
+       LEFT JOIN luks_node_state s ON s.node_id = v.node_id
       WHERE v.node_id = $1 AND v.luks_version > 0 AND v.missing_since IS NULL`,
     [nodeId],
   );
   let added = false;
-  const days = effective.policy.recoveryKeyRotationDays;
+  const days = policy.recoveryKeyRotationDays;
   for (const v of volumes) {
+    // A TPM/unlock stack owned by another tool (snapd, sdbootutil) is left alone.
+    const ownStack = (v.external_manager ?? "") === "";
+    if (policy.tpm2?.enroll && !v.tpm2_enrolled && v.tpm2_available && ownStack) {
+      added = await addTask(tx, nodeId, v.id, "enroll_tpm2", "the policy requires a TPM2 protector") || added;
+    }
+    if (policy.tang && policy.tang.servers.length > 0 && !v.tang_enrolled && ownStack) {
+      added = await addTask(tx, nodeId, v.id, "enroll_tang", "the policy requires Tang protectors") || added;
+    }
+    if (!policy.escrowRecoveryKey) continue;
     if (!v.active_id) {
       added = await addTask(tx, nodeId, v.id, "escrow", "no recovery key escrowed") || added;
       continue;
