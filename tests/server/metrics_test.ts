@@ -218,7 +218,7 @@ async function insertFixtures(db: Db): Promise<void> {
   }
 }
 
-/** Creates the Flatpak and disk-encryption tables in the shape collector.ts documents, with rows. */
+/** Creates the Flatpak tables in the shape collector.ts documents, and rows in them and the disk-encryption tables. */
 async function insertFutureTables(db: Db): Promise<void> {
   await db.query(
     `CREATE TABLE flatpak_repos (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text UNIQUE NOT NULL,
@@ -227,9 +227,6 @@ async function insertFutureTables(db: Db): Promise<void> {
   await db.query(
     "CREATE TABLE flatpak_catalog_apps (repo_id uuid REFERENCES flatpak_repos (id), app_id text)",
   );
-  await db.query(`CREATE TABLE luks_volumes (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), node_id uuid,
-                  rotation_requested_at timestamptz)`);
-  await db.query("CREATE TABLE luks_recovery_keys (volume_id uuid REFERENCES luks_volumes (id), state text)");
   const [flathub] = await db.query<{ id: string }>(
     "INSERT INTO flatpak_repos (name, last_success_at) VALUES ('flathub', $1) RETURNING id",
     [LAST_SEEN],
@@ -240,12 +237,18 @@ async function insertFutureTables(db: Db): Promise<void> {
   }
   const nodes = await db.query<{ id: string }>("SELECT id FROM nodes ORDER BY name");
   const volume = async (nodeId: string, keyState: string | null, rotationPending: boolean) => {
+    // The disk-encryption tables come from migration 0008; sealed key bytes do not matter to the gauges.
     const [v] = await db.query<{ id: string }>(
-      "INSERT INTO luks_volumes (node_id, rotation_requested_at) VALUES ($1, $2) RETURNING id",
-      [nodeId, rotationPending ? new Date() : null],
+      `INSERT INTO luks_volumes (node_id, node_name, identity, luks_uuid, luks_version, rotation_requested_at)
+       VALUES ($1, 'n', $2, $2, 2, $3) RETURNING id`,
+      [nodeId, crypto.randomUUID(), rotationPending ? new Date() : null],
     );
     if (keyState) {
-      await db.query("INSERT INTO luks_recovery_keys (volume_id, state) VALUES ($1, $2)", [v.id, keyState]);
+      await db.query(
+        `INSERT INTO luks_recovery_keys (volume_id, state, kek_id, wrapped_data_key, ciphertext)
+         VALUES ($1, $2, 'k', '\\x00', '\\x00')`,
+        [v.id, keyState],
+      );
     }
   };
   await volume(nodes[0].id, "active", false);
