@@ -14,6 +14,7 @@ import { bearerToken } from "./hooks.ts";
 import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
 import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "./password.ts";
 import { effectivePermissions, identityTransaction } from "./rbac.ts";
+import { createLoginThrottle } from "./rate_limit.ts";
 import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
 import type { IdentityServices } from "./services.ts";
 import { isWellFormedToken } from "./tokens.ts";
@@ -77,6 +78,7 @@ function refuseCrossSite(c: RouteContext): void {
 export function authRoutes(s: IdentityServices): RouteSpec[] {
   const { ctx } = s;
   const security = ctx.config.security;
+  const throttle = createLoginThrottle(ctx.db);
 
   /** Signs an access token for a session and sets the three cookies (the CSRF token is the session's). */
   const issueCookies = async (
@@ -137,7 +139,8 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
         "401": { description: "Wrong username or password (the same answer for both)" },
         "429": {
-          description: "Too many failed attempts from this address or for this account; see Retry-After",
+          description:
+            "Too many unsuccessful attempts from this address, or for this account from this address; see Retry-After",
         },
       },
       async handler(c) {
@@ -145,19 +148,22 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         const { username, password } = body<{ username: string; password: string }>(c);
         const ip = s.clientIp(c.req.raw.headers);
         c.set("clientIp", ip);
-        const keys = [`ip:${ip}`, `user:${username.toLowerCase()}`];
-        const wait = s.limiter.retryAfter(keys);
-        if (wait > 0) {
-          ctx.log.warn("auth: login rate limited", { ip, retry_after: wait });
-          throw rateLimited("login attempts", wait);
+        const verdict = await throttle.attempt(username, ip);
+        if (!verdict.allowed) {
+          ctx.log.warn("auth: login throttled", {
+            ip,
+            reason: verdict.reason,
+            retry_after: verdict.retryAfterSeconds,
+          });
+          throw rateLimited("login attempts", verdict.retryAfterSeconds);
         }
         const user = new RegExp(USERNAME_PATTERN).test(username)
           ? await findUserForLogin(ctx.db, username)
           : undefined;
         const usable = user && user.enabled && user.source === "local" ? user.password_hash : undefined;
         const ok = await verifyPassword(password, usable);
+        await verdict.settle(ok && user !== undefined);
         if (!ok || !user) {
-          s.limiter.fail(keys);
           await authEvent(c, {
             action: "auth.login",
             outcome: "failure",
@@ -167,7 +173,6 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           });
           throw new HttpError(401, "invalid_credentials", INVALID_CREDENTIALS);
         }
-        s.limiter.reset(keys[1]);
         const session = await startSession(ctx.db, {
           userId: user.id,
           ttlSeconds: security.refreshTokenTtlSeconds,
