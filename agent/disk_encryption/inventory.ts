@@ -3,7 +3,8 @@
  * keyslots and what each one is: passphrase, svc recovery key, TPM2, Tang, FIDO2, PKCS#11) and every
  * unencrypted fixed volume. Devices come from `lsblk -J` (fixed disks only: removable, hot-plugged, loop and
  * zram devices and the boot partitions are left out) or, when `disk_encryption.devices` is set, from that
- * list (tests point it at image files).
+ * list (tests point it at image files). An agent confined to another root than `/` discovers nothing: the
+ * host's disks are not its node's.
  *
  * @module
  */
@@ -194,7 +195,7 @@ export async function collectInventory(
   const candidates: { device: string; placement?: Placement; plain?: boolean }[] = [];
   if (options.devices.length > 0) {
     candidates.push(...options.devices.map((device) => ({ device })));
-  } else {
+  } else if (fs.root === "/") {
     const r = await runner.run("lsblk", ["-J", "-l", "-p", "-o", LSBLK_COLUMNS]);
     if (!r.success) throw new Error(`lsblk failed: ${r.stderr.trim() || `exit code ${r.code}`}`);
     const found = devicesFromLsblk(JSON.parse(r.stdout));
@@ -226,7 +227,10 @@ export async function collectInventory(
       continue;
     }
     const probe = await runner.run("cryptsetup", ["isLuks", hostPath], { env: { LC_ALL: "C" } });
-    if (probe.notFound) throw new Error("cryptsetup is not installed");
+    if (probe.notFound) {
+      problems.push(`${c.device}: cryptsetup is not installed`);
+      continue;
+    }
     if (probe.code !== 0) {
       volumes.push(plainVolume);
       continue;

@@ -366,3 +366,40 @@ dbTest("no unlock secret: the task stays pending and no keyslot is written", asy
     await env.close();
   }
 }, { ignore: SKIP });
+
+dbTest(
+  "a crash inside luksAddKey (key in a slot, journal still at escrowed) is finished without a second slot",
+  async (db) => {
+    const env = await setup(db, { escrow_recovery_key: true });
+    try {
+      const uuid = await luksImage(env, "disk.img");
+      const host = join(env.root, "node/images/disk.img");
+      const crashing = manager(env, ["/images/disk.img"], (s) => {
+        if (s === "escrowed") throw new SimulatedCrash(s);
+      });
+      await assert.rejects(crashing.connected(env.client), SimulatedCrash);
+      // luksAddKey had written the slot when the process died: the journal does not know the slot yet.
+      const journal = JSON.parse(
+        await Deno.readTextFile(join(env.root, "agent-data/disk-encryption/journal.json")),
+      );
+      const entry = journal[uuid];
+      assert.equal(entry.step, "escrowed");
+      const keyFile = join(env.root, "unlock.key");
+      await Deno.writeTextFile(keyFile, INITIAL, { mode: 0o600 });
+      assert.ok(
+        (await runner.run("cryptsetup", ["luksAddKey", ...FAST, "--key-file", keyFile, host], {
+          stdin: entry.key,
+        }))
+          .success,
+      );
+      await assertEverySlotKnown(env, "disk.img", uuid);
+      await manager(env, ["/images/disk.img"]).connected(env.client);
+      const key = await assertSettled(env, "disk.img", uuid);
+      assert.equal(key, entry.key, "the key already in the header is the one confirmed");
+      assert.deepEqual((await readHeader(runner, host)).slots, [0, 1]);
+    } finally {
+      await env.close();
+    }
+  },
+  { ignore: SKIP },
+);
