@@ -11,7 +11,7 @@ import { auditResource, body, caller, created, type RouteSpec, uuidParam } from 
 import { assertHolds, identityTransaction } from "./rbac.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "./roles.ts";
 import type { IdentityServices } from "./services.ts";
-import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
+import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -39,13 +39,12 @@ export const NAME_SCHEMA: JsonSchema = {
   pattern: VISIBLE_NAME_PATTERN,
   description: "Shown and logged: at least one visible character, no control characters",
 };
-/** Description of a role or user group. */
-/** Role and user-group descriptions are shown on one line in lists and logs: no control characters at all. */
-export const DESCRIPTION_SCHEMA: JsonSchema = {
-  type: "string",
-  maxLength: 1000,
-  pattern: OPTIONAL_NAME_PATTERN,
-};
+/**
+ * Role and user-group descriptions are multi-line text (the console edits them in a text area), like node-group
+ * and policy descriptions: line feeds and tabs are allowed, every other control character (CR, ESC, BS, DEL,
+ * C1) is refused.
+ */
+export const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000, pattern: TEXT_PATTERN };
 
 /** The role routes. */
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
