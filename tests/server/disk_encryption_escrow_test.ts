@@ -22,6 +22,7 @@ import { metricsRegistry } from "../../server/metrics/counters.ts";
 import { createLogger } from "../../server/log.ts";
 import { addKekToFile } from "../../server/disk_encryption/envelope.ts";
 import { checkKekAtStart } from "../../server/disk_encryption/kek.ts";
+import { sweepDueRotations } from "../../server/disk_encryption/escrow.ts";
 import { resolveConfig } from "../../server/config/config.ts";
 
 const CRYPTSETUP = "/usr/sbin/cryptsetup";
@@ -539,13 +540,17 @@ dbTest("drift and age schedule rotations", async (db) => {
       `UPDATE policies SET content = $1 WHERE type = 'DiskEncryption'`,
       [JSON.stringify({ escrow_recovery_key: true, recovery_key_rotation_days: 30 })],
     );
-    await db.query("UPDATE luks_recovery_keys SET confirmed_at = now() - interval '31 days'");
     await env.agent.policy.reportDiskEncryptionState({
       ...base,
       volumes: [volumeReport(uuid, "/dev/vda3", [0, 1], keyId, 1)],
     });
+    assert.equal((await env.agent.policy.getDiskEncryptionTasks({ clientId: "" })).tasks.length, 0);
+    await db.query("UPDATE luks_recovery_keys SET confirmed_at = now() - interval '31 days'");
+    // The periodic sweep finds it without a report from the node.
+    assert.deepEqual(await sweepDueRotations(db), [env.agent.nodeId]);
     const [age] = (await env.agent.policy.getDiskEncryptionTasks({ clientId: "" })).tasks;
     assert.equal(age.reason, "recovery key older than 30 days");
+    assert.deepEqual(await sweepDueRotations(db), [], "a second sweep adds nothing");
   } finally {
     await env.close();
     await Deno.remove(dir, { recursive: true });
