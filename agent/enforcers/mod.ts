@@ -11,6 +11,7 @@ import { dconfEnforcer } from "./dconf.ts";
 import { edgeEnforcer } from "./edge.ts";
 import { firefoxEnforcer } from "./firefox.ts";
 import { firewalldEnforcer } from "./firewalld.ts";
+import { polkitEnforcer } from "./polkit.ts";
 import { kconfigEnforcer } from "./kconfig.ts";
 import { flatpakEnforcer } from "./flatpak.ts";
 import { sessionAccessEnforcer } from "./session_access.ts";
@@ -24,6 +25,7 @@ export const ENFORCERS: readonly Enforcer[] = [
   chromeEnforcer,
   edgeEnforcer,
   firewalldEnforcer,
+  polkitEnforcer,
   dconfEnforcer,
   kconfigEnforcer,
   flatpakEnforcer,

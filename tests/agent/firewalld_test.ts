@@ -9,7 +9,6 @@ import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf"
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { firewalldEnforcer, isOwnZone } from "../../agent/enforcers/firewalld.ts";
-import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { parseXml } from "../../agent/xml.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
@@ -59,7 +58,7 @@ async function firewalldNode(options: { stockZones?: boolean } = {}): Promise<Te
 }
 
 async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: enforcerRegistry([firewalldEnforcer]) });
+  const ctx = await engineFor(node, { enforcers: new Map([[firewalldEnforcer.type, firewalldEnforcer]]) });
   policies.forEach((p, i) =>
     ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
   );

@@ -1,0 +1,317 @@
+/**
+ * Polkit enforcer: one rules file per policy in `/etc/polkit-1/rules.d/`, named so that a higher binding
+ * priority is evaluated first (polkitd reads the files in lexical order and the first rule returning a result
+ * wins; see `shared/polkit_js.ts`). polkitd watches the directory, so no reload is needed.
+ *
+ * Server data is untrusted: every policy is validated again, the JavaScript is rendered from the structure
+ * (`shared/polkit_js.ts`), and before a file lands the generated text is parsed with a real JavaScript parser
+ * (acorn) and refused unless it is exactly the expected `polkit.addRule(function (action, subject) {…})`
+ * calls built from the allowed conditions. Files carrying svc's marker that no policy wants any more are
+ * removed; files without it are never touched.
+ *
+ * Compliance: the file is read back and compared with the rendering; each rule's exact action ids are asked
+ * of the node's polkit authority (`pkaction`, or the action files under the agent's root when it is not
+ * `/`): an action the node does not have is reported INAPPLICABLE for that rule only.
+ *
+ * @module
+ */
+
+import { toJsonString } from "@bufbuild/protobuf";
+import * as acorn from "acorn";
+import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
+import { polkitType } from "../../shared/policy_types/polkit.ts";
+import { PolicyContentError } from "../../shared/policy_types/errors.ts";
+import {
+  POLKIT_MARKER,
+  POLKIT_RESULT_NAMES,
+  POLKIT_RULES_DIR,
+  polkitFileName,
+  renderPolkitRules,
+} from "../../shared/polkit_js.ts";
+import { scanPolkitActions } from "../catalogue.ts";
+import {
+  type CachedPolicy,
+  type Enforcer,
+  type EnforcerIO,
+  type ItemResult,
+  type PolicyResult,
+  rollupStatus,
+  type SyncResult,
+} from "../sync/types.ts";
+
+/** Generated JavaScript that is not the expected shape. */
+export class PolkitScriptError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PolkitScriptError";
+  }
+}
+
+// deno-lint-ignore no-explicit-any -- acorn's ESTree nodes are walked by hand with their `type` tags
+type Node = any;
+
+const RESULTS = new Set(Object.values(POLKIT_RESULT_NAMES));
+
+function isMember(node: Node, object: string, property: string): boolean {
+  return node?.type === "MemberExpression" && !node.computed && node.object.type === "Identifier" &&
+    node.object.name === object && node.property.type === "Identifier" && node.property.name === property;
+}
+
+function isString(node: Node): boolean {
+  return node?.type === "Literal" && typeof node.value === "string";
+}
+
+/** `action.id === "…"`, `action.id.indexOf("…") === 0`, `subject.user === "…"`, `action.lookup("…") !== "…"`. */
+function checkComparison(node: Node): void {
+  if (node.operator !== "===" && node.operator !== "!==") {
+    throw new PolkitScriptError(`operator ${node.operator}`);
+  }
+  const left = node.left;
+  if (isMember(left, "action", "id") || isMember(left, "subject", "user")) {
+    if (!isString(node.right)) throw new PolkitScriptError("comparison with a non-string");
+    return;
+  }
+  if (
+    left.type === "CallExpression" && left.arguments.length === 1 && isString(left.arguments[0]) &&
+    left.callee.type === "MemberExpression" && !left.callee.computed
+  ) {
+    if (isMember(left.callee, "action", "lookup") && isString(node.right)) return;
+    if (
+      left.callee.property.name === "indexOf" && isMember(left.callee.object, "action", "id") &&
+      node.right.type === "Literal" && node.right.value === 0
+    ) return;
+  }
+  throw new PolkitScriptError("unexpected comparison");
+}
+
+function checkCondition(node: Node): void {
+  switch (node?.type) {
+    case "LogicalExpression":
+      if (node.operator !== "||") throw new PolkitScriptError(`operator ${node.operator}`);
+      checkCondition(node.left);
+      checkCondition(node.right);
+      return;
+    case "UnaryExpression":
+      if (node.operator !== "!") throw new PolkitScriptError(`operator ${node.operator}`);
+      checkCondition(node.argument);
+      return;
+    case "BinaryExpression":
+      checkComparison(node);
+      return;
+    case "MemberExpression":
+      if (isMember(node, "subject", "local") || isMember(node, "subject", "active")) return;
+      throw new PolkitScriptError("unexpected property");
+    case "CallExpression":
+      if (
+        isMember(node.callee, "subject", "isInGroup") && node.arguments.length === 1 &&
+        isString(node.arguments[0])
+      ) {
+        return;
+      }
+      throw new PolkitScriptError("unexpected call");
+    default:
+      throw new PolkitScriptError(`unexpected ${node?.type ?? "nothing"} in a condition`);
+  }
+}
+
+/**
+ * Parses `text` as JavaScript (never runs it) and checks that it is exactly `ruleCount` calls
+ * `polkit.addRule(function (action, subject) { if (<condition>) return; … return polkit.Result.X; })`.
+ *
+ * @throws {PolkitScriptError} naming what does not fit.
+ */
+export function checkPolkitScript(text: string, ruleCount: number): void {
+  let program: Node;
+  try {
+    program = acorn.parse(text, { ecmaVersion: 5, sourceType: "script", allowReturnOutsideFunction: false });
+  } catch (err) {
+    throw new PolkitScriptError(`does not parse as JavaScript: ${(err as Error).message}`);
+  }
+  if (program.body.length !== ruleCount) {
+    throw new PolkitScriptError(
+      `has ${program.body.length} statements, expected ${ruleCount} polkit.addRule calls`,
+    );
+  }
+  program.body.forEach((statement: Node, i: number) => {
+    const where = `statement ${i}`;
+    const call = statement.type === "ExpressionStatement" ? statement.expression : undefined;
+    if (
+      call?.type !== "CallExpression" || !isMember(call.callee, "polkit", "addRule") ||
+      call.arguments.length !== 1
+    ) {
+      throw new PolkitScriptError(`${where} is not a polkit.addRule call`);
+    }
+    const fn = call.arguments[0];
+    if (
+      fn.type !== "FunctionExpression" || fn.id || fn.params.length !== 2 || fn.params[0].name !== "action" ||
+      fn.params[1].name !== "subject"
+    ) {
+      throw new PolkitScriptError(`${where}: the rule is not function (action, subject)`);
+    }
+    const body: Node[] = fn.body.body;
+    const last = body[body.length - 1];
+    if (
+      last?.type !== "ReturnStatement" || last.argument?.type !== "MemberExpression" ||
+      !isMember(last.argument.object, "polkit", "Result") || !RESULTS.has(last.argument.property.name)
+    ) {
+      throw new PolkitScriptError(`${where}: the rule does not end with return polkit.Result.<answer>`);
+    }
+    for (const s of body.slice(0, -1)) {
+      if (
+        s.type !== "IfStatement" || s.alternate || s.consequent.type !== "ReturnStatement" ||
+        s.consequent.argument
+      ) {
+        throw new PolkitScriptError(`${where}: only "if (condition) return;" may precede the answer`);
+      }
+      try {
+        checkCondition(s.test);
+      } catch (err) {
+        throw new PolkitScriptError(`${where}: ${(err as Error).message}`);
+      }
+    }
+  });
+}
+
+function message(policy: CachedPolicy): PolkitPolicy {
+  const typed = policy.typed?.$typeName === PolkitPolicySchema.typeName
+    ? policy.typed as PolkitPolicy
+    : undefined;
+  const text = typed ? toJsonString(PolkitPolicySchema, typed) : policy.content;
+  const parsed = polkitType.parse(text, { ignoreUnknownFields: true });
+  const issues = polkitType.validate(parsed);
+  if (issues.length) {
+    throw new PolicyContentError(
+      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
+    );
+  }
+  return parsed;
+}
+
+/** Whether a rules file is svc's own. */
+export function isOwnRules(text: string): boolean {
+  return text.startsWith(POLKIT_MARKER);
+}
+
+/** Action ids the node's polkit knows, or undefined when that cannot be asked. */
+async function knownActions(io: EnforcerIO): Promise<{ ids: Set<string>; source: string } | undefined> {
+  if (io.fs.root === "/") {
+    const r = await io.runner.run("pkaction", [], { timeoutMs: 20_000 });
+    if (r.success) {
+      return { ids: new Set(r.stdout.split("\n").map((l) => l.trim()).filter((l) => l)), source: "pkaction" };
+    }
+  }
+  const scanned = await scanPolkitActions(io.fs);
+  return scanned ? { ids: new Set(scanned.map((a) => a.actionId)), source: "the action files" } : undefined;
+}
+
+/** The Polkit enforcer; see the module documentation. */
+export const polkitEnforcer: Enforcer = {
+  type: "Polkit",
+  notifiesUsers: false,
+
+  async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
+    const changed: string[] = [];
+    const results: PolicyResult[] = [];
+    const planned: { policy: CachedPolicy; message: PolkitPolicy; path: string; text: string }[] = [];
+    const installed = (await io.fs.stat("/etc/polkit-1"))?.isDirectory === true ||
+      (await io.fs.stat("/usr/share/polkit-1"))?.isDirectory === true;
+    for (const policy of policies) {
+      try {
+        const m = message(policy);
+        const text = renderPolkitRules(m, { policyId: policy.id, policyName: policy.name });
+        checkPolkitScript(text, m.rules.length);
+        planned.push({
+          policy,
+          message: m,
+          path: `${POLKIT_RULES_DIR}/${polkitFileName(policy.id, policy.priority)}`,
+          text,
+        });
+      } catch (err) {
+        if (!(err instanceof PolicyContentError) && !(err instanceof PolkitScriptError)) throw err;
+        io.logger.warn("Polkit policy rejected by the agent", { policy: policy.id, error: err.message });
+        results.push({
+          policyId: policy.id,
+          status: "ERROR",
+          message: `policy content rejected by the agent: ${err.message}`,
+          items: [],
+        });
+      }
+    }
+    const wanted = new Set(installed ? planned.map((p) => p.path) : []);
+    for (const path of io.managedPaths()) {
+      if (!wanted.has(path) && await io.releaseManaged(path)) changed.push(path);
+    }
+    // svc files the state does not know (state lost): recognised by the marker, removed; others untouched.
+    for (const name of await io.fs.readDir(POLKIT_RULES_DIR)) {
+      const path = `${POLKIT_RULES_DIR}/${name}`;
+      if (wanted.has(path) || !name.endsWith(".rules")) continue;
+      const text = await io.fs.readTextFile(path).catch(() => undefined);
+      if (text !== undefined && isOwnRules(text) && await io.fs.remove(path)) changed.push(path);
+    }
+    if (!installed) {
+      for (const { policy } of planned) {
+        results.push({
+          policyId: policy.id,
+          status: "INAPPLICABLE",
+          message: "polkit is not installed on this node (no /etc/polkit-1 or /usr/share/polkit-1)",
+          items: [],
+        });
+      }
+      return { policies: results, changed };
+    }
+
+    const actions = planned.length ? await knownActions(io) : undefined;
+    for (const { policy, message: m, path, text } of planned) {
+      const items: ItemResult[] = [];
+      let written: string | undefined;
+      try {
+        if (await io.writeManaged(path, text, { mode: 0o644, isOwnContent: isOwnRules })) changed.push(path);
+        written = await io.fs.readTextFile(path);
+      } catch (err) {
+        results.push({
+          policyId: policy.id,
+          status: "ERROR",
+          message: `cannot write ${path}: ${(err as Error).message}`,
+          items: [],
+        });
+        continue;
+      }
+      m.rules.forEach((rule, i) => {
+        const schemaId = `polkit:${rule.name || `rule ${i}`}`;
+        const intact = written === text;
+        items.push({
+          schemaId,
+          key: `rules[${i}]`,
+          status: intact ? "COMPLIANT" : "NON_COMPLIANT",
+          message: intact ? `in ${path}` : `${path} does not hold the rule as generated (missing or edited)`,
+        });
+        for (const id of rule.actionIds) {
+          if (!actions) continue;
+          const known = actions.ids.has(id);
+          items.push({
+            schemaId,
+            key: `rules[${i}].action:${id}`,
+            status: known ? "COMPLIANT" : "INAPPLICABLE",
+            message: known
+              ? `action ${id} is registered`
+              : `action ${id} is not registered on this node (checked with ${actions.source}); the rule has no effect for it`,
+          });
+        }
+      });
+      const status = rollupStatus(items);
+      const missing = items.filter((i) => i.status === "INAPPLICABLE").length;
+      results.push({
+        policyId: policy.id,
+        status,
+        message: status === "COMPLIANT"
+          ? `${m.rules.length} rule(s) in ${path}` +
+            (missing ? `; ${missing} action id(s) not registered on this node` : "")
+          : status === "INAPPLICABLE"
+          ? "no action of these rules is registered on this node"
+          : `${path} does not hold the rules as generated`,
+        items,
+      });
+    }
+    return { policies: results, changed };
+  },
+};
