@@ -12,3 +12,9 @@ CREATE TABLE login_throttle (
   PRIMARY KEY (scope, key)
 );
 CREATE INDEX login_throttle_last_attempt_idx ON login_throttle (last_attempt_at);
+
+-- Refresh-token grace (server/auth/sessions.ts): two tabs refreshing at once present the same token. The
+-- loser, arriving within the grace period, receives the successor the winner created. The successor is kept
+-- sealed with a key derived from the token it replaced, so only a holder of that token can open it; the
+-- table alone reveals no usable token.
+ALTER TABLE refresh_tokens ADD COLUMN successor_sealed text;

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { SignJWT } from "jose";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient } from "../helpers/app.ts";
+import { REFRESH_REUSE_GRACE_SECONDS } from "../../server/auth/sessions.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,7 +105,12 @@ dbTest(
       const retry = await createGroup(alice, "g2");
       assert.equal(retry.status, 201, retry.text);
 
-      // An attacker replays the old refresh token: the whole family dies, including the fresh session.
+      // An attacker replays the old refresh token after the grace period two tabs get (aged here rather than
+      // waited for): the whole family dies, including the fresh session.
+      await server.ctx.db.query(
+        "UPDATE refresh_tokens SET used_at = used_at - make_interval(secs => $1::int) WHERE used_at IS NOT NULL",
+        [REFRESH_REUSE_GRACE_SECONDS + 1],
+      );
       const attacker = server.anonymous({ ip: "203.0.113.9" });
       attacker.cookies.set("svc_refresh", { value: oldRefresh, path: "/api/v1/auth/refresh" });
       const replay = await attacker.refresh();
