@@ -352,17 +352,25 @@ export async function confirmKey(
   tx: Queryable,
   node: NodeRef,
   input: { keyId: string; keySlot: number },
-): Promise<{ destroyedKeyId?: string }> {
-  const [key] = await tx.query<
-    { id: string; volume_id: string; state: string; key_slot: number | null; rotation_id: string | null }
-  >(
-    `SELECT k.id, k.volume_id, k.state, k.key_slot, k.rotation_id FROM luks_recovery_keys k
+): Promise<
+  { volumeId: string; volumeUuid: string; changed: boolean; replacedKeyId?: string; destroyedKeyId?: string }
+> {
+  const [key] = await tx.query<{
+    id: string;
+    volume_id: string;
+    luks_uuid: string;
+    state: string;
+    key_slot: number | null;
+    rotation_id: string | null;
+  }>(
+    `SELECT k.id, k.volume_id, v.luks_uuid, k.state, k.key_slot, k.rotation_id FROM luks_recovery_keys k
        JOIN luks_volumes v ON v.id = k.volume_id
       WHERE k.id = $1 AND v.node_id = $2 FOR UPDATE OF k`,
     [input.keyId, node.nodeId],
   );
   if (!key) throw notFoundError(`recovery key ${input.keyId} of node "${node.nodeName}"`);
-  if (key.state === "active" && key.key_slot === input.keySlot) return {};
+  const done = { volumeId: key.volume_id, volumeUuid: key.luks_uuid };
+  if (key.state === "active" && key.key_slot === input.keySlot) return { ...done, changed: false };
   if (key.state !== "pending") {
     throw conflictError(`recovery key ${input.keyId} is ${key.state}; only a pending key can be confirmed`);
   }
@@ -393,7 +401,12 @@ export async function confirmKey(
       WHERE volume_id = $1 AND state = 'pending' AND kind IN ('escrow', 'rotate')`,
     [key.volume_id],
   );
-  return key.rotation_id && previous ? { destroyedKeyId: previous.id } : {};
+  return {
+    ...done,
+    changed: true,
+    ...(previous ? { replacedKeyId: previous.id } : {}),
+    ...(key.rotation_id && previous ? { destroyedKeyId: previous.id } : {}),
+  };
 }
 
 /** A revealed key and what the reveal did. */

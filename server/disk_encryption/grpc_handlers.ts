@@ -166,6 +166,21 @@ export function diskEncryptionHandlers(ctx: ServerContext) {
         () => mapped(() => db.transaction((tx) => confirmKey(tx, node, { keyId, keySlot: request.keySlot }))),
       );
       if (out.destroyedKeyId) await counted("destroy", () => Promise.resolve());
+      // Which key opens which volume since when: the trail a later reveal is checked against.
+      if (out.changed) {
+        await ctx.audit.record({
+          action: "disk_encryption.key_confirmed",
+          outcome: "success",
+          actor: { nodeId: node.nodeId, username: node.nodeName },
+          resource: { type: "luks_volume", id: out.volumeId, name: `${node.nodeName}:${out.volumeUuid}` },
+          details: {
+            key_id: keyId,
+            key_slot: request.keySlot,
+            ...(out.replacedKeyId ? { replaced_key_id: out.replacedKeyId } : {}),
+            ...(out.destroyedKeyId ? { keyslot_destroyed: true } : {}),
+          },
+        });
+      }
       return {};
     },
     async beginRotation(request: BeginRecoveryKeyRotationRequest, node: NodeRef) {

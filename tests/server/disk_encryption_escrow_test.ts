@@ -381,6 +381,13 @@ dbTest("escrow, reveal with all three checks, rotation: real LUKS2 header", asyn
     await agent.policy.confirmRecoveryKey({ clientId: "", keyId: keyId2, keySlot: slot2 });
     assert.equal(await gauge(db, "svc_luks_recovery_keys_overdue_total", {}), 0);
     assert.equal(await opens(vol.path, key1), false, "the revealed key no longer opens the volume");
+    const confirmations = await db.query<{ username: string; details: Record<string, unknown> }>(
+      "SELECT username, details FROM audit_logs WHERE action = 'disk_encryption.key_confirmed' ORDER BY id",
+    );
+    assert.deepEqual(confirmations.map((r) => [r.username, r.details.key_id, r.details.keyslot_destroyed]), [
+      ["pc-1", keyId1, undefined],
+      ["pc-1", keyId2, true],
+    ]);
 
     const again = await officer.request("POST", revealPath, {
       reason: "second lockout",
