@@ -15,6 +15,7 @@ import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
+import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
 
@@ -30,6 +31,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...dashboardRoutes(ctx),
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),
+    ...polkitCatalogueRoutes(ctx),
     ...diskEncryptionRoutes(ctx),
     ...sessionAccessRoutes(ctx),
     ...flatpakRoutes(ctx),
