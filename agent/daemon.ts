@@ -225,6 +225,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       restored: restored.sort().join(",") || "none",
       non_compliant: count("NON_COMPLIANT") || undefined,
       errors: count("ERROR") || undefined,
+      ms: summary.durationMs,
     });
   }
 

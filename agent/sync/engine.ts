@@ -55,6 +55,8 @@ export interface SyncSummary {
   managed: { path: string; type: string }[];
   /** Results per cached policy. */
   results: { policy: CachedPolicy; result: PolicyResult }[];
+  /** Milliseconds from the start of the run to the end of enforcement. */
+  durationMs?: number;
 }
 
 /** Options of {@linkcode SyncEngine}. */
@@ -195,6 +197,7 @@ export class SyncEngine {
   }
 
   async #runOnce(hooks: AfterEnforceHook[]): Promise<void> {
+    const runStarted = performance.now();
     const { managed, enforcers, logger } = this.#options;
     const byType = new Map<string, CachedPolicy[]>();
     for (const policy of this.#cache.values()) {
@@ -266,6 +269,7 @@ export class SyncEngine {
       }
     }
     summary.managed = managed.list().map((r) => ({ path: r.path, type: r.type }));
+    summary.durationMs = Math.round(performance.now() - runStarted);
     await this.#options.onSynced?.(summary);
     for (const hook of hooks) {
       try {
