@@ -12,6 +12,7 @@ import { SUPER_ADMIN } from "../../server/auth/builtin_roles.ts";
 import type { Db } from "../../server/db/db.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../helpers/agents.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
+import { purgeAuditLogs } from "../../server/audit/retention.ts";
 
 async function auditRows(db: Db, name: string) {
   return await db.query<{ action: string; outcome: string; details: Record<string, unknown> }>(
@@ -182,5 +183,31 @@ dbTest("a renewed agent certificate whose audit row cannot be written is not rec
     }
   } finally {
     await server.stop();
+  }
+});
+
+dbTest("a retention purge whose audit row cannot be written deletes nothing", async (db) => {
+  const server = await createTestServer({ db });
+  try {
+    await db.query(
+      `INSERT INTO audit_logs (username, action, resource_type, outcome, details, created_at)
+       VALUES ('old', 'update', 'policy', 'success', '{}', now() - interval '40 days')`,
+    );
+    await db.query(`CREATE FUNCTION test_refuse_purge() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.action = 'audit_log.purge' THEN RAISE EXCEPTION 'purge row refused by the test'; END IF;
+        RETURN NEW;
+      END $$`);
+    await db.query(`CREATE TRIGGER test_refuse_purge BEFORE INSERT ON audit_logs
+      FOR EACH ROW EXECUTE FUNCTION test_refuse_purge()`);
+    await assert.rejects(purgeAuditLogs(db, 30, server.ctx.audit), /purge row refused/);
+    const old = await db.query("SELECT 1 FROM audit_logs WHERE username = 'old'");
+    assert.equal(old.length, 1, "the old row stays while its purge cannot be recorded");
+    await db.query("DROP TRIGGER test_refuse_purge ON audit_logs");
+    assert.equal(await purgeAuditLogs(db, 30, server.ctx.audit), 1);
+    const rows = await db.query("SELECT details FROM audit_logs WHERE action = 'audit_log.purge'");
+    assert.equal(rows.length, 1);
+  } finally {
+    await server.close();
   }
 });
