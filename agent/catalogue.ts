@@ -261,3 +261,110 @@ export class GSettingsCatalogueReporter {
     return "sent";
   }
 }
+
+/**
+ * Parses `pkaction --verbose`: blocks separated by blank lines, each `<action id>:` followed by indented
+ * `key: value` lines (description, message, vendor, vendor_url, icon, implicit any/inactive/active).
+ */
+export function parsePkactionVerbose(text: string): PolkitActionInfo[] {
+  const actions = new Map<string, PolkitActionInfo>();
+  for (const block of text.split(/\n\s*\n/)) {
+    const lines = block.split("\n").filter((l) => l.trim() !== "");
+    const head = /^([A-Za-z0-9][A-Za-z0-9._-]*):\s*$/.exec(lines[0] ?? "");
+    if (!head) continue;
+    const info: PolkitActionInfo = {
+      actionId: head[1],
+      description: "",
+      message: "",
+      vendor: "",
+      vendorUrl: "",
+      iconName: "",
+      defaultAny: "",
+      defaultInactive: "",
+      defaultActive: "",
+    };
+    for (const line of lines.slice(1)) {
+      const m = /^\s+([a-z_ ]+?):\s*(.*)$/.exec(line);
+      if (!m) continue;
+      const value = m[2].trim();
+      switch (m[1]) {
+        case "description":
+          info.description = value;
+          break;
+        case "message":
+          info.message = value;
+          break;
+        case "vendor":
+          info.vendor = value;
+          break;
+        case "vendor_url":
+          info.vendorUrl = value;
+          break;
+        case "icon":
+          info.iconName = value;
+          break;
+        case "implicit any":
+          info.defaultAny = value;
+          break;
+        case "implicit inactive":
+          info.defaultInactive = value;
+          break;
+        case "implicit active":
+          info.defaultActive = value;
+          break;
+      }
+    }
+    actions.set(info.actionId, info);
+  }
+  return [...actions.values()].sort((a, b) => (a.actionId < b.actionId ? -1 : 1));
+}
+
+/** A fingerprint of the polkit actions directory (names, sizes, modification times); "" when absent. */
+export async function polkitActionsFingerprint(fs: RootFs): Promise<string> {
+  if (!(await fs.stat(POLKIT_ACTIONS_DIR))?.isDirectory) return "";
+  const parts: string[] = [];
+  for (const name of await fs.readDir(POLKIT_ACTIONS_DIR)) {
+    const info = await fs.stat(`${POLKIT_ACTIONS_DIR}/${name}`).catch(() => undefined);
+    parts.push(`${name}:${info?.size ?? 0}:${info?.mtime?.getTime() ?? 0}`);
+  }
+  return parts.join("\n");
+}
+
+/**
+ * Reports the polkit action catalogue once per process and again whenever the actions directory changes
+ * (a package added or removed actions). On a real node (root `/`) the authority itself is asked
+ * (`pkaction --verbose`, what polkitd really knows); under another root, or when polkitd does not answer, the
+ * action files are read. A failed send is retried at the next call.
+ */
+export class PolkitCatalogueReporter {
+  #reported: string | undefined;
+
+  /** Scans and sends when the directory differs from what was last reported. */
+  async reportIfChanged(
+    fs: RootFs,
+    runner: {
+      run(
+        cmd: string,
+        args: string[],
+        options?: { timeoutMs?: number },
+      ): Promise<{ success: boolean; stdout: string }>;
+    },
+    send: (actions: PolkitActionInfo[]) => Promise<void>,
+  ): Promise<"unchanged" | "sent" | "none"> {
+    const fingerprint = await polkitActionsFingerprint(fs);
+    if (fingerprint === this.#reported) return "unchanged";
+    let actions: PolkitActionInfo[] | undefined;
+    if (fs.root === "/") {
+      const r = await runner.run("pkaction", ["--verbose"], { timeoutMs: 30_000 });
+      if (r.success) actions = parsePkactionVerbose(r.stdout);
+    }
+    if (!actions?.length) actions = await scanPolkitActions(fs);
+    if (actions === undefined) {
+      this.#reported = fingerprint;
+      return "none";
+    }
+    await send(actions);
+    this.#reported = fingerprint;
+    return "sent";
+  }
+}

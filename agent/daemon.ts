@@ -2,7 +2,7 @@
  * The svc-agent daemon: renews the certificate when due (at start and daily), keeps one policy
  * stream open with reconnect backoff (1 s doubling to 60 s, reset after a healthy stream),
  * and on every connect sends a heartbeat, fetches the agent configuration and, once per
- * process, reports the GSettings and polkit catalogues. Stream events drive the sync engine;
+ * process (and again when their directories change), reports the GSettings and polkit catalogues. Stream events drive the sync engine;
  * the tamper watcher follows the managed files; notifications follow changes.
  *
  * @module
@@ -13,7 +13,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GrpcError } from "../shared/grpc/adapter.ts";
 import { ComplianceStatus } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
-import { GSettingsCatalogueReporter, scanPolkitActions } from "./catalogue.ts";
+import { GSettingsCatalogueReporter, PolkitCatalogueReporter } from "./catalogue.ts";
 import { createPolicyClient, type Identity, type PolicyClient } from "./client.ts";
 import type { AgentConfig } from "./config.ts";
 import { enforcerRegistry } from "./enforcers/mod.ts";
@@ -42,7 +42,7 @@ export interface DaemonOptions {
   backoff?: BackoffOptions;
   /** Milliseconds between renewal checks while running; default one day. */
   renewalCheckMs?: number;
-  /** Milliseconds between checks of the GSettings schemas directory for changes; default ten minutes. */
+  /** Milliseconds between checks of the GSettings schemas and polkit actions directories; default ten minutes. */
   catalogueCheckMs?: number;
   /** How often a refused (revoked) agent repeats what the administrator must do; default one hour. */
   revocationReminderMs?: number;
@@ -286,7 +286,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
 
   const schemaCatalogue = new GSettingsCatalogueReporter();
   let schemasSent = false;
-  let polkitReported = false;
+  const polkitCatalogue = new PolkitCatalogueReporter();
   async function reportCatalogues(current: PolicyClient): Promise<void> {
     const sent = await schemaCatalogue.reportIfChanged(fs, async (report) => {
       await current.reportSchemaCatalogue({ clientId, ...report }, deadline(CATALOGUE_TIMEOUT_MS));
@@ -295,16 +295,10 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     // Schemas installed since the last report may make Dconf keys applicable that were not.
     if (sent === "sent" && schemasSent && engine.ready) void engine.requestSync();
     if (sent === "sent") schemasSent = true;
-    if (!polkitReported) {
-      const actions = await scanPolkitActions(fs);
-      if (actions === undefined) {
-        polkitReported = true;
-      } else {
-        await current.reportPolkitCatalogue({ clientId, actions }, deadline(CATALOGUE_TIMEOUT_MS));
-        polkitReported = true;
-        logger.info("polkit action catalogue reported", { actions: actions.length });
-      }
-    }
+    await polkitCatalogue.reportIfChanged(fs, runner, async (actions) => {
+      await current.reportPolkitCatalogue({ clientId, actions }, deadline(CATALOGUE_TIMEOUT_MS));
+      logger.info("polkit action catalogue reported", { actions: actions.length });
+    });
   }
 
   let connection: AbortController | undefined;
@@ -314,7 +308,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     if (await renewWhenDue()) connection?.abort();
   }, options.renewalCheckMs ?? 86_400_000);
 
-  // Package installs change the schemas: look again now and then while connected.
+  // Package installs change the schemas and polkit actions: look again now and then while connected.
   const catalogueTimer = setInterval(() => {
     const current = client;
     if (current) reportCatalogues(current).catch((err) => sideCallFailed(current, "catalogue report", err));

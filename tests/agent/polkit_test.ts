@@ -10,7 +10,8 @@ import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf"
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { POLKIT_MARKER, polkitFileName, renderPolkitRules } from "../../shared/polkit_js.ts";
 import { checkPolkitScript, polkitEnforcer, PolkitScriptError } from "../../agent/enforcers/polkit.ts";
-import { scanPolkitActions } from "../../agent/catalogue.ts";
+import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
+import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
@@ -444,8 +445,22 @@ Deno.test({
         (await new Deno.Command("timeout", { args: ["20", "pkaction"], env, stdout: "piped", stderr: "null" })
           .output()).stdout,
       ).split("\n").filter((l) => l.trim()).sort();
-      const scanned = (await scanPolkitActions(node.fs))!.map((a) => a.actionId).sort();
-      assert.deepEqual(scanned, listed);
+      const scanned = (await scanPolkitActions(node.fs))!;
+      assert.deepEqual(scanned.map((a) => a.actionId).sort(), listed);
+      // `pkaction --verbose` (what the agent reports on a real node) says the same, defaults included.
+      const verbose = parsePkactionVerbose(new TextDecoder().decode(
+        (await new Deno.Command("timeout", {
+          args: ["20", "pkaction", "--verbose"],
+          env,
+          stdout: "piped",
+          stderr: "null",
+        }).output()).stdout,
+      ));
+      const defaults = (
+        a: { actionId: string; defaultAny: string; defaultInactive: string; defaultActive: string },
+      ) => `${a.actionId} ${a.defaultAny}/${a.defaultInactive}/${a.defaultActive}`;
+      assert.deepEqual(verbose.map(defaults), scanned.map(defaults));
+      assert.ok(verbose.every((a) => a.description !== ""), "descriptions parsed");
     } finally {
       for (const child of children.reverse()) {
         try {
@@ -459,4 +474,60 @@ Deno.test({
       await node.cleanup();
     }
   },
+});
+
+Deno.test("polkit catalogue: reported once, again only when the actions directory changes", async () => {
+  const node = await polkitNode();
+  try {
+    const reporter = new PolkitCatalogueReporter();
+    const sent: string[][] = [];
+    const send = (actions: { actionId: string }[]) => {
+      sent.push(actions.map((a) => a.actionId));
+      return Promise.resolve();
+    };
+    const runner = new Runner();
+    assert.equal(await reporter.reportIfChanged(node.fs, runner, send), "sent");
+    assert.equal(await reporter.reportIfChanged(node.fs, runner, send), "unchanged");
+    await Deno.writeTextFile(
+      `${node.root}/usr/share/polkit-1/actions/org.example.test.policy`,
+      `<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig><vendor>Example</vendor><action id="org.example.test.run"><description>Run</description>
+<defaults><allow_any>no</allow_any><allow_inactive>no</allow_inactive><allow_active>auth_admin</allow_active></defaults>
+</action></policyconfig>
+`,
+    );
+    assert.equal(await reporter.reportIfChanged(node.fs, runner, send), "sent");
+    assert.equal(sent.length, 2);
+    assert.ok(sent[1].includes("org.example.test.run"));
+    // A failed send is tried again next time.
+    await Deno.remove(`${node.root}/usr/share/polkit-1/actions/org.example.test.policy`);
+    await assert.rejects(
+      reporter.reportIfChanged(node.fs, runner, () => Promise.reject(new Error("offline"))),
+    );
+    assert.equal(await reporter.reportIfChanged(node.fs, runner, send), "sent");
+  } finally {
+    await node.cleanup();
+  }
+  const text = `org.example.a:
+  description:       Do A
+  message:           Authentication is required to do A
+  vendor:            Example
+  vendor_url:        https://example.org
+  icon:
+  implicit any:      no
+  implicit inactive: auth_admin
+  implicit active:   yes
+
+org.example.b:
+  description:       Do B
+  implicit any:      auth_admin_keep
+`;
+  const parsed = parsePkactionVerbose(text);
+  assert.deepEqual(
+    parsed.map((a) => [a.actionId, a.description, a.defaultAny, a.defaultInactive, a.defaultActive]),
+    [
+      ["org.example.a", "Do A", "no", "auth_admin", "yes"],
+      ["org.example.b", "Do B", "auth_admin_keep", "", ""],
+    ],
+  );
 });
