@@ -20,7 +20,8 @@ async function copyDir(from: string, to: string): Promise<boolean> {
   }
   await Deno.mkdir(to, { recursive: true });
   for await (const entry of Deno.readDir(from)) {
-    if (entry.isFile) await Deno.copyFile(`${from}/${entry.name}`, `${to}/${entry.name}`);
+    // Links count as files (Debian's firewalld installs its .policy as a link to one of two variants).
+    if (entry.isFile || entry.isSymlink) await Deno.copyFile(`${from}/${entry.name}`, `${to}/${entry.name}`);
   }
   return true;
 }
