@@ -14,7 +14,6 @@ export const AGENT_CERT_VALIDITY_DAYS = 90;
 
 const COMMON_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const COMMON_NAME_MAX = 253;
-const ACCEPTED_CURVES = new Set(["P-256", "P-384", "P-521"]);
 
 /** Options of {@linkcode signCsr}. */
 export interface SignCsrOptions {
@@ -75,7 +74,7 @@ export async function signCsr(
     throw new Error(`validityDays must be a positive whole number, got ${validityDays}`);
   }
   const csr = parseCsr(csrPem);
-  checkKeyStrength(csr);
+  checkKeyType(csr);
   if (!(await signatureIsValid(csr))) {
     throw new PkiError("certificate request signature is invalid");
   }
@@ -118,21 +117,30 @@ function parseCsr(csrPem: string): Pkcs10CertificateRequest {
   }
 }
 
-function checkKeyStrength(csr: Pkcs10CertificateRequest): void {
-  let algorithm: Partial<EcKeyAlgorithm> = {};
+/**
+ * Agent certificates carry ECDSA P-256 keys only (spec): the policy port's TLS 1.3 configuration and every
+ * agent are built for that one key type, and a single type leaves nothing to negotiate. Stronger curves,
+ * Ed25519 and RSA are refused too, with the type the request used and the one required.
+ */
+function checkKeyType(csr: Pkcs10CertificateRequest): void {
+  let algorithm: Partial<EcKeyAlgorithm & RsaHashedKeyAlgorithm> = {};
   try {
     algorithm = csr.publicKey.algorithm;
   } catch {
-    // A key algorithm the library does not know (DSA, GOST…) is refused below.
+    // A key algorithm the library does not know (DSA, GOST…) is described as unsupported below.
   }
-  const accepted = (algorithm.name === "ECDSA" && ACCEPTED_CURVES.has(algorithm.namedCurve ?? "")) ||
-    algorithm.name === "Ed25519";
-  if (!accepted) {
-    throw new PkiError(
-      "only ECDSA P-256 or stronger keys are accepted (ECDSA P-256, P-384, P-521 or Ed25519); " +
-        "generate the request with an ECDSA P-256 key",
-    );
-  }
+  if (algorithm.name === "ECDSA" && algorithm.namedCurve === "P-256") return;
+  const used = algorithm.name === "ECDSA"
+    ? `an ECDSA ${algorithm.namedCurve ?? "(unknown curve)"} key`
+    : algorithm.name === "Ed25519" || algorithm.name === "Ed448"
+    ? `an ${algorithm.name} key`
+    : algorithm.name?.startsWith("RSA")
+    ? `an RSA${algorithm.modulusLength ? ` ${algorithm.modulusLength}-bit` : ""} key`
+    : "a key type svc does not support";
+  throw new PkiError(
+    `the certificate request uses ${used}; agent certificates need an ECDSA P-256 key ` +
+      "(prime256v1, e.g. openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256)",
+  );
 }
 
 async function signatureIsValid(csr: Pkcs10CertificateRequest): Promise<boolean> {

@@ -285,7 +285,7 @@ dbTest("bad requests: malformed fields are refused before the token is used; a b
           nodeName: "pc-1",
         }),
         grpc.status.INVALID_ARGUMENT,
-        /^csr_pem: only ECDSA/,
+        /^csr_pem: the certificate request uses an RSA 2048-bit key; agent certificates need an ECDSA P-256 key/,
       );
       assert.equal(await tokenCount(db), 0);
       const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM nodes");

@@ -235,37 +235,49 @@ Deno.test("generateKeyAndCsr produces a P-256 PKCS#8 key and a CSR openssl accep
   }
 });
 
-Deno.test("signCsr accepts P-384, P-521 and Ed25519 keys and an openssl-made request", async () => {
+Deno.test("signCsr signs an openssl-made ECDSA P-256 request", async () => {
   const ca = await testCa();
-  const requests = [
-    await csrWith({
-      algorithm: { name: "ECDSA", namedCurve: "P-384" },
-      signing: { name: "ECDSA", hash: "SHA-384" },
-    }),
-    await csrWith({
-      algorithm: { name: "ECDSA", namedCurve: "P-521" },
-      signing: { name: "ECDSA", hash: "SHA-512" },
-    }),
-    await csrWith({ algorithm: { name: "Ed25519" }, signing: { name: "Ed25519" } }),
-    await openssl(
-      "req",
-      "-new",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      "/dev/null",
-      "-subj",
-      "/CN=whatever/O=other",
-    ),
+  const csrPem = await openssl(
+    "req",
+    "-new",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-keyout",
+    "/dev/null",
+    "-subj",
+    "/CN=whatever/O=other",
+  );
+  const signed = await ca.signCsr(csrPem, { commonName: "node-x" });
+  assert.equal(decodeCertificate(signed.certPem).subject, "CN=node-x");
+  assert.match(await opensslVerify(ca.certPem, signed.certPem, "sslclient"), /OK/);
+});
+
+Deno.test("signCsr refuses P-384, P-521 and Ed25519 keys, naming the key and the one required", async () => {
+  const ca = await testCa();
+  const cases: [string, RegExp][] = [
+    [
+      await csrWith({
+        algorithm: { name: "ECDSA", namedCurve: "P-384" },
+        signing: { name: "ECDSA", hash: "SHA-384" },
+      }),
+      /uses an ECDSA P-384 key; agent certificates need an ECDSA P-256 key/,
+    ],
+    [
+      await csrWith({
+        algorithm: { name: "ECDSA", namedCurve: "P-521" },
+        signing: { name: "ECDSA", hash: "SHA-512" },
+      }),
+      /uses an ECDSA P-521 key; agent certificates need an ECDSA P-256 key/,
+    ],
+    [
+      await csrWith({ algorithm: { name: "Ed25519" }, signing: { name: "Ed25519" } }),
+      /uses an Ed25519 key; agent certificates need an ECDSA P-256 key/,
+    ],
   ];
-  for (const csrPem of requests) {
-    const signed = await ca.signCsr(csrPem, { commonName: "node-x" });
-    assert.equal(decodeCertificate(signed.certPem).subject, "CN=node-x");
-    assert.match(await opensslVerify(ca.certPem, signed.certPem, "sslclient"), /OK/);
-  }
+  for (const [csrPem, message] of cases) await rejects(ca.signCsr(csrPem, { commonName: "node-x" }), message);
 });
 
 Deno.test("signCsr rejects RSA keys", async () => {
@@ -293,7 +305,7 @@ Deno.test("signCsr rejects RSA keys", async () => {
   for (const csrPem of [webCryptoRsa, opensslRsa]) {
     await rejects(
       ca.signCsr(csrPem, { commonName: "node-1" }),
-      /^only ECDSA P-256 or stronger keys are accepted/,
+      /^the certificate request uses an RSA (2048|3072)-bit key; agent certificates need an ECDSA P-256 key/,
     );
   }
 });
