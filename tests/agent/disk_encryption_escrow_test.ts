@@ -353,19 +353,28 @@ dbTest(
   { ignore: SKIP },
 );
 
-dbTest("no unlock secret: the task stays pending and no keyslot is written", async (db) => {
-  const env = await setup(db, { escrow_recovery_key: true });
-  try {
-    const uuid = await luksImage(env, "disk.img");
-    await Deno.remove(join(env.root, "node/etc/svc/luks-keys", `${uuid}.key`));
-    await manager(env, ["/images/disk.img"]).connected(env.client);
-    assert.deepEqual((await readHeader(runner, join(env.root, "node/images/disk.img"))).slots, [0]);
-    assert.equal((await db.query("SELECT 1 FROM luks_tasks WHERE state = 'pending'")).length, 1);
-    assert.equal((await db.query("SELECT 1 FROM luks_recovery_keys")).length, 0);
-  } finally {
-    await env.close();
-  }
-}, { ignore: SKIP });
+dbTest(
+  "no usable unlock secret (missing, or readable by others): the task stays pending, no keyslot",
+  async (db) => {
+    const env = await setup(db, { escrow_recovery_key: true });
+    try {
+      const uuid = await luksImage(env, "disk.img");
+      const secret = join(env.root, "node/etc/svc/luks-keys", `${uuid}.key`);
+      // A secret others can read is not used either.
+      await Deno.chmod(secret, 0o644);
+      await manager(env, ["/images/disk.img"]).connected(env.client);
+      assert.deepEqual((await readHeader(runner, join(env.root, "node/images/disk.img"))).slots, [0]);
+      await Deno.remove(secret);
+      await manager(env, ["/images/disk.img"]).connected(env.client);
+      assert.deepEqual((await readHeader(runner, join(env.root, "node/images/disk.img"))).slots, [0]);
+      assert.equal((await db.query("SELECT 1 FROM luks_tasks WHERE state = 'pending'")).length, 1);
+      assert.equal((await db.query("SELECT 1 FROM luks_recovery_keys")).length, 0);
+    } finally {
+      await env.close();
+    }
+  },
+  { ignore: SKIP },
+);
 
 dbTest(
   "a crash inside luksAddKey (key in a slot, journal still at escrowed) is finished without a second slot",
