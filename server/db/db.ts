@@ -51,7 +51,8 @@ export type DriverDb = Omit<Db, "unitOfWork">;
 
 interface UnitScope {
   owner: object;
-  tx: Queryable;
+  /** The unit's transaction, begun by the first statement (so work before it holds no connection or lock). */
+  tx(): Promise<Queryable>;
   /** False once `fn` settled: late stragglers fall back to the pool instead of a finished transaction. */
   open: boolean;
   afterCommit: (() => void)[];
@@ -79,42 +80,67 @@ export function withUnitsOfWork<D extends DriverDb>(base: D): D & Db {
   };
   return {
     ...base,
-    query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
+    async query<T>(sql: string, params?: readonly unknown[]): Promise<T[]> {
       const scope = current();
-      return scope ? scope.tx.query<T>(sql, params) : base.query<T>(sql, params);
+      return scope ? await (await scope.tx()).query<T>(sql, params) : await base.query<T>(sql, params);
     },
-    transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const scope = current();
-      return scope ? savepoint(scope.tx, fn) : base.transaction(fn);
+      return scope ? await savepoint(await scope.tx(), fn) : await base.transaction(fn);
     },
     listen(channel: string, handler: NotifyHandler) {
       // PGlite delivers notifications while the committing caller's context is still current.
       return base.listen(channel, (payload) => ambient.exit(() => handler(payload)));
     },
-    notify(channel: string, payload: string): Promise<void> {
+    async notify(channel: string, payload: string): Promise<void> {
       const scope = current();
-      return scope ? notifyIn(scope.tx, channel, payload) : base.notify(channel, payload);
+      return scope ? await notifyIn(await scope.tx(), channel, payload) : await base.notify(channel, payload);
     },
     async unitOfWork<T>(fn: () => Promise<T>): Promise<T> {
       if (current()) return await fn();
-      const scope: UnitScope = { owner, tx: base, open: true, afterCommit: [] };
+      let begun: Promise<Queryable> | undefined;
+      let settle: (commit: boolean) => void = () => {};
+      // Never rejects (an unawaited rejection would end the process); the outcome is read after `fn`.
+      let done: Promise<{ ok: true } | { ok: false; err: unknown }> | undefined;
+      const scope: UnitScope = {
+        owner,
+        open: true,
+        afterCommit: [],
+        tx() {
+          begun ??= new Promise<Queryable>((resolveTx, rejectTx) => {
+            const decided = new Promise<boolean>((resolve) => settle = resolve);
+            done = base.transaction(async (tx) => {
+              resolveTx(tx);
+              if (!(await decided)) throw new UnitRolledBack();
+            }).then(() => ({ ok: true as const }), (err) => {
+              rejectTx(err);
+              return { ok: false as const, err };
+            });
+          });
+          return begun;
+        },
+      };
+      let result: T;
       try {
-        const result = await base.transaction(async (tx) => {
-          scope.tx = tx;
-          try {
-            return await ambient.run(scope, fn);
-          } finally {
-            scope.open = false;
-          }
-        });
-        for (const task of scope.afterCommit) task();
-        return result;
-      } finally {
+        result = await ambient.run(scope, fn);
+      } catch (err) {
         scope.open = false;
+        settle(false);
+        await done;
+        throw err;
       }
+      scope.open = false;
+      settle(true);
+      const outcome = await done;
+      if (outcome && !outcome.ok) throw outcome.err;
+      for (const task of scope.afterCommit) task();
+      return result;
     },
   };
 }
+
+/** Thrown inside a unit's transaction to roll it back after `fn` failed (never leaves the unit). */
+class UnitRolledBack extends Error {}
 
 async function savepoint<T>(tx: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
   const name = `svc_sp_${++savepointSeq}`;

@@ -211,3 +211,26 @@ dbTest("a retention purge whose audit row cannot be written deletes nothing", as
     await server.close();
   }
 });
+
+dbTest("a unit of work holds no transaction until its first statement", async (db) => {
+  // PGlite has one connection: an eagerly begun transaction would stall every other request while a handler
+  // still parses or validates.
+  const events: string[] = [];
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => release = resolve);
+  const fallback = setTimeout(() => {
+    events.push("fallback");
+    release();
+  }, 60_000);
+  const unit = db.unitOfWork(async () => {
+    await gate;
+    await db.query("SELECT 1");
+    events.push("unit");
+  });
+  await db.query("SELECT 1");
+  events.push("outside");
+  release();
+  await unit;
+  clearTimeout(fallback);
+  assert.deepEqual(events, ["outside", "unit"]);
+});
