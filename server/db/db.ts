@@ -5,8 +5,8 @@
  * Parameters are positional (`$1`, `$2`, …). `bigint`/`int8` columns come back as JavaScript numbers,
  * `timestamptz` as `Date`, `jsonb` parsed, arrays as arrays, in both drivers.
  *
- * Units of work: {@link Db.unitOfWork} opens one transaction and makes it ambient (AsyncLocalStorage) for
- * everything `fn` awaits. Any `query`, `transaction` or `notify` on the same `Db` from inside — also through
+ * Units of work: {@link Db.unitOfWork} makes one transaction ambient (AsyncLocalStorage) for everything `fn`
+ * awaits, begun by the first statement. Any `query`, `transaction` or `notify` on the same `Db` from inside — also through
  * a handle captured long before, as route handlers do with `ctx.db` — joins it (a nested `transaction`
  * becomes a savepoint). That is how a REST change and its audit row commit together or not at all without
  * every handler passing a transaction around. Work that must only happen once the change is durable (syslog

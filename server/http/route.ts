@@ -14,9 +14,11 @@
  * failure/denied row in a transaction of its own. This was chosen over handing handlers an explicit
  * transaction because every handler, and every route other engineers add, reaches the database through the
  * captured `ctx.db`; an ambient unit covers them all without touching one of them, and a forgotten parameter
- * cannot silently bypass it. The body is read and validated before the transaction opens (a slow upload must
- * not hold a connection). What must happen only after a commit (syslog forwarding) uses `afterCommit`; hub
- * notifications are already transactional (`notifyIn`), and LISTEN callbacks run outside any unit.
+ * cannot silently bypass it. The body is read and validated before the unit starts, and the unit begins its
+ * transaction only at the first statement, so a slow upload or a long parse holds no connection (nor, on
+ * PGlite, the one connection everybody shares). What must happen only after a commit (syslog forwarding)
+ * uses `afterCommit`; hub notifications are already transactional (`notifyIn`); LISTEN callbacks run outside
+ * any unit. Work a handler starts without awaiting it falls back to the pool once the unit has settled.
  */
 import type { Context, Hono } from "hono";
 import type { Permission } from "../../shared/permissions.ts";
