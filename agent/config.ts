@@ -7,7 +7,7 @@
  */
 
 import { parse as parseYaml } from "yaml";
-import { LOG_LEVELS, type LogLevel } from "./log.ts";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "./log.ts";
 import { pathComponents, PathEscapeError } from "./fs.ts";
 
 /** Where the packaged configuration file lives. */
@@ -48,7 +48,7 @@ export interface AgentConfig {
     /** Local switch; the server's setting (GetAgentConfig) must also allow them. */
     enabled: boolean;
   };
-  log: { level: LogLevel };
+  log: { level: LogLevel; format: LogFormat };
   diskEncryption: {
     /** Node paths of the block devices (or image files) to inventory; empty: every disk lsblk lists. */
     devices: string[];
@@ -136,6 +136,7 @@ export const AGENT_CONFIG_KEYS: readonly KeySpec[] = [
   },
   { key: "notifications.enabled", kind: "bool", default: true },
   { key: "log.level", kind: "string", default: "info", oneOf: LOG_LEVELS },
+  { key: "log.format", kind: "string", default: "text", oneOf: LOG_FORMATS },
   { key: "disk_encryption.devices", kind: "string", default: "", check: checkDeviceList },
   { key: "disk_encryption.unlock_key_dir", kind: "path", default: "/etc/svc/luks-keys" },
   { key: "disk_encryption.tpm2_device", kind: "string", default: "auto", check: checkTpm2Device },
@@ -279,7 +280,7 @@ export function buildAgentConfig(tree: unknown, file: string, options: LoadOptio
       flatpakPoliciesPath: get("firefox.flatpak_policies_path"),
     },
     notifications: { enabled: get("notifications.enabled") },
-    log: { level: get("log.level") },
+    log: { level: get("log.level"), format: get("log.format") },
     diskEncryption: {
       devices: splitDeviceList(get("disk_encryption.devices")),
       unlockKeyDir: get("disk_encryption.unlock_key_dir"),

@@ -1,7 +1,9 @@
 /**
  * The agent's logger: one readable line per event on stderr (journald adds the time stamp
- * and unit), details as `key=value`. The agent ships alone, so it has its own copy of this
- * small helper instead of importing the server's.
+ * and unit), details as `key=value`; or, with `log.format: json`, one JSON object per line
+ * (`time`, `level`, `msg`, then the details; a detail named like one of those gets a trailing
+ * `_`). The agent ships alone, so it has its own copy of this small helper instead of importing
+ * the server's.
  *
  * @module
  */
@@ -11,6 +13,11 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 
 /** Every level, in increasing severity. */
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+
+/** Line formats (`log.format`). */
+export type LogFormat = "text" | "json";
+/** Every line format. */
+export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];
 
 /** A logger. */
 export interface Logger {
@@ -26,7 +33,11 @@ export interface LoggerOptions {
   level?: LogLevel;
   /** Receives each finished line; default writes to stderr. */
   sink?: (line: string) => void;
+  /** Line format; default `text`. */
+  format?: LogFormat;
 }
+
+const RESERVED = new Set(["time", "level", "msg"]);
 
 function formatValue(value: unknown): string {
   if (typeof value === "string") return /[\s"=]/.test(value) ? JSON.stringify(value) : value;
@@ -40,6 +51,13 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   const sink = options.sink ?? ((line: string) => console.error(line));
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (LOG_LEVELS.indexOf(level) < min) return;
+    if (options.format === "json") {
+      const out: Record<string, unknown> = { time: new Date().toISOString(), level, msg };
+      for (const [k, v] of Object.entries(fields ?? {})) {
+        if (v !== undefined) out[RESERVED.has(k) ? `${k}_` : k] = v instanceof Error ? v.message : v;
+      }
+      return sink(JSON.stringify(out));
+    }
     const extra = fields
       ? Object.entries(fields).filter(([, v]) => v !== undefined).map(([k, v]) => ` ${k}=${formatValue(v)}`)
         .join("")

@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { config } = loaded;
-  const logger = createLogger({ level: config.log.level });
+  const logger = createLogger({ level: config.log.level, format: config.log.format });
   for (const warning of [...loaded.warnings, ...tokenChoice.warnings]) logger.warn(warning);
 
   const dataDir = config.enrollment.dataDir;

@@ -1,8 +1,17 @@
-/** Plain line logger with levels; a line a person can read, key=value for details. */
+/**
+ * Plain line logger with levels: a line a person can read with key=value details (`text`, the default),
+ * or one JSON object per line for journald/Loki pipelines (`json`: `time`, `level`, `msg`, then the
+ * details; a detail named like one of those gets a trailing `_`).
+ */
 
 /** Log levels in order. */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+
+/** Line formats (`log.format`). */
+export type LogFormat = "text" | "json";
+/** Every line format. */
+export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];
 
 /** A logger. */
 export interface Logger {
@@ -12,20 +21,44 @@ export interface Logger {
   error(msg: string, fields?: Record<string, unknown>): void;
 }
 
-/** Creates a logger writing to stderr at or above `level`. */
+const RESERVED = new Set(["time", "level", "msg"]);
+
+function plain(value: unknown): unknown {
+  return value instanceof Error ? value.message : value;
+}
+
+/** One log line in `format`. */
+export function formatLogLine(
+  format: LogFormat,
+  entry: { time: Date; level: LogLevel; msg: string; fields?: Record<string, unknown> },
+): string {
+  const fields = Object.entries(entry.fields ?? {}).filter(([, v]) => v !== undefined);
+  if (format === "json") {
+    const out: Record<string, unknown> = {
+      time: entry.time.toISOString(),
+      level: entry.level,
+      msg: entry.msg,
+    };
+    for (const [k, v] of fields) out[RESERVED.has(k) ? `${k}_` : k] = plain(v);
+    return JSON.stringify(out);
+  }
+  const extra = fields.map(([k, v]) => {
+    const value = plain(v);
+    return ` ${k}=${typeof value === "string" ? value : JSON.stringify(value)}`;
+  }).join("");
+  return `${entry.time.toISOString()} ${entry.level.toUpperCase()} ${entry.msg}${extra}`;
+}
+
+/** Creates a logger writing to `sink` (default stderr) at or above `level`, in `options.format`. */
 export function createLogger(
   level: LogLevel = "info",
   sink: (line: string) => void = (l) => console.error(l),
+  options: { format?: LogFormat } = {},
 ): Logger {
+  const format = options.format ?? "text";
   const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (ORDER[at] < ORDER[level]) return;
-    const extra = fields
-      ? " " +
-        Object.entries(fields).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(
-          " ",
-        )
-      : "";
-    sink(`${new Date().toISOString()} ${at.toUpperCase()} ${msg}${extra}`);
+    sink(formatLogLine(format, { time: new Date(), level: at, msg, fields }));
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import type { ServerConfig } from "./config/config.ts";
 import type { ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase } from "./db/mod.ts";
-import { createLogger, type Logger, type LogLevel } from "./log.ts";
+import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
 import { ensureInternalServerCert, loadOrCreateCa, loadOrCreateServerCert } from "./pki/mod.ts";
 import { VERSION } from "../shared/version.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
@@ -60,7 +60,8 @@ export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[]
 
 /** Starts svc-server with `config`. */
 export async function startServer(config: ServerConfig, options: StartOptions = {}): Promise<RunningServer> {
-  const log = options.log ?? createLogger(config.log.level as LogLevel);
+  const log = options.log ??
+    createLogger(config.log.level as LogLevel, undefined, { format: config.log.format as LogFormat });
   await Deno.mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
   const db = options.db ?? await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
   const cleanups: Array<() => Promise<void>> = [];
@@ -130,7 +131,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     });
     // The admin login (or the reminder of where it is) is the last thing a start prints, after the URL answers.
     const notice = await identity.startupNotice(webUrl(config, web.port));
-    if (notice.length > 0) (options.print ?? console.log)(boxed(notice));
+    // A JSON log stays JSON: the notice becomes one log record instead of a framed block.
+    if (notice.length > 0 && config.log.format === "json") log.warn(notice.join(" "));
+    else if (notice.length > 0) (options.print ?? console.log)(boxed(notice));
     let stopped = false;
     return {
       ctx,

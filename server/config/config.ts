@@ -42,7 +42,7 @@ export interface ServerConfig {
     };
   };
   agentRepo: { dir: string };
-  log: { level: string };
+  log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
   /** Flatpak catalogue: refresh schedule and outbound fetch limits (private targets only when allowed). */
@@ -105,6 +105,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "audit.syslog.tls_ca_file", kind: "string", default: "" },
   { key: "agent_repo.dir", kind: "string", default: "/usr/share/svc/agent-repo" },
   { key: "log.level", kind: "string", default: "info", oneOf: ["debug", "info", "warn", "error"] },
+  { key: "log.format", kind: "string", default: "text", oneOf: ["text", "json"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
   { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
   { key: "flatpak.catalog_refresh_minutes", kind: "int", default: 360, min: 0, max: 10080 },
@@ -232,7 +233,7 @@ export function resolveConfig(
       },
     },
     agentRepo: { dir: v("agent_repo.dir") },
-    log: { level: v("log.level") },
+    log: { level: v("log.level"), format: v("log.format") },
     diskEncryption: {
       // Creating a KEK without naming a file (dev mode) keeps it with the rest of the server's state.
       kekFile: v<string>("disk_encryption.kek_file") ||

@@ -202,6 +202,12 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
           : {}),
       },
     });
+    log.info("tamper event: a managed file was changed on the node and restored", {
+      node: identity.nodeName,
+      path,
+      policy_type: policyType || undefined,
+      processes: processes.map((p) => `${p.comm}[${p.pid}]`).join(",") || undefined,
+    });
   }
 
   async function renewCertificate(
@@ -255,7 +261,18 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
       if (lastKnownRevision < 0 || !Number.isSafeInteger(lastKnownRevision)) {
         throw invalid("last_known_revision", "must be 0 or a revision received from this server");
       }
-      await hub.serveStream(call, { ...identity, lastKnownRevision });
+      const fields = { node: identity.nodeName, replica: ctx.replicaId, revision: lastKnownRevision };
+      log.info("agent connected", fields);
+      try {
+        await hub.serveStream(call, { ...identity, lastKnownRevision });
+        log.info("agent disconnected", fields);
+      } catch (err) {
+        log.info("agent disconnected", {
+          ...fields,
+          reason: err instanceof Error ? err.message : String(err),
+        });
+        throw err;
+      }
     },
     async reportCompliance(request, _call, identity) {
       await reportCompliance(request, identity);

@@ -45,13 +45,15 @@ export interface AgentServerOptions {
   config?: ConfigOverrides;
   /** REST routes to mount besides identity and audit (see {@link createTestServer}). */
   routes?: TestServerOptions["routes"];
+  /** Least severe level captured in `test.logs`; default warn. */
+  logLevel?: TestServerOptions["logLevel"];
 }
 
 /** Starts hub, policy port and web port (ephemeral ports on 127.0.0.1) on `db`. */
 export async function startAgentServer(db: Db, options: AgentServerOptions = {}): Promise<AgentServer> {
   const test = await createTestServer({
     db,
-    logLevel: "warn",
+    logLevel: options.logLevel ?? "warn",
     routes: options.routes,
     config: {
       ...options.config,

@@ -186,12 +186,20 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { reason } = body<{ reason?: string }>(c) ?? {};
+        let name = "";
         const serials = await db.transaction(async (tx) => {
           const node = await getNode(tx, id);
+          name = node.name;
           auditResource(c, { id, name: node.name });
           return await revokeNode(tx, id, { reason });
         });
         c.set("auditDetails", { revoked_serials: serials });
+        ctx.log.info("node revoked", {
+          node: name,
+          serials: serials.join(","),
+          by: caller(c).username,
+          reason,
+        });
         return c.json({ revoked_serials: serials });
       },
     },
