@@ -1,8 +1,14 @@
-/** Editor of the Flatpak policy type: the form generated from its content message (its .proto comments supply labels, help and allowed values). */
+/**
+ * Editor of the Flatpak policy type: `<svc-flatpak-form>` (`components/flatpak_form.ts`), the form generated
+ * from the content message with a search of the server's Flatpak catalogue (icon, name, id) that adds
+ * applications.
+ */
+import "../components/flatpak_form.ts";
 import type { EditorSpec } from "./spec.ts";
 
 /** The Flatpak editor. */
 export const flatpakEditor: EditorSpec = {
   type: "Flatpak",
   hints: {},
+  formTag: "svc-flatpak-form",
 };

@@ -1,8 +1,14 @@
-/** Editor of the SessionAccess policy type: the form generated from its content message (its .proto comments supply labels, help and allowed values). */
+/**
+ * Editor of the SessionAccess policy type: `<svc-session-access-form>` (`components/session_access_form.ts`),
+ * the form generated from the content message and a weekly timeline of who may log in when, for the
+ * policy alone or with a node group's SessionAccess policies, marking the hours nobody named may log in.
+ */
+import "../components/session_access_form.ts";
 import type { EditorSpec } from "./spec.ts";
 
 /** The SessionAccess editor. */
 export const sessionAccessEditor: EditorSpec = {
   type: "SessionAccess",
   hints: {},
+  formTag: "svc-session-access-form",
 };

@@ -21,6 +21,7 @@ import {
 } from "../components/ui.ts";
 import type { PageChange } from "../components/pager.ts";
 import type { Binding, NodeGroup, Policy } from "../types.ts";
+import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 
 class SvcPolicyBindingsPage extends PageElement {
   static override properties = {
@@ -149,12 +150,19 @@ class SvcPolicyBindingsPage extends PageElement {
       });
       if (!ok) return;
     }
-    try {
-      await api.put(`/policy-bindings/${b.id}`, { state });
-      notify(`Binding ${state}`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
+    let body: { state: string; lockout_reason?: string } = { state };
+    for (;;) {
+      try {
+        await api.put(`/policy-bindings/${b.id}`, body);
+        notify(`Binding ${state}`, "success");
+        await this.reload();
+        return;
+      } catch (err) {
+        // The SessionAccess lockout guard lets an enablement through with a reason (audited).
+        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
+        if (!reason) return notifyError(err);
+        body = { ...body, lockout_reason: reason };
+      }
     }
   }
 

@@ -31,6 +31,7 @@ import { editorFor } from "../editors/mod.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
 import "../editors/schema_form.ts";
 import "../components/dconf_form.ts";
+import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy } from "../types.ts";
 
@@ -246,12 +247,19 @@ class SvcPolicyEditorPage extends PageElement {
       confirmLabel: label,
     });
     if (!ok) return;
-    try {
-      await api.put(`/policies/all/${p.id}/state`, { state: target });
-      notify(`${p.name}: ${label.toLowerCase()} done`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
+    let body: { state: string; lockout_reason?: string } = { state: target };
+    for (;;) {
+      try {
+        await api.put(`/policies/all/${p.id}/state`, body);
+        notify(`${p.name}: ${label.toLowerCase()} done`, "success");
+        await this.reload();
+        return;
+      } catch (err) {
+        // The SessionAccess lockout guard lets a release through with a reason (audited).
+        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
+        if (!reason) return notifyError(err);
+        body = { ...body, lockout_reason: reason };
+      }
     }
   }
 

@@ -11,6 +11,7 @@ import "../components/settings_roles.ts";
 import "../components/settings_user_groups.ts";
 import "../components/settings_role_bindings.ts";
 import "../components/settings_agent.ts";
+import "../components/flatpak_repos.ts";
 
 /** Tabs; a tab shows when the person holds one of `anyOf` and every one of `allOf`. */
 const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?: string[]; tag: string }> = [
@@ -26,6 +27,7 @@ const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?
     tag: "svc-settings-role-bindings",
   },
   { name: "agent", label: "Agent notifications", anyOf: ["settings:view"], tag: "svc-settings-agent" },
+  { name: "flatpak", label: "Flatpak repositories", anyOf: ["settings:view"], tag: "svc-settings-flatpak-repos" },
 ];
 
 class SvcSettingsPage extends PageElement {
@@ -56,6 +58,8 @@ class SvcSettingsPage extends PageElement {
               ? html`<svc-settings-user-groups></svc-settings-user-groups>`
               : t.tag === "svc-settings-role-bindings"
               ? html`<svc-settings-role-bindings></svc-settings-role-bindings>`
+              : t.tag === "svc-settings-flatpak-repos"
+              ? html`<svc-settings-flatpak-repos></svc-settings-flatpak-repos>`
               : html`<svc-settings-agent></svc-settings-agent>`
           }</sl-tab-panel>`
         )}

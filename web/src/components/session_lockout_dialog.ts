@@ -1,0 +1,74 @@
+/**
+ * `<svc-session-lockout-dialog>` behind {@linkcode askLockoutReason}: when the server's SessionAccess lockout
+ * guard refuses a release or a binding (no named account could log in at some time of the week), the
+ * person sees which accounts and when, and may go ahead only by giving a reason, which the server audits.
+ */
+import { html, LitElement } from "lit";
+import { ApiError } from "../api.ts";
+
+class SvcSessionLockoutDialog extends LitElement {
+  static override properties = { message: { attribute: false }, reason: { state: true } };
+  declare message: string;
+  declare reason: string;
+  #done = false;
+
+  constructor() {
+    super();
+    this.message = "";
+    this.reason = "";
+  }
+
+  protected override createRenderRoot(): HTMLElement {
+    return this;
+  }
+
+  override firstUpdated(): void {
+    void (this.querySelector("sl-dialog") as HTMLElement & { show(): Promise<void> }).show();
+  }
+
+  #finish(reason: string | undefined): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.dispatchEvent(new CustomEvent("svc-lockout-done", { detail: reason }));
+  }
+
+  override render() {
+    const ok = this.reason.trim().length >= 3;
+    return html`
+      <sl-dialog label="Nobody could log in at some times" @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.#finish(undefined);
+      }}>
+        <p class="lockout-message">${this.message}</p>
+        <sl-textarea class="lockout-reason" label="Reason to go ahead (recorded in the audit log)" rows="3"
+          .value=${this.reason} @sl-input=${(e: Event) =>
+            this.reason = String((e.target as HTMLTextAreaElement).value)}></sl-textarea>
+        <sl-button slot="footer" @click=${() => this.#finish(undefined)}>Cancel</sl-button>
+        <sl-button slot="footer" variant="danger" class="lockout-confirm" ?disabled=${!ok}
+          @click=${() => this.#finish(this.reason.trim())}>Go ahead</sl-button>
+      </sl-dialog>
+    `;
+  }
+}
+
+customElements.define("svc-session-lockout-dialog", SvcSessionLockoutDialog);
+
+/**
+ * For an error that is the lockout guard's refusal: asks for a reason and resolves it (undefined when the
+ * person cancels). Resolves undefined at once for any other error.
+ */
+export function askLockoutReason(err: unknown): Promise<string | undefined> {
+  if (!(err instanceof ApiError) || err.status !== 409 || !err.message.includes("lockout_reason")) {
+    return Promise.resolve(undefined);
+  }
+  const previous = document.activeElement as HTMLElement | null;
+  return new Promise((resolve) => {
+    const dialog = document.createElement("svc-session-lockout-dialog") as HTMLElement & { message: string };
+    dialog.message = err.message;
+    dialog.addEventListener("svc-lockout-done", (e) => {
+      dialog.remove();
+      previous?.focus?.();
+      resolve((e as CustomEvent<string | undefined>).detail);
+    }, { once: true });
+    document.body.append(dialog);
+  });
+}
