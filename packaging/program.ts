@@ -18,8 +18,9 @@ import { readMigrations } from "../server/db/migrate.ts";
 
 /** Deno permissions each program runs with (the launcher and `deno compile` pass exactly these). */
 export const PERMISSIONS: Record<App, string[]> = {
-  // Listeners, database and CA files, configuration from the environment, host name for the replica id.
-  "svc-server": ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys"],
+  // Listeners, database and CA files, configuration from the environment, host name for the replica id;
+  // starting its own policy workers (server.policy_workers) again from the same runtime and bundle.
+  "svc-server": ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-run"],
   // As the server, plus running the system tools policies are enforced and read back with.
   "svc-agent": ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-run"],
 };

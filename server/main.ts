@@ -14,6 +14,8 @@ import { startServer } from "./server.ts";
 import { VERSION } from "../shared/version.ts";
 import { runKekCommand } from "./disk_encryption/kek_cli.ts";
 import { ADMIN_COMMANDS, runAdminCommand } from "./cli/admin.ts";
+import { POLICY_WORKER_COMMAND } from "./workers/protocol.ts";
+import { runPolicyWorker } from "./workers/policy_worker.ts";
 
 const USAGE = `usage: svc-server [--config FILE] [--dev] [--version]
        svc-server COMMAND [--help]   commands: ${ADMIN_COMMANDS.join(", ")}, kek`;
@@ -40,8 +42,11 @@ function parseArgs(args: string[]): { config?: string; dev: boolean } {
 
 /** Runs the server from the command line (exported for the bundled build's entry module). */
 export async function main(): Promise<void> {
+  if (Deno.args[0] === POLICY_WORKER_COMMAND) await runPolicyWorker();
   if (Deno.args[0] === "kek") Deno.exit(await runKekCommand(Deno.args.slice(1)));
-  if ((ADMIN_COMMANDS as readonly string[]).includes(Deno.args[0])) Deno.exit(await runAdminCommand(Deno.args));
+  if ((ADMIN_COMMANDS as readonly string[]).includes(Deno.args[0])) {
+    Deno.exit(await runAdminCommand(Deno.args));
+  }
   let server;
   try {
     const args = parseArgs(Deno.args);

@@ -25,6 +25,7 @@ import { startMetricsListener } from "./metrics/listener.ts";
 import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
 import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
+import { type PolicyWorkers, startPolicyWorkers } from "./workers/supervisor.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {
@@ -113,9 +114,17 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
     const routes = buildRoutes(ctx, identity);
     const app = createApp({ ctx, routes, hooks: identity.hooks, spa: spaHandler() });
-    const metrics = await startMetricsListener(ctx);
+    // With several policy workers the policy port lives in them; this process's hub only reaps and compacts.
+    let workers: PolicyWorkers | undefined;
+    const metrics = await startMetricsListener(ctx, {
+      workers: config.server.policyWorkers > 1
+        ? () => workers?.collectMetrics() ?? Promise.resolve([])
+        : undefined,
+    });
     cleanups.unshift(() => metrics.stop());
-    const policy = await startPolicyServer(ctx, hub);
+    const policy = config.server.policyWorkers > 1
+      ? workers = await startPolicyWorkers(ctx, { count: config.server.policyWorkers, hub: options.hub })
+      : await startPolicyServer(ctx, hub);
     cleanups.unshift(() => policy.stop());
     const web = await startWebPort(ctx, {
       fetch: async (req) => await app.fetch(req),
@@ -126,6 +135,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       version: VERSION,
       web: web.port,
       policy: policy.port,
+      policy_workers: config.server.policyWorkers,
       metrics: metrics.addr ?? "off",
       database: db.driver,
     });

@@ -18,6 +18,8 @@ export interface ServerConfig {
     trustedProxies: string[];
     /** A replica silent for this long is dead; survivors mark its nodes offline. */
     replicaTimeoutSeconds: number;
+    /** Processes serving the policy port (reusePort); 1 serves it in the main process. */
+    policyWorkers: number;
   };
   database: { url: string };
   tls: { certFile: string; keyFile: string };
@@ -82,6 +84,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "server.data_dir", kind: "string", default: "/var/lib/svc" },
   { key: "server.trusted_proxies", kind: "list", default: [] },
   { key: "server.replica_timeout_seconds", kind: "int", default: 30, min: 3, max: 3600 },
+  { key: "server.policy_workers", kind: "int", default: 0, min: 0, max: 256 },
   { key: "database.url", kind: "string", default: "", check: checkDatabaseUrl },
   { key: "tls.cert_file", kind: "string", default: "" },
   { key: "tls.key_file", kind: "string", default: "" },
@@ -204,6 +207,7 @@ export function resolveConfig(
       dataDir: v("server.data_dir"),
       trustedProxies: v("server.trusted_proxies"),
       replicaTimeoutSeconds: v("server.replica_timeout_seconds"),
+      policyWorkers: policyWorkers(v("server.policy_workers"), v("database.url")),
     },
     database: { url: v("database.url") },
     tls: { certFile: v("tls.cert_file"), keyFile: v("tls.key_file") },
@@ -340,6 +344,23 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "a list";
   if (value === null) return "null";
   return typeof value === "object" ? "a mapping" : `${typeof value} ${JSON.stringify(value)}`;
+}
+
+/**
+ * `server.policy_workers`: 0 (the default) means one per CPU on PostgreSQL and 1 on the embedded database,
+ * which lives in one process and cannot be shared by several.
+ */
+function policyWorkers(configured: number, databaseUrl: string): number {
+  if (databaseUrl === "") {
+    if (configured > 1) {
+      throw new ConfigError(
+        `server.policy_workers is ${configured}, but the embedded database (database.url empty) can only be ` +
+          "used by one process: set server.policy_workers to 1, or set database.url to a PostgreSQL database",
+      );
+    }
+    return 1;
+  }
+  return configured > 0 ? configured : Math.max(1, navigator.hardwareConcurrency || 1);
 }
 
 function checkDatabaseUrl(value: unknown): string | undefined {

@@ -34,8 +34,23 @@ export interface PolicyServer {
   stop(): Promise<void>;
 }
 
+/** Options of {@link startPolicyServer}. */
+export interface PolicyServerOptions {
+  /** Listen on this port instead of `server.policy_port` (a policy worker joining the port). */
+  port?: number;
+  /**
+   * Share the port with other processes (SO_REUSEPORT): each policy worker binds the same port and the
+   * kernel spreads new connections over them.
+   */
+  reusePort?: boolean;
+}
+
 /** Starts the policy port on `server.address`:`server.policy_port` (port 0 picks a free port). */
-export async function startPolicyServer(ctx: ServerContext, hub: Hub): Promise<PolicyServer> {
+export async function startPolicyServer(
+  ctx: ServerContext,
+  hub: Hub,
+  options: PolicyServerOptions = {},
+): Promise<PolicyServer> {
   const verifier = createCertificateVerifier(ctx.db);
   const server = new grpc.Server({
     "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
@@ -60,10 +75,10 @@ export async function startPolicyServer(ctx: ServerContext, hub: Hub): Promise<P
     certPem: ctx.internalCert.certPem,
     keyPem: ctx.internalCert.keyPem,
   });
+  if (options.reusePort) listenWithReusePort(server);
   const host = ctx.config.server.address || "0.0.0.0";
-  const target = host.includes(":")
-    ? `[${host}]:${ctx.config.server.policyPort}`
-    : `${host}:${ctx.config.server.policyPort}`;
+  const wanted = options.port ?? ctx.config.server.policyPort;
+  const target = host.includes(":") ? `[${host}]:${wanted}` : `${host}:${wanted}`;
   let port: number;
   try {
     port = await new Promise<number>((resolve, reject) =>
@@ -104,5 +119,33 @@ export async function startPolicyServer(ctx: ServerContext, hub: Hub): Promise<P
         });
       });
     },
+  };
+}
+
+/**
+ * Makes every listener of a grpc-js server bind with `reusePort`. grpc-js has no option for it; it calls
+ * `listen(address, callback)` with an address object on the HTTP/2 server it creates per address, and
+ * `node:net` (Deno included) reads `reusePort` from that object. Like `onGrpcSessions`, this relies on a
+ * (pinned-version) private method and fails loudly rather than silently binding an exclusive port.
+ */
+function listenWithReusePort(server: grpc.Server): void {
+  type Listen = (address: unknown, callback: () => void) => unknown;
+  const internals = server as unknown as { createHttp2Server?: (credentials: unknown) => { listen: Listen } };
+  const create = internals.createHttp2Server;
+  if (typeof create !== "function") {
+    throw new Error(
+      "cannot share the policy port between workers: grpc-js internals changed (createHttp2Server)",
+    );
+  }
+  internals.createHttp2Server = (credentials) => {
+    const http2Server = create.call(server, credentials);
+    const listen = http2Server.listen;
+    http2Server.listen = (address, callback) => {
+      if (typeof address !== "object" || address === null || !("port" in address)) {
+        throw new Error("cannot share the policy port between workers: grpc-js listens on a non-TCP address");
+      }
+      return listen.call(http2Server, { ...address, reusePort: true }, callback);
+    };
+    return http2Server;
   };
 }

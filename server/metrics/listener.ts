@@ -13,6 +13,7 @@ import { metricsRegistry } from "./counters.ts";
 import { collectDatabaseFamilies } from "./collector.ts";
 import { familiesFromRegistry, type MetricFamily, negotiate, render } from "./exposition.ts";
 import { runtimeFamilies, startRuntimeSampler } from "./runtime.ts";
+import { mergeWorkerFamilies, type WorkerFamilies } from "./workers.ts";
 
 /** A running (or failed) metrics listener. */
 export interface MetricsListener {
@@ -72,8 +73,17 @@ function acceptsGzip(header: string | null): boolean {
   return (quality.get("gzip") ?? quality.get("*") ?? 0) > 0;
 }
 
+/** Options of {@link startMetricsListener}. */
+export interface MetricsListenerOptions {
+  /** The policy workers' instruments, when workers serve the policy port (merged by `workers.ts`). */
+  workers?: () => Promise<WorkerFamilies[]>;
+}
+
 /** Starts the metrics listener described by `ctx.config.metrics`. Never rejects. */
-export async function startMetricsListener(ctx: ServerContext): Promise<MetricsListener> {
+export async function startMetricsListener(
+  ctx: ServerContext,
+  options: MetricsListenerOptions = {},
+): Promise<MetricsListener> {
   const { listenAddr, bearerToken, tlsCertFile, tlsKeyFile } = ctx.config.metrics;
   const log = ctx.log;
   const failed: MetricsListener = { addr: null, stop: () => Promise.resolve() };
@@ -122,12 +132,14 @@ export async function startMetricsListener(ctx: ServerContext): Promise<MetricsL
     const { format, contentType } = negotiate(req.headers.get("accept"));
     const headers = { ...COMMON_HEADERS, "content-type": contentType, vary: "Accept, Accept-Encoding" };
     if (req.method === "HEAD") return new Response(null, { headers });
-    const [database, counters, runtime] = await Promise.all([
+    const [database, counters, runtime, workers] = await Promise.all([
       databaseFamilies(),
       familiesFromRegistry(metricsRegistry, log),
       runtimeFamilies(log),
+      options.workers?.(),
     ]);
-    const body = render([...database, ...counters, ...runtime], format);
+    const own = [...database, ...counters, ...runtime];
+    const body = render(workers ? mergeWorkerFamilies(own, workers) : own, format);
     // A fleet adds two series per node, so large scrapes are worth compressing (Prometheus asks for gzip).
     if (acceptsGzip(req.headers.get("accept-encoding"))) {
       return new Response(new Blob([body]).stream().pipeThrough(new CompressionStream("gzip")), {
