@@ -78,7 +78,7 @@ Deno.test({
       assert.equal(await nodeStatus(info.db, agent.nodeId), "online", "nothing cleaned up on B's side");
       await eventually(async () => (await nodeStatus(info.db, agent.nodeId)) === "offline", {
         what: "A to mark B's node offline",
-        timeoutMs: 10_000,
+        timeoutMs: 120_000,
       });
       const [node] = await info.db.query<{ status_reason: string }>(
         "SELECT status_reason FROM nodes WHERE id = $1",

@@ -129,7 +129,8 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
         client ??= Deno.createHttpClient({ caCerts: [await Deno.readTextFile(caFile)] });
         const res = await fetch(`${proc.baseUrl}/api/v1/version`, {
           client,
-          signal: AbortSignal.timeout(1000),
+          // Per attempt (the loop retries until its own deadline): a loaded machine needs more than 1 s.
+          signal: AbortSignal.timeout(10_000),
         });
         await res.body?.cancel();
         if (res.ok) return proc;

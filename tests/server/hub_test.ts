@@ -30,6 +30,9 @@ import { seedNode } from "./domain_helpers.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { metricsRegistry } from "../../server/metrics/counters.ts";
 
+/** Deadline of waits in this file: generous, because the suite runs beside browsers on 2 loaded cores. */
+const LOADED_MACHINE_DEADLINE_MS = 120_000;
+
 async function withServer(
   db: Db,
   hub: HubOptions,
@@ -138,26 +141,25 @@ dbTest(
       const fastAgent = await enrollAgent(server, { name: "fast", groupId: group });
       const stuck = subscribe(stuckAgent.policy);
       const fast = subscribe(fastAgent.policy);
-      await stuck.nextSnapshot(20_000);
-      await fast.nextSnapshot(20_000);
+      await stuck.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
+      await fast.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
       stuck.pause();
 
       const priorityOf = (snap: { policies: ({ name: string; priority: number } | undefined)[] }) =>
         snap.policies.find((p) => p!.name === "bulk-0")!.priority;
       const rounds = 8;
+      // The reading agent receives every round while the stuck one still is not reading: had the hub waited
+      // for the stuck stream, no round could arrive at all (an order, not a speed; speed is bench/fanout.ts).
       for (let k = 1; k <= rounds; k++) {
-        const started = performance.now();
         await db.transaction((tx) => updateBinding(tx, bindingIds[0], { priority: k }));
-        const snap = await fast.nextSnapshot(10_000);
+        const snap = await fast.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
         assert.equal(priorityOf(snap), k);
-        const ms = performance.now() - started;
-        assert.ok(ms < 5_000, `round ${k}: the reading agent waited ${ms.toFixed(0)} ms`);
       }
 
       stuck.resume();
       // It drains what was queued, then the coalesced pending resync brings it to the latest state.
       let latest = -1;
-      while (latest !== rounds) latest = priorityOf(await stuck.nextSnapshot(20_000));
+      while (latest !== rounds) latest = priorityOf(await stuck.nextSnapshot(LOADED_MACHINE_DEADLINE_MS));
       // Coalesced: the resyncs that arrived while it was stuck became one snapshot. It got the initial one, what
       // was already in flight when it stopped reading, and the latest; the reading agent got every one.
       assert.equal(fast.snapshotCount(), rounds + 1);
@@ -194,7 +196,7 @@ dbTest("a resync whose notification was lost is caught up from the event log", a
         ],
       );
     });
-    const snap = await stream.nextSnapshot(5_000);
+    const snap = await stream.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
     assert.deepEqual(snap.policies.map((p) => p!.name), ["p"]);
     stream.cancel();
     agent.close();
