@@ -401,6 +401,17 @@ export async function confirmKey(
       WHERE volume_id = $1 AND state = 'pending' AND kind IN ('escrow', 'rotate')`,
     [key.volume_id],
   );
+  // A key revealed while it was still pending must not stay valid either.
+  const [revealed] = await tx.query<{ node_id: string | null }>(
+    `SELECT v.node_id FROM luks_recovery_keys k JOIN luks_volumes v ON v.id = k.volume_id
+      WHERE k.id = $1 AND k.reveal_count > 0`,
+    [key.id],
+  );
+  if (revealed?.node_id && (await effectivePolicy(tx, revealed.node_id))?.policy.rotateAfterReveal) {
+    if (await requestRotation(tx, key.volume_id, "recovery key revealed before its confirmation")) {
+      await sendNodeCommand(tx, revealed.node_id, "disk_encryption_task");
+    }
+  }
   return {
     ...done,
     changed: true,
@@ -413,55 +424,60 @@ export async function confirmKey(
 export interface Reveal {
   keyId: string;
   recoveryKey: string;
+  /**
+   * Escrowed keys not confirmed yet (a key change in progress, or interrupted by a crash): the volume may
+   * already open only with one of these, so they are revealed along with the active key.
+   */
+  alternates: { keyId: string; recoveryKey: string }[];
   volumeUuid: string;
   nodeName: string;
   rotationScheduled: boolean;
 }
 
 /**
- * Opens the active recovery key of a volume for an administrator, counts the reveal, and schedules a
- * rotation when the node's policy rotates after reveals. Authorisation, reason and re-authentication are
- * the caller's job (the REST route); this only runs after them.
+ * Opens the recovery key of a volume for an administrator: the active key, plus any escrowed key not yet
+ * confirmed (without an active key, the newest of those leads). Counts the reveal on every key shown, and
+ * schedules a rotation when the node's policy rotates after reveals (a revealed key confirmed later is
+ * rotated at its confirmation). Authorisation, reason and re-authentication are the caller's job (the
+ * REST route); this only runs after them.
  */
 export async function revealKey(tx: Queryable, keyring: Keyring, volumeId: string): Promise<Reveal> {
-  const [row] = await tx.query<{
-    id: string;
-    kek_id: string;
-    wrapped_data_key: Uint8Array;
-    ciphertext: Uint8Array;
-    luks_uuid: string;
-    node_name: string;
-    node_id: string | null;
-  }>(
-    `SELECT k.id, k.kek_id, k.wrapped_data_key, k.ciphertext, v.luks_uuid, v.node_name, v.node_id
-       FROM luks_volumes v JOIN luks_recovery_keys k ON k.volume_id = v.id AND k.state = 'active'
-      WHERE v.id = $1 FOR UPDATE OF k`,
+  const [volume] = await tx.query<{ luks_uuid: string; node_name: string; node_id: string | null }>(
+    "SELECT luks_uuid, node_name, node_id FROM luks_volumes WHERE id = $1",
     [volumeId],
   );
-  if (!row) {
-    const [v] = await tx.query("SELECT 1 FROM luks_volumes WHERE id = $1", [volumeId]);
-    if (!v) throw notFoundError(`volume ${volumeId}`);
-    throw conflictError(`volume ${volumeId} has no active escrowed recovery key to reveal`);
+  if (!volume) throw notFoundError(`volume ${volumeId}`);
+  const rows = await tx.query<
+    { id: string; kek_id: string; wrapped_data_key: Uint8Array; ciphertext: Uint8Array }
+  >(
+    `SELECT id, kek_id, wrapped_data_key, ciphertext FROM luks_recovery_keys
+      WHERE volume_id = $1 AND state IN ('active', 'pending')
+      ORDER BY state = 'active' DESC, created_at DESC, id FOR UPDATE`,
+    [volumeId],
+  );
+  if (rows.length === 0) throw conflictError(`volume ${volumeId} has no escrowed recovery key to reveal`);
+  const opened = [];
+  for (const row of rows) {
+    opened.push({ keyId: row.id, recoveryKey: await openRecoveryKey(keyring, row.id, sealedOf(row)) });
   }
-  const recoveryKey = await openRecoveryKey(keyring, row.id, sealedOf(row));
   await tx.query(
-    "UPDATE luks_recovery_keys SET reveal_count = reveal_count + 1, last_revealed_at = now() WHERE id = $1",
-    [row.id],
+    "UPDATE luks_recovery_keys SET reveal_count = reveal_count + 1, last_revealed_at = now() WHERE id = ANY($1::uuid[])",
+    [rows.map((r) => r.id)],
   );
   let rotationScheduled = false;
-  if (row.node_id && (await effectivePolicy(tx, row.node_id))?.policy.rotateAfterReveal) {
+  if (volume.node_id && (await effectivePolicy(tx, volume.node_id))?.policy.rotateAfterReveal) {
     rotationScheduled = true;
     if (await requestRotation(tx, volumeId, "recovery key revealed")) {
-      await sendNodeCommand(tx, row.node_id, "disk_encryption_task");
+      await sendNodeCommand(tx, volume.node_id, "disk_encryption_task");
     }
   }
   luksRecoveryKeyReveals.inc();
   luksEscrowOperations.inc({ op: "release", outcome: "ok" });
   return {
-    keyId: row.id,
-    recoveryKey,
-    volumeUuid: row.luks_uuid,
-    nodeName: row.node_name,
+    ...opened[0],
+    alternates: opened.slice(1),
+    volumeUuid: volume.luks_uuid,
+    nodeName: volume.node_name,
     rotationScheduled,
   };
 }

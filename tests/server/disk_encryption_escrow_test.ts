@@ -631,3 +631,63 @@ dbTest(
     }
   },
 );
+
+dbTest(
+  "a reveal during an interrupted rotation also gives the unconfirmed key that opens the volume",
+  async (db) => {
+    const dir = await Deno.makeTempDir({ prefix: "svc-de-" });
+    const env = await setup(db, dir);
+    try {
+      const { agent, rest } = env;
+      const vol = await formatImage(dir, "disk.img");
+      const report = (escrowed: string, recovery: number | undefined) =>
+        slots(vol.path).then((s) =>
+          agent.policy.reportDiskEncryptionState({
+            volumes: [volumeReport(vol.uuid, vol.path, s, escrowed, recovery)],
+          })
+        );
+      await report("", undefined);
+      const key1 = generateRecoveryKey();
+      const { keyId: keyId1 } = await agent.policy.escrowRecoveryKey({
+        volumeUuid: vol.uuid,
+        recoveryKey: key1,
+      });
+      const slot1 = await addKey(vol.path, key1);
+      await agent.policy.confirmRecoveryKey({ keyId: keyId1, keySlot: slot1 });
+      await report(keyId1, slot1);
+      // The node rotates and dies after destroying the old keyslot, before confirming the new key.
+      const begun = await agent.policy.beginRecoveryKeyRotation({ volumeUuid: vol.uuid });
+      const key2 = generateRecoveryKey();
+      const { keyId: keyId2 } = await agent.policy.escrowRecoveryKey({
+        volumeUuid: vol.uuid,
+        recoveryKey: key2,
+        rotationId: begun.rotationId,
+      });
+      const slot2 = await addKey(vol.path, key2);
+      await mustRun(["luksKillSlot", "-q", vol.path, String(slot1), "--key-file=-"], key2);
+
+      const officer = await rest.loginAs({ permissions: ["disk_encryption:view", "disk_encryption:reveal"] });
+      const [{ id }] = await db.query<{ id: string }>("SELECT id FROM luks_volumes");
+      const res = await officer.request("POST", `/api/v1/disk-encryption/volumes/${id}/reveal`, {
+        reason: "machine stuck at boot",
+        password: officer.password,
+      });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.json.recovery_key, key1);
+      assert.equal(await opens(vol.path, key1), false);
+      assert.deepEqual(res.json.alternate_keys, [{ key_id: keyId2, recovery_key: key2 }]);
+      assert.ok(await opens(vol.path, key2), "the alternate key opens the volume");
+
+      // The node comes back and confirms the key that was revealed: it is rotated in turn.
+      await agent.policy.confirmRecoveryKey({ keyId: keyId2, keySlot: slot2 });
+      const tasks = (await agent.policy.getDiskEncryptionTasks({})).tasks;
+      assert.deepEqual(tasks.map((t) => [t.kind, t.reason]), [
+        [DiskEncryptionTaskKind.ROTATE, "recovery key revealed before its confirmation"],
+      ]);
+    } finally {
+      await env.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+  { ignore: !!SKIP },
+);

@@ -116,6 +116,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         c.set("auditDetails", {
           reason: input.reason,
           key_id: reveal.keyId,
+          ...(reveal.alternates.length ? { alternate_key_ids: reveal.alternates.map((a) => a.keyId) } : {}),
           node: reveal.nodeName,
           volume_uuid: reveal.volumeUuid,
           rotation_scheduled: reveal.rotationScheduled,
@@ -124,6 +125,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         return c.json({
           key_id: reveal.keyId,
           recovery_key: reveal.recoveryKey,
+          alternate_keys: reveal.alternates.map((a) => ({ key_id: a.keyId, recovery_key: a.recoveryKey })),
           volume_uuid: reveal.volumeUuid,
           node_name: reveal.nodeName,
           rotation_scheduled: reveal.rotationScheduled,

@@ -20,6 +20,7 @@ export interface RevealTarget {
 interface RevealAnswer {
   key_id: string;
   recovery_key: string;
+  alternate_keys: { key_id: string; recovery_key: string }[];
   rotation_scheduled: boolean;
   display_seconds: number;
 }
@@ -134,6 +135,14 @@ class SvcDiskRevealDialog extends LitElement {
               <p>Type this key when the volume asks for a passphrase:</p>
               <p><code class="recovery-key" data-testid="recovery-key">${this.revealed
                 .recovery_key}</code></p>
+              ${this.revealed.alternate_keys.length
+                ? html`
+                  <p>A key change was in progress on this volume. If the key above is refused, try:</p>
+                  ${this.revealed.alternate_keys.map((a) =>
+                    html`<p><code class="recovery-key" data-testid="alternate-key">${a.recovery_key}</code></p>`
+                  )}
+                `
+                : nothing}
               <p class="muted" data-testid="countdown">Hidden again in ${minutes}:${seconds}.</p>
               ${this.revealed.rotation_scheduled
                 ? html`<p>The node replaces this key at its next contact; afterwards it no longer opens the volume.</p>`
