@@ -494,6 +494,17 @@ dbTest("a node can escrow, confirm and rotate only for its own volumes; clones a
       ]);
       const pending = await admin.request("GET", "/api/v1/disk-encryption/volumes?escrow=none");
       assert.deepEqual(pending.json.items.map((v: { node_name: string }) => v.node_name), ["pc-2"]);
+      const byNode = await admin.request("GET", `/api/v1/disk-encryption/volumes?node=${other.nodeId}`);
+      assert.deepEqual(byNode.json.items.map((v: { node_name: string }) => v.node_name), ["pc-2"]);
+      const byGroup = await admin.request("GET", `/api/v1/disk-encryption/volumes?group=${env.group}`);
+      assert.equal(byGroup.json.total, 2);
+      const noGroup = await admin.request(
+        "GET",
+        `/api/v1/disk-encryption/volumes?group=${crypto.randomUUID()}`,
+      );
+      assert.equal(noGroup.json.total, 0);
+      const bad = await admin.request("GET", "/api/v1/disk-encryption/volumes?escrow=maybe");
+      assert.equal(bad.status, 400);
       const nc = await admin.request("GET", "/api/v1/disk-encryption/volumes?compliance=non_compliant");
       assert.deepEqual(nc.json.items[0].issues, ["no recovery key escrowed"]);
       const nodeView = await admin.request("GET", `/api/v1/disk-encryption/nodes/${env.agent.nodeId}`);
