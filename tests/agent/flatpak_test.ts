@@ -87,7 +87,7 @@ Deno.test({
             priority: 7,
             filter: "deny org.blocked.*",
           },
-          { name: "existing", url: repo.url, gpgKey: repo.gpgKeyBase64, priority: 9 },
+          { name: "existing", url: repo.url, gpgKey: repo.gpgKeyBase64, priority: 9, subset: "verified" },
         ],
         apps: [{ appId: repo.appId, remote: "svctest", state: FlatpakAppState.LATEST }],
       }, { priority: 10 });
@@ -132,6 +132,7 @@ Deno.test({
       );
       assert.equal(remotes.get("svctest")!.priority, "7");
       assert.equal(remotes.get("existing")!.priority, "9");
+      assert.equal(remotes.get("existing")!.subset, "verified", "this flatpak supports subsets");
       assert.equal(remotes.get("svctest")!.filter, `${node.root}/etc/svc/flatpak/svctest.filter`);
       assert.match(
         await Deno.readTextFile(`${node.root}/etc/svc/flatpak/svctest.filter`),
@@ -194,9 +195,10 @@ Deno.test({
       installed = await installedRefs(env);
       assert.ok(!installed.some((r) => r.ref === appRef));
       remotes = parseRemotes(
-        await flatpakOut(env, ["--system", "remotes", "--columns=name,url,priority,filter"]),
+        await flatpakOut(env, ["--system", "remotes", "--columns=name,url,priority,filter,subset,title"]),
       );
       assert.equal(remotes.get("existing")!.priority, "3", "no longer named: the adopted remote is restored");
+      assert.equal(remotes.get("existing")!.subset, "", "its subset too");
       assert.equal(remotes.get("svctest")!.filter, "", "the filter went with the policy's filter text");
       await assert.rejects(Deno.stat(`${node.root}/etc/svc/flatpak/svctest.filter`));
 
@@ -215,7 +217,8 @@ Deno.test({
       assert.deepEqual(installed, [], "the app and the runtime svc pulled are gone");
       const state = JSON.parse(await Deno.readTextFile(`${node.dataDir}/state/flatpak.json`));
       assert.deepEqual(state, { version: 1, remotes: {}, refs: [] });
-      assert.deepEqual(await Array.fromAsync(Deno.readDir(`${node.root}/etc/svc/flatpak`)), []);
+      const left = await Array.fromAsync(Deno.readDir(`${node.root}/etc/svc/flatpak`)).catch(() => []);
+      assert.deepEqual(left, [], "no key or filter file is left");
     } finally {
       await node.cleanup();
       await repo.close();
