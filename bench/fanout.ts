@@ -2,7 +2,7 @@
  * Policy fan-out benchmark (numbers, not pass/fail).
  *
  *   deno run -A bench/fanout.ts [--nodes 1000] [--procs 2] [--policies 1] [--policy-bytes 2048] [--rounds 3]
- *                               [--database-url postgres://postgres@127.0.0.1:5432/postgres]
+ *                               [--workers 1] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
  *   deno run -A bench/fanout.ts --server https://host:8443 --policy-port 8444 --ca-file ca.crt \
  *                               --database-url postgres://…/svc
  *   (the second form targets an already running server and its database)
@@ -14,6 +14,11 @@
  * (p50/p99/max), snapshots per second, and the server's CPU time and RSS. In the same run it measures the
  * ceiling: a bare grpc-js server with the policy port's TLS settings writing the same encoded snapshot to the
  * same number of streams.
+ *
+ * `--workers N` sets `server.policy_workers` (N processes sharing the policy port). CPU and RSS are summed
+ * over the server and its worker processes, and reported as CPU-seconds per 10,000 stream messages (next to
+ * the bare server's, measured the same way in this process) and RSS per 1,000 streams, so efficiency compares
+ * even when clients and server share the machine.
  */
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
@@ -43,7 +48,7 @@ import { generateKeyAndCsr } from "../shared/pki/csr.ts";
 
 const USAGE =
   `usage: deno run -A bench/fanout.ts [--nodes N] [--procs P] [--policies K] [--policy-bytes B] [--rounds R]
-       [--database-url URL] [--server https://host:port --policy-port PORT --ca-file FILE]`;
+       [--workers W] [--database-url URL] [--server https://host:port --policy-port PORT --ca-file FILE]`;
 
 interface Options {
   nodes: number;
@@ -51,6 +56,7 @@ interface Options {
   policies: number;
   policyBytes: number;
   rounds: number;
+  workers: number;
   databaseUrl: string;
   server?: string;
   policyPort: number;
@@ -64,6 +70,7 @@ function parseArgs(args: string[]): Options {
     policies: 1,
     policyBytes: 2048,
     rounds: 3,
+    workers: 1,
     databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
     policyPort: 8444,
   };
@@ -89,6 +96,9 @@ function parseArgs(args: string[]): Options {
         break;
       case "--rounds":
         o.rounds = int(flag, value);
+        break;
+      case "--workers":
+        o.workers = int(flag, value);
         break;
       case "--policy-port":
         o.policyPort = int(flag, value);
@@ -327,6 +337,35 @@ async function processStats(pid: number): Promise<{ cpu: number; rssMiB: number 
   return { cpu: ticks / 100, rssMiB: rssKiB / 1024 };
 }
 
+/** Direct children of `pid` (the policy workers of a server process). */
+async function childPids(pid: number): Promise<number[]> {
+  const children: number[] = [];
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = (await Deno.readTextFile(`/proc/${entry.name}/stat`)).split(") ")[1].split(" ");
+      if (Number(stat[1]) === pid) children.push(Number(entry.name));
+    } catch { /* gone meanwhile */ }
+  }
+  return children;
+}
+
+/** CPU and RSS summed over the server process and its workers. */
+async function serverStats(pid: number): Promise<{ cpu: number; rssMiB: number; processes: number }> {
+  const pids = [pid, ...await childPids(pid)];
+  const stats = await Promise.all(pids.map(processStats));
+  return {
+    cpu: stats.reduce((sum, x) => sum + x.cpu, 0),
+    rssMiB: stats.reduce((sum, x) => sum + x.rssMiB, 0),
+    processes: pids.length,
+  };
+}
+
+/** CPU-seconds per 10,000 messages written. */
+function cpuPer10k(cpu: number, messages: number): string {
+  return (cpu / messages * 10_000).toFixed(3);
+}
+
 function freePort(): number {
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
@@ -384,7 +423,13 @@ async function startTarget(options: Options): Promise<Target> {
   await Deno.writeTextFile(
     configPath,
     stringify({
-      server: { address: "127.0.0.1", data_dir: dataDir, enrollment_port: web, policy_port: policy },
+      server: {
+        address: "127.0.0.1",
+        data_dir: dataDir,
+        enrollment_port: web,
+        policy_port: policy,
+        policy_workers: options.workers,
+      },
       database: { url: dbUrl.toString() },
       metrics: { listen_addr: `127.0.0.1:${metrics}` },
       log: { level: "warn" },
@@ -450,7 +495,7 @@ async function rawCeiling(
   counts: number[],
   messages: Uint8Array[],
   rounds: number,
-): Promise<number[]> {
+): Promise<{ latencies: number[]; cpu: number }> {
   const dir = await Deno.makeTempDir({ prefix: "svc-bench-raw-" });
   const ca = await loadOrCreateCa({ dataDir: dir });
   const serverCert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
@@ -498,15 +543,19 @@ async function rawCeiling(
     }
     for (const w of workers) await expect(w, "ready");
     const all: number[] = [];
+    let cpu = 0;
     for (let round = 1; round <= rounds; round++) {
+      // The bare server runs in this process: its CPU is this process's during the round.
+      const before = await processStats(Deno.pid);
       const latencies = await measure(workers, () => {
         for (const call of calls) for (const m of messages) call.write(m);
         return Promise.resolve();
       });
+      cpu += (await processStats(Deno.pid)).cpu - before.cpu;
       summarize(`raw round ${round}`, latencies);
       all.push(...latencies);
     }
-    return all;
+    return { latencies: all, cpu };
   } finally {
     server.forceShutdown();
     await Deno.remove(dir, { recursive: true });
@@ -517,6 +566,8 @@ async function main(): Promise<void> {
   const options = parseArgs(Deno.args);
   const target = await startTarget(options);
   const workers = Array.from({ length: options.procs }, spawnWorker);
+  // The server's footprint before any agent connects, so the per-stream cost can be told from the base.
+  const idle = target.pid ? await serverStats(target.pid) : undefined;
   try {
     const db = target.db;
     const stamp = Date.now().toString(36);
@@ -578,8 +629,11 @@ async function main(): Promise<void> {
     );
 
     const all: number[] = [];
+    let svcCpu = 0;
+    let svcRss = 0;
+    let serverProcesses = 1;
     for (let round = 1; round <= options.rounds; round++) {
-      const before = target.pid ? await processStats(target.pid) : undefined;
+      const before = target.pid ? await serverStats(target.pid) : undefined;
       const windowStart = now();
       const latencies = await measure(workers, async () => {
         await db.transaction(async (tx) => {
@@ -588,12 +642,15 @@ async function main(): Promise<void> {
           }
         });
       });
-      const after = target.pid ? await processStats(target.pid) : undefined;
+      const after = target.pid ? await serverStats(target.pid) : undefined;
       const window = (now() - windowStart) / 1000;
       all.push(...latencies);
       summarize(`svc round ${round}`, latencies);
       if (before && after) {
         const cpu = after.cpu - before.cpu;
+        svcCpu += cpu;
+        svcRss = Math.max(svcRss, after.rssMiB);
+        serverProcesses = after.processes;
         console.log(
           `${"".padEnd(14)}server CPU ${cpu.toFixed(2)} s in a ${(window * 1000).toFixed(0)} ms window ` +
             `(${((cpu / window) * 100).toFixed(0)}% of one core), RSS ${after.rssMiB.toFixed(0)} MiB ` +
@@ -608,11 +665,24 @@ async function main(): Promise<void> {
     workers.splice(0, workers.length, ...Array.from({ length: options.procs }, spawnWorker));
     const rawStart = Deno.memoryUsage().rss;
     const raw = await rawCeiling(workers, counts, snapshot.messages, options.rounds);
-    if (options.rounds > 1) summarize("raw all", raw, { rate: false });
+    if (options.rounds > 1) summarize("raw all", raw.latencies, { rate: false });
     console.log(
       `${"".padEnd(14)}(same TLS settings and message bytes, no database; in the benchmark process, RSS ` +
         `${(rawStart / 2 ** 20).toFixed(0)} → ${(Deno.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB)`,
     );
+    const messages = options.rounds * options.nodes * snapshot.messages.length;
+    if (idle) {
+      console.log(
+        `efficiency    server CPU ${cpuPer10k(svcCpu, messages)} s per 10,000 messages ` +
+          `(bare grpc-js ${cpuPer10k(raw.cpu, messages)} s, ratio ${(svcCpu / raw.cpu).toFixed(2)}); ` +
+          `server RSS ${(svcRss / (options.nodes / 1000)).toFixed(0)} MiB per 1,000 streams ` +
+          `(${
+            svcRss.toFixed(0)
+          } MiB over ${serverProcesses} process(es), policy_workers ${options.workers}; ` +
+          `${idle.rssMiB.toFixed(0)} MiB before any stream, so ` +
+          `${((svcRss - idle.rssMiB) / (options.nodes / 1000)).toFixed(0)} MiB per 1,000 streams above that)`,
+      );
+    }
     for (const w of workers) await w.send({ cmd: "close" });
   } finally {
     for (const w of workers) w.kill();
