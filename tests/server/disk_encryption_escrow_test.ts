@@ -24,6 +24,7 @@ import { addKekToFile } from "../../server/disk_encryption/envelope.ts";
 import { checkKekAtStart } from "../../server/disk_encryption/kek.ts";
 import { sweepDueRotations } from "../../server/disk_encryption/escrow.ts";
 import { resolveConfig } from "../../server/config/config.ts";
+import { startServer } from "../../server/server.ts";
 
 const CRYPTSETUP = "/usr/sbin/cryptsetup";
 const haveCryptsetup = await Deno.stat(CRYPTSETUP).then(() => true, () => false);
@@ -630,6 +631,12 @@ dbTest(
       // Start-up: in use without a KEK file → refused; a group-readable KEK file → refused.
       const noKek = resolveConfig({}, {});
       await assert.rejects(checkKekAtStart(noKek, db), /disk encryption is in use/);
+      // The server itself refuses to start (before it listens on anything).
+      const production = resolveConfig({ "server.data_dir": join(dir, "prod-data") }, {});
+      await assert.rejects(
+        startServer(production, { db, log: createLogger("error") }),
+        /disk encryption is in use .* disk_encryption\.kek_file is not set/,
+      );
       await Deno.chmod(env.kekFile, 0o640);
       const loose = resolveConfig({ "disk_encryption.kek_file": env.kekFile }, {});
       await assert.rejects(checkKekAtStart(loose, db), /chmod 600/);
