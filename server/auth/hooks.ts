@@ -12,6 +12,7 @@ import { SESSION_COOKIE } from "./cookies.ts";
 import type { IdentityServices } from "./services.ts";
 import type { AccessClaims } from "./tokens.ts";
 import { getCookie } from "hono/cookie";
+import { API_TOKEN_PREFIX, authenticateApiToken } from "./api_tokens.ts";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -22,6 +23,13 @@ export function createRouteHooks(s: IdentityServices): RouteHooks {
       c.set("clientIp", s.clientIp(c.req.raw.headers));
       const cookie = getCookie(c, SESSION_COOKIE);
       const bearer = bearerToken(c.req.header("authorization"));
+      if (bearer?.startsWith(API_TOKEN_PREFIX)) {
+        // A script's API token: it acts as its user with that user's permissions now (see api_tokens.ts).
+        const hit = await authenticateApiToken(s.ctx.db, bearer);
+        if (!hit) return null;
+        c.set("auditDetails", { api_token: hit.tokenName });
+        return { id: hit.userId, username: hit.username, permissions: new Set(hit.permissions), via: "bearer" };
+      }
       for (const [token, via] of [[cookie, "cookie"], [bearer, "bearer"]] as const) {
         if (!token) continue;
         const claims = await s.signer.verify(token);

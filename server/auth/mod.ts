@@ -16,6 +16,7 @@ import type { RouteHooks, RouteSpec } from "../http/route.ts";
 import { auditLogRoutes } from "../audit/routes.ts";
 import { startRetentionJob } from "../audit/retention.ts";
 import { authRoutes } from "./auth_routes.ts";
+import { apiTokenRoutes } from "./api_token_routes.ts";
 import { createRouteHooks } from "./hooks.ts";
 import { ensureInitialAdmin, initialAdminNotice } from "./initial_admin.ts";
 import { seedCatalogue } from "./rbac.ts";
@@ -59,6 +60,7 @@ export function createIdentity(ctx: ServerContext): Identity {
       ...roleRoutes(services),
       ...userGroupRoutes(services),
       ...auditLogRoutes(ctx),
+      ...apiTokenRoutes(services),
     ],
     audit: ctx.audit,
     async start() {

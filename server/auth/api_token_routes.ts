@@ -1,0 +1,169 @@
+/**
+ * `/api/v1/api-tokens` and `/api/v1/service-accounts`: tokens for scripts.
+ *
+ * Anyone signed in may create, list and revoke their own tokens. Doing so for another user or a service
+ * account needs `user:edit` and, as for every way of acting as someone, every permission that account can
+ * reach (otherwise a token would be a way around the escalation guard). Service accounts are users with
+ * `source = 'service'` and no password; their roles are bound like any user's (`/api/v1/users/{id}/role-bindings`).
+ * The token's plaintext is in the create response only; audit rows of requests made with a token name the
+ * token's user, like a login would.
+ */
+import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
+import { notFoundError } from "../domain/errors.ts";
+import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
+import {
+  type ApiTokenRecord,
+  createApiToken,
+  createServiceAccount,
+  getApiToken,
+  listApiTokens,
+  MAX_API_TOKEN_DAYS,
+  revokeApiToken,
+} from "./api_tokens.ts";
+import { assertHolds, reachablePermissionsOfUser } from "./rbac.ts";
+import type { IdentityServices } from "./services.ts";
+import { getUser, USERNAME_PATTERN } from "./users.ts";
+
+const TOKEN_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    id: UUID_SCHEMA,
+    name: { type: "string" },
+    user_id: UUID_SCHEMA,
+    username: { type: "string" },
+    hint: { type: "string", description: "First characters of the token, to tell tokens apart" },
+    created_by: { type: "string" },
+    created_at: { type: "string", format: "date-time" },
+    expires_at: { type: "string", format: "date-time" },
+    last_used_at: { type: ["string", "null"], format: "date-time" },
+    revoked_at: { type: ["string", "null"], format: "date-time" },
+  },
+};
+
+/** Throws unless the caller may manage tokens of `userId` (self, or `user:edit` plus everything they reach). */
+async function assertMayManage(s: IdentityServices, c: RouteContext, userId: string): Promise<void> {
+  const me = caller(c);
+  if (userId === me.id) return;
+  const target = await getUser(s.ctx.db, userId);
+  if (!target) throw notFoundError("user");
+  assertHolds(me, ["user:edit"], `manage API tokens of ${target.username}`);
+  assertHolds(
+    me,
+    await reachablePermissionsOfUser(s.ctx.db, userId),
+    `create a token acting as ${target.username}`,
+  );
+}
+
+/** The routes. */
+export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
+  const { db } = s.ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/api-tokens",
+      summary: "List API tokens: your own, or everyone's with user:view (user_id narrows to one user)",
+      tag: "api-tokens",
+      access: "authenticated",
+      query: { user_id: { ...UUID_SCHEMA, description: "Only this user's tokens" } },
+      responses: {
+        "200": { description: "Tokens, newest first", schema: { type: "array", items: TOKEN_SCHEMA } },
+      },
+      handler: async (c) => {
+        const me = caller(c);
+        const wanted = c.req.query("user_id");
+        const everyone = me.permissions.has("user:view");
+        if (wanted && wanted !== me.id && !everyone) {
+          assertHolds(me, ["user:view"], "list other users' API tokens");
+        }
+        return c.json(await listApiTokens(db, wanted ?? (everyone ? undefined : me.id)));
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/api-tokens",
+      summary:
+        "Create an API token (shown once) for yourself, or for another user or service account with user:edit",
+      tag: "api-tokens",
+      access: "authenticated",
+      audit: { resourceType: "api_token", action: "api_token.create" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "expires_in_days"],
+        properties: {
+          name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
+          expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
+          user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
+        },
+      },
+      responses: {
+        "201": {
+          description: "The token: `token` is its only appearance; send it as Authorization: Bearer",
+          schema: { type: "object", properties: { token: { type: "string" }, api_token: TOKEN_SCHEMA } },
+        },
+      },
+      handler: async (c) => {
+        const input = body<{ name: string; expires_in_days: number; user_id?: string }>(c);
+        const me = caller(c);
+        const userId = input.user_id?.toLowerCase() ?? me.id;
+        auditResource(c, { name: input.name });
+        await assertMayManage(s, c, userId);
+        const { token, record } = await createApiToken(db, {
+          userId,
+          name: input.name,
+          days: input.expires_in_days,
+          createdBy: me.username,
+        });
+        auditResource(c, { id: record.id, name: `${record.username}/${record.name}` });
+        c.set("auditDetails", { user: record.username, expires_at: record.expires_at.toISOString() });
+        return c.json({ token, api_token: record }, 201);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/api-tokens/:id",
+      summary: "Revoke an API token (yours, or another user's with user:edit)",
+      tag: "api-tokens",
+      access: "authenticated",
+      audit: { resourceType: "api_token", action: "api_token.revoke" },
+      responses: { "200": { description: "The revoked token", schema: TOKEN_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const existing: ApiTokenRecord | undefined = await getApiToken(db, id);
+        if (!existing) throw notFoundError("API token");
+        auditResource(c, { id, name: `${existing.username}/${existing.name}` });
+        await assertMayManage(s, c, existing.user_id);
+        return c.json(await revokeApiToken(db, id));
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/service-accounts",
+      summary: "Create a service account: a user without a password that acts only through API tokens",
+      tag: "api-tokens",
+      access: "user:create",
+      audit: { resourceType: "user", action: "service_account.create" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        required: ["username"],
+        properties: {
+          username: { type: "string", pattern: USERNAME_PATTERN },
+          full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
+        },
+      },
+      responses: { "201": { description: "The service account (a user with source service)" } },
+      handler: async (c) => {
+        const input = body<{ username: string; full_name?: string }>(c);
+        auditResource(c, { name: input.username });
+        const account = await createServiceAccount(db, {
+          username: input.username,
+          fullName: input.full_name ?? "",
+        });
+        auditResource(c, { id: account.id, name: account.username });
+        return c.json(account, 201);
+      },
+    },
+  ];
+}
