@@ -29,7 +29,8 @@ export async function diskEncryptionInUse(q: Queryable): Promise<boolean> {
   const [row] = await q.query<{ used: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM luks_recovery_keys)
          OR EXISTS (SELECT 1 FROM policies WHERE type = 'DiskEncryption' AND state = 'released'
-                     AND content::jsonb @> '{"escrow_recovery_key": true}') AS used`,
+                     AND CASE WHEN type = 'DiskEncryption'
+                              THEN content::jsonb @> '{"escrow_recovery_key": true}' END) AS used`,
   );
   return row.used === true;
 }
