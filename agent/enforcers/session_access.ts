@@ -397,6 +397,9 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
 
       // Layer 2 first, so a lock never happens for a rule pam_time would not know.
       const pamItems: ItemResult[] = [];
+      /** Per account: whether the time.conf read back carries its line (accounts always allowed need none). */
+      let pamAccounts: Map<string, boolean> | undefined;
+      const accounts = await localAccounts(syncIo);
       const item = (key: string, status: ComplianceStatusName, message: string): ItemResult => ({
         schemaId: "pam",
         key,
@@ -410,6 +413,10 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
           const current = await syncIo.fs.readTextFile(TIME_CONF) ?? "";
           if (await syncIo.writeManaged(TIME_CONF, withBlock(current, lines))) changed.push(TIME_CONF);
           const back = readBlock(await syncIo.fs.readTextFile(TIME_CONF) ?? "");
+          pamAccounts = new Map([...covered].map((user) => {
+            const own = lines.filter((l) => l.split(";")[2] === user);
+            return [user, own.every((l) => back?.includes(l) === true)];
+          }));
           pamItems.push(
             back && back.join("\n") === lines.join("\n")
               ? item(TIME_CONF, "COMPLIANT", `${lines.length} line(s) for ${covered.size} account(s)`)
@@ -460,7 +467,9 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
 
       const ruleSetNow = ruleSet;
       for (const { policy, content } of valid) {
-        const items: ItemResult[] = ruleSetNow.rules.filter((r) => r.policyId === policy.id).map((rule) => ({
+        const items: ItemResult[] = ruleSetNow.rules.filter((r) => r.policyId === policy.id).map((
+          rule,
+        ): ItemResult => ({
           schemaId: "rules",
           key: rule.name,
           status: logind ? "COMPLIANT" : "NON_COMPLIANT",
@@ -473,7 +482,27 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
               ? `; sessions ${ruleSetNow.endAction === "logout" ? "ended" : "locked"} outside allowed time`
               : "; loginctl is missing, sessions are not locked") +
             (content.pamEnforcement ? "; logins refused by pam_time" : ""),
-        }));
+        })).map((ruleItem): ItemResult => {
+          if (!content.pamEnforcement || !pamAccounts) return ruleItem;
+          const rule = ruleSetNow.rules.find((r) => r.policyId === policy.id && r.name === ruleItem.key)!;
+          const members = [...accounts].filter(([, groups]) => rule.groups.some((g) => groups.has(g)))
+            .map(([name]) => name);
+          const users = [...new Set([...rule.users, ...members])].filter((u) => u !== "root").sort();
+          const missing = users.filter((u) => pamAccounts!.get(u) !== true);
+          const unresolved = rule.groups.filter((g) =>
+            ![...accounts.values()].some((groups) => groups.has(g))
+          );
+          return {
+            ...ruleItem,
+            status: missing.length ? "NON_COMPLIANT" : ruleItem.status,
+            message: ruleItem.message +
+              (missing.length ? `; no pam_time line read back for ${missing.join(", ")}` : "") +
+              (unresolved.length
+                ? `; group(s) ${unresolved.join(", ")} have no local members, so pam_time cannot name them ` +
+                  "(directory members are still locked through logind)"
+                : ""),
+          };
+        });
         if (content.pamEnforcement) items.push(...pamItems);
         const status = rollupStatus(items);
         results.push({

@@ -264,6 +264,7 @@ Deno.test({
               effect: SessionAccessEffect.ALLOW,
               windows: [{ days: [1, 2, 3, 4, 5], start: "08:00", end: "13:00" }],
             },
+            { name: "staff-never", groups: ["staff"], effect: SessionAccessEffect.DENY },
           ],
         });
         engine.handleEvent({ kind: "SNAPSHOT", policy: outside, snapshotComplete: true });
@@ -273,9 +274,16 @@ Deno.test({
         assert.deepEqual(result.items.map((i) => i.key), [
           "alice-later",
           "kids-school",
+          "staff-never",
           TIME_CONF,
           "pam stack",
         ]);
+        const item = (key: string) => result.items.find((i) => i.key === key)!.message;
+        assert.match(item("kids-school"), /logins refused by pam_time$/, "carol's line was read back");
+        assert.match(
+          item("staff-never"),
+          /group\(s\) staff have no local members, so pam_time cannot name them/,
+        );
 
         const timeConf = await Deno.readTextFile(`${node.root}${TIME_CONF}`);
         assert.ok(timeConf.startsWith(ORIGINAL_TIME_CONF), "the node's own lines stay");
