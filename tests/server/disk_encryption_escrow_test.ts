@@ -641,7 +641,9 @@ dbTest(
       const loose = resolveConfig({ "disk_encryption.kek_file": env.kekFile }, {});
       await assert.rejects(checkKekAtStart(loose, db), /chmod 600/);
       await db.query("DELETE FROM luks_recovery_keys");
-      await db.query("DELETE FROM policies WHERE type = 'DiskEncryption'");
+      // No key yet, but a released policy asks for escrow: in use too.
+      await assert.rejects(checkKekAtStart(noKek, db), /disk encryption is in use/);
+      await db.query("UPDATE policies SET content = '{\"require_encryption\":true}' WHERE type = 'DiskEncryption'");
       await checkKekAtStart(noKek, db);
     } finally {
       await env.close();
