@@ -484,6 +484,7 @@ dbTest(
       },
       listen: (channel, handler) => db.listen(channel, handler),
       notify: (channel, payload) => db.notify(channel, payload),
+      unitOfWork: (fn) => db.unitOfWork(fn),
       close: () => Promise.resolve(),
     };
     const h = harness(counted);
