@@ -461,7 +461,11 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
 
       // Layer 1: the session timer.
       set = ruleSet;
-      if (timer === undefined) timer = setInterval(() => void tick(), tickMs);
+      if (timer === undefined) {
+        timer = setInterval(() => void tick(), tickMs);
+        // The timer never keeps the agent process alive on its own.
+        Deno.unrefTimer(timer as unknown as number);
+      }
       const logind = await syncIo.runner.which("loginctl");
       await tick();
 
