@@ -17,7 +17,12 @@ import { Runner } from "../../agent/runner.ts";
 import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
 import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
 
-const missing = await flatpakToolsMissing();
+// As another user, `flatpak --system` goes through its D-Bus system helper, which a test machine lacks.
+const missing = await flatpakToolsMissing() ??
+  (Deno.uid() === 0
+    ? undefined
+    : "needs root: flatpak --system as another user needs its D-Bus system helper");
+if (missing) console.warn(`Flatpak enforcer tests skipped: ${missing}`);
 
 function flatpakPolicy(
   id: string,

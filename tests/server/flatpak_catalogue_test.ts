@@ -18,6 +18,7 @@ import { isPrivateAddress, resolvePublic, safeFetch } from "../../server/flatpak
 import { parseAppstream } from "../../server/flatpak/appstream.ts";
 
 const missing = await flatpakToolsMissing();
+if (missing) console.warn(`Flatpak catalogue repository test skipped: ${missing}`);
 
 async function refreshCount(repo: string, outcome: string): Promise<number> {
   const metric = await flatpakCatalogRefresh.get();
