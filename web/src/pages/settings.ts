@@ -12,8 +12,9 @@ import "../components/settings_user_groups.ts";
 import "../components/settings_role_bindings.ts";
 import "../components/settings_agent.ts";
 import "../components/flatpak_repos.ts";
+import "../components/settings_api_tokens.ts";
 
-/** Tabs; a tab shows when the person holds one of `anyOf` and every one of `allOf`. */
+/** Tabs; a tab shows when the person holds one of `anyOf` (none listed: everyone) and every one of `allOf`. */
 const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?: string[]; tag: string }> = [
   { name: "users", label: "Users", anyOf: ["user:view"], tag: "svc-settings-users" },
   { name: "roles", label: "Roles", anyOf: ["role:view"], tag: "svc-settings-roles" },
@@ -27,7 +28,13 @@ const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?
     tag: "svc-settings-role-bindings",
   },
   { name: "agent", label: "Agent notifications", anyOf: ["settings:view"], tag: "svc-settings-agent" },
-  { name: "flatpak", label: "Flatpak repositories", anyOf: ["settings:view"], tag: "svc-settings-flatpak-repos" },
+  { name: "api-tokens", label: "API tokens", anyOf: [], tag: "svc-settings-api-tokens" },
+  {
+    name: "flatpak",
+    label: "Flatpak repositories",
+    anyOf: ["settings:view"],
+    tag: "svc-settings-flatpak-repos",
+  },
 ];
 
 class SvcSettingsPage extends PageElement {
@@ -35,7 +42,7 @@ class SvcSettingsPage extends PageElement {
 
   override render() {
     const tabs = TABS.filter((t) =>
-      session.canAny(...t.anyOf) && (t.allOf ?? []).every((p) => session.can(p))
+      (t.anyOf.length === 0 || session.canAny(...t.anyOf)) && (t.allOf ?? []).every((p) => session.can(p))
     );
     const requested = this.route?.query.get("tab");
     const active = tabs.find((t) => t.name === requested)?.name ?? tabs[0]?.name;
@@ -58,6 +65,8 @@ class SvcSettingsPage extends PageElement {
               ? html`<svc-settings-user-groups></svc-settings-user-groups>`
               : t.tag === "svc-settings-role-bindings"
               ? html`<svc-settings-role-bindings></svc-settings-role-bindings>`
+              : t.tag === "svc-settings-api-tokens"
+              ? html`<svc-settings-api-tokens></svc-settings-api-tokens>`
               : t.tag === "svc-settings-flatpak-repos"
               ? html`<svc-settings-flatpak-repos></svc-settings-flatpak-repos>`
               : html`<svc-settings-agent></svc-settings-agent>`
