@@ -643,7 +643,9 @@ dbTest(
       await db.query("DELETE FROM luks_recovery_keys");
       // No key yet, but a released policy asks for escrow: in use too.
       await assert.rejects(checkKekAtStart(noKek, db), /disk encryption is in use/);
-      await db.query("UPDATE policies SET content = '{\"require_encryption\":true}' WHERE type = 'DiskEncryption'");
+      await db.query(
+        "UPDATE policies SET content = '{\"require_encryption\":true}' WHERE type = 'DiskEncryption'",
+      );
       await checkKekAtStart(noKek, db);
     } finally {
       await env.close();

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import puppeteer, { type Page } from "puppeteer-core";
+import puppeteer, { type ElementHandle, type Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
 import { createLogger } from "../../server/log.ts";
@@ -176,7 +176,7 @@ Deno.test({
             b.textContent.trim() === "Reveal key"
           ) ?? null
         );
-        await button.asElement()!.click();
+        await (button.asElement() as ElementHandle).click();
         await page.waitForSelector("svc-disk-reveal-dialog textarea[name=reason]", { visible: true });
       };
       const submit = async (reason: string, password: string) => {
@@ -219,7 +219,7 @@ Deno.test({
           b: { textContent: string },
         ) => b.textContent.trim() === "Hide now") ?? null
       );
-      await hideNow.asElement()!.click();
+      await (hideNow.asElement() as ElementHandle).click();
       await page.waitForSelector("[data-testid=recovery-key]", { hidden: true });
       assert.ok(!(await bodyText(page)).includes(key), "hidden means gone from the page");
       assert.ok(!(await page.content()).includes(key));
