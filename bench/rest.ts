@@ -1,0 +1,240 @@
+/**
+ * REST, dashboard and metrics at fleet size (numbers, not pass/fail).
+ *
+ *   deno run -A bench/rest.ts [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--samples 40]
+ *                             [--keep | --reuse NAME]
+ *
+ * Creates a PostgreSQL database, applies the migrations and seeds it in SQL (generate_series): 10,000 nodes
+ * in 50 groups, 200 released policies, 500 enabled bindings (10 policies per group), 100,000 compliance
+ * results (every node × the policies that reach it) and 1,000,000 audit rows over ~80 days. Then it calls
+ * the real REST app in process (every route, middleware and permission check; no TLS) as a super admin and
+ * prints p50/p99 of each list route's first page and a deep page with filters and sorting, node detail, the
+ * node's and a policy's compliance, the dashboard and compliance summaries, and a metrics scrape (every
+ * database gauge query plus rendering). Targets (issue 22): p99 < 50 ms for lists and detail, < 200 ms for the
+ * dashboard summary and a scrape. `--keep` leaves the database for `--reuse NAME` (which only migrates).
+ */
+import postgres from "postgres";
+import { type Db, migrate, openPostgres } from "../server/db/mod.ts";
+import { buildRoutes } from "../server/server.ts";
+import { createLogger } from "../server/log.ts";
+import { collectDatabaseFamilies } from "../server/metrics/collector.ts";
+import { render } from "../server/metrics/exposition.ts";
+import { createTestServer } from "../tests/helpers/app.ts";
+
+const USAGE = "usage: deno run -A bench/rest.ts [--database-url URL] [--samples N] [--keep | --reuse NAME]";
+
+interface Options {
+  databaseUrl: string;
+  samples: number;
+  keep: boolean;
+  reuse?: string;
+}
+
+function parseArgs(args: string[]): Options {
+  const o: Options = {
+    databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    samples: 40,
+    keep: false,
+  };
+  for (let i = 0; i < args.length; i++) {
+    const [flag, value] = [args[i], args[i + 1]];
+    if (flag === "--keep") {
+      o.keep = true;
+      continue;
+    }
+    if (flag === "--database-url") o.databaseUrl = value ?? "";
+    else if (flag === "--samples") o.samples = Number(value);
+    else if (flag === "--reuse") o.reuse = value;
+    else throw new Error(`unknown argument ${flag}\n${USAGE}`);
+    i++;
+  }
+  if (!Number.isInteger(o.samples) || o.samples < 5) {
+    throw new Error(`--samples needs a number ≥ 5\n${USAGE}`);
+  }
+  return o;
+}
+
+/** The fleet, in SQL: one statement per table so each is one pass. */
+const SEED = [
+  `INSERT INTO node_groups (name) SELECT format('bench-group-%s', lpad(g::text, 2, '0')) FROM generate_series(1, 50) g`,
+  `INSERT INTO policies (name, type, content, state, version, created_by)
+     SELECT format('bench-policy-%s', lpad(p::text, 3, '0')), (ARRAY['Firefox', 'Chromium', 'Dconf', 'BenchBlob'])[1 + p % 4],
+            format('{"setting": %s}', p), 'released', 1 + p % 3, 'bench'
+       FROM generate_series(1, 200) p`,
+  `INSERT INTO nodes (name, status, os_name, os_version, agent_version, desktop_environments, last_seen,
+                      cert_serial, cert_not_after, fqdn, ip_address, machine_id, created_at)
+     SELECT format('node-%s', lpad(i::text, 5, '0')),
+            (ARRAY['online', 'online', 'online', 'degraded', 'offline', 'unknown'])[1 + i % 6],
+            (ARRAY['Fedora Linux', 'Ubuntu', 'Debian GNU/Linux', 'Red Hat Enterprise Linux'])[1 + i % 4],
+            (ARRAY['40', '24.04', '12', '9.4'])[1 + i % 4],
+            (ARRAY['1.0.0', '1.1.0', '1.2.0'])[1 + i % 3],
+            CASE WHEN i % 3 = 0 THEN ARRAY['KDE'] ELSE ARRAY['GNOME'] END,
+            now() - (i % 5000) * interval '1 minute',
+            to_hex(1000000 + i), now() + (i % 90) * interval '1 day',
+            format('node-%s.example.org', i), format('10.%s.%s.%s', i / 65536 % 256, i / 256 % 256, i % 256),
+            md5(i::text), now() - i * interval '1 minute'
+       FROM generate_series(1, 10000) i`,
+  `INSERT INTO node_group_members (node_id, node_group_id)
+     SELECT n.id, g.id
+       FROM (SELECT id, row_number() OVER (ORDER BY name) AS i FROM nodes) n
+       JOIN (SELECT id, row_number() OVER (ORDER BY name) AS i FROM node_groups) g ON g.i = 1 + n.i % 50`,
+  `INSERT INTO policy_bindings (policy_id, node_group_id, state, priority)
+     SELECT p.id, g.id, 'enabled', k
+       FROM (SELECT id, row_number() OVER (ORDER BY name) AS i FROM node_groups) g
+       CROSS JOIN generate_series(0, 9) k
+       JOIN (SELECT id, row_number() OVER (ORDER BY name) AS i FROM policies) p ON p.i = 1 + ((g.i - 1) * 4 + k) % 200`,
+  `INSERT INTO compliance_results (node_id, policy_id, policy_version, status, message, reported_at)
+     SELECT m.node_id, b.policy_id, 1,
+            (ARRAY['compliant', 'compliant', 'compliant', 'compliant', 'non_compliant', 'error', 'unknown', 'inapplicable'])
+              [1 + abs(hashtext(m.node_id::text || b.policy_id::text)) % 8],
+            '', now() - (abs(hashtext(b.policy_id::text || m.node_id::text)) % 4320) * interval '1 minute'
+       FROM node_group_members m JOIN policy_bindings b ON b.node_group_id = m.node_group_id`,
+  `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_id, resource_name, outcome,
+                           source_ip, details)
+     SELECT now() - (1000000 - i) * interval '7 seconds',
+            (ARRAY['alice', 'bob', 'carol', 'dave', 'system'])[1 + i % 5],
+            (ARRAY['policy.create', 'policy.update', 'policy.release', 'binding.update', 'node.enroll',
+                   'node.revoke', 'auth.login', 'auth.logout', 'auth.login_failed', 'node_group.update',
+                   'user.create', 'role.update', 'policy.export', 'node.metadata_request', 'settings.update',
+                   'policy.delete', 'binding.create', 'node_group.create', 'auth.password_change',
+                   'disk_encryption.reveal'])[1 + i % 20],
+            (ARRAY['policy', 'binding', 'node', 'user', 'node_group'])[1 + i % 5],
+            md5((i % 5000)::text), format('thing-%s', i % 5000),
+            (ARRAY['success', 'success', 'success', 'failure', 'denied'])[1 + i / 7 % 5],
+            format('192.0.2.%s', i % 250), '{}'::jsonb
+       FROM generate_series(1, 1000000) i`,
+  `ANALYZE`,
+];
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(Deno.args);
+  const name = options.reuse ?? `svc_bench_rest_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
+  if (!options.reuse) await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(options.databaseUrl);
+  url.pathname = `/${name}`;
+  const db: Db = await openPostgres(url.toString(), { max: 4 });
+  let server: Awaited<ReturnType<typeof createTestServer>> | undefined;
+  try {
+    const migrated = await migrate(db);
+    if (!options.reuse) {
+      const started = performance.now();
+      for (const statement of SEED) await db.query(statement);
+      console.log(`seeded ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    } else if (migrated.length > 0) {
+      await db.query("ANALYZE");
+      console.log(`migrated ${name}: ${migrated.join(", ")}`);
+    }
+    const counts = await db.query<Record<string, number>>(
+      `SELECT (SELECT count(*) FROM nodes)::int AS nodes, (SELECT count(*) FROM node_groups)::int AS groups,
+              (SELECT count(*) FROM policies)::int AS policies, (SELECT count(*) FROM policy_bindings)::int AS bindings,
+              (SELECT count(*) FROM compliance_results)::int AS results, (SELECT count(*) FROM audit_logs)::int AS audit`,
+    );
+    console.log(Object.entries(counts[0]).map(([k, v]) => `${k} ${v}`).join(", "));
+
+    server = await createTestServer({
+      db,
+      logLevel: "error",
+      routes: (ctx, identity) => buildRoutes(ctx, identity),
+    });
+    const client = await server.loginAs({ superAdmin: true });
+    const [node] = await db.query<{ id: string }>("SELECT id FROM nodes WHERE name = 'node-05000'");
+    const [policy] = await db.query<{ id: string }>(
+      "SELECT id FROM policies WHERE name = 'bench-policy-100'",
+    );
+    const [group] = await db.query<{ id: string }>(
+      "SELECT id FROM node_groups WHERE name = 'bench-group-25'",
+    );
+
+    const cases: Array<{ label: string; target: number; run: () => Promise<void> }> = [];
+    const get = (label: string, path: string, target = 50) =>
+      cases.push({
+        label,
+        target,
+        async run() {
+          const res = await client.request("GET", path);
+          if (res.status !== 200) throw new Error(`GET ${path} → ${res.status}: ${res.text.slice(0, 300)}`);
+        },
+      });
+    get("nodes p1", "/api/v1/nodes?per_page=50");
+    get("nodes deep", "/api/v1/nodes?per_page=50&page=150&sort=last_seen&order=desc&status=online");
+    get("nodes group+os", `/api/v1/nodes?per_page=50&page=3&group=${group.id}&os=Ubuntu&sort=agent_version`);
+    get("nodes search", "/api/v1/nodes?per_page=50&search=node-04");
+    get("node groups p1", "/api/v1/node-groups?per_page=50&sort=node_count&order=desc");
+    get("policies p1", "/api/v1/policies/all?per_page=50");
+    get("policies deep", "/api/v1/policies/all?per_page=50&page=3&state=released&sort=type");
+    get("bindings p1", "/api/v1/policy-bindings?per_page=50");
+    get(
+      "bindings deep",
+      "/api/v1/policy-bindings?per_page=50&page=9&state=enabled&sort=policy_name&order=desc",
+    );
+    get("compliance p1", "/api/v1/compliance?per_page=50");
+    get(
+      "compliance deep",
+      "/api/v1/compliance?per_page=50&page=1000&status=non_compliant&sort=reported_at&order=desc",
+    );
+    get("audit p1", "/api/v1/audit-logs?per_page=50");
+    get(
+      "audit deep",
+      "/api/v1/audit-logs?per_page=50&page=2000&action=policy.update,node.enroll&outcome=success",
+    );
+    get("audit user+time", "/api/v1/audit-logs?per_page=50&page=20&user=alice&from=2000-01-01T00:00:00Z");
+    get("node detail", `/api/v1/nodes/${node.id}`);
+    get("node compliance", `/api/v1/nodes/${node.id}/compliance`);
+    get("policy compliance", `/api/v1/policies/all/${policy.id}/compliance?per_page=50&page=5`);
+    get("compliance summary", "/api/v1/compliance/summary", 200);
+    get("dashboard summary", "/api/v1/dashboard/summary", 200);
+    const log = createLogger("error");
+    cases.push({
+      label: "metrics scrape",
+      target: 200,
+      async run() {
+        const families = await collectDatabaseFamilies(db, log);
+        if (families.length === 0 || render(families, "text").length === 0) throw new Error("empty scrape");
+      },
+    });
+
+    console.log(`${"".padEnd(20)}${"p50".padStart(9)}${"p99".padStart(9)}  target (p99)`);
+    let misses = 0;
+    for (const c of cases) {
+      for (let i = 0; i < 3; i++) await c.run();
+      const times: number[] = [];
+      for (let i = 0; i < options.samples; i++) {
+        const t0 = performance.now();
+        await c.run();
+        times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      const p99 = percentile(times, 99);
+      if (p99 >= c.target) misses++;
+      console.log(
+        `${c.label.padEnd(20)}${percentile(times, 50).toFixed(1).padStart(7)}ms${
+          p99.toFixed(1).padStart(7)
+        }ms` +
+          `  < ${c.target} ms${p99 >= c.target ? "  MISSED" : ""}`,
+      );
+    }
+    console.log(
+      `${cases.length - misses} of ${cases.length} within target (${options.samples} samples each)`,
+    );
+  } finally {
+    await server?.close();
+    await db.close();
+    if (options.keep || options.reuse) console.log(`database kept: --reuse ${name}`);
+    else await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (err) {
+    console.error(`rest: ${(err as Error).stack ?? err}`);
+    Deno.exit(1);
+  }
+}
