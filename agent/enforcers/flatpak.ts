@@ -55,7 +55,12 @@ export interface FlatpakEnforcerOptions {
   env?: Record<string, string>;
   /** Milliseconds one install or update may take; default 30 minutes. */
   transferTimeoutMs?: number;
+  /** Milliseconds in an hour of `update_interval_hours` (tests shorten it); default 3 600 000. */
+  hourMs?: number;
 }
+
+/** Hours between two periodic updates when no policy sets `update_interval_hours`. */
+export const DEFAULT_UPDATE_INTERVAL_HOURS = 24;
 
 /** A remote's settings as svc records them when adopting one. */
 interface RemoteSettings {
@@ -254,7 +259,48 @@ function refArg(app: FlatpakApp): string {
 /** Builds the Flatpak enforcer; see the module documentation. */
 export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enforcer {
   const transferTimeoutMs = options.transferTimeoutMs ?? 30 * 60_000;
+  const hourMs = options.hourMs ?? 3_600_000;
   let subsetSupport: boolean | undefined;
+  /** Syncs and periodic updates run one at a time. */
+  let lock: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = lock.then(work, work);
+    lock = run.catch(() => {});
+    return run;
+  };
+  /** What the periodic update does, from the last sync; undefined without policies. */
+  let updatePlan: { io: EnforcerIO; refs: string[]; intervalMs: number } | undefined;
+  let updateTimer: { id: ReturnType<typeof setInterval>; intervalMs: number } | undefined;
+
+  /** Updates the installed applications policies want (PRESENT and LATEST), between syncs. */
+  function periodicUpdate(): Promise<void> {
+    return exclusive(async () => {
+      const plan = updatePlan;
+      if (!plan) return;
+      for (const ref of plan.refs) {
+        const out = await flatpak(
+          plan.io,
+          ["--system", "update", "-y", "--noninteractive", ref],
+          transferTimeoutMs,
+        );
+        if (out.success) plan.io.logger.info("flatpak periodic update", { ref });
+        else plan.io.logger.warn("flatpak periodic update failed", { ref, error: errorText(out) });
+      }
+    });
+  }
+
+  /** Starts, restarts or stops the periodic update after a sync. */
+  function schedule(): void {
+    if (updateTimer && updateTimer.intervalMs !== updatePlan?.intervalMs) {
+      clearInterval(updateTimer.id);
+      updateTimer = undefined;
+    }
+    if (!updatePlan || updateTimer) return;
+    const id = setInterval(() => void periodicUpdate(), updatePlan.intervalMs);
+    // The timer never keeps the agent process alive on its own.
+    Deno.unrefTimer(id as unknown as number);
+    updateTimer = { id, intervalMs: updatePlan.intervalMs };
+  }
 
   function flatpak(io: EnforcerIO, args: string[], timeoutMs = 120_000, stdin?: string): Promise<RunResult> {
     return io.runner.run("flatpak", args, { env: options.env, timeoutMs, stdin });
@@ -538,181 +584,197 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
     },
 
     async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
-      const changed: string[] = [];
-      const results: PolicyResult[] = [];
-      const valid: { policy: CachedPolicy; content: FlatpakPolicy }[] = [];
-      for (const policy of policies) {
-        const content = policyContent(policy);
-        if (typeof content === "string") {
-          io.logger.warn("Flatpak policy rejected by the agent", { policy: policy.id, error: content });
-          results.push({
-            policyId: policy.id,
-            status: "ERROR",
-            message: `policy content rejected by the agent: ${content}`,
-            items: [],
-          });
-        } else valid.push({ policy, content });
+      try {
+        return await exclusive(() => syncNow(policies, io));
+      } finally {
+        schedule();
       }
-      const state = await loadState(io);
+    },
+  };
 
-      if (!(await io.runner.which("flatpak"))) {
-        if (!isEmptyState(state)) {
-          io.logger.warn("flatpak is gone; svc forgets the remotes and apps it had added");
-          await saveState(io, { version: 1, remotes: {}, refs: [] });
-        }
-        for (const path of io.managedPaths()) if (await io.releaseManaged(path)) changed.push(path);
-        for (const { policy } of valid) {
-          results.push({
-            policyId: policy.id,
-            status: "INAPPLICABLE",
-            message: "flatpak is not installed on this node",
-            items: [],
-          });
-        }
-        return { policies: results, changed };
-      }
-
-      // Merge: the first policy naming a remote or app wins (policies come sorted by priority).
-      const remoteWinners = new Map<string, Owned<FlatpakRemote>>();
-      const appWinners = new Map<string, Owned<FlatpakApp>>();
-      const items = new Map<string, ItemResult[]>(valid.map(({ policy }) => [policy.id, []]));
-      let removeUnused: Owned<boolean> | undefined;
-      for (const { policy, content } of valid) {
-        for (const remote of content.remotes) {
-          const winner = remoteWinners.get(remote.name);
-          if (!winner) remoteWinners.set(remote.name, { policy, value: remote });
-          else {
-            items.get(policy.id)!.push({
-              schemaId: "remotes",
-              key: `remote ${remote.name}`,
-              status: "INAPPLICABLE",
-              message: `overridden by higher-priority policy "${winner.policy.name}"`,
-            });
-          }
-        }
-        for (const app of content.apps) {
-          const winner = appWinners.get(app.appId);
-          if (!winner) appWinners.set(app.appId, { policy, value: app });
-          else {
-            items.get(policy.id)!.push({
-              schemaId: "apps",
-              key: `app ${app.appId}`,
-              status: "INAPPLICABLE",
-              message: `overridden by higher-priority policy "${winner.policy.name}"`,
-            });
-          }
-        }
-        if (content.removeUnusedRuntimes && !removeUnused) removeUnused = { policy, value: true };
-        if (content.allowUserInstalls !== undefined) {
-          items.get(policy.id)!.push({
-            schemaId: "settings",
-            key: "allow_user_installs",
-            status: "UNKNOWN",
-            message: "not enforced by this agent version (the node's default applies)",
-          });
-        }
-      }
-
-      // Undo what no policy wants any more before applying, so a renamed remote is not doubled;
-      // apps a policy names (ABSENT included) are left to applyApp, which reports their outcome.
-      const wantedRemotes = new Set(remoteWinners.keys());
-      const keepRefs = async (): Promise<Set<string>> => {
-        const keep = new Set<string>();
-        let svcAppStays = false;
-        for (const r of await installed(io)) {
-          const app = r.kind === "app" ? appWinners.get(r.id)?.value : undefined;
-          if (!app || (app.branch && r.branch !== app.branch)) continue;
-          keep.add(r.ref);
-          if (app.state !== FlatpakAppState.ABSENT && state.refs.includes(r.ref)) svcAppStays = true;
-        }
-        // Runtimes svc pulled stay while an app svc installed stays.
-        if (svcAppStays) { for (const ref of state.refs) if (ref.startsWith("runtime/")) keep.add(ref); }
-        return keep;
-      };
-      const undoProblems = await undo(io, state, wantedRemotes, await keepRefs());
-      for (const path of io.managedPaths()) {
-        const name = path.slice(FLATPAK_FILES_DIR.length + 1).replace(/\.(asc|filter)$/, "");
-        if (!wantedRemotes.has(name) && await io.releaseManaged(path)) changed.push(path);
-      }
-
-      let current = await remotes(io);
-      const applied = new Map<string, ItemResult>();
-      for (const [name, { value }] of remoteWinners) {
-        try {
-          applied.set(name, await applyRemote(io, state, value, current, changed));
-        } catch (err) {
-          applied.set(name, {
-            schemaId: "remotes",
-            key: `remote ${name}`,
-            status: "ERROR",
-            message: (err as Error).message,
-          });
-        }
-      }
-      const outcomes = new Map<string, { outcome: string; failure?: string }>();
-      for (const [id, { value }] of appWinners) {
-        const remoteFailed = value.state !== FlatpakAppState.ABSENT &&
-          applied.get(value.remote) && applied.get(value.remote)!.status !== "COMPLIANT";
-        if (remoteFailed) {
-          outcomes.set(id, { outcome: "", failure: `remote ${value.remote} is not usable` });
-          continue;
-        }
-        try {
-          outcomes.set(id, { outcome: await applyApp(io, state, value) });
-        } catch (err) {
-          outcomes.set(id, { outcome: "", failure: (err as Error).message });
-        }
-      }
-      if (removeUnused) {
-        const out = await flatpak(
-          io,
-          ["--system", "uninstall", "--unused", "-y", "--noninteractive"],
-          transferTimeoutMs,
-        );
-        items.get(removeUnused.policy.id)!.push({
-          schemaId: "settings",
-          key: "remove_unused_runtimes",
-          status: out.success ? "COMPLIANT" : "ERROR",
-          message: out.success ? "unused runtimes removed" : errorText(out),
-        });
-        if (out.success) {
-          const left = new Set((await installed(io)).map((r) => r.ref));
-          state.refs = state.refs.filter((r) => left.has(r));
-          await saveState(io, state);
-        }
-      }
-
-      // Runtimes left unused by the apps just removed.
-      undoProblems.push(...await undo(io, state, wantedRemotes, await keepRefs()));
-      if (undoProblems.length) io.logger.warn("Flatpak cleanup incomplete", { problems: undoProblems });
-
-      // Read back.
-      current = await remotes(io);
-      const list = await installed(io);
-      for (const [name, { policy, value }] of remoteWinners) {
-        items.get(policy.id)!.push(remoteItem(value, current, applied.get(name)!));
-      }
-      for (const [id, { policy, value }] of appWinners) {
-        const { outcome, failure } = outcomes.get(id)!;
-        items.get(policy.id)!.push(appItem(value, list, outcome, failure));
-      }
-      for (const { policy } of valid) {
-        const list = items.get(policy.id)!;
-        const status = rollupStatus(list);
-        const bad = list.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
+  async function syncNow(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
+    updatePlan = undefined;
+    const changed: string[] = [];
+    const results: PolicyResult[] = [];
+    const valid: { policy: CachedPolicy; content: FlatpakPolicy }[] = [];
+    for (const policy of policies) {
+      const content = policyContent(policy);
+      if (typeof content === "string") {
+        io.logger.warn("Flatpak policy rejected by the agent", { policy: policy.id, error: content });
         results.push({
           policyId: policy.id,
-          status,
-          message: bad.length
-            ? `${bad.length} of ${list.length} item(s) not in effect: ` +
-              bad.slice(0, 3).map((i) => `${i.key} (${i.message})`).join("; ")
-            : `${list.filter((i) => i.status === "COMPLIANT").length} remote(s) and app(s) in effect`,
-          items: list,
+          status: "ERROR",
+          message: `policy content rejected by the agent: ${content}`,
+          items: [],
+        });
+      } else valid.push({ policy, content });
+    }
+    const state = await loadState(io);
+
+    if (!(await io.runner.which("flatpak"))) {
+      if (!isEmptyState(state)) {
+        io.logger.warn("flatpak is gone; svc forgets the remotes and apps it had added");
+        await saveState(io, { version: 1, remotes: {}, refs: [] });
+      }
+      for (const path of io.managedPaths()) if (await io.releaseManaged(path)) changed.push(path);
+      for (const { policy } of valid) {
+        results.push({
+          policyId: policy.id,
+          status: "INAPPLICABLE",
+          message: "flatpak is not installed on this node",
+          items: [],
         });
       }
       return { policies: results, changed };
-    },
-  };
+    }
+
+    // Merge: the first policy naming a remote or app wins (policies come sorted by priority).
+    const remoteWinners = new Map<string, Owned<FlatpakRemote>>();
+    const appWinners = new Map<string, Owned<FlatpakApp>>();
+    const items = new Map<string, ItemResult[]>(valid.map(({ policy }) => [policy.id, []]));
+    let removeUnused: Owned<boolean> | undefined;
+    for (const { policy, content } of valid) {
+      for (const remote of content.remotes) {
+        const winner = remoteWinners.get(remote.name);
+        if (!winner) remoteWinners.set(remote.name, { policy, value: remote });
+        else {
+          items.get(policy.id)!.push({
+            schemaId: "remotes",
+            key: `remote ${remote.name}`,
+            status: "INAPPLICABLE",
+            message: `overridden by higher-priority policy "${winner.policy.name}"`,
+          });
+        }
+      }
+      for (const app of content.apps) {
+        const winner = appWinners.get(app.appId);
+        if (!winner) appWinners.set(app.appId, { policy, value: app });
+        else {
+          items.get(policy.id)!.push({
+            schemaId: "apps",
+            key: `app ${app.appId}`,
+            status: "INAPPLICABLE",
+            message: `overridden by higher-priority policy "${winner.policy.name}"`,
+          });
+        }
+      }
+      if (content.removeUnusedRuntimes && !removeUnused) removeUnused = { policy, value: true };
+      if (content.allowUserInstalls !== undefined) {
+        items.get(policy.id)!.push({
+          schemaId: "settings",
+          key: "allow_user_installs",
+          status: "UNKNOWN",
+          message: "not enforced by this agent version (the node's default applies)",
+        });
+      }
+    }
+
+    // Undo what no policy wants any more before applying, so a renamed remote is not doubled;
+    // apps a policy names (ABSENT included) are left to applyApp, which reports their outcome.
+    const wantedRemotes = new Set(remoteWinners.keys());
+    const keepRefs = async (): Promise<Set<string>> => {
+      const keep = new Set<string>();
+      let svcAppStays = false;
+      for (const r of await installed(io)) {
+        const app = r.kind === "app" ? appWinners.get(r.id)?.value : undefined;
+        if (!app || (app.branch && r.branch !== app.branch)) continue;
+        keep.add(r.ref);
+        if (app.state !== FlatpakAppState.ABSENT && state.refs.includes(r.ref)) svcAppStays = true;
+      }
+      // Runtimes svc pulled stay while an app svc installed stays.
+      if (svcAppStays) { for (const ref of state.refs) if (ref.startsWith("runtime/")) keep.add(ref); }
+      return keep;
+    };
+    const undoProblems = await undo(io, state, wantedRemotes, await keepRefs());
+    for (const path of io.managedPaths()) {
+      const name = path.slice(FLATPAK_FILES_DIR.length + 1).replace(/\.(asc|filter)$/, "");
+      if (!wantedRemotes.has(name) && await io.releaseManaged(path)) changed.push(path);
+    }
+
+    let current = await remotes(io);
+    const applied = new Map<string, ItemResult>();
+    for (const [name, { value }] of remoteWinners) {
+      try {
+        applied.set(name, await applyRemote(io, state, value, current, changed));
+      } catch (err) {
+        applied.set(name, {
+          schemaId: "remotes",
+          key: `remote ${name}`,
+          status: "ERROR",
+          message: (err as Error).message,
+        });
+      }
+    }
+    const outcomes = new Map<string, { outcome: string; failure?: string }>();
+    for (const [id, { value }] of appWinners) {
+      const remoteFailed = value.state !== FlatpakAppState.ABSENT &&
+        applied.get(value.remote) && applied.get(value.remote)!.status !== "COMPLIANT";
+      if (remoteFailed) {
+        outcomes.set(id, { outcome: "", failure: `remote ${value.remote} is not usable` });
+        continue;
+      }
+      try {
+        outcomes.set(id, { outcome: await applyApp(io, state, value) });
+      } catch (err) {
+        outcomes.set(id, { outcome: "", failure: (err as Error).message });
+      }
+    }
+    if (removeUnused) {
+      const out = await flatpak(
+        io,
+        ["--system", "uninstall", "--unused", "-y", "--noninteractive"],
+        transferTimeoutMs,
+      );
+      items.get(removeUnused.policy.id)!.push({
+        schemaId: "settings",
+        key: "remove_unused_runtimes",
+        status: out.success ? "COMPLIANT" : "ERROR",
+        message: out.success ? "unused runtimes removed" : errorText(out),
+      });
+      if (out.success) {
+        const left = new Set((await installed(io)).map((r) => r.ref));
+        state.refs = state.refs.filter((r) => left.has(r));
+        await saveState(io, state);
+      }
+    }
+
+    // Runtimes left unused by the apps just removed.
+    undoProblems.push(...await undo(io, state, wantedRemotes, await keepRefs()));
+    if (undoProblems.length) io.logger.warn("Flatpak cleanup incomplete", { problems: undoProblems });
+
+    // Read back.
+    current = await remotes(io);
+    const list = await installed(io);
+    for (const [name, { policy, value }] of remoteWinners) {
+      items.get(policy.id)!.push(remoteItem(value, current, applied.get(name)!));
+    }
+    for (const [id, { policy, value }] of appWinners) {
+      const { outcome, failure } = outcomes.get(id)!;
+      items.get(policy.id)!.push(appItem(value, list, outcome, failure));
+    }
+    for (const { policy } of valid) {
+      const list = items.get(policy.id)!;
+      const status = rollupStatus(list);
+      const bad = list.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
+      results.push({
+        policyId: policy.id,
+        status,
+        message: bad.length
+          ? `${bad.length} of ${list.length} item(s) not in effect: ` +
+            bad.slice(0, 3).map((i) => `${i.key} (${i.message})`).join("; ")
+          : `${list.filter((i) => i.status === "COMPLIANT").length} remote(s) and app(s) in effect`,
+        items: list,
+      });
+    }
+    const hours = valid.find(({ content }) => content.updateIntervalHours > 0)?.content.updateIntervalHours ??
+      DEFAULT_UPDATE_INTERVAL_HOURS;
+    const keep = list.filter((r) =>
+      r.kind === "app" &&
+      [FlatpakAppState.PRESENT, FlatpakAppState.LATEST].includes(appWinners.get(r.id)?.value.state!)
+    );
+    if (valid.length) updatePlan = { io, refs: keep.map((r) => r.ref), intervalMs: hours * hourMs };
+    return { policies: results, changed };
+  }
 }
 
 /** The Flatpak enforcer on the node's system installation. */

@@ -310,3 +310,55 @@ Deno.test("Flatpak: hostile remote names and URLs are refused by the agent befor
     await node.cleanup();
   }
 });
+
+Deno.test({
+  name:
+    "Flatpak: PRESENT apps are updated every update_interval_hours between syncs; the timer stops with the policies",
+  ignore: missing !== undefined,
+  async fn() {
+    const repo = await buildFlatpakRepo();
+    const node = await tempNode({ firefox: false });
+    const env = {
+      FLATPAK_SYSTEM_DIR: `${node.root}/var/lib/flatpak`,
+      FLATPAK_USER_DIR: `${node.root}/root/.local/share/flatpak`,
+    };
+    try {
+      // One "hour" is 300 ms here.
+      const enforcer = createFlatpakEnforcer({ env, hourMs: 300 });
+      const { engine, reports, runner } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]) });
+      engine.handleEvent({
+        kind: "SNAPSHOT",
+        snapshotComplete: true,
+        policy: flatpakPolicy("fp-present", {
+          remotes: [{ name: "svctest", url: repo.url, gpgKey: repo.gpgKeyBase64 }],
+          apps: [{ appId: repo.appId, remote: "svctest", state: FlatpakAppState.PRESENT }],
+          updateIntervalHours: 1,
+        }),
+      });
+      await engine.idle();
+      assert.equal(reports.get("fp-present")?.status, "COMPLIANT", JSON.stringify(reports.get("fp-present")));
+      const appRef = `app/${repo.appId}/x86_64/stable`;
+      const v2 = await repo.publish(2);
+      const deadline = Date.now() + 120_000;
+      for (;;) {
+        const installed = (await installedRefs(env)).find((r) => r.ref === appRef);
+        if (installed && v2.startsWith(installed.commit)) break;
+        if (Date.now() > deadline) throw new Error("the periodic update did not install the new commit");
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      assert.ok(
+        runner.history.some((c) => c.args.join(" ") === `--system update -y --noninteractive ${appRef}`),
+      );
+
+      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+      await engine.idle();
+      const updates = () => runner.history.filter((c) => c.args.includes("update")).length;
+      const before = updates();
+      await new Promise((r) => setTimeout(r, 1000));
+      assert.equal(updates(), before, "no policy, no periodic update");
+    } finally {
+      await node.cleanup();
+      await repo.close();
+    }
+  },
+});
