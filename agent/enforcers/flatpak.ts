@@ -16,6 +16,9 @@
  *    policy wants any more are uninstalled, then remotes svc added are deleted. Nothing svc did not add
  *    is removed (a remote still used by software installed by someone else stays).
  * 5. Everything is read back (`flatpak remotes`, `flatpak list`) and reported per remote and per app.
+ * 6. Between syncs, the installed PRESENT and LATEST apps are updated every `update_interval_hours`
+ *    (the highest-priority policy that sets it; {@linkcode DEFAULT_UPDATE_INTERVAL_HOURS} otherwise),
+ *    never at the same time as a sync.
  *
  * The type runs in the engine's background lane (downloads take long). The installation targeted is
  * the system one, which `FLATPAK_SYSTEM_DIR` in the agent's environment (or {@linkcode
