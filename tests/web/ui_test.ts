@@ -980,6 +980,24 @@ spec:
       assert.deepEqual(problems, []);
     });
 
+    await step("a revoked node offers Re-enroll, which shows the one-time command", async () => {
+      const revoked = await pageFetch(h, "POST", `/api/v1/nodes/${agent!.nodeId}/revoke`, {});
+      assert.equal(revoked.status, 200, JSON.stringify(revoked.json));
+      await page.goto(`${base}/nodes?node=${agent!.nodeId}`, { waitUntil: "load" });
+      await page.waitForSelector("svc-node-detail sl-drawer[open]");
+      const button = await page.waitForSelector("svc-node-detail sl-button.re-enroll", { visible: true });
+      await button!.click();
+      const command = await page.waitForSelector("svc-node-detail pre.re-enroll-command");
+      assert.match(
+        await command!.evaluate((e) => e.textContent!),
+        /^SVC_ENROLLMENT_TOKEN='[A-Za-z0-9_-]{43}' svc-agent$/,
+      );
+      await screenshot(page, "27b-node-re-enroll");
+      await page.keyboard.press("Escape");
+      await page.goto(`${base}/`, { waitUntil: "load" });
+      await page.waitForSelector("svc-dashboard-page");
+    });
+
     await step(
       "a user without policy:create sees no create button and the server refuses the call",
       async () => {

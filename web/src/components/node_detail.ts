@@ -1,6 +1,7 @@
 /**
  * `<svc-node-detail>`: the node drawer — facts, groups, certificate, notes, per-policy compliance with the
- * per-item breakdown, per-setting provenance, and the actions (request metadata, revoke, delete).
+ * per-item breakdown, per-setting provenance, and the actions (request metadata, revoke, re-enroll a revoked
+ * node, delete).
  * Fires `closed` when the drawer closes and `changed` after an action altered the node.
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
@@ -19,6 +20,7 @@ class SvcNodeDetail extends LitElement {
     compliance: { state: true },
     error: { state: true },
     addGroup: { state: true },
+    reEnrollToken: { state: true },
   };
   declare nodeId: string;
   declare groups: NodeGroup[];
@@ -26,6 +28,8 @@ class SvcNodeDetail extends LitElement {
   declare compliance: { summary: StatusCounts; results: ComplianceRow[] } | undefined;
   declare error: unknown;
   declare addGroup: string;
+  /** The answer of `POST /nodes/{id}/re-enroll`, shown once. */
+  declare reEnrollToken: { token: string; command: string; expires_at: string } | undefined;
 
   constructor() {
     super();
@@ -52,6 +56,7 @@ class SvcNodeDetail extends LitElement {
 
   async #load(): Promise<void> {
     const id = this.nodeId;
+    if (id !== this.node?.id) this.reEnrollToken = undefined;
     this.node = undefined;
     this.compliance = undefined;
     this.error = undefined;
@@ -89,8 +94,8 @@ class SvcNodeDetail extends LitElement {
     const ok = await confirmAction({
       title: `Revoke the certificate of ${n.name}`,
       message:
-        "Both ports refuse the certificate from now on and its open stream is closed. The node must be " +
-        "deleted and enrolled again to come back.",
+        "Both ports refuse the certificate from now on and its open stream is closed. To bring the node " +
+        "back, use Re-enroll: it keeps the node's record and history.",
       confirmLabel: "Revoke",
       danger: true,
       typeToConfirm: n.name,
@@ -103,6 +108,33 @@ class SvcNodeDetail extends LitElement {
     } catch (err) {
       notifyError(err);
     }
+  }
+
+  async #reEnroll(): Promise<void> {
+    const n = this.node!;
+    try {
+      this.reEnrollToken = await api.post(`/nodes/${n.id}/re-enroll`);
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  #renderReEnroll(): TemplateResult | typeof nothing {
+    const t = this.reEnrollToken;
+    if (!t) return nothing;
+    return html`
+      <div class="re-enroll-token">
+        <sl-alert variant="warning" open>
+          This token is shown only now. It re-enrolls this node only, works once and expires
+          ${formatDate(t.expires_at)} (5 minutes). Run on the node, as root:
+        </sl-alert>
+        <pre class="block re-enroll-command">${t.command}</pre>
+        <sl-copy-button value=${t
+          .command} copy-label="Copy command" success-label="Command copied"></sl-copy-button>
+        <p class="muted">The running agent picks the new certificate up at its next retry; the node keeps its
+          groups, compliance history and audit trail.</p>
+      </div>
+    `;
   }
 
   async #delete(): Promise<void> {
@@ -284,10 +316,14 @@ class SvcNodeDetail extends LitElement {
                 ? html`<sl-button variant="warning" ?disabled=${n.cert_revoked} @click=${this.#revoke}>
                   Revoke certificate</sl-button>`
                 : nothing}
+              ${session.can("node_group:create") && n.cert_revoked
+                ? html`<sl-button variant="primary" class="re-enroll" @click=${this.#reEnroll}>Re-enroll</sl-button>`
+                : nothing}
               ${session.can("node:delete")
                 ? html`<sl-button variant="danger" @click=${this.#delete}>Delete node</sl-button>`
                 : nothing}
             </div>
+            ${this.#renderReEnroll()}
             ${!n.connected
               ? html`<p class="muted">Metadata can be requested only while the node is connected.</p>`
               : nothing}
