@@ -11,7 +11,10 @@
  *
  * Compliance: the file is read back and compared with the rendering; each rule's exact action ids are asked
  * of the node's polkit authority (`pkaction`, or the action files under the agent's root when it is not
- * `/`): an action the node does not have is reported INAPPLICABLE for that rule only.
+ * `/`): an action the node does not have is reported INAPPLICABLE for that rule only. Where a rule's decision
+ * can be evaluated (it names a user, or applies to everyone, and asks nothing of the session or action
+ * details), `pkcheck` run as that user says whether polkit really answers what the rule says, or a rule read
+ * earlier decides first.
  *
  * @module
  */
@@ -204,6 +207,80 @@ async function knownActions(io: EnforcerIO): Promise<{ ids: Set<string>; source:
   return scanned ? { ids: new Set(scanned.map((a) => a.actionId)), source: "the action files" } : undefined;
 }
 
+/** What polkit answers, as pkcheck tells it: yes, no, or an authentication challenge (kept or not). */
+export type PolkitAnswer = "yes" | "no" | "challenge" | "challenge_keep";
+
+const EXPECTED_ANSWER: Record<string, PolkitAnswer> = {
+  YES: "yes",
+  NO: "no",
+  AUTH_SELF: "challenge",
+  AUTH_ADMIN: "challenge",
+  AUTH_SELF_KEEP: "challenge_keep",
+  AUTH_ADMIN_KEEP: "challenge_keep",
+};
+
+/** Runs a command (the agent's runner, or a test's with a private bus). */
+export type RunCommand = (
+  cmd: string,
+  args: string[],
+) => Promise<{ code: number; stdout: string; stderr: string }>;
+
+/**
+ * Asks the node's polkit authority what it answers `account` (uid, gid) for `actionId`: `pkcheck` checks its
+ * own process started under the account's identity (`setpriv`), so no process of the user needs to exist. The
+ * action id is passed as an argument, never as shell text. Resolves the answer, or what went wrong.
+ */
+export async function pkcheckAs(
+  run: RunCommand,
+  account: { uid: number; gid: number },
+  actionId: string,
+): Promise<PolkitAnswer | { error: string }> {
+  const r = await run("setpriv", [
+    `--reuid=${account.uid}`,
+    `--regid=${account.gid}`,
+    "--init-groups",
+    "sh",
+    "-c",
+    'exec pkcheck --action-id "$0" --process $$',
+    actionId,
+  ]);
+  if (r.code === 0) return "yes";
+  if (r.code === 1 && /not authorized/i.test(r.stderr + r.stdout)) return "no";
+  if (r.code === 2) {
+    return /retains_authorization_after_challenge=1/.test(r.stdout) ? "challenge_keep" : "challenge";
+  }
+  return { error: `pkcheck failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().slice(0, 300)}` };
+}
+
+/** uid and gid of the accounts in `/etc/passwd` under the agent's root. */
+async function accounts(io: EnforcerIO): Promise<Map<string, { uid: number; gid: number }>> {
+  const out = new Map<string, { uid: number; gid: number }>();
+  for (const line of ((await io.fs.readTextFile("/etc/passwd")) ?? "").split("\n")) {
+    const [name, , uid, gid] = line.split(":");
+    if (name && /^\d+$/.test(uid ?? "") && /^\d+$/.test(gid ?? "")) {
+      out.set(name, { uid: Number(uid), gid: Number(gid) });
+    }
+  }
+  return out;
+}
+
+/**
+ * The account a rule can be checked with by pkcheck, or undefined when its decision cannot be evaluated that
+ * way: the rule must answer (not NOT_HANDLED), ask nothing of the session (a pkcheck process is neither local
+ * nor active) or of action details, exclude no group, and name a user (or nobody, when it applies to all).
+ */
+export function pkcheckSubject(rule: PolkitPolicy["rules"][number]): string | undefined {
+  const m = rule.match;
+  if (!EXPECTED_ANSWER[POLKIT_RESULT_NAMES[rule.result]] || rule.actionConditions.length > 0) {
+    return undefined;
+  }
+  if (m?.requireLocal || m?.requireActive || (m?.excludeUnixGroups.length ?? 0) > 0) return undefined;
+  const excluded = new Set(m?.excludeUnixUsers ?? []);
+  if (m?.unixUsers.length) return m.unixUsers.find((u) => !excluded.has(u));
+  if (m?.unixGroups.length) return undefined;
+  return excluded.has("nobody") ? undefined : "nobody";
+}
+
 /** The Polkit enforcer; see the module documentation. */
 export const polkitEnforcer: Enforcer = {
   type: "Polkit",
@@ -261,6 +338,11 @@ export const polkitEnforcer: Enforcer = {
     }
 
     const actions = planned.length ? await knownActions(io) : undefined;
+    // The authority can be asked only about the node itself (root `/`), with pkcheck and setpriv at hand.
+    const canCheck = planned.length > 0 && io.fs.root === "/" && actions?.source === "pkaction" &&
+      (await io.runner.which("pkcheck")) !== undefined && (await io.runner.which("setpriv")) !== undefined;
+    const users = canCheck ? await accounts(io) : new Map<string, { uid: number; gid: number }>();
+    const run: RunCommand = (cmd, args) => io.runner.run(cmd, args, { timeoutMs: 20_000 });
     for (const { policy, message: m, path, text } of planned) {
       const items: ItemResult[] = [];
       let written: string | undefined;
@@ -276,7 +358,7 @@ export const polkitEnforcer: Enforcer = {
         });
         continue;
       }
-      m.rules.forEach((rule, i) => {
+      for (const [i, rule] of m.rules.entries()) {
         const schemaId = `polkit:${rule.name || `rule ${i}`}`;
         const intact = written === text;
         items.push({
@@ -297,7 +379,26 @@ export const polkitEnforcer: Enforcer = {
               : `action ${id} is not registered on this node (checked with ${actions.source}); the rule has no effect for it`,
           });
         }
-      });
+        const subject = canCheck && intact ? pkcheckSubject(rule) : undefined;
+        const account = subject === undefined ? undefined : users.get(subject);
+        for (const id of account ? rule.actionIds.filter((a) => actions?.ids.has(a)) : []) {
+          const expected = EXPECTED_ANSWER[POLKIT_RESULT_NAMES[rule.result]];
+          const answer = await pkcheckAs(run, account!, id);
+          const key = `rules[${i}].pkcheck:${id}`;
+          if (typeof answer === "object") {
+            items.push({ schemaId, key, status: "UNKNOWN", message: answer.error });
+          } else {
+            items.push({
+              schemaId,
+              key,
+              status: answer === expected ? "COMPLIANT" : "NON_COMPLIANT",
+              message: answer === expected
+                ? `polkit answers ${answer} to ${subject}`
+                : `polkit answers ${answer} to ${subject}, the rule says ${expected}: a rule read earlier decides first`,
+            });
+          }
+        }
+      }
       const status = rollupStatus(items);
       const missing = items.filter((i) => i.status === "INAPPLICABLE").length;
       results.push({

@@ -7,9 +7,15 @@
  */
 import assert from "node:assert/strict";
 import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
-import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
+import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { POLKIT_MARKER, polkitFileName, renderPolkitRules } from "../../shared/polkit_js.ts";
-import { checkPolkitScript, polkitEnforcer, PolkitScriptError } from "../../agent/enforcers/polkit.ts";
+import {
+  checkPolkitScript,
+  pkcheckAs,
+  pkcheckSubject,
+  polkitEnforcer,
+  PolkitScriptError,
+} from "../../agent/enforcers/polkit.ts";
 import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
@@ -439,6 +445,32 @@ Deno.test({
         0,
         "defaults elsewhere",
       );
+
+      // The agent's own compliance probe (pkcheck of a process started as the rule's user) agrees.
+      const runCmd = async (cmd: string, args: string[]) => {
+        const out = await new Deno.Command("timeout", {
+          args: ["20", cmd, ...args],
+          env,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        return {
+          code: out.code,
+          stdout: new TextDecoder().decode(out.stdout),
+          stderr: new TextDecoder().decode(out.stderr),
+        };
+      };
+      const nobody = { uid: 65534, gid: 65534 };
+      assert.equal(pkcheckSubject((p.typed as PolkitPolicy).rules[0]), "nobody");
+      assert.equal(pkcheckSubject((p.typed as PolkitPolicy).rules[1]), "nobody");
+      assert.equal(await pkcheckAs(runCmd, nobody, "org.freedesktop.hostname1.set-hostname"), "yes");
+      assert.equal(await pkcheckAs(runCmd, nobody, "org.freedesktop.login1.reboot"), "no");
+      assert.equal(
+        await pkcheckAs(runCmd, nobody, "org.freedesktop.hostname1.set-static-hostname"),
+        "challenge_keep",
+      );
+      const odd = await pkcheckAs(runCmd, nobody, 'x"; id; "');
+      assert.ok(odd === "no" || typeof odd === "object", "an odd action id stays one argument");
 
       // pkaction lists exactly the actions the agent's catalogue reports.
       const listed = new TextDecoder().decode(
