@@ -163,14 +163,17 @@ export async function buildPackages(
     workDir: string;
     agentRepo?: string;
     release?: string;
+    /** Only these formats / arches (default: all of `app`'s). */
+    formats?: Format[];
+    arches?: string[];
   },
 ): Promise<BuiltPackage[]> {
   await Deno.mkdir(options.out, { recursive: true });
   const mtime = Number(Deno.env.get("SOURCE_DATE_EPOCH") ?? Math.floor(Date.now() / 1000));
   const jobs: Array<() => Promise<BuiltPackage>> = [];
-  for (const arch of ARCHES) {
+  for (const arch of ARCHES.filter((a) => !options.arches || options.arches.includes(a.name))) {
     const program = options.programs[`${app}/${arch.name}`];
-    for (const format of FORMATS[app]) {
+    for (const format of FORMATS[app].filter((f) => !options.formats || options.formats.includes(f))) {
       jobs.push(async () => {
         const spec: PackageSpec = {
           name: app,

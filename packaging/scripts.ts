@@ -52,7 +52,7 @@ rmdir /etc/svc 2>/dev/null || true`,
 
 /** First-install setup of the server after its files are unpacked (user exists by then). */
 export const SERVER_SETUP = `chgrp svc /etc/svc/server.yaml && chmod 0640 /etc/svc/server.yaml
-[ -d /var/lib/svc ] || install -d -m 0700 -o svc -g svc /var/lib/svc`;
+if [ ! -d /var/lib/svc ]; then mkdir -p /var/lib/svc && chown svc:svc /var/lib/svc && chmod 0700 /var/lib/svc; fi`;
 
 /** The Debian maintainer scripts of `app`. */
 export function debScripts(app: App): Record<string, string> {

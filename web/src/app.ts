@@ -16,6 +16,7 @@ import {
 } from "./router.ts";
 import { applyTheme, storedTheme, type ThemeChoice } from "./theme.ts";
 import { errorText } from "./components/page.ts";
+import "./components/deploy_agent.ts";
 
 interface NavItem {
   route: RouteName;
@@ -296,6 +297,7 @@ class SvcApp extends LitElement {
       <header class="masthead">
         <a class="brand" href="/"><img src="/assets/favicon.svg" alt="" width="28" height="28"> svc</a>
         <div class="masthead-actions">
+          <svc-deploy-agent></svc-deploy-agent>
           <sl-dropdown placement="bottom-end" class="theme-menu">
             <sl-button slot="trigger" size="small" caret>
               <sl-icon slot="prefix" name="circle-half"></sl-icon>Theme

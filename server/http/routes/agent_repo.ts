@@ -30,6 +30,7 @@ const STATUS_SCHEMA: JsonSchema = {
     "arches",
     "packages",
     "files",
+    "policy_port",
   ],
   properties: {
     enabled: { type: "boolean", description: "False when agent_repo.dir holds no packages (/agent/ is 404)" },
@@ -56,6 +57,7 @@ const STATUS_SCHEMA: JsonSchema = {
       },
     },
     files: { type: "array", items: FILE },
+    policy_port: { type: "integer", description: "The agents' policy port (the wizard's enrollment step)" },
   },
 };
 
@@ -71,7 +73,7 @@ export function agentRepoRoutes(ctx: ServerContext): RouteSpec[] {
       query: {},
       responses: { "200": { description: "Repository state", schema: STATUS_SCHEMA } },
       async handler(c) {
-        return c.json(await agentRepoFor(ctx).status());
+        return c.json({ ...await agentRepoFor(ctx).status(), policy_port: ctx.config.server.policyPort });
       },
     },
   ];

@@ -9,6 +9,7 @@ import { PageElement } from "../components/page.ts";
 import { relativeTime, sortHeader, type SortState, statusBadge, valueOf } from "../components/ui.ts";
 import type { PageChange } from "../components/pager.ts";
 import "../components/node_detail.ts";
+import "../components/deploy_agent.ts";
 import type { NodeGroup, NodeSummary } from "../types.ts";
 
 interface FilterOptions {
@@ -113,7 +114,7 @@ class SvcNodesPage extends PageElement {
   override render() {
     return html`
       ${this.renderHeader(
-        nothing,
+        html`<svc-deploy-agent></svc-deploy-agent>`,
         "Enrolled machines. Select a node for its facts, certificate and compliance.",
       )}
       ${this.renderLoadError()}
