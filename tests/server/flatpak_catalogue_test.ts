@@ -16,6 +16,7 @@ import { flatpakCatalogRefresh } from "../../server/metrics/counters.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { isPrivateAddress, resolvePublic, safeFetch } from "../../server/flatpak/safe_fetch.ts";
 import { parseAppstream } from "../../server/flatpak/appstream.ts";
+import { resolveRef } from "../../server/flatpak/ostree.ts";
 
 const missing = await flatpakToolsMissing();
 if (missing) console.warn(`Flatpak catalogue repository test skipped: ${missing}`);
@@ -78,6 +79,15 @@ dbTest(
       assert.equal(again.outcome, "unchanged");
       assert.equal(await refreshCount("svctest", "unchanged"), unchangedBefore + 1);
 
+      // Without loose refs the ref comes from the repository's summary (GVariant), to the same commit.
+      const limits = { allowPrivate: true, maxBytes: 1 << 24, timeoutMs: 30_000 };
+      const get = (path: string) => safeFetch(`${repo.url}${path}`, limits);
+      const fromSummary = await resolveRef(
+        (path) => path.startsWith("refs/") ? Promise.resolve(undefined) : get(path),
+        "appstream2/x86_64",
+      );
+      assert.equal(fromSummary, await resolveRef(get, "appstream2/x86_64"));
+      assert.equal(fromSummary, await repo.commitOf("appstream2/x86_64"));
       await repo.publish(2);
       const newer = expectStatus(
         await admin.request("POST", `/api/v1/flatpak/repos/${created.id}/refresh`),
