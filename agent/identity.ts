@@ -12,7 +12,6 @@
 
 import { createPublicKey, X509Certificate } from "node:crypto";
 import { Buffer } from "node:buffer";
-import { decodeCertificate } from "../shared/pki/csr.ts";
 import { readFileIfExists, writeFileAtomic } from "./fs.ts";
 import type { Identity } from "./client.ts";
 
@@ -60,6 +59,8 @@ export function keyMatchesCert(keyPem: string, certPem: string): boolean {
 export async function checkIssuedCertificate(
   params: { certPem: string; caPem: string; keyPem: string; commonName: string },
 ): Promise<void> {
+  // Loaded here only: enrollment and renewal are rare, and the toolkit is large for an idle agent.
+  const { decodeCertificate } = await import("../shared/pki/csr.ts");
   const cert = decodeCertificate(params.certPem);
   const ca = decodeCertificate(params.caPem);
   if (!keyMatchesCert(params.keyPem, params.certPem)) {

@@ -22,7 +22,6 @@ import {
 } from "./cli.ts";
 import { AgentConfigError, loadAgentConfig } from "./config.ts";
 import { runDaemon } from "./daemon.ts";
-import { enroll, EnrollmentError } from "./enroll.ts";
 import { ensureDataDir, isEnrolled } from "./identity.ts";
 import { createLogger } from "./log.ts";
 
@@ -71,6 +70,8 @@ async function main(argv: string[]): Promise<number> {
       );
     }
     await ensureDataDir(dataDir);
+    // Loaded only to enroll: the daemon does not carry the enrollment client and CSR toolkit.
+    const { enroll, EnrollmentError } = await import("./enroll.ts");
     try {
       const result = await enroll({ config, configPath: args.configPath, token: tokenChoice.token, logger });
       console.log(
