@@ -374,3 +374,106 @@ Deno.test({
     }
   },
 });
+
+/** Root, unshare, dbus-daemon and firewalld are all here: a real running firewalld in private namespaces. */
+async function runningFirewalldMissing(): Promise<string | undefined> {
+  if (Deno.uid?.() !== 0) return "not root (firewalld needs root and private namespaces)";
+  for (
+    const tool of ["/usr/sbin/firewalld", "/usr/bin/dbus-daemon", "/usr/bin/unshare", "/usr/bin/firewall-cmd"]
+  ) {
+    if (!(await Deno.stat(tool).then(() => true, () => false))) return `${tool} is missing`;
+  }
+  return undefined;
+}
+const RUNNING = TOOL ? await runningFirewalldMissing() : "firewalld is not installed";
+if (RUNNING) console.warn(`running-firewalld test skipped: ${RUNNING}`);
+
+Deno.test({
+  name:
+    "firewalld running (private namespaces): reload after the check, runtime read-back, refusal leaves the runtime alone",
+  ignore: RUNNING !== undefined,
+  async fn() {
+    const base = await Deno.makeTempDir({ prefix: "svc-fw-running-" });
+    const children: Deno.ChildProcess[] = [];
+    try {
+      // The daemon drops to no other user, but the bus socket must be reachable for firewall-cmd.
+      await Deno.chmod(base, 0o755);
+      await Deno.mkdir(`${base}/etc/zones`, { recursive: true });
+      await Deno.mkdir(`${base}/data`);
+      await Deno.copyFile("/etc/firewalld/firewalld.conf", `${base}/etc/firewalld.conf`);
+      const socket = `${base}/bus.sock`;
+      await Deno.writeTextFile(
+        `${base}/bus.conf`,
+        `<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>system</type><listen>unix:path=${socket}</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow receive_sender="*"/>
+<allow eavesdrop="true"/><allow own="*"/><allow user="*"/></policy></busconfig>`,
+      );
+      children.push(
+        new Deno.Command("dbus-daemon", {
+          args: [`--config-file=${base}/bus.conf`, "--nofork"],
+          stdout: "null",
+          stderr: "null",
+        })
+          .spawn(),
+      );
+      for (let i = 0; i < 100 && !(await Deno.stat(socket).then(() => true, () => false)); i++) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // Inside: /etc/firewalld is the temp configuration, /run is private, the network namespace is new.
+      const script = `
+        mount --bind "$1/etc" /etc/firewalld && mount -t tmpfs tmpfs /run || exit 90
+        firewalld --nofork --nopid >"$1/firewalld.log" 2>&1 &
+        fw=$!
+        i=0; until firewall-cmd --state >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 150 ] && exit 91; sleep 0.2; done
+        "$2" run -A "$3" "$1/data"; rc=$?
+        kill $fw; wait $fw
+        exit $rc`;
+      const child = new Deno.Command("unshare", {
+        args: [
+          "-n",
+          "-m",
+          "sh",
+          "-c",
+          script,
+          "sh",
+          base,
+          Deno.execPath(),
+          new URL("../helpers/firewalld_running_child.ts", import.meta.url).pathname,
+        ],
+        env: { DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${socket}` },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const out = await child;
+      const stdout = new TextDecoder().decode(out.stdout);
+      const log = await Deno.readTextFile(`${base}/firewalld.log`).catch(() => "");
+      assert.equal(out.code, 0, `child failed: ${new TextDecoder().decode(out.stderr)}\n${log}`);
+      const result = JSON.parse(stdout.trim().split("\n").at(-1)!);
+      assert.equal(result.good.status, "COMPLIANT", JSON.stringify(result.good));
+      assert.match(result.good.message, /in the running firewalld/);
+      assert.ok(result.reloads >= 1, "firewall-cmd --reload ran after the check");
+      assert.match(result.goodListing, /target: DROP/);
+      assert.match(result.goodListing, /services: https ssh\n/);
+      assert.equal(result.broken.status, "ERROR");
+      assert.match(result.broken.message, /INVALID_SERVICE/);
+      assert.match(result.brokenListing, /services: https ssh\n/, "the runtime keeps the previous zone");
+      assert.doesNotMatch(
+        result.removedState,
+        /svcrun/,
+        "no policy: the zone svc created is gone after reload",
+      );
+    } finally {
+      for (const c of children.reverse()) {
+        try {
+          c.kill("SIGTERM");
+        } catch {
+          // already gone
+        }
+        await c.status.catch(() => {});
+      }
+      await Deno.remove(base, { recursive: true });
+    }
+  },
+});
