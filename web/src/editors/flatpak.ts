@@ -3,7 +3,6 @@
  * from the content message with a search of the server's Flatpak catalogue (icon, name, id) that adds
  * applications.
  */
-import "../components/flatpak_form.ts";
 import type { EditorSpec } from "./spec.ts";
 
 /** The Flatpak editor. */

@@ -4,7 +4,6 @@
  * defaults) and a preview of the generated rules file. It states the priority rule: a higher binding priority
  * is evaluated first and wins.
  */
-import "../components/polkit_form.ts";
 import type { EditorSpec } from "./spec.ts";
 
 /** The Polkit editor. */

@@ -3,7 +3,6 @@
  * the form generated from the content message and a weekly timeline of who may log in when, for the
  * policy alone or with a node group's SessionAccess policies, marking the hours nobody named may log in.
  */
-import "../components/session_access_form.ts";
 import type { EditorSpec } from "./spec.ts";
 
 /** The SessionAccess editor. */

@@ -30,7 +30,12 @@ import { lifecycleActions } from "../lifecycle.ts";
 import { editorFor } from "../editors/mod.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
 import "../editors/schema_form.ts";
+// Type forms are custom elements named by their editor's formTag; they are defined here, not in editors/,
+// so editors/ (and the logic tests that import it) stay free of DOM code.
 import "../components/dconf_form.ts";
+import "../components/polkit_form.ts";
+import "../components/flatpak_form.ts";
+import "../components/session_access_form.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy } from "../types.ts";
