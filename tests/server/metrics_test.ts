@@ -443,7 +443,7 @@ dbTest("metrics: every spec family with its type, labels and always-present valu
     );
 
     await t.step("a failing query omits only its metric and logs a metrics: line", async () => {
-      await db.query("ALTER TABLE audit_logs RENAME TO audit_logs_moved");
+      await db.query("ALTER TABLE audit_action_counts RENAME TO audit_action_counts_moved");
       h.lines.length = 0;
       const res = await scrapeOpenMetrics(addr);
       assert.ok(!res.families.has("svc_audit_events_total"), "broken metric omitted");
@@ -458,7 +458,7 @@ dbTest("metrics: every spec family with its type, labels and always-present valu
       const logged = h.lines.filter((l) => / ERROR metrics: /.test(l));
       assert.equal(logged.length, 1, h.lines.join("\n"));
       assert.match(logged[0], /metrics: query for svc_audit_events_total failed/);
-      await db.query("ALTER TABLE audit_logs_moved RENAME TO audit_logs");
+      await db.query("ALTER TABLE audit_action_counts_moved RENAME TO audit_action_counts");
     });
   });
 });
