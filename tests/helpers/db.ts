@@ -17,6 +17,13 @@ export const TEST_DATABASE_URL = Deno.env.get("SVC_TEST_DATABASE_URL") ?? "";
 /** Drivers enabled for this run. */
 export const DRIVERS: Driver[] = TEST_DATABASE_URL ? ["pglite", "postgres"] : ["pglite"];
 
+if (!TEST_DATABASE_URL) {
+  console.log(
+    "note: PostgreSQL variants and PostgreSQL-only tests are skipped: set SVC_TEST_DATABASE_URL " +
+      "(e.g. postgres://postgres@127.0.0.1:5432/postgres, a role that may create databases)",
+  );
+}
+
 /** A cloned, migrated database; `url` is set for PostgreSQL (so a server process can be pointed at it). */
 export interface TestDb {
   db: Db;

@@ -44,6 +44,7 @@ const AXE_SOURCE = await Deno.readTextFile(
 );
 
 const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+if (!haveChromium) console.log("skipped: the browser tests need Debian's chromium at /usr/bin/chromium");
 
 // Functions passed to page.evaluate run in the browser. The test program is type-checked without the DOM
 // library (it would clash with Deno's own types), so the few browser names they use are declared here.
