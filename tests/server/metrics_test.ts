@@ -218,20 +218,14 @@ async function insertFixtures(db: Db): Promise<void> {
   }
 }
 
-/** Creates the Flatpak tables in the shape collector.ts documents, and rows in them and the disk-encryption tables. */
-async function insertFutureTables(db: Db): Promise<void> {
-  await db.query(
-    `CREATE TABLE flatpak_repos (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), name text UNIQUE NOT NULL,
-                  last_success_at timestamptz)`,
-  );
-  await db.query(
-    "CREATE TABLE flatpak_catalog_apps (repo_id uuid REFERENCES flatpak_repos (id), app_id text)",
-  );
+/** Rows in the Flatpak catalogue tables (migration 0007) and the disk-encryption tables (migration 0008). */
+async function insertCatalogueAndLuksRows(db: Db): Promise<void> {
+  // The Flatpak catalogue tables come from migration 0007.
   const [flathub] = await db.query<{ id: string }>(
-    "INSERT INTO flatpak_repos (name, last_success_at) VALUES ('flathub', $1) RETURNING id",
+    "INSERT INTO flatpak_repos (name, source, last_success_at) VALUES ('flathub', 'url', $1) RETURNING id",
     [LAST_SEEN],
   );
-  await db.query("INSERT INTO flatpak_repos (name) VALUES ('local-mirror')");
+  await db.query("INSERT INTO flatpak_repos (name, source) VALUES ('local-mirror', 'upload')");
   for (const app of ["org.gnome.Calculator", "org.mozilla.firefox", "org.libreoffice.LibreOffice"]) {
     await db.query("INSERT INTO flatpak_catalog_apps (repo_id, app_id) VALUES ($1, $2)", [flathub.id, app]);
   }
@@ -410,9 +404,9 @@ dbTest("metrics: every spec family with its type, labels and always-present valu
     });
 
     await t.step(
-      "flatpak and disk-encryption gauges once their tables exist, without node names",
+      "flatpak and disk-encryption gauges from their tables, without node names",
       async () => {
-        await insertFutureTables(db);
+        await insertCatalogueAndLuksRows(db);
         const { families: after } = await scrapeOpenMetrics(addr);
         assert.deepEqual(series(family(after, "svc_flatpak_catalog_apps_total", "gauge")), {
           "repo=flathub": 3,
