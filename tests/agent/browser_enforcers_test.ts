@@ -13,6 +13,7 @@ import type { BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { CHROMIUM_FILE_NAME, chromiumEnforcer } from "../../agent/enforcers/chromium.ts";
 import { CHROME_BROWSERS } from "../../agent/enforcers/chrome.ts";
 import { enforcerRegistry, ENFORCERS } from "../../agent/enforcers/mod.ts";
+import { listPolicyTypes } from "../../shared/policy_types/mod.ts";
 import { MOZILLA_MARKER_KEY } from "../../agent/enforcers/mozilla.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
@@ -70,9 +71,15 @@ function itemsByKey(result: PolicyResult | undefined, schemaId?: string): Record
   );
 }
 
-Deno.test("every browser enforcer is registered and notifies users after a change", () => {
-  assert.deepEqual(ENFORCERS.map((e) => e.type), ["Firefox", "Thunderbird", "Chrome", "Edge"]);
-  assert.ok(ENFORCERS.every((e) => e.notifiesUsers));
+Deno.test("every policy type has an enforcer, and the browser ones notify users after a change", () => {
+  assert.deepEqual(
+    ENFORCERS.map((e) => e.type).sort(),
+    listPolicyTypes().map((t) => t.wireName).sort(),
+    "a type without an enforcer would be reported unsupported on every node",
+  );
+  const browsers = ENFORCERS.filter((e) => ["Firefox", "Thunderbird", "Chrome", "Edge"].includes(e.type));
+  assert.equal(browsers.length, 4);
+  assert.ok(browsers.every((e) => e.notifiesUsers));
 });
 
 Deno.test("Thunderbird: system and Flatpak policies.json with the marker, read back COMPLIANT", async () => {
