@@ -282,7 +282,8 @@ export function fixedExamples(op: FuzzOperation, ids: readonly string[]): FuzzRe
   if (op.jsonBody) {
     const text = JSON.stringify(base);
     const open = text.startsWith("{") && text !== "{}" ? text.slice(0, -1) + "," : "{";
-    for (const key of PROTOTYPE_KEYS) {
+    // The random requests try the other prototype keys too.
+    for (const key of ["constructor", "__proto__"]) {
       out.push({
         pathValues,
         query: "",
