@@ -7,7 +7,7 @@ import type { ServerConfig } from "./config/config.ts";
 import type { ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase } from "./db/mod.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
-import { ensureInternalServerCert, loadOrCreateCa, loadOrCreateServerCert } from "./pki/mod.ts";
+import { openServerPki } from "./pki/server_pki.ts";
 import { VERSION } from "../shared/version.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
 import { boxed } from "./auth/initial_admin.ts";
@@ -71,21 +71,14 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     const applied = await migrate(db);
     if (applied.length > 0) log.info("database migrated", { applied: applied.join(",") });
     await checkKekAtStart(config, db);
-    const ca = await loadOrCreateCa({
-      dataDir: config.server.dataDir,
-      certFile: config.ca.certFile || undefined,
-      keyFile: config.ca.keyFile || undefined,
-    });
-    const hostnames = config.server.hostnames;
-    const webCert = await loadOrCreateServerCert(ca, {
-      dataDir: config.server.dataDir,
-      hostnames,
-      certFile: config.tls.certFile || undefined,
-      keyFile: config.tls.keyFile || undefined,
-    });
-    const internalCert = await ensureInternalServerCert(ca, { dataDir: config.server.dataDir, hostnames });
+    // The CA and (when security.jwt_secret is empty) the session secret are shared through the database.
+    const pki = await openServerPki(config, db);
+    const { ca, webCert, internalCert } = pki;
+    if (pki.caOrigin !== "database" && pki.caOrigin !== "files") {
+      log.info(`internal CA ${pki.caOrigin} in the database`, { subject: ca.cert.subject });
+    }
     const base = {
-      config,
+      config: pki.config,
       db,
       ca,
       webCert,

@@ -23,7 +23,8 @@ export interface ServerConfig {
   };
   database: { url: string };
   tls: { certFile: string; keyFile: string };
-  ca: { certFile: string; keyFile: string };
+  /** `keyEncryptionKeyFile` seals the CA key and session secret kept in the database (see server/pki/secret_store.ts). */
+  ca: { certFile: string; keyFile: string; keyEncryptionKeyFile: string };
   security: {
     adminToken: string;
     adminPassword: string;
@@ -90,6 +91,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "tls.key_file", kind: "string", default: "" },
   { key: "ca.cert_file", kind: "string", default: "" },
   { key: "ca.key_file", kind: "string", default: "" },
+  { key: "ca.key_encryption_key_file", kind: "string", default: "" },
   { key: "security.admin_token", kind: "string", default: "", check: checkAdminToken },
   { key: "security.admin_password", kind: "string", default: "", env: "SVC_ADMIN_PASSWORD" },
   { key: "security.jwt_secret", kind: "string", default: "", env: "JWT_SECRET", check: checkJwtSecret },
@@ -211,7 +213,11 @@ export function resolveConfig(
     },
     database: { url: v("database.url") },
     tls: { certFile: v("tls.cert_file"), keyFile: v("tls.key_file") },
-    ca: { certFile: v("ca.cert_file"), keyFile: v("ca.key_file") },
+    ca: {
+      certFile: v("ca.cert_file"),
+      keyFile: v("ca.key_file"),
+      keyEncryptionKeyFile: v("ca.key_encryption_key_file"),
+    },
     security: {
       adminToken: v("security.admin_token"),
       adminPassword: v("security.admin_password"),

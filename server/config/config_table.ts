@@ -30,10 +30,18 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
   "tls.cert_file": { meaning: "Web-port certificate (with `tls.key_file`)", default: "generated" },
   "tls.key_file": { meaning: "Web-port private key (with `tls.cert_file`)", default: "generated" },
   "ca.cert_file": {
-    meaning: "Internal CA certificate (with `ca.key_file`; share across replicas)",
-    default: "generated",
+    meaning: "Internal CA certificate (with `ca.key_file`)",
+    default: "kept in the database",
   },
-  "ca.key_file": { meaning: "Internal CA private key (with `ca.cert_file`)", default: "generated" },
+  "ca.key_file": {
+    meaning: "Internal CA private key (with `ca.cert_file`)",
+    default: "kept in the database",
+  },
+  "ca.key_encryption_key_file": {
+    meaning:
+      "Key file sealing the CA key and session secret kept in the database; same file on every replica",
+    default: "`{data_dir}/pki/secrets.kek`, created on first start",
+  },
   "security.admin_token": { meaning: "`x-admin-token` for `CreateEnrollmentToken`", default: "empty = off" },
   "security.admin_password": {
     meaning: "Initial Super Admin password",
@@ -41,7 +49,7 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
   },
   "security.jwt_secret": {
     meaning: "Session signing secret, ≥ 32 bytes",
-    default: "random per boot (warning)",
+    default: "generated once, kept sealed in the database",
   },
   "security.access_token_ttl_seconds": { meaning: "Session lifetime" },
   "security.refresh_token_ttl_seconds": { meaning: "Refresh lifetime" },
@@ -67,6 +75,7 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     default: "`/usr/share/svc/agent-repo` (`dist/agent-repo` with `--dev` when built)",
   },
   "log.level": { meaning: "Least severe level logged" },
+  "log.format": { meaning: "Log line format: `text` or `json` (one object per line)" },
   "disk_encryption.kek_file": {
     meaning: "Key-encryption key of escrowed recovery keys (0600)",
     default: "empty (`{data_dir}/disk-encryption.kek` with `--dev`)",

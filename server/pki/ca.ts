@@ -135,7 +135,8 @@ async function createCaDir(pkiDir: string, caDir: string): Promise<boolean> {
   }
 }
 
-async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
+/** A new self-signed CA (ECDSA P-384, 10 years, path length 0) as PEM. */
+export async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
   const keys = await crypto.subtle.generateKey(CA_CURVE, true, ["sign", "verify"]);
   const now = new Date();
   const notAfter = new Date(now);
@@ -156,7 +157,8 @@ async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
   return { certPem: toPem(cert.rawData, "CERTIFICATE"), keyPem: await exportPrivateKeyPem(keys.privateKey) };
 }
 
-interface LoadCaInput {
+/** Input of {@linkcode loadCa}: PEM texts and where they came from, for error messages. */
+export interface LoadCaInput {
   certPem: string;
   keyPem: string;
   certSource: string;
@@ -164,7 +166,12 @@ interface LoadCaInput {
   generated: boolean;
 }
 
-async function loadCa(input: LoadCaInput): Promise<Ca> {
+/**
+ * Checks and loads a CA from PEM: a CA certificate, not expired, whose key is `keyPem`.
+ *
+ * @throws {Error} naming the source and the fix
+ */
+export async function loadCa(input: LoadCaInput): Promise<Ca> {
   const { certSource, keySource } = input;
   let cert: X509Certificate;
   try {

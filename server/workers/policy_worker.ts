@@ -10,7 +10,7 @@
 import type { ServerContext } from "../context.ts";
 import { openDatabase } from "../db/mod.ts";
 import { createLogger, type LogLevel } from "../log.ts";
-import { ensureInternalServerCert, loadOrCreateCa, loadOrCreateServerCert } from "../pki/mod.ts";
+import { openServerPki } from "../pki/server_pki.ts";
 import { VERSION } from "../../shared/version.ts";
 import { createAuditRecorder } from "../audit/recorder.ts";
 import { createHub } from "../hub/hub.ts";
@@ -50,21 +50,7 @@ export async function runPolicyWorker(): Promise<never> {
     const db = await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
     cleanups.unshift(() => db.close());
     // The main process created the CA and certificates before starting any worker: these only load them.
-    const ca = await loadOrCreateCa({
-      dataDir: config.server.dataDir,
-      certFile: config.ca.certFile || undefined,
-      keyFile: config.ca.keyFile || undefined,
-    });
-    const webCert = await loadOrCreateServerCert(ca, {
-      dataDir: config.server.dataDir,
-      hostnames: config.server.hostnames,
-      certFile: config.tls.certFile || undefined,
-      keyFile: config.tls.keyFile || undefined,
-    });
-    const internalCert = await ensureInternalServerCert(ca, {
-      dataDir: config.server.dataDir,
-      hostnames: config.server.hostnames,
-    });
+    const { ca, webCert, internalCert } = await openServerPki(config, db);
     const base = { config, db, ca, webCert, internalCert, version: VERSION, log, replicaId: boot.replicaId };
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());
@@ -97,6 +83,7 @@ export async function runPolicyWorker(): Promise<never> {
       continue;
     }
     if (message.type === "stop") await stop("asked by svc-server");
+    else if (message.type === "ping") await out.send({ type: "pong", id: message.id });
     else if (message.type === "metrics") {
       const [counters, runtime] = await Promise.all([
         familiesFromRegistry(metricsRegistry, log),

@@ -1,0 +1,53 @@
+/**
+ * Everything PKI a server process needs at start, in one place for the main process and the policy
+ * workers: the shared CA, the web-port and policy-port certificates, and the configuration with the shared
+ * session secret filled in when `security.jwt_secret` is empty.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import type { ServerConfig } from "../config/config.ts";
+import type { Db } from "../db/db.ts";
+import type { Ca } from "./ca.ts";
+import { type CaOrigin, loadSharedCa, loadSharedJwtSecret } from "./ca_store.ts";
+import { openSecretStore } from "./secret_store.ts";
+import { ensureInternalServerCert, loadOrCreateServerCert, type ServerCert } from "./server_cert.ts";
+
+/** What {@linkcode openServerPki} returns. */
+export interface ServerPki {
+  /** `config`, with `security.jwtSecret` set to the shared secret when it was empty. */
+  config: ServerConfig;
+  ca: Ca;
+  caOrigin: CaOrigin;
+  webCert: ServerCert;
+  internalCert: ServerCert;
+}
+
+/** The key file sealing the server's secrets: `ca.key_encryption_key_file`, else `{data_dir}/pki/secrets.kek`. */
+export function secretsKeyFile(config: ServerConfig): string {
+  return config.ca.keyEncryptionKeyFile || join(config.server.dataDir, "pki", "secrets.kek");
+}
+
+/** Loads (or, on the first start of the first replica, creates) the PKI of a server process. */
+export async function openServerPki(config: ServerConfig, db: Db): Promise<ServerPki> {
+  const store = openSecretStore({ db, path: secretsKeyFile(config) });
+  const { ca, origin } = await loadSharedCa({
+    store,
+    dataDir: config.server.dataDir,
+    certFile: config.ca.certFile || undefined,
+    keyFile: config.ca.keyFile || undefined,
+  });
+  const effective = config.security.jwtSecret ? config : {
+    ...config,
+    security: { ...config.security, jwtSecret: await loadSharedJwtSecret(store) },
+  };
+  const hostnames = config.server.hostnames;
+  const webCert = await loadOrCreateServerCert(ca, {
+    dataDir: config.server.dataDir,
+    hostnames,
+    certFile: config.tls.certFile || undefined,
+    keyFile: config.tls.keyFile || undefined,
+  });
+  const internalCert = await ensureInternalServerCert(ca, { dataDir: config.server.dataDir, hostnames });
+  return { config: effective, ca, caOrigin: origin, webCert, internalCert };
+}
