@@ -11,7 +11,9 @@
  * transaction before it commits, so the change and its row commit together or not at all; an insert that
  * fails fails the request and leaves nothing behind. A refused request (validation, permission, a domain
  * refusal, an error response, a crash) rolls back whatever the handler did and then writes its
- * failure/denied row in a transaction of its own. This was chosen over handing handlers an explicit
+ * failure/denied row in a transaction of its own. (So a handler cannot make a refusal durable from inside:
+ * a failure counter kept in the database must be written after the unit settles, or kept out of audited
+ * routes, as login throttling is.) This was chosen over handing handlers an explicit
  * transaction because every handler, and every route other engineers add, reaches the database through the
  * captured `ctx.db`; an ambient unit covers them all without touching one of them, and a forgotten parameter
  * cannot silently bypass it. The body is read and validated before the unit starts, and the unit begins its
