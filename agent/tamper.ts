@@ -9,7 +9,8 @@
  * (between {@linkcode TamperWatcher.ownWrite} "start" and "end") its events wait, and when any
  * such write ends every watched file is verified again. An external edit made during or right
  * after an own write is therefore seen as soon as the write is over, however many edits follow
- * each other.
+ * each other. A file the restore could not bring back (the write fails) is reported again only after a new
+ * change event for it, not on every verification sweep, so a persistent failure does not loop.
  *
  * @module
  */
@@ -61,9 +62,12 @@ export class TamperWatcher {
   #loop: Promise<void> | undefined;
   /** Host path → number of own writes in progress. */
   readonly #writing = new Map<string, number>();
-  readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #timers = new Map<string, { timer: ReturnType<typeof setTimeout>; event: boolean }>();
+  /** Host paths whose last restore did not bring the managed content back. */
+  readonly #unrestored = new Set<string>();
   readonly #busy = new Set<string>();
-  readonly #again = new Set<string>();
+  /** Host path → whether a change event (not only a sweep) came while it was being handled. */
+  readonly #again = new Map<string, boolean>();
   #closed = false;
 
   constructor(options: TamperWatcherOptions) {
@@ -112,7 +116,7 @@ export class TamperWatcher {
         this.#options.logger.debug("tamper watcher watching", { dirs });
       }
     }
-    for (const hostPath of next.keys()) this.#noticed(hostPath);
+    for (const hostPath of next.keys()) this.#noticed(hostPath, false);
   }
 
   /**
@@ -132,14 +136,14 @@ export class TamperWatcher {
       return;
     }
     this.#writing.delete(hostPath);
-    if (phase === "end") { for (const watched of this.#files.keys()) this.#noticed(watched); }
+    if (phase === "end") { for (const watched of this.#files.keys()) this.#noticed(watched, false); }
   }
 
   /** Stops watching and drops pending events. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#stopWatcher();
-    for (const timer of this.#timers.values()) clearTimeout(timer);
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     await this.#loop;
   }
@@ -159,7 +163,7 @@ export class TamperWatcher {
       for await (const event of watcher) {
         if (event.kind === "access") continue;
         for (const path of event.paths) {
-          if (this.#files.has(path)) this.#noticed(path);
+          if (this.#files.has(path)) this.#noticed(path, true);
         }
       }
     } catch (err) {
@@ -167,30 +171,35 @@ export class TamperWatcher {
     }
   }
 
-  #noticed(hostPath: string): void {
+  /** Verifies a path once its burst is over; `event`: a change event (not a sweep) asked for it. */
+  #noticed(hostPath: string, event: boolean): void {
     if (this.#closed) return;
-    const timer = this.#timers.get(hostPath);
-    if (timer !== undefined) clearTimeout(timer);
-    this.#timers.set(
-      hostPath,
-      setTimeout(() => {
-        this.#timers.delete(hostPath);
-        void this.#fire(hostPath);
-      }, this.#options.settleMs ?? 150),
-    );
+    const pending = this.#timers.get(hostPath);
+    if (pending !== undefined) clearTimeout(pending.timer);
+    const fromEvent = event || pending?.event === true;
+    const timer = setTimeout(() => {
+      this.#timers.delete(hostPath);
+      void this.#fire(hostPath, fromEvent);
+    }, this.#options.settleMs ?? 150);
+    this.#timers.set(hostPath, { timer, event: fromEvent });
   }
 
-  async #fire(hostPath: string): Promise<void> {
+  async #fire(hostPath: string, fromEvent: boolean): Promise<void> {
     const file = this.#files.get(hostPath);
     // A file being written is verified when its write ends.
     if (!file || this.#closed || this.#writing.has(hostPath)) return;
     if (this.#busy.has(hostPath)) {
-      this.#again.add(hostPath);
+      this.#again.set(hostPath, fromEvent || this.#again.get(hostPath) === true);
       return;
     }
+    // A file svc could not restore waits for its next change rather than looping on every sweep.
+    if (!fromEvent && this.#unrestored.has(hostPath)) return;
     this.#busy.add(hostPath);
     try {
-      if (await this.#options.verify(file.path)) return;
+      if (await this.#options.verify(file.path)) {
+        this.#unrestored.delete(hostPath);
+        return;
+      }
       // The content may have changed under an own write that started meanwhile.
       if (this.#writing.has(hostPath) || this.#files.get(hostPath) !== file) return;
       const processes = await findFileHolders(hostPath, { procRoot: this.#options.procRoot });
@@ -200,11 +209,25 @@ export class TamperWatcher {
         processes: processes.map((p) => `${p.comm}[${p.pid}]`),
       });
       await this.#options.onTamper({ path: file.path, type: file.type, processes, detectedAt: new Date() });
+      if (await this.#options.verify(file.path)) {
+        this.#unrestored.delete(hostPath);
+      } else {
+        this.#unrestored.add(hostPath);
+        this.#options.logger.error(
+          "managed file could not be restored; it is checked again at its next change",
+          {
+            path: file.path,
+            type: file.type,
+          },
+        );
+      }
     } catch (err) {
       this.#options.logger.error("tamper handling failed", { path: file.path, error: err });
     } finally {
       this.#busy.delete(hostPath);
-      if (this.#again.delete(hostPath)) this.#noticed(hostPath);
+      const again = this.#again.get(hostPath);
+      this.#again.delete(hostPath);
+      if (again !== undefined) this.#noticed(hostPath, again);
     }
   }
 }

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { findFileHolders } from "../../agent/procs.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
+import type { Enforcer } from "../../agent/sync/types.ts";
 import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
 
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -188,6 +189,62 @@ Deno.test("deleting a managed file is noticed and it comes back", async () => {
     assert.equal(events.length, 1);
   } finally {
     await watcher.close();
+    await node.cleanup();
+  }
+});
+
+Deno.test("a file whose restore keeps failing is reported once per change, not in a loop", async () => {
+  const node = await tempNode({ original: null });
+  await Deno.mkdir(`${node.root}/etc`, { recursive: true });
+  let syncs = 0;
+  const flaky: Enforcer = {
+    type: "Flaky",
+    notifiesUsers: false,
+    async sync(policies, io) {
+      syncs++;
+      if (syncs > 1) throw new Error("disk full");
+      const changed = (await io.writeManaged("/etc/flaky.conf", "managed\n")) ? ["/etc/flaky.conf"] : [];
+      return {
+        changed,
+        policies: policies.map((p) => ({ policyId: p.id, status: "COMPLIANT", message: "", items: [] })),
+      };
+    },
+  };
+  // deno-lint-ignore prefer-const
+  let watcher: TamperWatcher;
+  const { engine, managed } = await engineFor(node, {
+    enforcers: new Map([["Flaky", flaky]]),
+    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
+    onSynced: (summary) => watcher.setWatched(summary.managed),
+  });
+  const events: TamperEvent[] = [];
+  watcher = new TamperWatcher({
+    fs: node.fs,
+    logger: SILENT_LOGGER,
+    settleMs: 100,
+    verify: (path) => managed.verify(node.fs, path),
+    onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
+  });
+  try {
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: { id: "f", name: "f", type: "Flaky", version: 1, priority: 0, content: "{}" },
+      snapshotComplete: true,
+    });
+    await engine.idle();
+    await Deno.writeTextFile(`${node.root}/etc/flaky.conf`, "edited\n");
+    await waitFor(() => events.length === 1, 10_000, "the tamper event");
+    // Sweeps after the failed restore must not start another round: give them many quiet periods.
+    await new Promise((r) => setTimeout(r, 1500));
+    await engine.idle();
+    assert.equal(events.length, 1);
+    assert.equal(syncs, 2, "one restore attempt");
+    // A new change is a new event.
+    await Deno.writeTextFile(`${node.root}/etc/flaky.conf`, "edited again\n");
+    await waitFor(() => events.length === 2, 10_000, "the second tamper event");
+  } finally {
+    await watcher.close();
+    await engine.idle();
     await node.cleanup();
   }
 });
