@@ -11,8 +11,9 @@
  * ```
  *
  * Without `--portable` the programs are `deno compile`d, which needs Deno's `denort` runtime: from
- * `DENORT_BIN` or Deno's download host. When neither is available the build says so in one line and
- * fails; `--portable` then builds the self-contained directory form instead.
+ * `DENORT_BIN` or Deno's download host (probed first with a one-line module per target). When neither is
+ * available the build says so in one line naming `DENORT_BIN` and fails; `--portable` then builds the
+ * self-contained directory form instead.
  *
  * Signing: `SVC_REPO_SIGNING_KEY_FILE` (an armored OpenPGP secret key without passphrase) signs the
  * repository metadata; without it a clearly labelled build-local key is generated for this build only.
@@ -20,7 +21,7 @@
  * @module
  */
 import { APPS, ARCHES, PORTABLE_RUNTIME_VERSION } from "./targets.ts";
-import { assemblePortable, bundleApp, compileApp } from "./program.ts";
+import { assemblePortable, bundleApp, canCompile, compileApp } from "./program.ts";
 import { portableRuntime } from "./runtime.ts";
 import { buildPackages } from "./packages.ts";
 import { assembleRepo } from "./repo.ts";
@@ -54,19 +55,22 @@ function step(text: string, started: number): void {
 
 async function main(): Promise<number> {
   const args = parseArgs(Deno.args);
-  const denort = Deno.env.get("DENORT_BIN");
-  if (!args.portable && !denort) {
-    console.error(
-      "build: deno compile needs Deno's denort runtime, which this machine cannot download; set DENORT_BIN " +
-        "to a denort executable of this Deno version, or run `deno task build --portable`",
-    );
-    return 1;
-  }
   const started = performance.now();
   const out = args.out;
   const work = `${out}/.work`;
   await Deno.remove(work, { recursive: true }).catch(() => {});
   await Deno.mkdir(work, { recursive: true });
+  if (!args.portable) {
+    for (const arch of ARCHES) {
+      if (await canCompile(arch, work)) continue;
+      console.error(
+        `build: deno compile cannot get Deno's denort runtime for ${arch.denoTarget} (download failed and ` +
+          "DENORT_BIN is not a usable denort): set DENORT_BIN, or run `deno task build --portable`",
+      );
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+      return 1;
+    }
+  }
   for (const app of APPS) {
     for (const arch of ARCHES) {
       await Deno.remove(`${out}/${app}-linux-${arch.name}`, { recursive: true }).catch(() => {});

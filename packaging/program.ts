@@ -137,3 +137,30 @@ export async function compileApp(
     entry,
   ], { cwd: options.root });
 }
+
+/**
+ * True when `deno compile` can produce an executable for `arch` here: denort comes from `DENORT_BIN` or is
+ * downloaded from Deno's host (tried with a one-line module, so a missing runtime fails fast and clearly).
+ */
+export async function canCompile(arch: ArchInfo, workDir: string): Promise<boolean> {
+  const src = `${workDir}/probe.ts`;
+  await Deno.writeTextFile(src, "console.log(1);\n");
+  try {
+    await run(Deno.execPath(), [
+      "compile",
+      "--no-config",
+      "--target",
+      arch.denoTarget,
+      "-o",
+      `${workDir}/probe`,
+      src,
+    ]);
+    // A full deno binary given as DENORT_BIN "compiles" but ignores the program: run it where we can.
+    const host = Deno.build.arch === "x86_64" ? "amd64" : "arm64";
+    return host !== arch.name || (await run(`${workDir}/probe`, [])).trim() === "1";
+  } catch {
+    return false;
+  } finally {
+    await Deno.remove(`${workDir}/probe`).catch(() => {});
+  }
+}

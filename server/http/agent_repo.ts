@@ -194,7 +194,7 @@ function escapeHtml(text: string): string {
 function instructionsPage(status: AgentRepoStatus, origin: string): string {
   const base = `${origin}/agent`;
   const rows = status.packages.map((p) =>
-    `<li><a href="${escapeHtml(p.path)}">${
+    `<li><a href="/agent/${escapeHtml(p.path)}">${
       escapeHtml(p.path)
     }</a> (${p.format}, ${p.arch}, ${p.size} bytes)</li>`
   ).join("\n");
@@ -205,8 +205,8 @@ function instructionsPage(status: AgentRepoStatus, origin: string): string {
 <body>
 <h1>svc-agent ${escapeHtml(status.version ?? "")} packages</h1>
 <p>Install the agent from the signed repositories below (the web UI's "Deploy agent" wizard writes the whole
-script for you, enrollment included). Trust <a href="ca.crt">ca.crt</a> (this server's internal CA) and the
-repository key <a href="repo-key.asc">repo-key.asc</a> first.${
+script for you, enrollment included). Trust <a href="/agent/ca.crt">ca.crt</a> (this server's internal CA) and the
+repository key <a href="/agent/repo-key.asc">repo-key.asc</a> first.${
     status.build_local_key
       ? " <strong>This build was signed with a build-local key, not a release key.</strong>"
       : ""
@@ -226,7 +226,7 @@ repo_gpgcheck=1
 gpgkey=${escapeHtml(base)}/repo-key.asc</pre>
 <h2>Direct downloads</h2>
 <p>Alpine and Arch packages are downloads (no hosted repository; the Alpine package is unsigned). Checksums:
-<a href="manifest.json">manifest.json</a>.</p>
+<a href="/agent/manifest.json">manifest.json</a>.</p>
 <ul>
 ${rows}
 </ul>

@@ -685,6 +685,35 @@ Deno.test({
         assert.ok(!await exists(`${rroot}/usr/bin/svc-agent`));
       });
 
+      await step(
+        "svc-server rpm: %pre creates the svc user, the config is root:svc 0640, erase stops it",
+        async () => {
+          const root = await throwawayRoot(`${base}/server-rpm-root`);
+          const rpmFile = packages(`svc-server-${VERSION}-1.${RPM_ARCH}.rpm`)[0];
+          await ok("rpm", [`--root=${root}`, "--initdb"]);
+          await ok("rpm", [`--root=${root}`, "-i", "--nodeps", rpmFile]);
+          assert.match(await Deno.readTextFile(`${root}/etc/passwd`), /^svc:x:\d+:\d+:.*:\/var\/lib\/svc:/m);
+          const gid = /^svc:x:(\d+):/m.exec(await Deno.readTextFile(`${root}/etc/group`))![1];
+          const conf = await Deno.stat(`${root}/etc/svc/server.yaml`);
+          assert.equal(conf.mode! & 0o777, 0o640);
+          assert.equal(conf.gid, Number(gid));
+          assert.equal(await mode(`${root}/var/lib/svc`), 0o700);
+          assert.deepEqual(await systemctlCalls(root), ["daemon-reload"]);
+          assert.match(
+            await ok(`${root}/usr/bin/svc-server`, ["--version"]),
+            new RegExp(VERSION.replaceAll(".", "\\.")),
+          );
+          assert.ok(await exists(`${root}/usr/share/svc/agent-repo/manifest.json`));
+          await ok("rpm", [`--root=${root}`, "-e", "svc-server"]);
+          assert.deepEqual(await systemctlCalls(root), [
+            "stop svc-server.service",
+            "disable svc-server.service",
+            "daemon-reload",
+          ]);
+          assert.ok(!await exists(`${root}/usr/bin/svc-server`));
+        },
+      );
+
       await step("apk and Arch packages read back: checksums, datahash, .MTREE, pacman", async () => {
         const apk = `${DIST}agent-repo/${pkgFile(manifest, "apk", HOST_ARCH)}`;
         const check = await ok("python3", ["-c", APK_CHECK, apk]);
