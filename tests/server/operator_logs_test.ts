@@ -1,6 +1,7 @@
 /**
  * What the server tells an operator besides the audit rows: one INFO line when an agent's policy stream
- * opens and one when it closes (node, replica, revision), one per revocation, one per tamper event; and the
+ * opens and one when it closes (node, replica, revision), one per revocation (and deletion, which revokes),
+ * one per tamper event; and the
  * optional JSON line format (`log.format: json`) — one JSON object per line, details included, checked on
  * a real server process too.
  */
@@ -54,6 +55,8 @@ dbTest("INFO lines for agent connect and disconnect, revocation and tamper event
     assert.ok(
       logs.some((l) => /INFO node revoked node=pc-1 serials=[0-9a-f]+ by=ops reason=stolen$/.test(l)),
     );
+    expectStatus(await admin.request("DELETE", `/api/v1/nodes/${agent.nodeId}`), 204);
+    assert.ok(logs.some((l) => /INFO node deleted; its certificates are revoked node=pc-1 by=ops$/.test(l)));
     agent.close();
   } finally {
     await server.stop();

@@ -159,7 +159,14 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       access: "node:delete",
       audit: { resourceType: "node" },
       responses: { "204": { description: "Deleted" } },
-      handler: changeById(db, deleteNode, { respond: noContent }),
+      handler: changeById(db, async (tx, id, c) => {
+        const node = await deleteNode(tx, id);
+        ctx.log.info("node deleted; its certificates are revoked", {
+          node: node.name,
+          by: caller(c).username,
+        });
+        return node;
+      }, { respond: noContent }),
     },
     {
       method: "POST",
