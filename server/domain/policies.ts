@@ -44,6 +44,8 @@ export interface PolicyRecord {
   updated_at: Date;
   bindings_count: number;
   enabled_bindings_count: number;
+  /** A revision of this released policy is being prepared (see policy_revisions.ts). */
+  revision_pending: boolean;
 }
 
 /** A policy without its content (list rows stay small). */
@@ -54,7 +56,8 @@ const SUMMARY_COLUMNS =
   p.deprecation_message, p.replacement_policy_id, p.created_by, p.created_at, p.updated_at,
   (SELECT count(*)::int FROM policy_bindings b WHERE b.policy_id = p.id) AS bindings_count,
   (SELECT count(*)::int FROM policy_bindings b WHERE b.policy_id = p.id AND b.state = 'enabled')
-    AS enabled_bindings_count`;
+    AS enabled_bindings_count,
+  EXISTS (SELECT 1 FROM policy_revisions r WHERE r.policy_id = p.id) AS revision_pending`;
 
 /** Public sort names → SQL. */
 export const POLICY_SORT_COLUMNS: Record<string, string> = {

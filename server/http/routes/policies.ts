@@ -16,6 +16,13 @@ import {
   updatePolicy,
 } from "../../domain/policies.ts";
 import {
+  discardRevision,
+  duplicatePolicy,
+  getRevision,
+  releaseRevision,
+  saveRevision,
+} from "../../domain/policy_revisions.ts";
+import {
   type BundleFormat,
   type ConflictMode,
   exportBundle,
@@ -69,6 +76,10 @@ const POLICY_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   updated_at: DATE_TIME,
   bindings_count: { type: "integer" },
   enabled_bindings_count: { type: "integer" },
+  revision_pending: {
+    type: "boolean",
+    description: "A revision of this released policy is being prepared (GET …/revision)",
+  },
 };
 
 /** A policy record in responses. */
@@ -81,6 +92,29 @@ const POLICY_SUMMARY_SCHEMA: JsonSchema = {
   type: "object",
   properties: POLICY_SUMMARY_PROPERTIES,
   required: Object.keys(POLICY_SUMMARY_PROPERTIES),
+};
+
+const REVISION_SCHEMA: JsonSchema = {
+  type: "object",
+  required: ["policy_id", "base_version", "description", "content", "created_by", "created_at", "updated_at"],
+  properties: {
+    policy_id: UUID_SCHEMA,
+    base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
+    description: { type: "string" },
+    content: { type: "string", description: "protojson of the type's content message (canonical form)" },
+    created_by: { type: "string" },
+    created_at: DATE_TIME,
+    updated_at: DATE_TIME,
+  },
+};
+
+const LOCKOUT_REASON: JsonSchema = {
+  type: "string",
+  minLength: 3,
+  maxLength: 500,
+  pattern: TEXT_PATTERN,
+  description:
+    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
 };
 
 const IMPORT_REPORT_SCHEMA: JsonSchema = {
@@ -316,6 +350,104 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
         });
         return c.json(policy);
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/all/:id/revision",
+      summary: "Read the pending revision of a released policy (404 when none is being prepared)",
+      tag: "policies",
+      access: "policy:view",
+      responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
+      handler: readById(db, getRevision),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/policies/all/:id/revision",
+      summary:
+        "Start or edit the pending revision of a released policy (content validated for the type). Nodes keep receiving the released content until the revision is released.",
+      tag: "policies",
+      access: "policy:edit",
+      audit: { resourceType: "policy", action: "policy.revision_save" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { description: DESCRIPTION, content: CONTENT },
+      },
+      responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const input = body<{ description?: string; content?: string }>(c);
+        const revision = await db.transaction(async (tx) => {
+          const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username });
+          auditResource(c, { id, name: (await getPolicy(tx, id)).name });
+          return saved;
+        });
+        c.set("auditDetails", { base_version: revision.base_version });
+        return c.json(revision);
+      },
+    },
+    {
+      method: "DELETE",
+      path: "/api/v1/policies/all/:id/revision",
+      summary: "Discard the pending revision; the released policy is left untouched",
+      tag: "policies",
+      access: "policy:edit",
+      audit: { resourceType: "policy", action: "policy.revision_discard" },
+      responses: { "204": { description: "Discarded" } },
+      handler: changeById(db, discardRevision, { respond: noContent }),
+    },
+    {
+      method: "POST",
+      path: "/api/v1/policies/all/:id/revision/release",
+      summary:
+        "Release the pending revision: validates it, then replaces the policy's content and description, bumps the version and resyncs the reached nodes once, in one transaction (nodes go from the old settings straight to the new ones). Needs policy:release.",
+      tag: "policies",
+      access: "policy:release",
+      audit: { resourceType: "policy", action: "policy.revision_release" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { lockout_reason: LOCKOUT_REASON },
+      },
+      responses: { "200": { description: "The policy at its new version", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const { lockout_reason } = body<{ lockout_reason?: string }>(c);
+        const { policy, fromVersion, lockoutOverride } = await db.transaction((tx) =>
+          releaseRevision(tx, id, { lockoutReason: lockout_reason })
+        );
+        auditResource(c, { id, name: policy.name });
+        c.set("auditDetails", {
+          from_version: fromVersion,
+          to_version: policy.version,
+          ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
+        });
+        return c.json(policy);
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/policies/all/:id/duplicate",
+      summary:
+        'Create a new draft policy with the type, description and (released) content of this one; the name defaults to "<name> (copy)"',
+      tag: "policies",
+      access: "policy:create",
+      audit: { resourceType: "policy", action: "policy.duplicate" },
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { name: NAME },
+      },
+      responses: { "201": { description: "The new draft policy", schema: POLICY_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const { name } = body<{ name?: string }>(c);
+        return await created(c, {
+          name: name ?? "",
+          create: () =>
+            db.transaction((tx) => duplicatePolicy(tx, id, { name, createdBy: caller(c).username })),
+        });
       },
     },
     {

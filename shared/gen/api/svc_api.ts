@@ -1169,6 +1169,7 @@ export interface Operations {
       per_page?: number;
       status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
     };
+        revision_pending: boolean;
     body: undefined;
     response: {
       items: Array<{
@@ -1201,6 +1202,7 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
+      revision_pending: boolean;
     };
   };
   /** Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it */
@@ -1227,6 +1229,7 @@ export interface Operations {
       replacement_policy_id: string | null;
       created_by: string;
       created_at: string;
+      revision_pending: boolean;
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
@@ -1259,6 +1262,7 @@ export interface Operations {
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
+      revision_pending: boolean;
       content: string;
     };
   };
@@ -1342,6 +1346,111 @@ export interface Operations {
     };
     response: {
       id?: string;
+      revision_pending: boolean;
+      content: string;
+    };
+  };
+  /** Create a new draft policy with the type, description and (released) content of this one; the name defaults to "<name> (copy)" */
+  "POST /api/v1/policies/all/{id}/duplicate": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      name?: string;
+    };
+    response: {
+      id: string;
+      name: string;
+      description: string;
+      type: string;
+      version: number;
+      state: "draft" | "released" | "archived";
+      deprecated: boolean;
+      deprecated_at: string | null;
+      deprecation_message: string;
+      replacement_policy_id: string | null;
+      created_by: string;
+      created_at: string;
+      updated_at: string;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      revision_pending: boolean;
+      content: string;
+    };
+  };
+  /** Read the pending revision of a released policy (404 when none is being prepared) */
+  "GET /api/v1/policies/all/{id}/revision": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      policy_id: string;
+      base_version: number;
+      description: string;
+      content: string;
+      created_by: string;
+      created_at: string;
+      updated_at: string;
+    };
+  };
+  /** Start or edit the pending revision of a released policy (content validated for the type). Nodes keep receiving the released content until the revision is released. */
+  "PUT /api/v1/policies/all/{id}/revision": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      description?: string;
+      content?: string;
+    };
+    response: {
+      policy_id: string;
+      base_version: number;
+      description: string;
+      content: string;
+      created_by: string;
+      created_at: string;
+      updated_at: string;
+    };
+  };
+  /** Discard the pending revision; the released policy is left untouched */
+  "DELETE /api/v1/policies/all/{id}/revision": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: undefined;
+  };
+  /** Release the pending revision: validates it, then replaces the policy's content and description, bumps the version and resyncs the reached nodes once, in one transaction (nodes go from the old settings straight to the new ones). Needs policy:release. */
+  "POST /api/v1/policies/all/{id}/revision/release": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      lockout_reason?: string;
+    };
+    response: {
+      id: string;
+      name: string;
+      description: string;
+      type: string;
+      version: number;
+      state: "draft" | "released" | "archived";
+      deprecated: boolean;
+      deprecated_at: string | null;
+      deprecation_message: string;
+      replacement_policy_id: string | null;
+      created_by: string;
+      created_at: string;
+      updated_at: string;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      revision_pending: boolean;
       policy_id?: string;
       policy_name?: string;
       policy_type?: string;
@@ -1371,6 +1480,7 @@ export interface Operations {
       node_group_id?: string;
       node_group_name?: string;
       state?: "enabled" | "disabled";
+      revision_pending: boolean;
       priority?: number;
       node_count?: number;
       created_at?: string;

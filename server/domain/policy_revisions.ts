@@ -1,0 +1,183 @@
+/**
+ * Revisions of released policies: a change to a policy that nodes already enforce is prepared as a
+ * pending revision (one per policy) while the released content keeps being delivered unchanged. Releasing
+ * the revision validates it and replaces the policy's content and description in one transaction, bumps the
+ * version and publishes one resync, so a node goes straight from the old settings to the new ones; discarding
+ * it leaves the policy as it was. Duplicating copies any policy into a new draft.
+ */
+import { type Queryable, queryOne } from "../db/db.ts";
+import { publishResync } from "../hub/publish.ts";
+import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import { conflictError, fieldsError, found, invalidError, notFoundError } from "./errors.ts";
+import { createPolicy, getPolicy, normalizeContent, type PolicyRecord, reachedGroups } from "./policies.ts";
+import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+
+/** The REST revision record. */
+export interface PolicyRevision {
+  policy_id: string;
+  /** Released version the revision was started from. */
+  base_version: number;
+  description: string;
+  /** protojson text, canonical for known types (validated on every save). */
+  content: string;
+  created_by: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = "policy_id, base_version, description, content, created_by, created_at, updated_at";
+
+/** Reads the pending revision of a policy, if any. */
+export async function findRevision(
+  q: Queryable,
+  policyId: string,
+  options: { lock?: boolean } = {},
+): Promise<PolicyRevision | undefined> {
+  return await queryOne<PolicyRevision>(
+    q,
+    `SELECT ${COLUMNS} FROM policy_revisions WHERE policy_id = $1${options.lock ? " FOR UPDATE" : ""}`,
+    [policyId],
+  );
+}
+
+/** Reads the pending revision of a policy; throws not_found naming the policy when there is none. */
+export async function getRevision(q: Queryable, policyId: string): Promise<PolicyRevision> {
+  await getPolicy(q, policyId);
+  return found(await findRevision(q, policyId), `pending revision of policy ${policyId}`);
+}
+
+/** Input of {@link saveRevision}; absent fields keep the revision's (or, when new, the policy's) value. */
+export interface SaveRevisionInput {
+  content?: string;
+  description?: string;
+  createdBy: string;
+}
+
+/**
+ * Starts or edits the pending revision of a released policy. The content is validated for the policy's type
+ * like a draft edit. Nothing is published: the released content is what nodes keep receiving.
+ */
+export async function saveRevision(
+  q: Queryable,
+  policyId: string,
+  input: SaveRevisionInput,
+): Promise<PolicyRevision> {
+  const policy = await getPolicy(q, policyId, { lock: true });
+  if (policy.state !== "released") {
+    throw conflictError(
+      `only a released policy is changed through a revision (current state: ${policy.state}); edit the ${policy.state} policy directly`,
+    );
+  }
+  const current = await findRevision(q, policyId, { lock: true });
+  const content = input.content !== undefined
+    ? normalizeContent(policy.type, input.content)
+    : current?.content ?? policy.content;
+  const description = input.description ?? current?.description ?? policy.description;
+  if (current) {
+    await q.query(
+      "UPDATE policy_revisions SET content = $2, description = $3, updated_at = now() WHERE policy_id = $1",
+      [policyId, content, description],
+    );
+  } else {
+    await q.query(
+      `INSERT INTO policy_revisions (policy_id, base_version, description, content, created_by)
+       VALUES ($1, $2, $3, $4, $5)`,
+      [policyId, policy.version, description, content, input.createdBy],
+    );
+  }
+  return found(await findRevision(q, policyId), `pending revision of policy ${policyId}`);
+}
+
+/** Drops the pending revision; the policy is left exactly as it was. Returns the policy. */
+export async function discardRevision(q: Queryable, policyId: string): Promise<PolicyRecord> {
+  const policy = await getPolicy(q, policyId, { lock: true });
+  const rows = await q.query("DELETE FROM policy_revisions WHERE policy_id = $1 RETURNING policy_id", [
+    policyId,
+  ]);
+  if (rows.length === 0) throw notFoundError(`pending revision of policy ${policyId}`);
+  return policy;
+}
+
+/** Result of {@link releaseRevision}. */
+export interface RevisionRelease {
+  policy: PolicyRecord;
+  fromVersion: number;
+  /** The reason given to release a SessionAccess revision despite the lockout guard. */
+  lockoutOverride?: string;
+}
+
+/**
+ * Releases the pending revision: validates its content, replaces the policy's content and description,
+ * bumps the version, removes the revision and publishes one resync for the groups the policy reaches, all in
+ * the caller's transaction. Refused when the policy is no longer released or its version moved on since the
+ * revision was started.
+ */
+export async function releaseRevision(
+  q: Queryable,
+  policyId: string,
+  options: { lockoutReason?: string } = {},
+): Promise<RevisionRelease> {
+  const policy = await getPolicy(q, policyId, { lock: true });
+  const revision = found(
+    await findRevision(q, policyId, { lock: true }),
+    `pending revision of policy ${policyId}`,
+  );
+  if (policy.state !== "released") {
+    throw conflictError(
+      `the revision cannot be released: the policy is ${policy.state} now; discard the revision and edit the policy directly`,
+    );
+  }
+  if (revision.base_version !== policy.version) {
+    throw conflictError(
+      `the revision was started from version ${revision.base_version} but the policy is at version ${policy.version} now; discard the revision and start again`,
+    );
+  }
+  const issues = validatePolicyContent(policy.type, revision.content);
+  if (issues.length > 0) {
+    const err = fieldsError(issues, "content");
+    throw invalidError(`revision cannot be released: ${err.message}`, err.fields);
+  }
+  await q.query(
+    `UPDATE policies SET content = $2, description = $3, version = version + 1, updated_at = now()
+     WHERE id = $1`,
+    [policyId, revision.content, revision.description],
+  );
+  // The guard reads the stored content, which is the revision's from here on in this transaction; a refusal
+  // rolls the whole release back.
+  let lockoutOverride: string | undefined;
+  if (policy.type === SESSION_ACCESS_TYPE) {
+    lockoutOverride = (await guardSessionAccessRelease(q, policyId, options.lockoutReason))?.overriddenWith;
+  }
+  await q.query("DELETE FROM policy_revisions WHERE policy_id = $1", [policyId]);
+  await publishResync(q, await reachedGroups(q, policyId));
+  return { policy: await getPolicy(q, policyId), fromVersion: policy.version, lockoutOverride };
+}
+
+/**
+ * Creates a new draft policy with the released (or draft) content, type and description of `sourceId`.
+ * The name defaults to "<name> (copy)", numbered while taken.
+ */
+export async function duplicatePolicy(
+  q: Queryable,
+  sourceId: string,
+  input: { name?: string; createdBy: string },
+): Promise<PolicyRecord> {
+  const source = await getPolicy(q, sourceId);
+  const name = input.name ?? await freeCopyName(q, source.name);
+  return await createPolicy(q, {
+    name,
+    description: source.description,
+    type: source.type,
+    content: source.content,
+    createdBy: input.createdBy,
+  });
+}
+
+async function freeCopyName(q: Queryable, name: string): Promise<string> {
+  const base = `${name.slice(0, 190)} (copy)`;
+  for (let n = 1; n < 1000; n++) {
+    const candidate = n === 1 ? base : `${name.slice(0, 185)} (copy ${n})`;
+    if (!await queryOne(q, "SELECT 1 FROM policies WHERE name = $1", [candidate])) return candidate;
+  }
+  throw conflictError(`too many copies of policy "${name}"; give the copy a name`);
+}
