@@ -28,12 +28,14 @@ export interface WorkerBootstrap {
 /** Supervisor → worker. */
 export type SupervisorMessage =
   | { type: "metrics"; id: number }
+  | { type: "ping"; id: number }
   | { type: "stop" };
 
 /** Worker → supervisor. */
 export type WorkerMessage =
   | { type: "ready"; port: number }
-  | { type: "metrics"; id: number; families: MetricFamily[] };
+  | { type: "metrics"; id: number; families: MetricFamily[] }
+  | { type: "pong"; id: number };
 
 /** Splits a byte stream into lines (without the newline). */
 export async function* readLines(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {

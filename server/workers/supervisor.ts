@@ -69,7 +69,9 @@ interface Running {
   child: Deno.ChildProcess;
   send(message: unknown): Promise<void>;
   closeInput(): Promise<void>;
-  pending: Map<number, (families: MetricFamily[]) => void>;
+  /** Answers awaited from this worker, by request id (metrics families; an empty list for a pong). */
+  pending: Map<number, (families: MetricFamily[] | undefined) => void>;
+  listening: boolean;
   exited: Promise<Deno.CommandStatus>;
 }
 
@@ -151,6 +153,7 @@ export async function startPolicyWorkers(
       send: (message) => input.send(message),
       closeInput: () => input.close(),
       pending: new Map(),
+      listening: false,
       exited: child.status,
     };
     let tail: string[] = [];
@@ -173,10 +176,11 @@ export async function startPolicyWorkers(
           }
           if (message.type === "ready") {
             listening = true;
+            worker.listening = true;
             log.info("policy worker listening", { worker: index, pid: child.pid, replica: replicaId });
             resolve(message.port);
-          } else if (message.type === "metrics") {
-            worker.pending.get(message.id)?.(message.families);
+          } else if (message.type === "metrics" || message.type === "pong") {
+            worker.pending.get(message.id)?.(message.type === "metrics" ? message.families : []);
             worker.pending.delete(message.id);
           }
         }
@@ -198,7 +202,7 @@ export async function startPolicyWorkers(
     const startedAt = Date.now();
     child.status.then((status) => {
       if (running.get(index) === worker) running.delete(index);
-      for (const resolve of worker.pending.values()) resolve([]);
+      for (const resolve of worker.pending.values()) resolve(undefined);
       if (stopping) return;
       void afterCrash(index, worker, status, Date.now() - startedAt);
     });
@@ -244,6 +248,48 @@ export async function startPolicyWorkers(
     await markNodesOffline(db, orphans.map((o) => o.node_id), "policy worker holding the stream exited");
   }
 
+  /** Sends a request and resolves with the answer, or undefined when none came within `timeoutMs`. */
+  function ask(
+    worker: Running,
+    type: "metrics" | "ping",
+    timeoutMs: number,
+  ): Promise<MetricFamily[] | undefined> {
+    const id = nextRequest++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        worker.pending.delete(id);
+        resolve(undefined);
+      }, timeoutMs);
+      worker.pending.set(id, (families) => {
+        clearTimeout(timer);
+        resolve(families);
+      });
+      worker.send({ type, id }).catch(() => {});
+    });
+  }
+
+  /**
+   * Vouches for the workers that answer: their liveness rows are refreshed from this process too. A worker
+   * busy with thousands of streams can wait on its own database pool longer than the replica timeout while
+   * still serving; its siblings must not declare it dead and mark its nodes offline for that. A worker that
+   * stops answering (or exits) gets no help, so the reaper (or `forgetReplica`) still deals with it.
+   */
+  async function vouch(): Promise<void> {
+    const workers = [...running.values()].filter((w) => w.listening);
+    const answered = await Promise.all(workers.map((w) => ask(w, "ping", livenessMs)));
+    const alive = workers.filter((w, i) => answered[i] !== undefined && running.get(w.info.index) === w)
+      .map((w) => w.info.replicaId);
+    if (alive.length === 0 || stopping) return;
+    await db.query("UPDATE server_replicas SET last_seen = now() WHERE id = ANY($1::text[])", [alive]).catch(
+      (err) => log.warn("policy workers: refreshing their liveness failed", { error: String(err) }),
+    );
+  }
+  const livenessMs = Math.min(5_000, Math.floor(ctx.config.server.replicaTimeoutSeconds * 1000 / 3));
+  let vouching: Promise<void> | undefined;
+  const livenessTimer = setInterval(() => {
+    vouching ??= vouch().finally(() => vouching = undefined);
+  }, livenessMs);
+
   async function stopWorker(worker: Running): Promise<void> {
     await worker.send({ type: "stop" }).catch(() => {});
     const timer = setTimeout(() => {
@@ -258,6 +304,8 @@ export async function startPolicyWorkers(
 
   async function stopAll(): Promise<void> {
     stopping = true;
+    clearInterval(livenessTimer);
+    await vouching;
     for (const timer of restartTimers) clearTimeout(timer);
     await Promise.all([...running.values()].map(stopWorker));
   }
@@ -286,22 +334,13 @@ export async function startPolicyWorkers(
     async collectMetrics() {
       const workers = [...running.values()];
       return await Promise.all(workers.map(async (worker) => {
-        const id = nextRequest++;
-        const families = await new Promise<MetricFamily[]>((resolve) => {
-          const timer = setTimeout(() => {
-            worker.pending.delete(id);
-            log.warn("metrics: a policy worker did not answer; its series are omitted from this scrape", {
-              worker: worker.info.index,
-            });
-            resolve([]);
-          }, METRICS_TIMEOUT_MS);
-          worker.pending.set(id, (families) => {
-            clearTimeout(timer);
-            resolve(families);
+        const families = await ask(worker, "metrics", METRICS_TIMEOUT_MS);
+        if (families === undefined) {
+          log.warn("metrics: a policy worker did not answer; its series are omitted from this scrape", {
+            worker: worker.info.index,
           });
-          worker.send({ type: "metrics", id }).catch(() => {});
-        });
-        return { worker: String(worker.info.index), families };
+        }
+        return { worker: String(worker.info.index), families: families ?? [] };
       }));
     },
     stop: stopAll,
