@@ -12,6 +12,7 @@
  * On the embedded database the server holds an exclusive lock on the data directory, so these commands say
  * "stop the server first" instead of opening a database another process is writing.
  */
+import { secretsKeyFile } from "../pki/server_pki.ts";
 import { join } from "node:path";
 import { ConfigError, loadConfig, type ServerConfig } from "../config/config.ts";
 import { type Db, migrate, openDatabase, type Queryable, readMigrations } from "../db/mod.ts";
@@ -322,7 +323,11 @@ async function checkConfig(args: Parsed, io: CliIo): Promise<number> {
     }
   }
   if (!config.security.jwtSecret) {
-    io.out("warn security.jwt_secret is empty: sessions end at every restart and differ between replicas");
+    io.out(
+      `ok   security.jwt_secret is empty: the session secret kept in the database is used (sealed by ${
+        secretsKeyFile(config)
+      })`,
+    );
   }
   if (!args.flags.has("--no-db")) {
     try {
