@@ -1,6 +1,12 @@
 /**
  * `/api/v1/auth/*`: login, refresh, logout, the current user, and changing one's own password.
  *
+ * Login is one or two steps. `POST /api/v1/auth/login` checks the password; a user without a second factor
+ * gets the session cookies at once. A user with one gets no cookie but `second_factor` (an opaque single-use
+ * token good for 5 minutes and 5 wrong codes, and the methods they may use), then
+ * `POST /api/v1/auth/login/second-factor` with that token and a TOTP code or a backup code starts the
+ * session. Both steps are throttled in the database and audited with their outcome.
+ *
  * Scripts use the same double submit as the browser: `POST /api/v1/auth/login` with a cookie jar, then send
  * the `svc_csrf` cookie value in `X-CSRF-Token` on every POST/PUT/PATCH/DELETE. A client that prefers
  * `Authorization: Bearer` takes the `svc_session` cookie value as the token and still echoes `svc_csrf`.
@@ -14,7 +20,15 @@ import { bearerToken } from "./hooks.ts";
 import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
 import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "./password.ts";
 import { effectivePermissions, identityTransaction } from "./rbac.ts";
+import { factorsOf, hasSecondFactor, useSecondFactor } from "./mfa.ts";
+import {
+  consumePendingLogin,
+  createPendingLogin,
+  failPendingLogin,
+  findPendingLogin,
+} from "./pending_logins.ts";
 import { createLoginThrottle } from "./rate_limit.ts";
+import { maskCodes } from "./step_up.ts";
 import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
 import type { IdentityServices } from "./services.ts";
 import { isWellFormedToken } from "./tokens.ts";
@@ -25,7 +39,9 @@ export interface MeResponse {
   user: { id: string; username: string; email: string; full_name: string; source: string };
   permissions: string[];
   edition: "community";
-  features: { scoped_role_bindings: false; mfa: false; ldap: false };
+  features: { scoped_role_bindings: false; mfa: true; ldap: false };
+  /** The caller's second factors. */
+  second_factor: { totp: boolean; backup_codes_left: number; webauthn: number };
   /** When the access token expires (login and refresh only). */
   expires_at?: string;
 }
@@ -53,7 +69,29 @@ const ME_SCHEMA = {
         ldap: { type: "boolean" },
       },
     },
+    second_factor: {
+      type: "object",
+      properties: {
+        totp: { type: "boolean" },
+        backup_codes_left: { type: "integer" },
+        webauthn: { type: "integer" },
+      },
+    },
     expires_at: { type: "string" },
+  },
+};
+
+const SECOND_FACTOR_SCHEMA = {
+  type: "object",
+  properties: {
+    second_factor: {
+      type: "object",
+      properties: {
+        token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
+        methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code"] } },
+        expires_at: { type: "string", format: "date-time" },
+      },
+    },
   },
 };
 
@@ -102,6 +140,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
   const me = async (userId: string): Promise<MeResponse> => {
     const user = await getUser(ctx.db, userId);
     if (!user) throw unauthorized();
+    const factors = await factorsOf(ctx.db, userId);
     return {
       user: {
         id: user.id,
@@ -112,12 +151,42 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
       },
       permissions: await effectivePermissions(ctx.db, userId),
       edition: "community",
-      features: { scoped_role_bindings: false, mfa: false, ldap: false },
+      features: { scoped_role_bindings: false, mfa: true, ldap: false },
+      second_factor: {
+        totp: factors.totp,
+        backup_codes_left: factors.backupCodesLeft,
+        webauthn: factors.webauthn,
+      },
     };
   };
 
   const authEvent = (c: RouteContext, event: Omit<AuditEvent, "sourceIp">): Promise<void> =>
     ctx.audit.record({ ...event, sourceIp: c.get("clientIp") });
+
+  /** Starts the session of a fully authenticated user, audits the login, answers like `/auth/me`. */
+  const finishLogin = async (
+    c: RouteContext,
+    user: { id: string; username: string },
+    details: { method: string },
+  ): Promise<Response> => {
+    const session = await startSession(ctx.db, {
+      userId: user.id,
+      ttlSeconds: security.refreshTokenTtlSeconds,
+    });
+    const expiresAt = await issueCookies(c, {
+      userId: user.id,
+      sessionId: session.familyId,
+      refresh: session.token,
+    });
+    await authEvent(c, {
+      action: "auth.login",
+      outcome: "success",
+      actor: { userId: user.id, username: user.username },
+      resource: { type: "user", id: user.id, name: user.username },
+      ...(details.method === "password" ? {} : { details: { second_factor: details.method } }),
+    });
+    return c.json({ ...(await me(user.id)), expires_at: expiresAt.toISOString() });
+  };
 
   return [
     {
@@ -136,7 +205,15 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         },
       },
       responses: {
-        "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+        "200": {
+          description:
+            "Logged in (sets svc_session, svc_refresh and svc_csrf), or, for a user with a second factor, " +
+            "no cookie but `second_factor` for the next step",
+          schema: {
+            ...ME_SCHEMA,
+            properties: { ...ME_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
+          },
+        },
         "401": { description: "Wrong username or password (the same answer for both)" },
         "429": {
           description:
@@ -173,22 +250,105 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           });
           throw new HttpError(401, "invalid_credentials", INVALID_CREDENTIALS);
         }
-        const session = await startSession(ctx.db, {
-          userId: user.id,
-          ttlSeconds: security.refreshTokenTtlSeconds,
+        const factors = await factorsOf(ctx.db, user.id);
+        if (hasSecondFactor(factors)) {
+          const pending = await createPendingLogin(ctx.db, { userId: user.id, purpose: "second_factor" });
+          await authEvent(c, {
+            action: "auth.login_password",
+            outcome: "success",
+            actor: { userId: user.id, username: user.username },
+            resource: { type: "user", id: user.id, name: user.username },
+            details: { next: "second_factor" },
+          });
+          c.header("cache-control", "no-store");
+          return c.json({
+            second_factor: {
+              token: pending.token,
+              methods: ["totp", "backup_code"],
+              expires_at: pending.expiresAt.toISOString(),
+            },
+          });
+        }
+        return await finishLogin(c, user, { method: "password" });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/auth/login/second-factor",
+      summary: "Second login step: the token from the first step and a TOTP code or a backup code",
+      tag: "auth",
+      access: "public",
+      body: {
+        type: "object",
+        required: ["token"],
+        additionalProperties: false,
+        properties: {
+          token: { type: "string", maxLength: 64 },
+          code: { type: "string", maxLength: 16, description: "6 digits from the authenticator app" },
+          backup_code: { type: "string", maxLength: 32, description: "One of the backup codes" },
+        },
+      },
+      responses: {
+        "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+        "400": { description: "Neither code nor backup_code" },
+        "401": {
+          description:
+            "Wrong or already used code (`invalid_code`), or the first step expired or was used (`login_expired`)",
+        },
+        "429": { description: "Too many wrong codes for this account from this address; see Retry-After" },
+      },
+      async handler(c) {
+        refuseCrossSite(c);
+        const input = body<{ token: string; code?: string; backup_code?: string }>(c);
+        maskCodes(c, ["code", "backup_code", "token"]);
+        const ip = s.clientIp(c.req.raw.headers);
+        c.set("clientIp", ip);
+        if (!input.code && !input.backup_code) {
+          throw badRequest("send code (6 digits from your authenticator app) or backup_code", [
+            { field: "code", message: "is required (or backup_code)" },
+          ]);
+        }
+        const pending = await findPendingLogin(ctx.db, input.token, "second_factor");
+        const user = pending?.userId ? await getUser(ctx.db, pending.userId) : undefined;
+        if (!pending || !user || !user.enabled) {
+          await authEvent(c, {
+            action: "auth.login_second_factor",
+            outcome: "failure",
+            actor: { userId: user?.id, username: user?.username },
+            resource: { type: "user", id: user?.id, name: user?.username },
+            details: { reason: !pending ? "expired_or_used" : "disabled" },
+          });
+          throw loginExpired();
+        }
+        // Counted with the password attempts' machinery under its own account key (user ids hold no ':', and
+        // usernames cannot), so replicas share the count.
+        const verdict = await throttle.attempt(`second-factor:${user.id}`, ip);
+        if (!verdict.allowed) throw rateLimited("codes", verdict.retryAfterSeconds);
+        const method = await useSecondFactor(ctx.db, s.sealer, user.id, {
+          code: input.code,
+          backupCode: input.backup_code,
         });
-        const expiresAt = await issueCookies(c, {
-          userId: user.id,
-          sessionId: session.familyId,
-          refresh: session.token,
-        });
-        await authEvent(c, {
-          action: "auth.login",
-          outcome: "success",
-          actor: { userId: user.id, username: user.username },
-          resource: { type: "user", id: user.id, name: user.username },
-        });
-        return c.json({ ...(await me(user.id)), expires_at: expiresAt.toISOString() });
+        await verdict.settle(method !== undefined);
+        if (!method) {
+          const left = await failPendingLogin(ctx.db, pending.id);
+          await authEvent(c, {
+            action: "auth.login_second_factor",
+            outcome: "failure",
+            actor: { userId: user.id, username: user.username },
+            resource: { type: "user", id: user.id, name: user.username },
+            details: { reason: input.code ? "wrong_or_reused_code" : "wrong_backup_code", tries_left: left },
+          });
+          if (left === 0) throw loginExpired();
+          throw new HttpError(
+            401,
+            "invalid_code",
+            input.code
+              ? "the code is wrong or was already used: type the code the app shows now (a used code works once)"
+              : "the backup code is wrong or was already used",
+          );
+        }
+        if (!(await consumePendingLogin(ctx.db, pending.id))) throw loginExpired();
+        return await finishLogin(c, user, { method });
       },
     },
     {
@@ -331,6 +491,15 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
       },
     },
   ];
+}
+
+/** 401 `login_expired`: the first login step must be done again. */
+function loginExpired(): HttpError {
+  return new HttpError(
+    401,
+    "login_expired",
+    "this login attempt expired, was used or had too many wrong codes: log in again with your password",
+  );
 }
 
 /** 429 with `Retry-After`, after too many failed `what` (e.g. `login attempts`). */

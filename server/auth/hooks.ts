@@ -13,6 +13,7 @@ import type { IdentityServices } from "./services.ts";
 import type { AccessClaims } from "./tokens.ts";
 import { getCookie } from "hono/cookie";
 import { API_TOKEN_PREFIX, authenticateApiToken } from "./api_tokens.ts";
+import { mustEnrol } from "./mfa_policy.ts";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -28,15 +29,28 @@ export function createRouteHooks(s: IdentityServices): RouteHooks {
         const hit = await authenticateApiToken(s.ctx.db, bearer);
         if (!hit) return null;
         c.set("auditDetails", { api_token: hit.tokenName });
-        return { id: hit.userId, username: hit.username, permissions: new Set(hit.permissions), via: "bearer" };
+        return {
+          id: hit.userId,
+          username: hit.username,
+          permissions: new Set(hit.permissions),
+          via: "bearer",
+        };
       }
       for (const [token, via] of [[cookie, "cookie"], [bearer, "bearer"]] as const) {
         if (!token) continue;
         const claims = await s.signer.verify(token);
         if (!claims) continue;
-        const user = await resolveUser(s, claims, via);
-        if (!user) continue;
+        const resolved = await resolveUser(s, claims, via);
+        if (!resolved) continue;
+        const { source, ...user } = resolved;
         if (via === "cookie" && !SAFE_METHODS.has(c.req.method)) await assertCsrfBound(s, c, claims);
+        if (!c.req.path.startsWith("/api/v1/auth/") && (await mustEnrol(s.ctx.db, { ...user, source }))) {
+          throw new HttpError(
+            403,
+            "mfa_enrolment_required",
+            "set up a second factor first (Settings → Second factors): the MFA policy requires one for you",
+          );
+        }
         return user;
       }
       return null;
@@ -77,18 +91,19 @@ async function resolveUser(
   s: IdentityServices,
   claims: AccessClaims,
   via: AuthUser["via"],
-): Promise<AuthUser | null> {
+): Promise<(AuthUser & { source: string }) | null> {
   if (!isUuid(claims.userId) || !isUuid(claims.sessionId)) return null;
   const row = await queryOne<{
     id: string;
     username: string;
+    source: string;
     enabled: boolean;
     tokens_valid_after: Date | null;
     session_live: boolean;
     permissions: string[];
   }>(
     s.ctx.db,
-    `SELECT u.id, u.username, u.enabled, u.tokens_valid_after,
+    `SELECT u.id, u.username, u.source, u.enabled, u.tokens_valid_after,
             EXISTS (SELECT 1 FROM refresh_tokens t
                      WHERE t.family_id = $2 AND t.user_id = u.id AND t.revoked_at IS NULL) AS session_live,
             ARRAY(SELECT DISTINCT rp.permission_id FROM role_permissions rp
@@ -103,7 +118,13 @@ async function resolveUser(
   );
   if (!row || !row.enabled || !row.session_live) return null;
   if (row.tokens_valid_after && claims.issuedAtMs < row.tokens_valid_after.getTime()) return null;
-  return { id: row.id, username: row.username, permissions: new Set(row.permissions), via };
+  return {
+    id: row.id,
+    username: row.username,
+    source: row.source,
+    permissions: new Set(row.permissions),
+    via,
+  };
 }
 
 /**

@@ -17,6 +17,8 @@ import { auditLogRoutes } from "../audit/routes.ts";
 import { startRetentionJob } from "../audit/retention.ts";
 import { authRoutes } from "./auth_routes.ts";
 import { apiTokenRoutes } from "./api_token_routes.ts";
+import { mfaRoutes } from "./mfa_routes.ts";
+import { mfaPolicyRoutes } from "./mfa_policy_routes.ts";
 import { createRouteHooks } from "./hooks.ts";
 import { ensureInitialAdmin, initialAdminNotice } from "./initial_admin.ts";
 import { seedCatalogue } from "./rbac.ts";
@@ -61,6 +63,8 @@ export function createIdentity(ctx: ServerContext): Identity {
       ...userGroupRoutes(services),
       ...auditLogRoutes(ctx),
       ...apiTokenRoutes(services),
+      ...mfaRoutes(services),
+      ...mfaPolicyRoutes(services),
     ],
     audit: ctx.audit,
     async start() {

@@ -1,7 +1,9 @@
 /** What the identity routes and hooks share: context, token signer, login limiter and client-address resolver. */
 import type { ServerContext } from "../context.ts";
 import { type ClientIpResolver, createClientIpResolver } from "./client_ip.ts";
+import { createSecretSealer, type SecretSealer } from "./mfa.ts";
 import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
+import { createStepUp, type StepUp } from "./step_up.ts";
 import { createTokenSigner, type TokenSigner } from "./tokens.ts";
 
 /** Shared identity state for one server process. */
@@ -10,14 +12,21 @@ export interface IdentityServices {
   signer: TokenSigner;
   limiter: LoginLimiter;
   clientIp: ClientIpResolver;
+  /** Seals TOTP secrets at rest. */
+  sealer: SecretSealer;
+  /** Fresh re-authentication before dangerous actions. */
+  stepUp: StepUp;
 }
 
 /** Builds the shared state from the context (logs the JWT secret warning when it applies). */
 export function createIdentityServices(ctx: ServerContext): IdentityServices {
+  const sealer = createSecretSealer(ctx.config.security.jwtSecret);
   return {
     ctx,
     signer: createTokenSigner(ctx.config.security.jwtSecret, ctx.log),
     limiter: createLoginLimiter(),
     clientIp: createClientIpResolver(ctx.config.server.trustedProxies),
+    sealer,
+    stepUp: createStepUp(sealer),
   };
 }

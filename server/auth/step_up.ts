@@ -1,16 +1,19 @@
 /**
  * Step-up re-authentication: an already signed-in user proves again, inside the request, that they are
- * present before a sensitive action (revealing a recovery key). Today the proof is the account password,
- * checked with the same argon2id verification as the login; a second factor joins {@link StepUpProof} and
- * {@link checkStepUp} once MFA exists, and every caller gets it.
+ * present before a dangerous action (revealing a recovery key, changing someone's roles or role bindings,
+ * creating a token that acts as someone else). The proof is the account password (argon2id, as at login)
+ * and, when the user has a second factor, a fresh TOTP code or a backup code, each used up as at login (a
+ * code accepted at login cannot be replayed here, and the other way round).
  *
  * Failures are limited like logins (per account and per client address), so a stolen session cannot be
- * used to guess the password.
+ * used to guess the password or the code.
  *
  * @module
  */
 import type { Queryable } from "../db/db.ts";
 import { HttpError } from "../http/errors.ts";
+import { body, type RouteContext } from "../http/route.ts";
+import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
 import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
 import { passwordHashOf } from "./users.ts";
@@ -18,19 +21,59 @@ import { passwordHashOf } from "./users.ts";
 /** What the caller sends to re-authenticate. */
 export interface StepUpProof {
   password?: string;
+  /** A 6-digit TOTP code (needed when the user has a second factor). */
+  code?: string;
+  /** A backup code, instead of `code`. */
+  backupCode?: string;
+}
+
+/** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}. */
+export const STEP_UP_PROPERTIES = {
+  password: { type: "string", maxLength: 1024, description: "Your password (step-up re-authentication)" },
+  code: {
+    type: "string",
+    maxLength: 16,
+    description: "A code from your authenticator app, when you have one",
+  },
+  backup_code: { type: "string", maxLength: 32, description: "A backup code, instead of code" },
+} as const;
+
+/**
+ * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES}. The codes are then masked in
+ * the body the request's audit row copies (the recorder masks passwords by key, but not `code`: a backup
+ * code typed wrong by one character must not end up in the audit log).
+ */
+export function takeStepUpProof(c: RouteContext): StepUpProof {
+  const input = body<{ password?: string; code?: string; backup_code?: string }>(c);
+  maskCodes(c, ["code", "backup_code"]);
+  return { password: input.password, code: input.code, backupCode: input.backup_code };
+}
+
+/** Replaces the named fields of the request body (as the audit row copies it) with a mask. */
+export function maskCodes(c: RouteContext, fields: readonly string[]): void {
+  const input = c.get("body") as Record<string, unknown> | undefined;
+  if (!input || typeof input !== "object") return;
+  const masked = { ...input };
+  for (const field of fields) if (masked[field] !== undefined) masked[field] = "[REDACTED]";
+  c.set("body", masked);
 }
 
 /** The step-up checker of one server process (its failure limiter is per process, like the login's). */
 export interface StepUp {
   /**
    * Resolves when `proof` re-authenticates `userId`; throws 403 `reauthentication_required` without a
-   * proof, 403 `reauthentication_failed` for a wrong one, 429 after too many failures.
+   * password, 403 `second_factor_required` without a code when the user has a second factor, 403
+   * `reauthentication_failed` for a wrong password or code, 429 after too many failures.
    */
   check(q: Queryable, userId: string, proof: StepUpProof, clientIp: string): Promise<void>;
 }
 
-/** Creates a checker; `limiter` defaults to 5 failures per 5 minutes per account and per address. */
+/**
+ * Creates a checker. `sealer` opens TOTP secrets (from `createSecretSealer(config.security.jwtSecret)`);
+ * `limiter` defaults to 5 failures per 5 minutes per account and per address.
+ */
 export function createStepUp(
+  sealer: SecretSealer,
   limiter: LoginLimiter = createLoginLimiter({ maxFailures: 5, windowMs: 300_000 }),
 ): StepUp {
   return {
@@ -60,6 +103,23 @@ export function createStepUp(
           "reauthentication_failed",
           "re-authentication failed: the password is wrong",
         );
+      }
+      if (hasSecondFactor(await factorsOf(q, userId))) {
+        if (!proof.code && !proof.backupCode) {
+          throw new HttpError(
+            403,
+            "second_factor_required",
+            "this action needs your second factor too: send code (6 digits from your authenticator app) or backup_code",
+          );
+        }
+        if (!(await useSecondFactor(q, sealer, userId, { code: proof.code, backupCode: proof.backupCode }))) {
+          limiter.fail(keys);
+          throw new HttpError(
+            403,
+            "reauthentication_failed",
+            "re-authentication failed: the code is wrong or was already used; wait for the next one",
+          );
+        }
       }
       limiter.reset(keys[1]);
     },

@@ -12,7 +12,8 @@ export const CSRF_COOKIE = "svc_csrf";
 /** Header that must echo it. */
 export const CSRF_HEADER = "X-CSRF-Token";
 
-const EXEMPT = new Set(["/api/v1/auth/login", "/api/v1/auth/refresh"]);
+// The second login step is a login too: no cookie yet; its single-use token from the first step stands in.
+const EXEMPT = new Set(["/api/v1/auth/login", "/api/v1/auth/login/second-factor", "/api/v1/auth/refresh"]);
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Constant-time string comparison. */

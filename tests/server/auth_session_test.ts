@@ -55,7 +55,7 @@ dbTest(
       assert.equal(me.status, 200);
       assert.deepEqual(me.json.permissions, ["user_group:create", "user_group:view"]);
       assert.equal(me.json.edition, "community");
-      assert.deepEqual(me.json.features, { scoped_role_bindings: false, mfa: false, ldap: false });
+      assert.deepEqual(me.json.features, { scoped_role_bindings: false, mfa: true, ldap: false });
       assert.deepEqual(Object.keys(me.json.user).sort(), ["email", "full_name", "id", "source", "username"]);
 
       // Mutating call: no header, wrong header, right header.

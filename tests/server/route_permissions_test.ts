@@ -16,6 +16,7 @@ const PUBLIC_ROUTES = new Set([
   "GET /api/v1/version",
   "GET /api/v1/openapi.json",
   "POST /api/v1/auth/login",
+  "POST /api/v1/auth/login/second-factor",
   "POST /api/v1/auth/refresh",
   "POST /api/v1/auth/logout",
 ]);
@@ -23,6 +24,7 @@ const PUBLIC_ROUTES = new Set([
 /** Public or self-auditing mutating routes that record their own events instead of the route audit. */
 const SELF_AUDITED = new Set([
   "POST /api/v1/auth/login",
+  "POST /api/v1/auth/login/second-factor",
   "POST /api/v1/auth/refresh",
   "POST /api/v1/auth/logout",
 ]);
@@ -81,6 +83,8 @@ dbTest("every route checks its permission on every request", async (db) => {
       if (route.access === "authenticated") {
         const res = await call(anyUser, route, path);
         assert.notEqual(res.status, 401, `${name} refused a logged-in user`);
+        // A route behind step-up re-authentication refuses an empty body: that refusal is audited as denied.
+        if (res.status === 403 && res.json?.error?.code === "reauthentication_required") denials++;
         continue;
       }
       const permission = route.access;

@@ -5,7 +5,8 @@
  * `disk_encryption.reveal`; a caller without the permission leaves `access_denied`).
  */
 import type { ServerContext } from "../../context.ts";
-import { createStepUp } from "../../auth/step_up.ts";
+import { createStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../../auth/step_up.ts";
+import { createSecretSealer } from "../../auth/mfa.ts";
 import { KekError } from "../../disk_encryption/envelope.ts";
 import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";
 import {
@@ -39,7 +40,7 @@ async function withKek<T>(fn: () => Promise<T>): Promise<T> {
 /** Routes of the disk-encryption area. */
 export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const stepUp = createStepUp();
+  const stepUp = createStepUp(createSecretSealer(ctx.config.security.jwtSecret));
   return [
     {
       method: "GET",
@@ -89,13 +90,13 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         additionalProperties: false,
         properties: {
           reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
-          password: { type: "string", maxLength: 1024 },
+          ...STEP_UP_PROPERTIES,
         },
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const user = caller(c);
-        const input = body<{ reason: string; password: string }>(c);
+        const input = body<{ reason: string }>(c);
         if (input.reason.trim().length < 3) {
           throw new HttpError(
             400,
@@ -107,7 +108,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           );
         }
         c.set("auditDetails", { reason: input.reason });
-        await stepUp.check(db, user.id, { password: input.password }, c.get("clientIp"));
+        await stepUp.check(db, user.id, takeStepUpProof(c), c.get("clientIp"));
         const reveal = await withKek(async () => {
           const kr = await keyringFor(ctx.config);
           return await db.transaction((tx) => revealKey(tx, kr, id));

@@ -1,0 +1,84 @@
+/**
+ * `/api/v1/settings/mfa`: the MFA policy (see `mfa_policy.ts`). Changing it needs `settings:edit` and the
+ * editor's step-up re-authentication (switching it off weakens every account).
+ *
+ * @module
+ */
+import { badRequest } from "../http/errors.ts";
+import { auditResource, body, caller, type RouteSpec } from "../http/route.ts";
+import { isPermission } from "../../shared/permissions.ts";
+import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "./mfa_policy.ts";
+import type { IdentityServices } from "./services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+
+const POLICY_PROPERTIES = {
+  mode: {
+    type: "string",
+    enum: ["off", "all", "permissions"],
+    description: "off; all = everyone with a password; permissions = whoever holds one of `permissions`",
+  },
+  permissions: { type: "array", maxItems: 200, items: { type: "string", maxLength: 100 } },
+  include_ldap: { type: "boolean", description: "Directory (LDAP) users are covered too" },
+} as const;
+
+/** The routes. */
+export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
+  const { db } = s.ctx;
+  return [
+    {
+      method: "GET",
+      path: "/api/v1/settings/mfa",
+      summary: "The MFA policy: who must have a second factor",
+      tag: "settings",
+      access: "settings:view",
+      responses: {
+        "200": { description: "The policy", schema: { type: "object", properties: POLICY_PROPERTIES } },
+      },
+      handler: async (c) => c.json(await getMfaPolicy(db)),
+    },
+    {
+      method: "PUT",
+      path: "/api/v1/settings/mfa",
+      summary: "Replace the MFA policy (step-up required)",
+      tag: "settings",
+      access: "settings:edit",
+      audit: { resourceType: "settings", action: "settings.mfa_policy" },
+      body: {
+        type: "object",
+        required: ["mode"],
+        additionalProperties: false,
+        properties: { ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES },
+      },
+      responses: { "200": { description: "The stored policy" } },
+      handler: async (c) => {
+        const me = caller(c);
+        auditResource(c, { name: MFA_POLICY_KEY });
+        const input = body<Partial<MfaPolicy> & { mode: MfaPolicy["mode"] }>(c);
+        const permissions = [...new Set(input.permissions ?? [])].sort();
+        const unknown = permissions.filter((p) => !isPermission(p));
+        if (unknown.length > 0) {
+          throw badRequest(
+            `permissions: ${unknown.join(", ")} is not a permission; pick from the catalogue`,
+            [
+              { field: "permissions", message: `unknown: ${unknown.join(", ")}` },
+            ],
+          );
+        }
+        if (input.mode === "permissions" && permissions.length === 0) {
+          throw badRequest("permissions: choose at least one permission, or use mode all or off", [
+            { field: "permissions", message: "needs at least one permission with mode permissions" },
+          ]);
+        }
+        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        const policy: MfaPolicy = {
+          mode: input.mode,
+          permissions: input.mode === "permissions" ? permissions : [],
+          include_ldap: input.include_ldap ?? false,
+        };
+        await setMfaPolicy(db, policy, me.username);
+        c.set("auditDetails", { policy });
+        return c.json(policy);
+      },
+    },
+  ];
+}

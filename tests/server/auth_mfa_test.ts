@@ -1,0 +1,322 @@
+/**
+ * Second factors end to end through the real app: TOTP enrolment, the two-step login with its single-use
+ * pending token, replay refusal, backup codes, step-up with the second factor, admin reset, the MFA policy,
+ * secrets sealed at rest, and audit rows for every attempt.
+ */
+import assert from "node:assert/strict";
+import { dbTest } from "../helpers/db.ts";
+import { createTestServer, type TestClient, type TestServer } from "../helpers/app.ts";
+import { base32Decode, hotp, totpStep } from "../../server/auth/totp.ts";
+import { createSecretSealer } from "../../server/auth/mfa.ts";
+
+const OTHER_IP = "10.1.0.2";
+const JWT_SECRET = "test-jwt-secret-for-mfa-0123456789abcdef";
+
+/** The code of the step `delta` steps from now. */
+async function codeAt(secret: string, delta = 0): Promise<string> {
+  return await hotp(base32Decode(secret), totpStep(Date.now()) + delta);
+}
+
+/** Enrols `client` in TOTP; returns the base32 secret and the backup codes. */
+async function enrol(client: TestClient): Promise<{ secret: string; backupCodes: string[] }> {
+  const start = await client.request("POST", "/api/v1/auth/mfa/totp", { password: client.password });
+  assert.equal(start.status, 200, start.text);
+  const confirm = await client.request("POST", "/api/v1/auth/mfa/totp/confirm", {
+    code: await codeAt(start.json.secret),
+  });
+  assert.equal(confirm.status, 200, confirm.text);
+  return { secret: start.json.secret, backupCodes: confirm.json.backup_codes };
+}
+
+/** The first login step; returns the pending token. */
+async function passwordStep(server: TestServer, client: TestClient): Promise<string> {
+  const anon = server.anonymous({ ip: client.ip });
+  const res = await anon.request("POST", "/api/v1/auth/login", {
+    username: client.user.username,
+    password: client.password,
+  });
+  assert.equal(res.status, 200, res.text);
+  assert.ok(res.json.second_factor, `second factor asked: ${res.text}`);
+  assert.ok(
+    !res.headers.getSetCookie().some((l) => l.startsWith("svc_session=") || l.startsWith("svc_refresh=")),
+    "no session before the second factor",
+  );
+  assert.equal(res.json.user, undefined, "nothing about the user before the second factor");
+  return res.json.second_factor.token;
+}
+
+async function secondStep(
+  server: TestServer,
+  token: string,
+  proof: Record<string, string>,
+  ip = "127.0.0.1",
+) {
+  const anon = server.anonymous({ ip });
+  const res = await anon.request("POST", "/api/v1/auth/login/second-factor", { token, ...proof });
+  return { res, anon };
+}
+
+async function auditRows(server: TestServer, action: string) {
+  return await server.ctx.db.query<{ outcome: string; details: Record<string, unknown> }>(
+    "SELECT outcome, details FROM audit_logs WHERE action = $1 ORDER BY created_at",
+    [action],
+  );
+}
+
+dbTest("TOTP: enrol, two-step login, replay refused, backup codes, step-up, admin reset", async (db) => {
+  const server = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+  try {
+    const alice = await server.loginAs({ username: "alice", permissions: ["user:view", "settings:view"] });
+    const me0 = await alice.request("GET", "/api/v1/auth/me");
+    assert.equal(me0.json.features.mfa, true);
+    assert.deepEqual(me0.json.second_factor, { totp: false, backup_codes_left: 0, webauthn: 0 });
+
+    // Enrolment needs the password (a borrowed session cannot add the attacker's phone).
+    const bare = await alice.request("POST", "/api/v1/auth/mfa/totp", {});
+    assert.equal(bare.status, 403);
+    assert.equal(bare.json.error.code, "reauthentication_required");
+    const start = await alice.request("POST", "/api/v1/auth/mfa/totp", { password: alice.password });
+    assert.equal(start.status, 200, start.text);
+    assert.match(start.json.secret, /^[A-Z2-7]{32}$/);
+    const uri = new URL(start.json.otpauth_uri);
+    assert.equal(uri.searchParams.get("secret"), start.json.secret);
+    assert.ok(start.json.otpauth_uri.startsWith("otpauth://totp/svc:alice?"));
+    const secret: string = start.json.secret;
+
+    // Sealed at rest, bound to the user.
+    const [row] = await db.query<{ secret_sealed: string }>("SELECT secret_sealed FROM user_totp");
+    assert.ok(!row.secret_sealed.includes(secret));
+    const sealer = createSecretSealer(JWT_SECRET);
+    assert.equal(
+      new TextDecoder().decode(await sealer.open(alice.user.id, row.secret_sealed)),
+      new TextDecoder().decode(base32Decode(secret)),
+    );
+    await assert.rejects(
+      sealer.open(crypto.randomUUID(), row.secret_sealed),
+      "another user's row does not open",
+    );
+    await assert.rejects(createSecretSealer("another-secret").open(alice.user.id, row.secret_sealed));
+
+    // Not a factor until confirmed: login stays one step.
+    const unconfirmed = await server.anonymous().request("POST", "/api/v1/auth/login", {
+      username: "alice",
+      password: alice.password,
+    });
+    assert.equal(unconfirmed.json.user.username, "alice");
+
+    const wrong = await alice.request("POST", "/api/v1/auth/mfa/totp/confirm", {
+      code: String((Number(await codeAt(secret)) + 1) % 1_000_000).padStart(6, "0"),
+    });
+    assert.equal(wrong.status, 400);
+    assert.equal(wrong.json.error.code, "invalid_code");
+    const enrolCode = await codeAt(secret);
+    const confirm = await alice.request("POST", "/api/v1/auth/mfa/totp/confirm", { code: enrolCode });
+    assert.equal(confirm.status, 200, confirm.text);
+    const backup: string[] = confirm.json.backup_codes;
+    assert.equal(backup.length, 10);
+    assert.equal(new Set(backup).size, 10);
+    for (const code of backup) assert.match(code, /^[a-z2-9]{4}-[a-z2-9]{4}-[a-z2-9]{4}$/);
+    const stored = await db.query<{ code_hash: string }>("SELECT code_hash FROM user_backup_codes");
+    assert.equal(stored.length, 10);
+    assert.ok(stored.every((r) => !backup.some((b) => r.code_hash.includes(b.replaceAll("-", "")))));
+    const confirmAudit = await auditRows(server, "mfa.totp_enrol");
+    assert.equal(
+      JSON.stringify(confirmAudit).includes(enrolCode),
+      false,
+      "the code is masked in the audit row",
+    );
+    const again = await alice.request("POST", "/api/v1/auth/mfa/totp", { password: alice.password });
+    assert.equal(again.status, 403, "a second enrolment needs the second factor too");
+    assert.equal(again.json.error.code, "second_factor_required");
+
+    // Login: the code used to confirm cannot be replayed (same step).
+    let token = await passwordStep(server, alice);
+    const replay = await secondStep(server, token, { code: enrolCode });
+    assert.equal(replay.res.status, 401);
+    assert.equal(replay.res.json.error.code, "invalid_code");
+    const next = await codeAt(secret, 1);
+    const ok = await secondStep(server, token, { code: next });
+    assert.equal(ok.res.status, 200, ok.res.text);
+    assert.equal(ok.res.json.user.username, "alice");
+    assert.ok(ok.anon.cookie("svc_session"));
+    assert.equal((await ok.anon.request("GET", "/api/v1/auth/me")).status, 200);
+
+    // The pending token is single-use; the code too, within and across its window.
+    const reuseToken = await secondStep(server, token, { code: await codeAt(secret, 1) });
+    assert.equal(reuseToken.res.json.error.code, "login_expired");
+    token = await passwordStep(server, alice);
+    for (const code of [next, await codeAt(secret, 0), await codeAt(secret, -1)]) {
+      const r = await secondStep(server, token, { code });
+      assert.equal(r.res.status, 401, `code ${code} replayed or older than the last one`);
+    }
+    // Two more wrong codes (five in all) end this pending login even for a right backup code.
+    await secondStep(server, token, { code: "000000" });
+    const fifth = await secondStep(server, token, { code: "000001" });
+    assert.equal(fifth.res.json.error.code, "login_expired");
+    const dead = await secondStep(server, token, { backup_code: backup[0] });
+    assert.equal(dead.res.json.error.code, "login_expired");
+    const garbage = await secondStep(server, "not-a-token", { code: "123456" });
+    assert.equal(garbage.res.json.error.code, "login_expired");
+
+    // Six wrong codes from one address for one account: the next attempt waits, counted in the database.
+    token = await passwordStep(server, alice);
+    const throttled = await secondStep(server, token, { backup_code: backup[0] });
+    assert.equal(throttled.res.status, 429, throttled.res.text);
+    assert.ok(Number(throttled.res.headers.get("retry-after")) > 0);
+    const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM login_throttle");
+    assert.ok(n > 0);
+
+    // Backup codes (from another address): any spelling, once.
+    const withBackup = await secondStep(
+      server,
+      token,
+      { backup_code: ` ${backup[0].toUpperCase()} ` },
+      OTHER_IP,
+    );
+    assert.equal(withBackup.res.status, 200, withBackup.res.text);
+    token = await passwordStep(server, alice);
+    const backupReplay = await secondStep(server, token, { backup_code: backup[0] }, OTHER_IP);
+    assert.equal(backupReplay.res.status, 401);
+    const meNow = await withBackup.anon.request("GET", "/api/v1/auth/me");
+    assert.equal(meNow.json.second_factor.backup_codes_left, 9);
+
+    // Audit: every attempt with its outcome.
+    const failures = await auditRows(server, "auth.login_second_factor");
+    assert.ok(failures.length >= 8, `failures audited: ${failures.length}`);
+    assert.ok(failures.every((r) => r.outcome === "failure"));
+    assert.ok(!JSON.stringify(failures).includes(backup[0]), "codes never reach the audit log");
+    const logins = await auditRows(server, "auth.login");
+    assert.ok(logins.some((r) => r.details.second_factor === "totp"));
+    assert.ok(logins.some((r) => r.details.second_factor === "backup_code"));
+    assert.ok((await auditRows(server, "auth.login_password")).length >= 4);
+
+    // Step-up with the second factor: password alone is not enough, a wrong code fails, a backup code works.
+    const alice2 = withBackup.anon;
+    const noCode = await alice2.request("POST", "/api/v1/auth/mfa/backup-codes", {
+      password: alice.password,
+    });
+    assert.equal(noCode.json.error.code, "second_factor_required");
+    const badCode = await alice2.request("POST", "/api/v1/auth/mfa/backup-codes", {
+      password: alice.password,
+      code: "999999",
+    });
+    assert.equal(badCode.json.error.code, "reauthentication_failed");
+    const regen = await alice2.request("POST", "/api/v1/auth/mfa/backup-codes", {
+      password: alice.password,
+      backup_code: backup[1],
+    });
+    assert.equal(regen.status, 200, regen.text);
+    assert.equal(regen.json.backup_codes.length, 10);
+    token = await passwordStep(server, alice);
+    assert.equal(
+      (await secondStep(server, token, { backup_code: backup[2] }, OTHER_IP)).res.status,
+      401,
+      "old codes void",
+    );
+    const fresh = await secondStep(server, token, { backup_code: regen.json.backup_codes[0] }, OTHER_IP);
+    assert.equal(fresh.res.status, 200, fresh.res.text);
+
+    // Admin reset: needs every permission of the target, and ends the target's sessions.
+    const bob = await server.loginAs({ username: "bob", permissions: ["user:edit", "user:view"] });
+    const bobTry = await bob.request("POST", `/api/v1/users/${alice.user.id}/mfa/reset`, {
+      password: bob.password,
+    });
+    assert.equal(bobTry.status, 403, bobTry.text);
+    const admin = await server.loginAs({ username: "root2", superAdmin: true });
+    const noProof = await admin.request("POST", `/api/v1/users/${alice.user.id}/mfa/reset`, {});
+    assert.equal(noProof.json.error.code, "reauthentication_required");
+    const reset = await admin.request("POST", `/api/v1/users/${alice.user.id}/mfa/reset`, {
+      password: admin.password,
+    });
+    assert.equal(reset.status, 204, reset.text);
+    assert.equal((await fresh.anon.request("GET", "/api/v1/auth/me")).status, 401, "alice's sessions ended");
+    const oneStep = await server.anonymous().request("POST", "/api/v1/auth/login", {
+      username: "alice",
+      password: alice.password,
+    });
+    assert.equal(oneStep.json.user.username, "alice");
+    const resetRows = await auditRows(server, "mfa.reset");
+    assert.equal(resetRows.at(-1)?.outcome, "success");
+    assert.deepEqual(resetRows.at(-1)?.details.removed, { totp: true, backup_codes: 9, webauthn: 0 });
+  } finally {
+    await server.close();
+  }
+});
+
+dbTest("without a JWT secret, enrolment is refused with the fix", async (db) => {
+  const server = await createTestServer({ db, config: { security: { jwtSecret: "" } } });
+  try {
+    const carol = await server.loginAs({ username: "carol" });
+    const res = await carol.request("POST", "/api/v1/auth/mfa/totp", { password: carol.password });
+    assert.equal(res.status, 409);
+    assert.equal(res.json.error.code, "mfa_unavailable");
+    assert.match(res.json.error.message, /JWT_SECRET/);
+  } finally {
+    await server.close();
+  }
+});
+
+dbTest("MFA policy: covered users must enrol before anything else; step-up to change it", async (db) => {
+  const server = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+  try {
+    const admin = await server.loginAs({ username: "boss", superAdmin: true });
+    const dana = await server.loginAs({ username: "dana", permissions: ["settings:edit", "settings:view"] });
+    const erin = await server.loginAs({ username: "erin", permissions: ["settings:view"] });
+
+    const unknown = await admin.request("PUT", "/api/v1/settings/mfa", {
+      mode: "permissions",
+      permissions: ["settings:fly"],
+      password: admin.password,
+    });
+    assert.equal(unknown.status, 400);
+    assert.match(unknown.json.error.message, /settings:fly/);
+    const noProof = await admin.request("PUT", "/api/v1/settings/mfa", { mode: "all" });
+    assert.equal(noProof.json.error.code, "reauthentication_required");
+    const set = await admin.request("PUT", "/api/v1/settings/mfa", {
+      mode: "permissions",
+      permissions: ["settings:edit"],
+      password: admin.password,
+    });
+    assert.equal(set.status, 200, set.text);
+    assert.equal(
+      (await admin.request("GET", "/api/v1/settings/mfa")).json.error.code,
+      "mfa_enrolment_required",
+      "the super admin holds settings:edit too: covered",
+    );
+    assert.deepEqual((await erin.request("GET", "/api/v1/settings/mfa")).json, {
+      mode: "permissions",
+      permissions: ["settings:edit"],
+      include_ldap: false,
+    });
+
+    // Dana holds settings:edit: everything but /auth/* is refused until she enrols.
+    const blocked = await dana.request("GET", "/api/v1/settings/mfa");
+    assert.equal(blocked.status, 403);
+    assert.equal(blocked.json.error.code, "mfa_enrolment_required");
+    assert.equal((await dana.request("GET", "/api/v1/auth/me")).status, 200);
+    assert.equal((await dana.request("GET", "/api/v1/auth/mfa")).json.required, true);
+    // Erin does not: not covered.
+    assert.equal((await erin.request("GET", "/api/v1/settings/mfa")).status, 200);
+    assert.equal((await erin.request("GET", "/api/v1/auth/mfa")).json.required, false);
+
+    const danaCodes = (await enrol(dana)).backupCodes;
+    assert.equal((await dana.request("GET", "/api/v1/settings/mfa")).status, 200, "enrolled: allowed");
+
+    // Mode all covers Erin too. The admin is covered (blocked), so Dana changes it: enrolled, with her
+    // second factor for the step-up.
+    const all = await dana.request("PUT", "/api/v1/settings/mfa", { mode: "all", password: dana.password });
+    assert.equal(all.json.error.code, "second_factor_required");
+    const allOk = await dana.request("PUT", "/api/v1/settings/mfa", {
+      mode: "all",
+      password: dana.password,
+      backup_code: danaCodes[0],
+    });
+    assert.equal(allOk.status, 200, allOk.text);
+    assert.equal(
+      (await erin.request("GET", "/api/v1/settings/mfa")).json.error.code,
+      "mfa_enrolment_required",
+    );
+  } finally {
+    await server.close();
+  }
+});
