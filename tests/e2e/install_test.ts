@@ -714,22 +714,52 @@ Deno.test({
         },
       );
 
-      await step("apk and Arch packages read back: checksums, datahash, .MTREE, pacman", async () => {
-        const apk = `${DIST}agent-repo/${pkgFile(manifest, "apk", HOST_ARCH)}`;
-        const check = await ok("python3", ["-c", APK_CHECK, apk]);
-        assert.match(check, /^datahash ok$/m);
-        assert.match(check, /^files \d+ ok$/m);
-        assert.match(check, /^pkginfo pkgname = svc-agent$/m);
-        const arch = `${DIST}agent-repo/${pkgFile(manifest, "arch", HOST_ARCH)}`;
-        const info = await ok("pacman", ["-Qiip", arch]);
-        assert.match(info, /^Name\s+: svc-agent$/m);
-        assert.match(info, new RegExp(`^Version\\s+: ${VERSION.replaceAll(".", "\\.")}-1$`, "m"));
-        assert.match(info, /^Install Script\s+: Yes$/m);
-        const pkginfo = await ok("sh", ["-c", `zstd -dc '${arch}' | tar -xO .PKGINFO`]);
-        assert.match(pkginfo, /^backup = etc\/svc\/agent\.yaml$/m);
-        const mtree = await ok("sh", ["-c", `zstd -dc '${arch}' | python3 -c '${ARCH_CHECK}'`]);
-        assert.match(mtree, /^mtree \d+ ok$/m);
-      });
+      await step(
+        "apk and Arch packages read back (checksums, datahash, .MTREE); pacman installs and removes",
+        async () => {
+          const apk = `${DIST}agent-repo/${pkgFile(manifest, "apk", HOST_ARCH)}`;
+          const check = await ok("python3", ["-c", APK_CHECK, apk]);
+          assert.match(check, /^datahash ok$/m);
+          assert.match(check, /^files \d+ ok$/m);
+          assert.match(check, /^pkginfo pkgname = svc-agent$/m);
+          const arch = `${DIST}agent-repo/${pkgFile(manifest, "arch", HOST_ARCH)}`;
+          const info = await ok("pacman", ["-Qiip", arch]);
+          assert.match(info, /^Name\s+: svc-agent$/m);
+          assert.match(info, new RegExp(`^Version\\s+: ${VERSION.replaceAll(".", "\\.")}-1$`, "m"));
+          assert.match(info, /^Install Script\s+: Yes$/m);
+          const pkginfo = await ok("sh", ["-c", `zstd -dc '${arch}' | tar -xO .PKGINFO`]);
+          assert.match(pkginfo, /^backup = etc\/svc\/agent\.yaml$/m);
+          const mtree = await ok("sh", ["-c", `zstd -dc '${arch}' | python3 -c '${ARCH_CHECK}'`]);
+          assert.match(mtree, /^mtree \d+ ok$/m);
+          // pacman itself installs it into a throwaway root (running .INSTALL there) and removes it again.
+          const proot = await throwawayRoot(`${base}/pacman-root`);
+          await Deno.mkdir(`${proot}/var/lib/pacman`, { recursive: true });
+          await Deno.writeTextFile(
+            `${base}/pacman.conf`,
+            "[options]\nArchitecture = auto\nSigLevel = Never\n",
+          );
+          const pac = (args: string[]) =>
+            ok("pacman", [
+              "--noconfirm",
+              `--root=${proot}`,
+              `--dbpath=${proot}/var/lib/pacman`,
+              `--config=${base}/pacman.conf`,
+              ...args,
+            ]);
+          await pac(["-U", "--nodeps", "--nodeps", arch]);
+          assert.equal(await mode(`${proot}/etc/svc/agent.yaml`), 0o600);
+          assert.equal(await mode(`${proot}/var/lib/svc-agent`), 0o750);
+          assert.ok(await exists(`${proot}/usr/lib/systemd/system/svc-agent.service`));
+          assert.deepEqual(await systemctlCalls(proot), ["daemon-reload"]);
+          await pac(["-R", "--nodeps", "--nodeps", "svc-agent"]);
+          assert.deepEqual(await systemctlCalls(proot), [
+            "stop svc-agent.service",
+            "disable svc-agent.service",
+            "daemon-reload",
+          ]);
+          assert.ok(!await exists(`${proot}/usr/bin/svc-agent`));
+        },
+      );
 
       await step(
         "the wizard's Debian script installs and enrolls svc-agent; it applies a Firefox policy",
