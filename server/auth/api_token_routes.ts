@@ -5,6 +5,8 @@
  * account needs `user:edit` and, as for every way of acting as someone, every permission that account can
  * reach (otherwise a token would be a way around the escalation guard). Service accounts are users with
  * `source = 'service'` and no password; their roles are bound like any user's (`/api/v1/users/{id}/role-bindings`).
+ * Creating a token for someone else also needs step-up re-authentication (`password`, plus `code` or
+ * `backup_code` when the caller has a second factor): such a token is a standing way to act as that account.
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
@@ -24,6 +26,7 @@ import {
 import { assertHolds, reachablePermissionsOfUser } from "./rbac.ts";
 import type { IdentityServices } from "./services.ts";
 import { getUser, USERNAME_PATTERN } from "./users.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
 
 const TOKEN_SCHEMA: JsonSchema = {
   type: "object",
@@ -95,6 +98,7 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
           name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
           expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
           user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
+          ...STEP_UP_PROPERTIES,
         },
       },
       responses: {
@@ -109,6 +113,8 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         const userId = input.user_id?.toLowerCase() ?? me.id;
         auditResource(c, { name: input.name });
         await assertMayManage(s, c, userId);
+        const proof = takeStepUpProof(c);
+        if (userId !== me.id) await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
         const { token, record } = await createApiToken(db, {
           userId,
           name: input.name,

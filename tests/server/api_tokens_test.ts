@@ -139,10 +139,18 @@ dbTest(
       assert.equal(escalate.status, 403, escalate.text);
       assert.match(escalate.json.error.message, /you cannot create a token acting as deploy-bot/);
 
+      const noStepUp = await admin.request("POST", "/api/v1/api-tokens", {
+        name: "pipeline",
+        expires_in_days: 90,
+        user_id: sa.json.id,
+      });
+      assert.equal(noStepUp.status, 403, "a token for someone else needs step-up re-authentication");
+      assert.equal(noStepUp.json.error.code, "reauthentication_required");
       const made = await admin.request("POST", "/api/v1/api-tokens", {
         name: "pipeline",
         expires_in_days: 90,
         user_id: sa.json.id,
+        password: admin.password,
       });
       assert.equal(made.status, 201, made.text);
       const logs = await withToken(server, made.json.token, "GET", "/api/v1/audit-logs");
