@@ -30,7 +30,7 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
   "tls.cert_file": { meaning: "Web-port certificate (with `tls.key_file`)", default: "generated" },
   "tls.key_file": { meaning: "Web-port private key (with `tls.cert_file`)", default: "generated" },
   "ca.cert_file": {
-    meaning: "Internal CA certificate (with `ca.key_file`)",
+    meaning: "Internal CA certificate, or an intermediate's chain up to the root (with `ca.key_file`)",
     default: "kept in the database",
   },
   "ca.key_file": {

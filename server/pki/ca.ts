@@ -29,8 +29,16 @@ const CA_KEY_FILE = "ca.key";
 
 /** The internal CA, ready to sign. */
 export interface Ca extends CaCredentials {
-  /** The CA certificate as PEM, as served at `/agent/ca.crt` and pinned by agents. */
+  /**
+   * The CA certificate as PEM, as served at `/agent/ca.crt` and pinned by agents; for an intermediate CA
+   * the whole chain, issuing CA first and the self-signed root last.
+   */
   readonly certPem: string;
+  /**
+   * The certificates a server presents after its own (the chain without the root), empty for a
+   * self-signed CA. Appended to the certificates this CA issues for the server.
+   */
+  readonly chainPem: string;
   readonly cert: X509Certificate;
   /** Not extractable. */
   readonly privateKey: CryptoKey;
@@ -173,31 +181,72 @@ export interface LoadCaInput {
  */
 export async function loadCa(input: LoadCaInput): Promise<Ca> {
   const { certSource, keySource } = input;
-  let cert: X509Certificate;
-  try {
-    cert = decodeCertificate(input.certPem);
-  } catch (err) {
-    throw new Error(`${certSource}: ${(err as Error).message}`);
-  }
-  if (!cert.getExtension(x509.BasicConstraintsExtension)?.ca) {
-    throw new Error(`${certSource} is not a CA certificate (basicConstraints CA:TRUE is missing)`);
-  }
-  if (cert.notAfter.getTime() <= Date.now()) {
-    throw new Error(
-      `${certSource} expired on ${cert.notAfter.toISOString()}; configure a valid CA certificate ` +
-        "(agents must enroll again when the CA key changes)",
-    );
-  }
+  const chain = await decodeChain(input.certPem, certSource);
+  const cert = chain[0];
   const privateKey = await importPrivateKeyPem(input.keyPem, { source: keySource });
   if (!(await keyMatchesCertificate(privateKey, cert))) {
     throw new Error(`${keySource} is not the private key of ${certSource}`);
   }
   const credentials = { cert, privateKey };
+  const pems = chain.map((c) => toPem(c.rawData, "CERTIFICATE"));
   return {
-    certPem: toPem(cert.rawData, "CERTIFICATE"),
+    certPem: pems.join(""),
+    chainPem: pems.slice(0, -1).join(""),
     cert,
     privateKey,
     generated: input.generated,
     signCsr: (csrPem, options) => signCsr(credentials, csrPem, options),
   };
+}
+
+/**
+ * The CA certificates of `pem`: the issuing CA first, then each one's issuer up to a self-signed root.
+ * Every one must be a valid CA certificate, and each must be signed by the next.
+ *
+ * @throws {Error} naming the certificate that is wrong and the fix
+ */
+async function decodeChain(pem: string, source: string): Promise<X509Certificate[]> {
+  let chain: X509Certificate[];
+  try {
+    const blocks = x509.PemConverter.decodeWithHeaders(pem).filter((b) => b.type === "CERTIFICATE");
+    if (blocks.length === 0) throw new Error("text is not a PEM certificate (no CERTIFICATE block)");
+    chain = blocks.map((b) => new x509.X509Certificate(b.rawData));
+  } catch (err) {
+    throw new Error(`${source}: ${(err as Error).message}`);
+  }
+  for (const [i, cert] of chain.entries()) {
+    const which = chain.length === 1
+      ? source
+      : `${source} (certificate ${i + 1} of ${chain.length}, ${cert.subject})`;
+    if (!cert.getExtension(x509.BasicConstraintsExtension)?.ca) {
+      throw new Error(`${which} is not a CA certificate (basicConstraints CA:TRUE is missing)`);
+    }
+    if (cert.notAfter.getTime() <= Date.now()) {
+      throw new Error(
+        `${which} expired on ${cert.notAfter.toISOString()}; configure a valid CA certificate ` +
+          "(agents must enroll again when the CA key changes)",
+      );
+    }
+    const issuer = chain[i + 1];
+    if (issuer) {
+      const linked = cert.issuer === issuer.subject &&
+        await cert.verify({ publicKey: issuer.publicKey, signatureOnly: true }).catch(() => false);
+      if (!linked) {
+        throw new Error(
+          `${which} is not signed by the next certificate (${issuer.subject}); list the issuing CA first, ` +
+            "then its issuer, up to the root",
+        );
+      }
+    }
+  }
+  const root = chain[chain.length - 1];
+  const selfSigned = root.issuer === root.subject &&
+    await root.verify({ publicKey: root.publicKey, signatureOnly: true }).catch(() => false);
+  if (!selfSigned) {
+    throw new Error(
+      `${source} ends with ${root.subject}, issued by ${root.issuer}, which is missing: append the issuer's ` +
+        "certificates up to the self-signed root, so agents can verify the chain",
+    );
+  }
+  return chain;
 }

@@ -48,6 +48,14 @@ export async function openServerPki(config: ServerConfig, db: Db): Promise<Serve
     certFile: config.tls.certFile || undefined,
     keyFile: config.tls.keyFile || undefined,
   });
-  const internalCert = await ensureInternalServerCert(ca, { dataDir: config.server.dataDir, hostnames });
-  return { config: effective, ca, caOrigin: origin, webCert, internalCert };
+  const issued = await ensureInternalServerCert(ca, { dataDir: config.server.dataDir, hostnames });
+  // Under an intermediate CA the server presents the chain up to (not including) the root agents pin.
+  const internalCert = { ...issued, certPem: issued.certPem + ca.chainPem };
+  return {
+    config: effective,
+    ca,
+    caOrigin: origin,
+    webCert: config.tls.certFile ? webCert : { ...webCert, certPem: webCert.certPem + ca.chainPem },
+    internalCert,
+  };
 }
