@@ -6,7 +6,7 @@
  */
 
 import { join } from "node:path";
-import { decodeCertificate, toPem, x509 } from "../../shared/pki/csr.ts";
+import { toPem, x509 } from "../../shared/pki/csr.ts";
 import type { X509Certificate } from "@peculiar/x509";
 import {
   ensurePrivateDir,
