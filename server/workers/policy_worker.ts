@@ -9,7 +9,7 @@
  */
 import type { ServerContext } from "../context.ts";
 import { openDatabase } from "../db/mod.ts";
-import { createLogger, type LogLevel } from "../log.ts";
+import { createLogger, type LogFormat, type LogLevel } from "../log.ts";
 import { openServerPki } from "../pki/server_pki.ts";
 import { VERSION } from "../../shared/version.ts";
 import { createAuditRecorder } from "../audit/recorder.ts";
@@ -33,7 +33,10 @@ export async function runPolicyWorker(): Promise<never> {
   }
   const boot = JSON.parse(first.value) as WorkerBootstrap;
   const { config } = boot;
-  const log = createLogger(config.log.level as LogLevel);
+  // The same format as the main process's lines (the supervisor adds the worker's index to each).
+  const log = createLogger(config.log.level as LogLevel, undefined, {
+    format: config.log.format as LogFormat,
+  });
   const out = lineWriter(Deno.stdout.writable);
   const cleanups: Array<() => Promise<void>> = [];
   let stopping: Promise<never> | undefined;
