@@ -21,6 +21,7 @@ import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies 
 import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "./password.ts";
 import { effectivePermissions, identityTransaction } from "./rbac.ts";
 import { factorsOf, hasSecondFactor, useSecondFactor } from "./mfa.ts";
+import { mustEnrol } from "./mfa_policy.ts";
 import {
   consumePendingLogin,
   createPendingLogin,
@@ -41,7 +42,7 @@ export interface MeResponse {
   edition: "community";
   features: { scoped_role_bindings: false; mfa: true; ldap: false };
   /** The caller's second factors. */
-  second_factor: { totp: boolean; backup_codes_left: number; webauthn: number };
+  second_factor: { totp: boolean; backup_codes_left: number; webauthn: number; enrolment_required: boolean };
   /** When the access token expires (login and refresh only). */
   expires_at?: string;
 }
@@ -75,6 +76,11 @@ const ME_SCHEMA = {
         totp: { type: "boolean" },
         backup_codes_left: { type: "integer" },
         webauthn: { type: "integer" },
+        enrolment_required: {
+          type: "boolean",
+          description:
+            "The MFA policy requires a second factor and there is none: enrol before anything else",
+        },
       },
     },
     expires_at: { type: "string" },
@@ -141,6 +147,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
     const user = await getUser(ctx.db, userId);
     if (!user) throw unauthorized();
     const factors = await factorsOf(ctx.db, userId);
+    const permissions = await effectivePermissions(ctx.db, userId);
     return {
       user: {
         id: user.id,
@@ -149,13 +156,15 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         full_name: user.full_name,
         source: user.source,
       },
-      permissions: await effectivePermissions(ctx.db, userId),
+      permissions,
       edition: "community",
       features: { scoped_role_bindings: false, mfa: true, ldap: false },
       second_factor: {
         totp: factors.totp,
         backup_codes_left: factors.backupCodesLeft,
         webauthn: factors.webauthn,
+        enrolment_required: !hasSecondFactor(factors) &&
+          (await mustEnrol(ctx.db, { id: user.id, source: user.source, permissions: new Set(permissions) })),
       },
     };
   };

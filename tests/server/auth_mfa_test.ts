@@ -69,7 +69,12 @@ dbTest("TOTP: enrol, two-step login, replay refused, backup codes, step-up, admi
     const alice = await server.loginAs({ username: "alice", permissions: ["user:view", "settings:view"] });
     const me0 = await alice.request("GET", "/api/v1/auth/me");
     assert.equal(me0.json.features.mfa, true);
-    assert.deepEqual(me0.json.second_factor, { totp: false, backup_codes_left: 0, webauthn: 0 });
+    assert.deepEqual(me0.json.second_factor, {
+      totp: false,
+      backup_codes_left: 0,
+      webauthn: 0,
+      enrolment_required: false,
+    });
 
     // Enrolment needs the password (a borrowed session cannot add the attacker's phone).
     const bare = await alice.request("POST", "/api/v1/auth/mfa/totp", {});
@@ -295,6 +300,8 @@ dbTest("MFA policy: covered users must enrol before anything else; step-up to ch
     assert.equal(blocked.json.error.code, "mfa_enrolment_required");
     assert.equal((await dana.request("GET", "/api/v1/auth/me")).status, 200);
     assert.equal((await dana.request("GET", "/api/v1/auth/mfa")).json.required, true);
+    const danaMe = await dana.request("GET", "/api/v1/auth/me");
+    assert.equal(danaMe.json.second_factor.enrolment_required, true, "the console shows the enrolment page");
     // Erin does not: not covered.
     assert.equal((await erin.request("GET", "/api/v1/settings/mfa")).status, 200);
     assert.equal((await erin.request("GET", "/api/v1/auth/mfa")).json.required, false);

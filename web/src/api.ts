@@ -61,7 +61,12 @@ export const CSRF_COOKIE = "svc_csrf";
 export const CSRF_HEADER = "X-CSRF-Token";
 const API = "/api/v1";
 const REFRESH_PATH = `${API}/auth/refresh`;
-const NO_REFRESH = new Set([`${API}/auth/login`, REFRESH_PATH, `${API}/auth/logout`]);
+const NO_REFRESH = new Set([
+  `${API}/auth/login`,
+  `${API}/auth/login/second-factor`,
+  REFRESH_PATH,
+  `${API}/auth/logout`,
+]);
 
 /** Reads one cookie from `document.cookie`. */
 export function readCookie(name: string, cookies: string = document.cookie): string | undefined {

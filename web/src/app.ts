@@ -17,6 +17,7 @@ import {
 import { applyTheme, storedTheme, type ThemeChoice } from "./theme.ts";
 import { errorText } from "./components/page.ts";
 import "./components/deploy_agent.ts";
+import "./components/mfa_settings.ts";
 
 interface NavItem {
   route: RouteName;
@@ -188,6 +189,8 @@ class SvcApp extends LitElement {
     const next = session.me ? "ready" : "login";
     if (next === "ready" && this.phase !== "ready") this.#page = undefined;
     this.phase = next;
+    // Enrolling a required second factor changes `/auth/me`, not the phase: render again.
+    this.requestUpdate();
   };
 
   /** `aria-busy` on the page while the API answers, so assistive technology waits for the content. */
@@ -276,6 +279,9 @@ class SvcApp extends LitElement {
       return html`<div class="app-loading" role="status"><sl-spinner></sl-spinner> Loading…</div>`;
     }
     if (this.phase === "login") return html`<svc-login-page></svc-login-page>`;
+    if (session.me?.secondFactor.enrolmentRequired) {
+      return html`<svc-mfa-required-page></svc-mfa-required-page>`;
+    }
     return html`
       <a class="skip-link" href="#main" @click=${(e: Event) => {
         e.preventDefault();

@@ -13,17 +13,38 @@ export interface CurrentUser {
   source: string;
 }
 
+/** The caller's second factors as `/auth/me` reports them. */
+export interface SecondFactorState {
+  totp: boolean;
+  backupCodesLeft: number;
+  webauthn: number;
+  /** The MFA policy requires a factor and there is none: the console shows only the enrolment page. */
+  enrolmentRequired: boolean;
+}
+
 /** The `/auth/me` answer, normalized. */
 export interface Me {
   user: CurrentUser;
   permissions: ReadonlySet<string>;
   features: ReadonlySet<string>;
+  secondFactor: SecondFactorState;
+}
+
+/** What the first login step asks for next, when the account has a second factor. */
+export interface SecondFactorChallenge {
+  token: string;
+  methods: string[];
+  expiresAt: string;
 }
 
 /** Accepts the server's answer whether the user fields are nested under `user` or not. */
 export function normalizeMe(raw: Record<string, unknown>): Me {
   const u = (raw.user && typeof raw.user === "object" ? raw.user : raw) as Record<string, unknown>;
   const list = (v: unknown): string[] => Array.isArray(v) ? v.map(String) : [];
+  const sf = (raw.second_factor && typeof raw.second_factor === "object" ? raw.second_factor : {}) as Record<
+    string,
+    unknown
+  >;
   const features = Array.isArray(raw.features)
     ? list(raw.features)
     : raw.features && typeof raw.features === "object"
@@ -39,6 +60,12 @@ export function normalizeMe(raw: Record<string, unknown>): Me {
     },
     permissions: new Set(list(raw.permissions ?? u.permissions)),
     features: new Set(features),
+    secondFactor: {
+      totp: sf.totp === true,
+      backupCodesLeft: Number(sf.backup_codes_left ?? 0),
+      webauthn: Number(sf.webauthn ?? 0),
+      enrolmentRequired: sf.enrolment_required === true,
+    },
   };
 }
 
@@ -71,9 +98,29 @@ class Session extends EventTarget {
     return true;
   }
 
-  /** Logs in with a password, then loads the user. */
-  async login(username: string, password: string): Promise<void> {
-    await api.post("/auth/login", { username, password });
+  /**
+   * Logs in with a password, then loads the user; resolves with the second-factor challenge instead when the
+   * account has one (then call {@link secondFactor}).
+   */
+  async login(username: string, password: string): Promise<SecondFactorChallenge | undefined> {
+    const answer = await api.post<
+      { second_factor?: { token: string; methods: string[]; expires_at: string } }
+    >(
+      "/auth/login",
+      { username, password },
+    );
+    if (answer?.second_factor) {
+      const sf = answer.second_factor;
+      return { token: sf.token, methods: sf.methods, expiresAt: sf.expires_at };
+    }
+    api.sessionStarted();
+    await this.load();
+    return undefined;
+  }
+
+  /** The second login step: a code from the authenticator app, or a backup code. */
+  async secondFactor(token: string, proof: { code?: string; backup_code?: string }): Promise<void> {
+    await api.post("/auth/login/second-factor", { token, ...proof });
     api.sessionStarted();
     await this.load();
   }

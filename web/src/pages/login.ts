@@ -1,20 +1,34 @@
 /**
- * `<svc-login-page>`: username and password. Shown in place of the app while there is no session — the URL
- * stays what it was, so after logging in the person is on the page they asked for.
+ * `<svc-login-page>`: username and password, then — for an account with a second factor — a code from the
+ * authenticator app or a backup code. Shown in place of the app while there is no session — the URL stays
+ * what it was, so after logging in the person is on the page they asked for.
+ *
+ * Both fields are asked together (never the username alone first), so the page does not tell who has an
+ * account or which accounts have a second factor before the password is right.
  */
 import { html, LitElement, nothing } from "lit";
-import { session } from "../session.ts";
+import { type SecondFactorChallenge, session } from "../session.ts";
 import { errorText } from "../components/page.ts";
 
 class SvcLoginPage extends LitElement {
-  static override properties = { busy: { state: true }, error: { state: true } };
+  static override properties = {
+    busy: { state: true },
+    error: { state: true },
+    challenge: { state: true },
+    useBackup: { state: true },
+  };
   declare busy: boolean;
   declare error: unknown;
+  /** Set after the right password when a second factor is needed. */
+  declare challenge: SecondFactorChallenge | undefined;
+  declare useBackup: boolean;
 
   constructor() {
     super();
     this.busy = false;
     this.error = undefined;
+    this.challenge = undefined;
+    this.useBackup = false;
   }
 
   protected override createRenderRoot(): HTMLElement {
@@ -27,23 +41,30 @@ class SvcLoginPage extends LitElement {
   }
 
   override firstUpdated(): void {
-    requestAnimationFrame(() => this.querySelector<HTMLElement>("sl-input[name=username]")?.focus());
+    this.#focus("username");
+  }
+
+  #focus(name: string): void {
+    requestAnimationFrame(() => this.querySelector<HTMLElement>(`sl-input[name=${name}]`)?.focus());
+  }
+
+  #value(name: string): string {
+    return String(this.querySelector<HTMLInputElement>(`sl-input[name=${name}]`)?.value ?? "");
   }
 
   async #submit(event: Event): Promise<void> {
     event.preventDefault();
-    const value = (name: string) =>
-      String(this.querySelector<HTMLInputElement>(`sl-input[name=${name}]`)?.value ?? "");
-    const username = value("username").trim();
-    const password = value("password");
+    const username = this.#value("username").trim();
+    const password = this.#value("password");
     if (!username || !password) {
       this.error = new Error("Enter your username and password.");
       return;
     }
     this.busy = true;
     try {
-      await session.login(username, password);
+      this.challenge = await session.login(username, password);
       this.error = undefined;
+      if (this.challenge) this.#focus("code");
     } catch (err) {
       this.error = err;
     } finally {
@@ -51,16 +72,70 @@ class SvcLoginPage extends LitElement {
     }
   }
 
+  async #submitCode(event: Event): Promise<void> {
+    event.preventDefault();
+    const code = this.#value("code").trim();
+    if (!code) {
+      this.error = new Error(this.useBackup ? "Enter one of your backup codes." : "Enter the 6-digit code.");
+      return;
+    }
+    this.busy = true;
+    try {
+      await session.secondFactor(this.challenge!.token, this.useBackup ? { backup_code: code } : { code });
+      this.error = undefined;
+    } catch (err) {
+      this.error = err;
+      // The first step is spent (expired, used, too many wrong codes): start again with the password.
+      if ((err as { code?: string }).code === "login_expired") this.challenge = undefined;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  #renderError() {
+    return this.error
+      ? html`<sl-alert variant="danger" open class="login-error">
+        <sl-icon slot="icon" name="exclamation-octagon"></sl-icon>${errorText(this.error)}
+      </sl-alert>`
+      : nothing;
+  }
+
   override render() {
+    if (this.challenge) {
+      return html`
+        <main id="main" class="login">
+          <form class="login-card second-factor" @submit=${this.#submitCode} novalidate>
+            <h1><img src="/assets/favicon.svg" alt="" width="32" height="32"> Second factor</h1>
+            ${this.#renderError()}
+            ${this.useBackup
+              ? html`
+                <sl-input name="code" label="Backup code" autocomplete="off" required
+                  help-text="One of the codes you saved when you set up the app; each works once"></sl-input>
+              `
+              : html`
+                <sl-input name="code" label="Code from your authenticator app" inputmode="numeric"
+                  autocomplete="one-time-code" maxlength="6" pattern="[0-9]{6}" required></sl-input>
+              `}
+            <sl-button type="submit" variant="primary" ?loading=${this.busy}>Verify</sl-button>
+            <sl-button variant="text" size="small" class="toggle-backup" @click=${() => {
+              this.useBackup = !this.useBackup;
+              this.error = undefined;
+              this.#focus("code");
+            }}>${this.useBackup ? "Use the authenticator app" : "Use a backup code"}</sl-button>
+            <sl-button variant="text" size="small" @click=${() => {
+              this.challenge = undefined;
+              this.error = undefined;
+              this.#focus("username");
+            }}>Start over</sl-button>
+          </form>
+        </main>
+      `;
+    }
     return html`
       <main id="main" class="login">
         <form class="login-card" @submit=${this.#submit} novalidate>
           <h1><img src="/assets/favicon.svg" alt="" width="32" height="32"> Log in to svc</h1>
-          ${this.error
-            ? html`<sl-alert variant="danger" open class="login-error">
-              <sl-icon slot="icon" name="exclamation-octagon"></sl-icon>${errorText(this.error)}
-            </sl-alert>`
-            : nothing}
+          ${this.#renderError()}
           <sl-input name="username" label="Username" autocomplete="username" required></sl-input>
           <sl-input name="password" label="Password" type="password" autocomplete="current-password"
             password-toggle required></sl-input>

@@ -13,6 +13,8 @@ import "../components/settings_role_bindings.ts";
 import "../components/settings_agent.ts";
 import "../components/flatpak_repos.ts";
 import "../components/settings_api_tokens.ts";
+import "../components/mfa_settings.ts";
+import "../components/mfa_policy_settings.ts";
 
 /** Tabs; a tab shows when the person holds one of `anyOf` (none listed: everyone) and every one of `allOf`. */
 const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?: string[]; tag: string }> = [
@@ -29,6 +31,7 @@ const TABS: ReadonlyArray<{ name: string; label: string; anyOf: string[]; allOf?
   },
   { name: "agent", label: "Agent notifications", anyOf: ["settings:view"], tag: "svc-settings-agent" },
   { name: "api-tokens", label: "API tokens", anyOf: [], tag: "svc-settings-api-tokens" },
+  { name: "second-factors", label: "Second factors", anyOf: [], tag: "svc-mfa-settings" },
   {
     name: "flatpak",
     label: "Flatpak repositories",
@@ -67,6 +70,12 @@ class SvcSettingsPage extends PageElement {
               ? html`<svc-settings-role-bindings></svc-settings-role-bindings>`
               : t.tag === "svc-settings-api-tokens"
               ? html`<svc-settings-api-tokens></svc-settings-api-tokens>`
+              : t.tag === "svc-mfa-settings"
+              ? html`<svc-mfa-settings></svc-mfa-settings>${
+                session.can("settings:view")
+                  ? html`<svc-mfa-policy-settings></svc-mfa-policy-settings>`
+                  : nothing
+              }`
               : t.tag === "svc-settings-flatpak-repos"
               ? html`<svc-settings-flatpak-repos></svc-settings-flatpak-repos>`
               : html`<svc-settings-agent></svc-settings-agent>`

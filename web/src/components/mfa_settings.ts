@@ -1,0 +1,286 @@
+/**
+ * `<svc-mfa-settings>`: the signed-in person's second factors. Set up an authenticator app (password first,
+ * then a QR code of the `otpauth://` URI and a confirmation code), see the ten backup codes once, get new
+ * ones, or remove the app. Every change asks for the password again, plus a code when a factor exists.
+ *
+ * `<svc-mfa-required-page>`: shown instead of the console while the MFA policy requires a factor the person
+ * does not have yet.
+ */
+import { html, LitElement, nothing, svg } from "lit";
+import qrcode from "qrcode-generator";
+import { api } from "../api.ts";
+import { session } from "../session.ts";
+import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
+
+/** `GET /api/v1/auth/mfa`. */
+interface MfaStatus {
+  totp: boolean;
+  totp_pending: boolean;
+  backup_codes_left: number;
+  webauthn: number;
+  required: boolean;
+  available: boolean;
+}
+
+/** An SVG QR code of `text`, drawn from the module matrix (no inline HTML, so the CSP stays strict). */
+function qrSvg(text: string) {
+  const qr = qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  const n = qr.getModuleCount();
+  const cells = [];
+  for (let row = 0; row < n; row++) {
+    for (let col = 0; col < n; col++) {
+      if (qr.isDark(row, col)) cells.push(`M${col + 4},${row + 4}h1v1h-1z`);
+    }
+  }
+  return html`
+    <svg class="totp-qr" role="img" aria-label="QR code for the authenticator app"
+      viewBox="0 0 ${n + 8} ${n + 8}" width="220" height="220" shape-rendering="crispEdges">
+        ${svg`
+          <rect width="100%" height="100%" fill="#fff"></rect>
+          <path d=${cells.join("")} fill="#000"></path>
+        `}
+      </svg>
+  `;
+}
+
+class SvcMfaSettings extends LitElement {
+  static override properties = {
+    status: { state: true },
+    step: { state: true },
+    enrolment: { state: true },
+    backupCodes: { state: true },
+    error: { state: true },
+    busy: { state: true },
+  };
+  declare status: MfaStatus | undefined;
+  /** What the panel shows: the overview, the password prompt for an action, or the QR code. */
+  declare step: "overview" | "reauth-setup" | "reauth-remove" | "reauth-codes" | "scan";
+  declare enrolment: { secret: string; otpauth_uri: string } | undefined;
+  /** New backup codes: shown this once. */
+  declare backupCodes: string[] | undefined;
+  declare error: unknown;
+  declare busy: boolean;
+  #proof: Record<string, string> = {};
+
+  constructor() {
+    super();
+    this.step = "overview";
+    this.busy = false;
+  }
+
+  protected override createRenderRoot(): HTMLElement {
+    return this;
+  }
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    this.#load();
+  }
+
+  async #load(): Promise<void> {
+    try {
+      this.status = await api.get<MfaStatus>("/auth/mfa");
+    } catch (err) {
+      this.error = err;
+    }
+  }
+
+  #has(): boolean {
+    return (this.status?.totp ?? false) || (this.status?.webauthn ?? 0) > 0;
+  }
+
+  async #reauth(e: Event): Promise<void> {
+    e.preventDefault();
+    const proof: Record<string, string> = { password: this.#proof.password ?? "" };
+    if (this.#has() && this.#proof.code) {
+      proof[/^[0-9]{6}$/.test(this.#proof.code.trim()) ? "code" : "backup_code"] = this.#proof.code.trim();
+    }
+    this.busy = true;
+    try {
+      if (this.step === "reauth-setup") {
+        this.enrolment = await api.post("/auth/mfa/totp", proof);
+        this.step = "scan";
+      } else if (this.step === "reauth-remove") {
+        await api.delete("/auth/mfa/totp", proof);
+        notify("The authenticator app was removed.", "success");
+        this.step = "overview";
+      } else {
+        this.backupCodes = (await api.post<{ backup_codes: string[] }>("/auth/mfa/backup-codes", proof))
+          .backup_codes;
+        this.step = "overview";
+      }
+      this.error = undefined;
+      this.#proof = {};
+      await this.#changed();
+    } catch (err) {
+      this.error = err;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async #confirm(e: Event): Promise<void> {
+    e.preventDefault();
+    this.busy = true;
+    try {
+      const answer = await api.post<{ backup_codes: string[] }>("/auth/mfa/totp/confirm", {
+        code: (this.#proof.confirm ?? "").trim(),
+      });
+      this.backupCodes = answer.backup_codes;
+      this.enrolment = undefined;
+      this.step = "overview";
+      this.error = undefined;
+      this.#proof = {};
+      notify("The authenticator app is set up.", "success");
+      await this.#changed();
+    } catch (err) {
+      this.error = err;
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  /** Reloads the status and `/auth/me` (which lifts the enrolment requirement). */
+  async #changed(): Promise<void> {
+    await this.#load();
+    await session.load();
+  }
+
+  #renderReauth(label: string) {
+    return html`
+      <form class="card form-grid mfa-reauth" @submit=${this.#reauth}>
+        <p>Confirm it is you.</p>
+        <sl-input name="password" type="password" label="Your password" required password-toggle
+          autocomplete="current-password" help-text=${fieldError(this.error, "password")}
+          @sl-input=${(e: Event) => this.#proof.password = valueOf(e)}></sl-input>
+        ${this.#has()
+          ? html`
+            <sl-input name="code" label="Code from your app, or a backup code" autocomplete="one-time-code"
+              @sl-input=${(e: Event) => this.#proof.code = valueOf(e)}></sl-input>
+          `
+          : nothing}
+        <div class="actions">
+          <sl-button type="submit" variant="primary" ?loading=${this.busy}>${label}</sl-button>
+          <sl-button @click=${() => {
+            this.step = "overview";
+            this.error = undefined;
+          }}>Cancel</sl-button>
+        </div>
+      </form>
+    `;
+  }
+
+  #renderScan() {
+    const e = this.enrolment!;
+    return html`
+      <form class="card form-grid mfa-scan" @submit=${this.#confirm}>
+        <p>Scan this code with your authenticator app (or type the key), then enter the code it shows.</p>
+        ${qrSvg(e.otpauth_uri)}
+        <p>Key: <code class="totp-secret">${e.secret.replace(/(.{4})/g, "$1 ").trim()}</code>
+          <sl-copy-button value=${e.secret} copy-label="Copy the key"></sl-copy-button></p>
+        <sl-input name="confirm" label="Code from the app" inputmode="numeric" autocomplete="one-time-code"
+          maxlength="6" required help-text=${fieldError(this.error, "code")}
+          @sl-input=${(ev: Event) => this.#proof.confirm = valueOf(ev)}></sl-input>
+        <div class="actions">
+          <sl-button type="submit" variant="primary" ?loading=${this.busy}>Confirm</sl-button>
+          <sl-button @click=${() => {
+            this.step = "overview";
+            this.enrolment = undefined;
+          }}>Cancel</sl-button>
+        </div>
+      </form>
+    `;
+  }
+
+  override render() {
+    const s = this.status;
+    if (!s) return html`${errorAlert(this.error)}${this.error ? nothing : html`<sl-spinner></sl-spinner>`}`;
+    return html`
+      <section class="mfa-settings">
+        <h3>Second factors</h3>
+        ${errorAlert(this.error)}
+        ${!s.available
+          ? html`<sl-alert variant="warning" open>Second factors need a stable server key: the administrator
+            must set JWT_SECRET on every server.</sl-alert>`
+          : nothing}
+        ${this.backupCodes
+          ? html`
+            <sl-alert variant="success" open class="backup-codes">
+              <strong>Your backup codes</strong>: save them now, they are not shown again. Each works once
+              when the app is not at hand.
+              <ol class="backup-code-list">${this.backupCodes.map((c) =>
+                html`<li><code>${c}</code></li>`
+              )}</ol>
+              <sl-copy-button value=${this.backupCodes.join(
+                "\n",
+              )} copy-label="Copy the codes"></sl-copy-button>
+            </sl-alert>
+          `
+          : nothing}
+        <p class="mfa-state">
+          Authenticator app: <strong>${s.totp ? "set up" : "not set up"}</strong>${s.totp
+            ? html`
+              · backup codes left: <strong>${s.backup_codes_left}</strong>
+            `
+            : nothing}
+          ${s.required && !this.#has()
+            ? html`<sl-badge variant="warning">required by the MFA policy</sl-badge>`
+            : nothing}
+        </p>
+        ${this.step === "scan"
+          ? this.#renderScan()
+          : this.step === "reauth-setup"
+          ? this.#renderReauth("Continue")
+          : this.step === "reauth-remove"
+          ? this.#renderReauth("Remove the app")
+          : this.step === "reauth-codes"
+          ? this.#renderReauth("New backup codes")
+          : html`
+            <div class="actions">
+              ${s.totp
+                ? html`
+                  <sl-button @click=${() => this.step = "reauth-codes"}>New backup codes</sl-button>
+                  <sl-button variant="danger" outline @click=${() => this.step = "reauth-remove"}>
+                    Remove the authenticator app</sl-button>
+                `
+                : html`
+                  <sl-button variant="primary" class="setup-totp" ?disabled=${!s.available}
+                    @click=${() => this.step = "reauth-setup"}>Set up an authenticator app</sl-button>
+                `}
+            </div>
+          `}
+      </section>
+    `;
+  }
+}
+
+customElements.define("svc-mfa-settings", SvcMfaSettings);
+
+class SvcMfaRequiredPage extends LitElement {
+  protected override createRenderRoot(): HTMLElement {
+    return this;
+  }
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    document.title = "Set up a second factor · svc";
+  }
+
+  override render() {
+    return html`
+      <main id="main" class="login mfa-required">
+        <div class="login-card">
+          <h1><img src="/assets/favicon.svg" alt="" width="32" height="32"> Set up a second factor</h1>
+          <p>Your administrator requires a second factor for your account. Set up an authenticator app
+            (for example on your phone) to continue.</p>
+          <svc-mfa-settings></svc-mfa-settings>
+          <sl-button variant="text" @click=${() => session.logout()}>Log out</sl-button>
+        </div>
+      </main>
+    `;
+  }
+}
+
+customElements.define("svc-mfa-required-page", SvcMfaRequiredPage);
