@@ -194,6 +194,25 @@ async function stopGpgAgents(dir: string): Promise<void> {
   for (const home of homes) await sh("gpgconf", ["--homedir", home, "--kill", "all"]);
 }
 
+/**
+ * `systemd-analyze verify` of an installed unit (with ExecStart pointed at /bin/true, the program being
+ * in a throwaway root): every directive must be one systemd knows, so the hardening is real.
+ */
+async function verifyUnit(path: string): Promise<void> {
+  if (!await which("systemd-analyze")) return;
+  const dir = await Deno.makeTempDir({ prefix: "svc-unit-" });
+  try {
+    const name = path.slice(path.lastIndexOf("/") + 1);
+    const text = (await Deno.readTextFile(path)).replace(/^ExecStart=\S+/m, "ExecStart=/bin/true");
+    await Deno.writeTextFile(`${dir}/${name}`, text);
+    const r = await sh("systemd-analyze", ["verify", `${dir}/${name}`]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stderr.trim(), "", `systemd-analyze verify ${name}:\n${r.stderr}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 async function systemctlCalls(root: string): Promise<string[]> {
   const text = await Deno.readTextFile(`${root}/var/log/systemctl.calls`).catch(() => "");
   const calls = text.split("\n").filter(Boolean);
@@ -397,6 +416,7 @@ Deno.test({
           assert.equal(conf.mode! & 0o777, 0o640);
           assert.equal(conf.gid, Number(gid));
           assert.deepEqual(await systemctlCalls(serverRoot), ["daemon-reload"]);
+          await verifyUnit(`${serverRoot}/lib/systemd/system/svc-server.service`);
           const unit = await Deno.readTextFile(`${serverRoot}/lib/systemd/system/svc-server.service`);
           for (
             const line of ["User=svc", "NoNewPrivileges=yes", "ProtectSystem=strict", "StateDirectory=svc"]
@@ -611,6 +631,7 @@ Deno.test({
           await Deno.readTextFile(`${root}/etc/svc/agent.yaml`),
           /^ {2}insecure_skip_verify: true$/m,
         );
+        await verifyUnit(`${root}/lib/systemd/system/svc-agent.service`);
         const unit = await Deno.readTextFile(`${root}/lib/systemd/system/svc-agent.service`);
         for (const line of ["User=root", "Restart=on-failure", "RestartSec=30"]) {
           assert.match(unit, new RegExp(`^${line}$`, "m"));
