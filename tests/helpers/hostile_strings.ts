@@ -215,6 +215,16 @@ export function hostileStringArbitrary(...classes: HostileClass[]): fc.Arbitrary
   const piece = fc.constantFrom(...pool.map((h) => h.value));
   const text = fc.array(ORDINARY, { maxLength: 12 }).map((cs) => cs.join(""));
   return fc.tuple(text, fc.array(fc.tuple(piece, text), { minLength: 1, maxLength: 3 })).map(([head, rest]) =>
-    head + rest.map(([p, t]) => p + t).join("")
+    rest.reduce((acc, [p, t]) => joinApart(joinApart(acc, p), t), head)
   );
+}
+
+/**
+ * `a + b`, except that a lone high surrogate at the end of `a` and a lone low one at the start of `b` would
+ * pair up into a valid character (e.g. U+10000): the hostile piece must stay hostile, so a letter separates them.
+ */
+function joinApart(a: string, b: string): string {
+  const high = /[\ud800-\udbff]$/.test(a);
+  const low = /^[\udc00-\udfff]/.test(b);
+  return high && low ? `${a}x${b}` : a + b;
 }

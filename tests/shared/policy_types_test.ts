@@ -4,6 +4,7 @@
  * exist to refuse.
  */
 import assert from "node:assert/strict";
+import { richRuleProblem } from "../../shared/firewalld_rich_rule.ts";
 import {
   canonicalPolicyContent,
   getPolicyType,
@@ -17,7 +18,6 @@ import {
   absolutePathUnder,
   dconfPath,
   fileNameComponent,
-  firewalldRichRule,
   firewalldSource,
   gvariantText,
   ipAddress,
@@ -500,9 +500,9 @@ Deno.test("sanitizers refuse traversal, control characters and malformed values"
   assert.ok(unixUserName('alice"'));
   assert.equal(unixGroupName("domain users"), undefined);
   assert.ok(unixGroupName(" leading"));
-  assert.match(firewalldRichRule('rule service name="ssh" accept') ?? "ok", /^ok$/);
-  assert.match(firewalldRichRule('rule service name="ssh accept') ?? "", /unterminated quote/);
-  assert.match(firewalldRichRule("rule family=ipv4") ?? "", /needs at least one element/);
-  assert.match(firewalldRichRule('rule exec cmd="rm"') ?? "", /unknown word "exec"/);
+  assert.match(richRuleProblem('rule service name="ssh" accept') ?? "ok", /^ok$/);
+  assert.match(richRuleProblem('rule service name="ssh accept') ?? "", /has no closing "/);
+  assert.match(richRuleProblem("rule family=ipv4") ?? "", /needs a match element/);
+  assert.match(richRuleProblem('rule exec cmd="rm"') ?? "", /unknown token "exec"/);
   assert.equal(jsonDepth('{"a": "[[[[[["}'), 1, "brackets in strings are not nesting");
 });

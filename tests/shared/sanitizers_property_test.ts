@@ -9,6 +9,7 @@
  * - path checkers never accept a value that leaves its directory.
  */
 import assert from "node:assert/strict";
+import { richRuleProblem } from "../../shared/firewalld_rich_rule.ts";
 import { posix } from "node:path";
 import fc from "fast-check";
 import {
@@ -21,7 +22,6 @@ import {
   dconfPath,
   fileNameComponent,
   firewalldName,
-  firewalldRichRule,
   firewalldSource,
   firewalldZoneName,
   flatpakAppId,
@@ -116,7 +116,7 @@ const SINGLE_LINE_CHECKERS: [string, Checker, string][] = [
   ["cidr", cidr, "10.0.0.0/8"],
   ["firewalldSource", firewalldSource, "10.0.0.0/8"],
   ["interfaceName", interfaceName, "eth0"],
-  ["firewalldRichRule", firewalldRichRule, 'rule service name="ssh" accept'],
+  ["richRuleProblem", richRuleProblem, 'rule service name="ssh" accept'],
   ["clockTime", clockTime, "08:30"],
   ["timeZoneName", timeZoneName, "Europe/Berlin"],
   ["flatpakAppId", flatpakAppId, "org.mozilla.firefox"],
