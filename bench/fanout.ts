@@ -146,6 +146,9 @@ type Report =
 
 const now = () => performance.timeOrigin + performance.now();
 
+/** Streams a client process opens at once before waiting for their initial snapshots. */
+const CONNECT_WAVE = 250;
+
 async function worker(): Promise<void> {
   const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
   const out = (r: Report) => console.log(JSON.stringify(r));
@@ -214,22 +217,30 @@ async function worker(): Promise<void> {
       await Promise.all(Array.from({ length: 16 }, enrollOne));
       enrollment.close();
       const enrollMs = now() - started;
-      let ready = 0;
-      const allReady = new Promise<void>((resolve) => {
-        for (const cert of certs) {
-          const client = createClient(PolicyService, command.policyTarget, {
-            credentials: grpc.credentials.createSsl(ca, Buffer.from(cert.keyPem), Buffer.from(cert.certPem)),
-            channelOptions: { "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes },
-          });
-          const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
-          streams.push(stream);
-          closers.push(() => client.close());
-          watch(stream, () => {
-            if (++ready === certs.length) resolve();
-          });
-        }
-      });
-      await allReady;
+      // Connect in waves, as a fleet coming back does over its backoff: thousands of TLS handshakes at once on
+      // a loaded machine outlast the client's connect timeout, which measures the burst, not the fan-out.
+      for (let start = 0; start < certs.length; start += CONNECT_WAVE) {
+        const wave = certs.slice(start, start + CONNECT_WAVE);
+        let ready = 0;
+        await new Promise<void>((resolve) => {
+          for (const cert of wave) {
+            const client = createClient(PolicyService, command.policyTarget, {
+              credentials: grpc.credentials.createSsl(
+                ca,
+                Buffer.from(cert.keyPem),
+                Buffer.from(cert.certPem),
+              ),
+              channelOptions: { "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes },
+            });
+            const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
+            streams.push(stream);
+            closers.push(() => client.close());
+            watch(stream, () => {
+              if (++ready === wave.length) resolve();
+            });
+          }
+        });
+      }
       out({ event: "ready", streams: streams.length, enrollMs });
     } else if (command.cmd === "raw") {
       const credentials = grpc.credentials.createSsl(
