@@ -14,3 +14,18 @@ CREATE TABLE server_secrets (
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- ACME HTTP-01 answers, written by the replica that placed the order and served by whichever replica the
+-- certificate authority's validation request reaches.
+CREATE TABLE acme_challenges (
+  token text PRIMARY KEY CHECK (token ~ '^[A-Za-z0-9_-]{1,255}$'),
+  key_authorization text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- One replica at a time orders or renews the ACME certificate: it holds this lease until done or expired.
+CREATE TABLE acme_lease (
+  id smallint PRIMARY KEY CHECK (id = 1),
+  holder text NOT NULL,
+  expires_at timestamptz NOT NULL
+);

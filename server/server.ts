@@ -8,6 +8,7 @@ import type { ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase } from "./db/mod.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
+import { type AcmeManager, startAcme } from "./acme/acme.ts";
 import { VERSION } from "../shared/version.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
 import { boxed } from "./auth/initial_admin.ts";
@@ -48,6 +49,8 @@ function webUrl(config: ServerConfig, port: number): string {
 export interface RunningServer {
   ctx: ServerContext;
   ports: { web: number; policy: number; metrics: string | null };
+  /** The ACME job, when `acme.enabled`. */
+  acme?: AcmeManager;
   /** Stops listeners, background jobs and (when it opened it) the database. */
   stop(): Promise<void>;
 }
@@ -124,6 +127,19 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       enrollment: createEnrollmentHandlers(ctx),
     });
     cleanups.unshift(() => web.stop());
+    // ACME replaces the web port's certificate once it has one; the policy port keeps the internal one.
+    let acmeManager: AcmeManager | undefined;
+    if (config.acme.enabled) {
+      acmeManager = await startAcme({
+        config,
+        db,
+        log,
+        store: pki.store,
+        replicaId: base.replicaId,
+        install: (cert) => web.setCertificate(cert),
+      });
+      cleanups.unshift(() => acmeManager!.stop());
+    }
     log.info("svc-server started", {
       version: VERSION,
       web: web.port,
@@ -141,6 +157,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     return {
       ctx,
       ports: { web: web.port, policy: policy.port, metrics: metrics.addr },
+      acme: acmeManager,
       async stop() {
         if (stopped) return;
         stopped = true;

@@ -80,22 +80,30 @@ export interface WebPortOptions {
 /** A running web port. */
 export interface WebPort {
   port: number;
+  /**
+   * Presents `cert` (PEM chain and key) to every later handshake, without a restart (ACME renewals);
+   * connections already open keep the certificate they started with.
+   */
+  setCertificate(cert: { certPem: string; keyPem: string }): void;
   stop(): Promise<void>;
 }
 
 /** Starts the web port on `server.address`:`server.enrollment_port` (port 0 picks a free port). */
 export async function startWebPort(ctx: ServerContext, options: WebPortOptions): Promise<WebPort> {
   const verifier = createCertificateVerifier(ctx.db);
-  const server = http2.createSecureServer({
-    allowHTTP1: true,
-    cert: ctx.webCert.certPem,
-    key: ctx.webCert.keyPem,
+  const contextOptions = (cert: { certPem: string; keyPem: string }) => ({
+    cert: cert.certPem,
+    key: cert.keyPem,
     ca: ctx.ca.certPem,
-    requestCert: true,
-    rejectUnauthorized: false,
-    minVersion: "TLSv1.2",
+    minVersion: "TLSv1.2" as const,
     ciphers: TLS12_CIPHERS,
     ecdhCurve: "X25519:P-256:P-384",
+  });
+  const server = http2.createSecureServer({
+    allowHTTP1: true,
+    ...contextOptions(ctx.webCert),
+    requestCert: true,
+    rejectUnauthorized: false,
     ALPNProtocols: ["h2", "http/1.1"],
   });
   const sockets = new Set<Socket>();
@@ -234,6 +242,10 @@ export async function startWebPort(ctx: ServerContext, options: WebPortOptions):
   let stopped: Promise<void> | undefined;
   return {
     port,
+    setCertificate(cert) {
+      // A new context replaces every context option, so the CA and TLS settings are given again.
+      server.setSecureContext(contextOptions(cert));
+    },
     stop() {
       stopping = true;
       stopped ??= new Promise<void>((resolve) => {

@@ -48,6 +48,18 @@ export interface ServerConfig {
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
+  /** ACME for the web port's certificate (see server/acme/acme.ts). */
+  acme: {
+    enabled: boolean;
+    directoryUrl: string;
+    contact: string[];
+    hostnames: string[];
+    eabKid: string;
+    eabHmacKey: string;
+    caFile: string;
+    httpPort: number;
+    checkIntervalMinutes: number;
+  };
   /** Flatpak catalogue: refresh schedule and outbound fetch limits (private targets only when allowed). */
   flatpak: { catalogRefreshMinutes: number; catalogAllowPrivateTargets: boolean; catalogMaxBytes: number };
 }
@@ -113,6 +125,15 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "log.format", kind: "string", default: "text", oneOf: ["text", "json"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
   { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
+  { key: "acme.enabled", kind: "bool", default: false },
+  { key: "acme.directory_url", kind: "string", default: "" },
+  { key: "acme.contact", kind: "list", default: [] },
+  { key: "acme.hostnames", kind: "list", default: [] },
+  { key: "acme.eab_kid", kind: "string", default: "" },
+  { key: "acme.eab_hmac_key", kind: "string", default: "" },
+  { key: "acme.ca_file", kind: "string", default: "" },
+  { key: "acme.http_port", kind: "port", default: 80 },
+  { key: "acme.check_interval_minutes", kind: "int", default: 60, min: 1, max: 1440 },
   { key: "flatpak.catalog_refresh_minutes", kind: "int", default: 360, min: 0, max: 10080 },
   { key: "flatpak.catalog_allow_private_targets", kind: "bool", default: false },
   {
@@ -251,6 +272,17 @@ export function resolveConfig(
           ? `${v<string>("server.data_dir")}/disk-encryption.kek`
           : ""),
       createKekFile: v("disk_encryption.create_kek_file"),
+    },
+    acme: {
+      enabled: v("acme.enabled"),
+      directoryUrl: v("acme.directory_url"),
+      contact: v("acme.contact"),
+      hostnames: v("acme.hostnames"),
+      eabKid: v("acme.eab_kid"),
+      eabHmacKey: v("acme.eab_hmac_key"),
+      caFile: v("acme.ca_file"),
+      httpPort: v("acme.http_port"),
+      checkIntervalMinutes: v("acme.check_interval_minutes"),
     },
     flatpak: {
       catalogRefreshMinutes: v("flatpak.catalog_refresh_minutes"),

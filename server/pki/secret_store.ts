@@ -43,6 +43,10 @@ export interface SecretStore {
     name: string,
     make: () => Promise<{ publicPem: string; secret: Uint8Array<ArrayBuffer> }>,
   ): Promise<StoredSecret>;
+  /** The row `name` opened, or undefined when there is none. */
+  get(name: string): Promise<{ publicPem: string; secret: Uint8Array<ArrayBuffer> } | undefined>;
+  /** Inserts or replaces the row `name` (a renewed certificate). */
+  put(name: string, publicPem: string, secret: Uint8Array<ArrayBuffer>): Promise<void>;
 }
 
 /** Options of {@linkcode openSecretStore}. */
@@ -89,6 +93,20 @@ export function openSecretStore(options: SecretStoreOptions): SecretStore {
         );
       }
       return { publicPem: row.public_pem, secret, created };
+    },
+    async get(name) {
+      const row = await readRow(db, name);
+      if (!row) return undefined;
+      return { publicPem: row.public_pem, secret: await open(await ring(), name, row) };
+    },
+    async put(name, publicPem, secret) {
+      const kr = await ring();
+      await db.query(
+        `INSERT INTO server_secrets (name, public_pem, kek_id, sealed) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (name) DO UPDATE SET public_pem = EXCLUDED.public_pem, kek_id = EXCLUDED.kek_id,
+           sealed = EXCLUDED.sealed, updated_at = now()`,
+        [name, publicPem, kr.currentId, await seal(kr, name, secret)],
+      );
     },
   };
 }

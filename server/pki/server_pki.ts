@@ -10,7 +10,7 @@ import type { ServerConfig } from "../config/config.ts";
 import type { Db } from "../db/db.ts";
 import type { Ca } from "./ca.ts";
 import { type CaOrigin, loadSharedCa, loadSharedJwtSecret } from "./ca_store.ts";
-import { openSecretStore } from "./secret_store.ts";
+import { openSecretStore, type SecretStore } from "./secret_store.ts";
 import { ensureInternalServerCert, loadOrCreateServerCert, type ServerCert } from "./server_cert.ts";
 
 /** What {@linkcode openServerPki} returns. */
@@ -21,6 +21,8 @@ export interface ServerPki {
   caOrigin: CaOrigin;
   webCert: ServerCert;
   internalCert: ServerCert;
+  /** The sealed secrets in the database (also where ACME keeps its certificate). */
+  store: SecretStore;
 }
 
 /** The key file sealing the server's secrets: `ca.key_encryption_key_file`, else `{data_dir}/pki/secrets.kek`. */
@@ -57,5 +59,6 @@ export async function openServerPki(config: ServerConfig, db: Db): Promise<Serve
     caOrigin: origin,
     webCert: config.tls.certFile ? webCert : { ...webCert, certPem: webCert.certPem + ca.chainPem },
     internalCert,
+    store,
   };
 }

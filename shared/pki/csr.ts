@@ -17,7 +17,8 @@ type MetadataStore = WeakMap<MetadataTarget, Map<unknown, Map<unknown, unknown>>
  * `@peculiar/x509` 2.x depends on tsyringe, which refuses to load unless
  * `Reflect.getMetadata` exists. tsyringe only stores and reads a few entries,
  * so this small stand-in spares a dependency on `reflect-metadata`. It is not
- * installed when another polyfill is already present.
+ * installed when another polyfill is already present, and it offers what
+ * `reflect-metadata` needs to build on it when that loads afterwards.
  */
 function installReflectMetadata(): void {
   const reflect = Reflect as unknown as Record<string, unknown>;
@@ -33,6 +34,14 @@ function installReflectMetadata(): void {
     byKey.set(key, value);
   };
   reflect.getOwnMetadata = own;
+  // A full polyfill loaded later (reflect-metadata, pulled in by acme-client's x509 1.x) builds on these.
+  reflect.hasOwnMetadata = (key: unknown, target: MetadataTarget, property?: unknown) =>
+    store.get(target)?.get(property)?.has(key) ?? false;
+  reflect.getOwnMetadataKeys = (target: MetadataTarget, property?: unknown) => [
+    ...(store.get(target)?.get(property)?.keys() ?? []),
+  ];
+  reflect.deleteMetadata = (key: unknown, target: MetadataTarget, property?: unknown) =>
+    store.get(target)?.get(property)?.delete(key) ?? false;
   reflect.getMetadata = (key: unknown, target: MetadataTarget, property?: unknown) => {
     for (let t: MetadataTarget | null = target; t; t = Object.getPrototypeOf(t)) {
       const value = own(key, t, property);
