@@ -68,6 +68,7 @@ async function secretsEqual(given: string, expected: string): Promise<boolean> {
 export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers {
   const { db } = ctx;
 
+  /** Records a refusal: nothing changed, so a failing audit insert is logged rather than hiding the answer. */
   async function audit(event: Omit<AuditEvent, "sourceIp">, peer: EnrollmentPeer): Promise<void> {
     try {
       await ctx.audit.record({ ...event, sourceIp: peer.remoteAddr });
@@ -122,37 +123,51 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       }
       let result: { nodeId: string; groupName: string };
       try {
-        result = await db.transaction(async (tx) => {
-          if (consumed.node_id) {
-            // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
-            const nodeId = consumed.node_id;
-            const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
-            return { nodeId, ...await reEnrollNode(tx, { nodeId, nodeName, cert }) };
-          }
-          const [group] = await tx.query<{ name: string }>("SELECT name FROM node_groups WHERE id = $1", [
-            consumed.node_group_id,
-          ]);
-          if (!group) {
-            throw new GrpcError(
-              grpc.status.FAILED_PRECONDITION,
-              "the node group of this enrollment token was deleted; create a new token",
+        // The node, its membership, its certificate record and the success audit row commit together.
+        result = await db.unitOfWork(async () => {
+          const made = await db.transaction(async (tx) => {
+            if (consumed.node_id) {
+              // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
+              const nodeId = consumed.node_id;
+              const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
+              return { nodeId, ...await reEnrollNode(tx, { nodeId, nodeName, cert }) };
+            }
+            const [group] = await tx.query<{ name: string }>("SELECT name FROM node_groups WHERE id = $1", [
+              consumed.node_group_id,
+            ]);
+            if (!group) {
+              throw new GrpcError(
+                grpc.status.FAILED_PRECONDITION,
+                "the node group of this enrollment token was deleted; create a new token",
+              );
+            }
+            const [taken] = await tx.query("SELECT 1 FROM nodes WHERE name = $1", [nodeName]);
+            if (taken) throw new GrpcError(grpc.status.ALREADY_EXISTS, nodeExistsMessage(nodeName));
+            const [node] = await tx.query<{ id: string }>(
+              "INSERT INTO nodes (name, cert_serial, cert_not_after) VALUES ($1, $2, $3) RETURNING id",
+              [nodeName, signed.serial, signed.notAfter],
             );
-          }
-          const [taken] = await tx.query("SELECT 1 FROM nodes WHERE name = $1", [nodeName]);
-          if (taken) throw new GrpcError(grpc.status.ALREADY_EXISTS, nodeExistsMessage(nodeName));
-          const [node] = await tx.query<{ id: string }>(
-            "INSERT INTO nodes (name, cert_serial, cert_not_after) VALUES ($1, $2, $3) RETURNING id",
-            [nodeName, signed.serial, signed.notAfter],
-          );
-          await tx.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
-            node.id,
-            consumed.node_group_id,
-          ]);
-          await tx.query(
-            "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
-            [signed.serial, node.id, signed.notBefore, signed.notAfter],
-          );
-          return { nodeId: node.id, groupName: group.name };
+            await tx.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
+              node.id,
+              consumed.node_group_id,
+            ]);
+            await tx.query(
+              "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
+              [signed.serial, node.id, signed.notBefore, signed.notAfter],
+            );
+            return { nodeId: node.id, groupName: group.name };
+          });
+          await ctx.audit.record({
+            action: "node.enroll",
+            outcome: "success",
+            actor: { nodeId: made.nodeId, username: nodeName },
+            resource: { type: "node", id: made.nodeId, name: nodeName },
+            details: consumed.node_id
+              ? { re_enrolled: true, serial: signed.serial }
+              : { node_group_id: consumed.node_group_id, serial: signed.serial },
+            sourceIp: peer.remoteAddr,
+          });
+          return made;
         });
       } catch (err) {
         // Two different tokens racing for the same name: the unique index decides, with the same answer.
@@ -173,15 +188,6 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
         }
         throw failure;
       }
-      await audit({
-        action: "node.enroll",
-        outcome: "success",
-        actor: { nodeId: result.nodeId, username: nodeName },
-        resource: { type: "node", id: result.nodeId, name: nodeName },
-        details: consumed.node_id
-          ? { re_enrolled: true, serial: signed.serial }
-          : { node_group_id: consumed.node_group_id, serial: signed.serial },
-      }, peer);
       return {
         nodeId: result.nodeId,
         signedCertPem: signed.certPem,
@@ -217,20 +223,25 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       const groupId = checkUuid("node_group_id", request.nodeGroupId);
       let created;
       try {
-        created = await createEnrollmentToken(db, groupId, { createdBy: "admin-token" });
+        // The token and its audit row commit together.
+        created = await db.unitOfWork(async () => {
+          const token = await createEnrollmentToken(db, groupId, { createdBy: "admin-token" });
+          await ctx.audit.record({
+            action: "enrollment_token.create",
+            outcome: "success",
+            actor: { username: "admin-token" },
+            resource: { type: "node_group", id: groupId },
+            details: { expires_at: token.expires_at.toISOString() },
+            sourceIp: peer.remoteAddr,
+          });
+          return token;
+        });
       } catch (err) {
         if (err instanceof DomainError && err.kind === "not_found") {
           throw new GrpcError(grpc.status.NOT_FOUND, `node group ${groupId} does not exist`);
         }
         throw err;
       }
-      await audit({
-        action: "enrollment_token.create",
-        outcome: "success",
-        actor: { username: "admin-token" },
-        resource: { type: "node_group", id: groupId },
-        details: { expires_at: created.expires_at.toISOString() },
-      }, peer);
       return { token: created.token, expiresAt: timestampFromDate(created.expires_at) };
     },
   };

@@ -528,3 +528,30 @@ dbTest("web port TLS: at least TLS 1.2, forward-secret AEAD suites only, the spe
     assert.equal(await handshake("-tls1_2", "-curves", "secp521r1"), "refused");
   });
 });
+
+dbTest("an enrollment whose audit row cannot be written creates no node (one transaction)", async (db) => {
+  await db.query(`CREATE FUNCTION test_refuse_enroll() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF NEW.action = 'node.enroll' AND NEW.outcome = 'success' THEN
+        RAISE EXCEPTION 'audit row refused by the test';
+      END IF;
+      RETURN NEW;
+    END $$`);
+  await db.query(`CREATE TRIGGER test_refuse_enroll BEFORE INSERT ON audit_logs
+    FOR EACH ROW EXECUTE FUNCTION test_refuse_enroll()`);
+  await withServer(db, async (server) => {
+    const group = await createGroup(db, "lab");
+    const token = await enrollmentToken(db, group);
+    const { csrPem } = await generateKeyAndCsr("pc-audit");
+    const client = enrollmentClient(server);
+    try {
+      await assert.rejects(client.enroll({ enrollmentToken: token, csrPem, nodeName: "pc-audit" }));
+    } finally {
+      client.close();
+    }
+    const nodes = await db.query("SELECT 1 FROM nodes WHERE name = 'pc-audit'");
+    assert.equal(nodes.length, 0, "no node without its audit row");
+    const certs = await db.query("SELECT 1 FROM node_certificates");
+    assert.equal(certs.length, 0);
+  });
+});
