@@ -21,6 +21,7 @@ import {
 import { BACKDATE_MS, type CaCredentials, randomSerialHex } from "./issue.ts";
 import { exportPrivateKeyPem, importPrivateKeyPem, keyMatchesCertificate, signingAlgorithm } from "./keys.ts";
 import { signCsr, type SignCsrOptions, type SignedCertificate } from "./sign_csr.ts";
+import { isPkcs11Uri, openTokenKey, parsePkcs11Uri } from "./pkcs11.ts";
 
 const CA_CURVE = { name: "ECDSA", namedCurve: "P-384" } as const;
 const CA_VALIDITY_YEARS = 10;
@@ -76,6 +77,7 @@ export async function loadOrCreateCa(options: LoadOrCreateCaOptions): Promise<Ca
   if (pairIsConfigured(configured, { cert: "ca.cert_file", key: "ca.key_file" })) {
     const certFile = options.certFile!;
     const keyFile = options.keyFile!;
+    if (isPkcs11Uri(keyFile)) return await loadTokenCa(certFile, keyFile);
     return await loadCa({
       certPem: await readConfiguredFile(certFile, "ca.cert_file"),
       keyPem: await readConfiguredFile(keyFile, "ca.key_file"),
@@ -168,7 +170,9 @@ export async function generateCaPem(): Promise<{ certPem: string; keyPem: string
 /** Input of {@linkcode loadCa}: PEM texts and where they came from, for error messages. */
 export interface LoadCaInput {
   certPem: string;
-  keyPem: string;
+  /** The key as PEM, or `privateKey` (a key on a token). */
+  keyPem?: string;
+  privateKey?: CryptoKey;
   certSource: string;
   keySource: string;
   generated: boolean;
@@ -183,7 +187,7 @@ export async function loadCa(input: LoadCaInput): Promise<Ca> {
   const { certSource, keySource } = input;
   const chain = await decodeChain(input.certPem, certSource);
   const cert = chain[0];
-  const privateKey = await importPrivateKeyPem(input.keyPem, { source: keySource });
+  const privateKey = input.privateKey ?? await importPrivateKeyPem(input.keyPem ?? "", { source: keySource });
   if (!(await keyMatchesCertificate(privateKey, cert))) {
     throw new Error(`${keySource} is not the private key of ${certSource}`);
   }
@@ -249,4 +253,25 @@ async function decodeChain(pem: string, source: string): Promise<X509Certificate
     );
   }
   return chain;
+}
+
+/** The CA of `ca.cert_file` whose key is on the PKCS#11 token that `keyUri` names. */
+async function loadTokenCa(certFile: string, keyUri: string): Promise<Ca> {
+  const uri = parsePkcs11Uri(keyUri);
+  const certPem = await readConfiguredFile(certFile, "ca.cert_file");
+  const chain = await decodeChain(certPem, `ca.cert_file ${certFile}`);
+  const algorithm = chain[0].publicKey.algorithm as EcKeyAlgorithm;
+  if (algorithm.name !== "ECDSA") {
+    throw new Error(
+      `ca.cert_file ${certFile}: a CA key on a PKCS#11 token must be ECDSA, not ${algorithm.name}`,
+    );
+  }
+  const token = await openTokenKey(uri, algorithm.namedCurve);
+  return await loadCa({
+    certPem,
+    privateKey: token.key,
+    certSource: `ca.cert_file ${certFile}`,
+    keySource: `PKCS#11 key "${uri.keyLabel}" on token "${uri.tokenLabel}"`,
+    generated: false,
+  });
 }

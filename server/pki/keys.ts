@@ -114,7 +114,8 @@ export async function keyMatchesCertificate(privateKey: CryptoKey, cert: X509Cer
   const probe = crypto.getRandomValues(new Uint8Array(32));
   const algorithm = signingAlgorithm(privateKey);
   try {
-    const signature = await crypto.subtle.sign(algorithm, privateKey, probe);
+    // Through the x509 provider, so a CA key on a PKCS#11 token (see pkcs11.ts) is checked the same way.
+    const signature = await x509.cryptoProvider.get().subtle.sign(algorithm, privateKey, probe);
     const publicKey = await cert.publicKey.export(privateKey.algorithm, ["verify"]);
     return await crypto.subtle.verify(algorithm, publicKey, signature, probe);
   } catch {
