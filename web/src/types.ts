@@ -18,6 +18,19 @@ export interface Policy {
   updated_at: string;
   bindings_count: number;
   enabled_bindings_count: number;
+  /** A revision of this released policy is being prepared. */
+  revision_pending?: boolean;
+}
+
+/** The pending revision of a released policy. */
+export interface PolicyRevision {
+  policy_id: string;
+  base_version: number;
+  description: string;
+  content: string;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
 }
 
 /** A policy binding. */

@@ -2,8 +2,10 @@
  * `/policies/new` and `/policies/:policyId/edit`: the policy editor. Details (name, description, type), the
  * typed form generated from the shared registry's content message, and a JSON view of the same value.
  * Every change is validated in the browser by the same `validatePolicyContent` the server runs, and
- * problems appear next to their field. Only drafts are editable; released and archived policies are shown
- * read-only with the lifecycle actions the person may take.
+ * problems appear next to their field. Drafts are edited directly. A released policy is changed through a
+ * revision: "Edit" starts one, the page then edits the revision and shows its diff against the released
+ * version, which nodes keep receiving until "Release revision" (or "Discard revision"). Archived policies are
+ * read-only. "Duplicate" copies any policy into a new draft.
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { html as staticHtml, unsafeStatic } from "lit/static-html.js";
@@ -38,7 +40,8 @@ import "../components/flatpak_form.ts";
 import "../components/session_access_form.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
-import type { Policy } from "../types.ts";
+import type { Policy, PolicyRevision } from "../types.ts";
+import { renderContentDiff } from "../components/content_diff.ts";
 
 const DOCS = docsJson as Record<string, { doc?: string }>;
 
@@ -91,6 +94,8 @@ class SvcPolicyEditorPage extends PageElement {
     view: { state: true },
     jsonError: { state: true },
     saving: { state: true },
+    revision: { state: true },
+    releasedValue: { state: true },
   };
   declare policy: Policy | undefined;
   declare type: string;
@@ -102,6 +107,10 @@ class SvcPolicyEditorPage extends PageElement {
   declare view: "form" | "json";
   declare jsonError: string | undefined;
   declare saving: boolean;
+  /** The pending revision of a released policy; the page edits it instead of the policy. */
+  declare revision: PolicyRevision | undefined;
+  /** The released content, for the diff while a revision is edited. */
+  declare releasedValue: JsonObject;
 
   override pageTitle = "Policy";
 
@@ -113,6 +122,7 @@ class SvcPolicyEditorPage extends PageElement {
     this.dirty = false;
     this.view = "form";
     this.saving = false;
+    this.releasedValue = {};
   }
 
   override connectedCallback(): void {
@@ -135,7 +145,8 @@ class SvcPolicyEditorPage extends PageElement {
 
   get #editable(): boolean {
     if (this.#isNew) return session.can("policy:create");
-    return this.policy?.state === "draft" && session.can("policy:edit");
+    if (!session.can("policy:edit")) return false;
+    return this.policy?.state === "draft" || (this.policy?.state === "released" && !!this.revision);
   }
 
   protected override async load(): Promise<void> {
@@ -146,10 +157,19 @@ class SvcPolicyEditorPage extends PageElement {
       return;
     }
     const policy = await api.get<Policy>(`/policies/all/${encodeURIComponent(this.route.params.policyId)}`);
+    const revision = policy.state === "released" && policy.revision_pending
+      ? await api.get<PolicyRevision>(`/policies/all/${policy.id}/revision`).catch((err) => {
+        if (err instanceof ApiError && err.status === 404) return undefined;
+        throw err;
+      })
+      : undefined;
     this.policy = policy;
+    this.revision = revision;
     document.title = `${policy.name} · Policies · svc`;
     this.type = policy.type;
-    const { value, warning } = contentToValue(policy.type, policy.content ?? "");
+    const released = contentToValue(policy.type, policy.content ?? "");
+    this.releasedValue = released.value;
+    const { value, warning } = revision ? contentToValue(policy.type, revision.content) : released;
     this.value = value;
     this.warning = warning;
     this.issues = validate(policy.type, value);
@@ -208,6 +228,14 @@ class SvcPolicyEditorPage extends PageElement {
         this.dirty = false;
         notify(`Draft ${created.name} created`, "success");
         navigate(`/policies/${created.id}/edit`, { replace: true });
+      } else if (this.revision) {
+        this.revision = await api.put<PolicyRevision>(`/policies/all/${this.policy!.id}/revision`, {
+          description,
+          content,
+        });
+        this.dirty = false;
+        notify("Revision saved; nodes keep the released version until you release it", "success");
+        await this.reload();
       } else {
         this.policy = await api.put<Policy>(`/policies/all/${this.policy!.id}`, {
           name,
@@ -268,6 +296,83 @@ class SvcPolicyEditorPage extends PageElement {
     }
   }
 
+  /** "Edit" on a released policy: starts a revision from the released content. */
+  async #startRevision(): Promise<void> {
+    try {
+      await api.put(`/policies/all/${this.policy!.id}/revision`, {});
+      notify("Revision started; nodes keep the released version until you release it", "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #releaseRevision(): Promise<void> {
+    const p = this.policy!;
+    if (this.dirty) {
+      notify("Save or discard your changes first.", "warning");
+      return;
+    }
+    const ok = await confirmAction({
+      title: `Release revision: ${p.name}`,
+      message: `Version ${p.version + 1} replaces version ${p.version} on every node that receives ${p.name}${
+        p.enabled_bindings_count
+          ? ` (through ${p.enabled_bindings_count} enabled binding${
+            p.enabled_bindings_count === 1 ? "" : "s"
+          })`
+          : ""
+      }. Nodes keep the current settings until they apply the new ones.`,
+      confirmLabel: "Release revision",
+    });
+    if (!ok) return;
+    let body: { lockout_reason?: string } = {};
+    for (;;) {
+      try {
+        const released = await api.post<Policy>(`/policies/all/${p.id}/revision/release`, body);
+        notify(`${p.name}: version ${released.version} released`, "success");
+        await this.reload();
+        return;
+      } catch (err) {
+        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
+        if (!reason) return notifyError(err);
+        body = { lockout_reason: reason };
+      }
+    }
+  }
+
+  async #discardRevision(): Promise<void> {
+    const p = this.policy!;
+    const ok = await confirmAction({
+      title: `Discard revision: ${p.name}`,
+      message: `The revision's changes are thrown away. Version ${p.version} stays as it is.`,
+      confirmLabel: "Discard revision",
+      danger: true,
+    });
+    if (!ok) return;
+    try {
+      await api.delete(`/policies/all/${p.id}/revision`);
+      this.dirty = false;
+      notify("Revision discarded", "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
+  async #duplicate(): Promise<void> {
+    if (this.dirty) {
+      notify("Save or discard your changes first.", "warning");
+      return;
+    }
+    try {
+      const copy = await api.post<Policy>(`/policies/all/${this.policy!.id}/duplicate`, {});
+      notify(`Draft ${copy.name} created`, "success");
+      navigate(`/policies/${copy.id}/edit`);
+    } catch (err) {
+      notifyError(err);
+    }
+  }
+
   override render() {
     if (!this.#isNew && !this.policy) {
       return html`${this.renderLoadError()}${this.loadError ? nothing : html`<sl-spinner></sl-spinner>`}`;
@@ -292,19 +397,21 @@ class SvcPolicyEditorPage extends PageElement {
         <div class="page-actions">${this.#actions()}</div>
       </header>
       ${this.renderLoadError()}
-      ${p && p.state !== "draft"
+      ${p && this.revision
+        ? html`<sl-alert variant="primary" open class="revision-note">
+          <sl-icon slot="icon" name="pencil-square"></sl-icon>
+          You are editing a revision of version ${p.version}. Nodes keep receiving version ${p.version} until the
+          revision is released; discarding it leaves the policy as it is.
+        </sl-alert>`
+        : nothing}
+      ${p && p.state !== "draft" && !this.revision
         ? html`<sl-alert variant="primary" open class="read-only-note">
           <sl-icon slot="icon" name="lock"></sl-icon>
-          ${
-          p.state === "released" ? "Released" : "Archived"
-        } policies are read-only. Move the policy to draft to edit
-          it${
-          p.enabled_bindings_count > 0
-            ? ` — first disable its ${p.enabled_bindings_count} enabled binding${
-              p.enabled_bindings_count === 1 ? "" : "s"
-            }`
-            : ""
-        }.
+          ${p.state === "released" ? "Released" : "Archived"} policies are read-only. ${
+          p.state === "released"
+            ? "Edit starts a revision: nodes keep this version until you release the revision."
+            : "Move the policy to draft to edit it."
+        }
         </sl-alert>`
         : nothing}
       ${this.warning ? html`<sl-alert variant="warning" open>${this.warning}</sl-alert>` : nothing}
@@ -312,6 +419,16 @@ class SvcPolicyEditorPage extends PageElement {
         ? errorAlert(this.saveError)
         : nothing}
       ${this.#details(editable)}
+      ${p && this.revision
+        ? renderContentDiff({
+          releasedVersion: p.version,
+          released: { description: p.description, value: this.releasedValue },
+          revision: {
+            description: this.#input("description") || this.revision.description,
+            value: this.value,
+          },
+        })
+        : nothing}
       ${this.type ? this.#content(editable) : nothing}
     `;
   }
@@ -328,8 +445,28 @@ class SvcPolicyEditorPage extends PageElement {
             title=${blocking ? `Fix ${blocking} problem${blocking === 1 ? "" : "s"} first` : ""}>
                     <sl-icon slot="prefix" name="check-lg"></sl-icon>${this.#isNew
                       ? "Create draft"
+                      : this.revision
+                      ? "Save revision"
                       : "Save"}</sl-button>
         `
+        : nothing}
+      ${p?.state === "released" && !this.revision && session.can("policy:edit")
+        ? html`<sl-button variant="primary" class="start-revision" @click=${this.#startRevision}>
+          <sl-icon slot="prefix" name="pencil"></sl-icon>Edit</sl-button>`
+        : nothing}
+      ${p && this.revision && session.can("policy:release")
+        ? html`
+          <sl-button variant="success" class="release-revision" ?disabled=${blocking > 0}
+            @click=${this.#releaseRevision}>Release revision</sl-button>
+        `
+        : nothing}
+      ${p && this.revision && session.can("policy:edit")
+        ? html`<sl-button variant="danger" outline class="discard-revision" @click=${this.#discardRevision}>
+          Discard revision</sl-button>`
+        : nothing}
+      ${p && session.can("policy:create")
+        ? html`<sl-button class="duplicate-policy" @click=${this.#duplicate}>
+          <sl-icon slot="prefix" name="copy"></sl-icon>Duplicate</sl-button>`
         : nothing}
       ${p
         ? lifecycleActions(p).filter((a) => a.permissions.every((x) => session.can(x))).map((a) =>
@@ -349,11 +486,11 @@ class SvcPolicyEditorPage extends PageElement {
     return html`
       <section class="card policy-details form-grid" aria-label="Details">
         <sl-input name="name" label="Name" required value=${p?.name ??
-          ""} ?disabled=${!editable} autocomplete="off"
+          ""} ?disabled=${!editable || !!this.revision} autocomplete="off"
           class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(err, "name")}
           @sl-input=${() => this.dirty = true}></sl-input>
-        <sl-textarea name="description" label="Description" rows="2" value=${p?.description ??
-          ""} ?disabled=${!editable}
+        <sl-textarea name="description" label="Description" rows="2" value=${this.revision?.description ??
+          p?.description ?? ""} ?disabled=${!editable}
           class=${fieldError(err, "description") ? "has-error" : ""} help-text=${fieldError(
             err,
             "description",
@@ -419,7 +556,7 @@ class SvcPolicyEditorPage extends PageElement {
             ${!def
               ? html`<p class="muted">The server does not know the type ${this.type}; edit its content as JSON.</p>`
               : nothing}
-            <sl-textarea label="Content (protojson)" rows="18" ?disabled=${!editable}
+            <sl-textarea label="Content (JSON)" rows="18" ?disabled=${!editable}
               value=${JSON.stringify(this.value, null, 2)} help-text=${this.jsonError ?? ""}
               class=${this.jsonError ? "json-view has-error" : "json-view"}
               @sl-change=${(e: Event) =>

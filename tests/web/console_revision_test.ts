@@ -1,0 +1,290 @@
+/**
+ * Changing a released policy without an outage, in a real browser (Debian's Chromium driven by
+ * puppeteer-core) against a real `svc-server` process and a real enrolled `svc-agent` on a temp root with
+ * Firefox:
+ *
+ * - "Edit" on the released policy starts a revision; the page edits it and shows its diff against the
+ *   released version while the agent keeps the released settings (policies.json is read throughout: it never
+ *   loses the released setting and gains the new one only after "Release revision");
+ * - "Release revision" bumps the version once and the agent applies the new content;
+ * - "Discard revision" leaves the policy as it is; "Duplicate" opens a new draft copy;
+ * - axe-core finds no serious or critical violation on the revision editor and its dialogs.
+ *
+ * Screenshots of each state go to `test-artifacts/console/`.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import puppeteer, { type Page } from "puppeteer-core";
+import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
+import { type AgentProcess, Api, eventually, runAgentOnce, spawnAgent } from "../helpers/agent_process.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const NODE = "revision-node";
+const POLICIES_JSON = "/etc/firefox/policies/policies.json";
+const SHOTS = new URL("../../test-artifacts/console/", import.meta.url);
+const AXE_SOURCE = await Deno.readTextFile(
+  new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
+);
+const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+if (!haveChromium) {
+  console.warn("revision browser test skipped: needs Debian's chromium at /usr/bin/chromium");
+}
+
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+declare const location: any;
+
+async function shot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(SHOTS, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
+}
+
+/** Serious and critical axe-core violations on the current page. */
+async function axeViolations(page: Page): Promise<unknown[]> {
+  await page.evaluate(AXE_SOURCE);
+  return await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const axe = (globalThis as any).axe;
+    const r = await axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
+      .map((v: { id: string; help: string; nodes: { target: unknown }[] }) => ({
+        id: v.id,
+        help: v.help,
+        targets: v.nodes.slice(0, 5).map((n) => n.target),
+      }));
+  }) as unknown[];
+}
+
+/** Clicks the confirm button of the open confirmation dialog. */
+async function confirmDialog(page: Page): Promise<void> {
+  const ok = await page.waitForSelector("svc-confirm-dialog sl-button.confirm-ok", { visible: true });
+  await ok!.click();
+}
+
+Deno.test({
+  name: "a released policy is changed as a revision in the browser while a real agent keeps the old settings",
+  ignore: !haveChromium,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const base = await Deno.makeTempDir({ prefix: "svc-revision-ui-" });
+    const root = join(base, "root");
+    const agentData = join(base, "agent-data");
+    const policiesFile = `${root}${POLICIES_JSON}`;
+    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
+    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
+    let server: ServerProcess | undefined;
+    let api: Api | undefined;
+    let agent: AgentProcess | undefined;
+    let watching = true;
+    let watcher: Promise<void> | undefined;
+    const profile = await Deno.makeTempDir({ prefix: "svc-revision-chromium-" });
+    const browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--user-data-dir=${profile}`,
+        "--ignore-certificate-errors",
+      ],
+    });
+    try {
+      server = await startServerProcess();
+      api = await Api.login(server);
+      const group = await api.call("POST", "/api/v1/node-groups", { name: "browsers" });
+      const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
+      const configPath = join(base, "agent.yaml");
+      await Deno.writeTextFile(
+        configPath,
+        stringify({
+          server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
+          agent: { client_id: NODE, root_dir: root },
+          enrollment: { data_dir: agentData },
+          log: { level: "debug" },
+        }),
+      );
+      await Deno.chmod(configPath, 0o600);
+      const agentEnv = {
+        SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"),
+        SVC_ENROLLMENT_TOKEN: "",
+      };
+      const tokenFile = join(base, "token");
+      await Deno.writeTextFile(tokenFile, token);
+      const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
+      assert.equal(enrolled.code, 0, enrolled.stderr);
+      agent = spawnAgent(configPath, agentEnv);
+
+      const policy = await api.call("POST", "/api/v1/policies/all", {
+        name: "Browser hardening",
+        type: "Firefox",
+        content: JSON.stringify({ DisableTelemetry: true }),
+      });
+      await api.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+      const binding = await api.call("POST", "/api/v1/policy-bindings", {
+        policy_id: policy.id,
+        node_group_id: group.id,
+      });
+      await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+      const readPolicies = async () => JSON.parse(await Deno.readTextFile(policiesFile)).policies ?? {};
+      await eventually(
+        async () => (await readPolicies()).DisableTelemetry === true,
+        60_000,
+        "the agent applies the released policy",
+        () => agent!.output(),
+      );
+
+      // From here on, every read of the file must keep the released setting.
+      const reads: Array<{ at: number; policies: Record<string, unknown> }> = [];
+      watcher = (async () => {
+        while (watching) {
+          try {
+            reads.push({ at: Date.now(), policies: await readPolicies() });
+          } catch (err) {
+            reads.push({ at: Date.now(), policies: { unreadable: String(err) } });
+          }
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+
+      const page = await browser.newPage();
+      await page.setViewport({ width: 1280, height: 1000 });
+      page.setDefaultTimeout(30_000);
+      const pageErrors: string[] = [];
+      page.on("pageerror", (err) => pageErrors.push(String(err)));
+      const web = `https://localhost:${server.webPort}`;
+      // Log in through the API from the page (the login screen has tests of its own): the session cookies
+      // are the browser's.
+      await page.goto(`${web}/`, { waitUntil: "load" });
+      const login = await page.evaluate(async (password: string) => {
+        const res = await fetch("/api/v1/auth/login", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: "admin", password }),
+        });
+        return res.status;
+      }, await server.adminPassword());
+      assert.equal(login, 200);
+      await page.goto(`${web}/`, { waitUntil: "load" });
+      await page.waitForSelector("svc-app .masthead", { visible: true });
+
+      // The released policy is read-only and offers Edit.
+      await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
+      await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
+      assert.match(
+        await page.$eval("svc-policy-editor-page .read-only-note", (e) => e.textContent ?? ""),
+        /Edit starts a revision/,
+      );
+      await shot(page, "revision-1-released");
+      await page.click("svc-policy-editor-page sl-button.start-revision");
+      // sl-alert is display: contents (no box of its own), so wait for it to exist.
+      await page.waitForSelector("svc-policy-editor-page .revision-note");
+      assert.match(
+        await page.$eval("svc-policy-editor-page .diff-summary", (e) => e.textContent ?? ""),
+        /No changes yet/,
+      );
+
+      // Change the revision through the JSON view and save it.
+      await page.$eval("svc-policy-editor-page sl-textarea.json-view", (e: { value: string }) => {
+        e.value = JSON.stringify({ DisableTelemetry: true, DisablePocket: true });
+        // deno-lint-ignore no-explicit-any
+        (e as any).dispatchEvent(new Event("sl-change", { bubbles: true }));
+      });
+      await page.waitForFunction(() =>
+        /\+\s+"DisablePocket": true/.test(
+          document.querySelector("svc-policy-editor-page pre.diff")?.textContent ?? "",
+        )
+      );
+      await page.click("svc-policy-editor-page sl-button.save-policy");
+      await page.waitForFunction(
+        async (id: string) => {
+          const res = await fetch(`/api/v1/policies/all/${id}/revision`);
+          return res.ok && (await res.json()).content.includes("DisablePocket");
+        },
+        { polling: 300 },
+        policy.id,
+      );
+      await page.waitForSelector("svc-policy-editor-page pre.diff", { visible: true });
+      await shot(page, "revision-2-diff");
+      assert.deepEqual(await axeViolations(page), [], "axe on the revision editor");
+
+      // The agent keeps the released content while the revision exists (a few syncs' worth of reads).
+      const savedAt = Date.now();
+      await eventually(() => reads.filter((r) => r.at > savedAt).length >= 20, 30_000, "file reads");
+      assert.equal((await readPolicies()).DisablePocket, undefined, "the revision is not delivered");
+      assert.equal(
+        (await api.call("GET", `/api/v1/policies/all/${policy.id}`)).version,
+        policy.version,
+        "saving a revision does not bump the version",
+      );
+
+      // Release the revision through its confirmation.
+      await page.click("svc-policy-editor-page sl-button.release-revision");
+      await page.waitForSelector("svc-confirm-dialog sl-button.confirm-ok", { visible: true });
+      await shot(page, "revision-3-release-confirm");
+      assert.deepEqual(await axeViolations(page), [], "axe on the release confirmation");
+      const releasedAt = Date.now();
+      await confirmDialog(page);
+      await eventually(
+        async () => (await readPolicies()).DisablePocket === true,
+        60_000,
+        "the agent applies the released revision",
+        () => agent!.output(),
+      );
+      await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
+      assert.match(
+        await page.$eval("svc-policy-editor-page .page-intro", (e) => e.textContent ?? ""),
+        new RegExp(`version ${policy.version + 1}`),
+      );
+      await shot(page, "revision-4-released-v2");
+      watching = false;
+      await watcher;
+      const lost = reads.filter((r) => r.policies.DisableTelemetry !== true);
+      assert.deepEqual(lost, [], "policies.json never lost the released setting");
+      const early = reads.filter((r) => r.at < releasedAt && r.policies.DisablePocket !== undefined);
+      assert.deepEqual(early, [], "the new setting appeared only after the release");
+      assert.ok(reads.length > 40, `the file was watched (${reads.length} reads)`);
+
+      // Discard leaves the policy as it is.
+      await page.click("svc-policy-editor-page sl-button.start-revision");
+      await page.waitForSelector("svc-policy-editor-page sl-button.discard-revision", { visible: true });
+      await page.click("svc-policy-editor-page sl-button.discard-revision");
+      await page.waitForSelector("svc-confirm-dialog sl-button.confirm-ok", { visible: true });
+      assert.deepEqual(await axeViolations(page), [], "axe on the discard confirmation");
+      await confirmDialog(page);
+      await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
+      const after = await api.call("GET", `/api/v1/policies/all/${policy.id}`);
+      assert.equal(after.version, policy.version + 1);
+      assert.equal(after.revision_pending, false);
+      assert.equal(after.content, '{"DisablePocket":true,"DisableTelemetry":true}');
+
+      // Duplicate opens a new draft copy.
+      await page.click("svc-policy-editor-page sl-button.duplicate-policy");
+      await page.waitForFunction(
+        (id: string) => location.pathname.endsWith("/edit") && !location.pathname.includes(id),
+        {},
+        policy.id,
+      );
+      await page.waitForSelector("svc-policy-editor-page sl-button.save-policy", { visible: true });
+      assert.match(await page.$eval("svc-policy-editor-page h1", (e) => e.textContent ?? ""), /\(copy\)/);
+      await shot(page, "revision-5-duplicate");
+      assert.deepEqual(pageErrors, [], "no script errors in the page");
+    } finally {
+      watching = false;
+      await watcher;
+      await agent?.stop();
+      api?.close();
+      await browser.close();
+      await server?.stop();
+      await Deno.remove(profile, { recursive: true }).catch(() => {});
+      await Deno.remove(base, { recursive: true }).catch(() => {});
+    }
+  },
+});
