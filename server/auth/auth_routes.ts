@@ -33,14 +33,23 @@ import { maskCodes } from "./step_up.ts";
 import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
 import type { IdentityServices } from "./services.ts";
 import { isWellFormedToken } from "./tokens.ts";
-import { findUserForLogin, getUser, passwordHashOf, setPassword, USERNAME_PATTERN } from "./users.ts";
+import {
+  findUserForLogin,
+  getUser,
+  passwordHashOf,
+  setPassword,
+  type User,
+  USERNAME_PATTERN,
+} from "./users.ts";
+import { ldapAuthenticate, LdapError, parseGroupMap } from "./ldap.ts";
+import { disableLdapUser, syncLdapUser } from "./ldap_users.ts";
 
 /** What `/auth/me` (and login) answer. */
 export interface MeResponse {
   user: { id: string; username: string; email: string; full_name: string; source: string };
   permissions: string[];
   edition: "community";
-  features: { scoped_role_bindings: false; mfa: true; ldap: false };
+  features: { scoped_role_bindings: false; mfa: true; ldap: boolean };
   /** The caller's second factors. */
   second_factor: { totp: boolean; backup_codes_left: number; webauthn: number; enrolment_required: boolean };
   /** When the access token expires (login and refresh only). */
@@ -158,7 +167,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
       },
       permissions,
       edition: "community",
-      features: { scoped_role_bindings: false, mfa: true, ldap: false },
+      features: { scoped_role_bindings: false, mfa: true, ldap: ctx.config.ldap.url !== "" },
       second_factor: {
         totp: factors.totp,
         backup_codes_left: factors.backupCodesLeft,
@@ -167,6 +176,44 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           (await mustEnrol(ctx.db, { id: user.id, source: user.source, permissions: new Set(permissions) })),
       },
     };
+  };
+
+  const groupMap = parseGroupMap(ctx.config.ldap.groupMap);
+
+  /**
+   * A directory login: the svc user on success (created or refreshed), else the failure kind. A directory
+   * that cannot be used is a 503 for the person and an error naming the fix in the log.
+   */
+  const ldapLogin = async (
+    username: string,
+    password: string,
+  ): Promise<{ user?: User; failure?: string }> => {
+    try {
+      const identity = await ldapAuthenticate(ctx.config.ldap, username, password);
+      const user = await identityTransaction(ctx.db, (tx) => syncLdapUser(tx, identity, groupMap, ctx.log));
+      if (!user) {
+        ctx.log.warn("ldap: a local account has this username; the directory user cannot log in", {
+          username,
+        });
+        return { failure: "ldap_name_taken_by_local_user" };
+      }
+      return { user };
+    } catch (err) {
+      if (!(err instanceof LdapError)) throw err;
+      if (err.kind === "unreachable" || err.kind === "bad_bind") {
+        ctx.log.error(err.message, { kind: err.kind });
+        throw new HttpError(
+          503,
+          "directory_unavailable",
+          "the user directory cannot be used right now; try again later or ask an administrator",
+        );
+      }
+      if (err.kind === "ambiguous" || err.kind === "refused_username") ctx.log.error(err.message);
+      if (err.kind === "not_found" && (await disableLdapUser(ctx.db, username))) {
+        ctx.log.info("ldap: the directory no longer has this user; disabled in svc", { username });
+      }
+      return { failure: `ldap_${err.kind}` };
+    }
   };
 
   const authEvent = (c: RouteContext, event: Omit<AuditEvent, "sourceIp">): Promise<void> =>
@@ -243,11 +290,20 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           });
           throw rateLimited("login attempts", verdict.retryAfterSeconds);
         }
-        const user = new RegExp(USERNAME_PATTERN).test(username)
-          ? await findUserForLogin(ctx.db, username)
-          : undefined;
-        const usable = user && user.enabled && user.source === "local" ? user.password_hash : undefined;
-        const ok = await verifyPassword(password, usable);
+        const wellFormed = new RegExp(USERNAME_PATTERN).test(username);
+        let user = wellFormed ? await findUserForLogin(ctx.db, username) : undefined;
+        let ok: boolean;
+        let ldapFailure: string | undefined;
+        if (ctx.config.ldap.url && wellFormed && (!user || user.source === "ldap")) {
+          // Directory users: the directory checks the password; svc keeps the row in sync.
+          const outcome = await ldapLogin(username, password);
+          ok = outcome.user !== undefined && outcome.user.enabled;
+          ldapFailure = outcome.failure;
+          if (outcome.user) user = { ...outcome.user, password_hash: "" };
+        } else {
+          const usable = user && user.enabled && user.source === "local" ? user.password_hash : undefined;
+          ok = await verifyPassword(password, usable);
+        }
         await verdict.settle(ok && user !== undefined);
         if (!ok || !user) {
           await authEvent(c, {
@@ -255,7 +311,9 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
             outcome: "failure",
             actor: { username },
             resource: { type: "user", id: user?.id, name: username },
-            details: { reason: !user ? "unknown_user" : !user.enabled ? "disabled" : "wrong_password" },
+            details: {
+              reason: ldapFailure ?? (!user ? "unknown_user" : !user.enabled ? "disabled" : "wrong_password"),
+            },
           });
           throw new HttpError(401, "invalid_credentials", INVALID_CREDENTIALS);
         }

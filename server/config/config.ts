@@ -60,6 +60,24 @@ export interface ServerConfig {
     httpPort: number;
     checkIntervalMinutes: number;
   };
+  /** LDAP directory login (see server/auth/ldap.ts); `url` empty = off. */
+  ldap: {
+    url: string;
+    startTls: boolean;
+    caFile: string;
+    bindDn: string;
+    bindPassword: string;
+    userBase: string;
+    userFilter: string;
+    usernameAttribute: string;
+    nameAttribute: string;
+    emailAttribute: string;
+    groupBase: string;
+    groupFilter: string;
+    groupNameAttribute: string;
+    groupMap: string[];
+    timeoutSeconds: number;
+  };
   /** Flatpak catalogue: refresh schedule and outbound fetch limits (private targets only when allowed). */
   flatpak: { catalogRefreshMinutes: number; catalogAllowPrivateTargets: boolean; catalogMaxBytes: number };
 }
@@ -134,6 +152,21 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "acme.ca_file", kind: "string", default: "" },
   { key: "acme.http_port", kind: "port", default: 80 },
   { key: "acme.check_interval_minutes", kind: "int", default: 60, min: 1, max: 1440 },
+  { key: "ldap.url", kind: "string", default: "", check: checkLdapUrl },
+  { key: "ldap.start_tls", kind: "bool", default: true },
+  { key: "ldap.ca_file", kind: "string", default: "" },
+  { key: "ldap.bind_dn", kind: "string", default: "" },
+  { key: "ldap.bind_password", kind: "string", default: "" },
+  { key: "ldap.user_base", kind: "string", default: "" },
+  { key: "ldap.user_filter", kind: "string", default: "(&(objectClass=inetOrgPerson)(uid={username}))" },
+  { key: "ldap.username_attribute", kind: "string", default: "uid" },
+  { key: "ldap.name_attribute", kind: "string", default: "cn" },
+  { key: "ldap.email_attribute", kind: "string", default: "mail" },
+  { key: "ldap.group_base", kind: "string", default: "" },
+  { key: "ldap.group_filter", kind: "string", default: "(member={dn})" },
+  { key: "ldap.group_name_attribute", kind: "string", default: "cn" },
+  { key: "ldap.group_map", kind: "list", default: [] },
+  { key: "ldap.timeout_seconds", kind: "int", default: 10, min: 1, max: 120 },
   { key: "flatpak.catalog_refresh_minutes", kind: "int", default: 360, min: 0, max: 10080 },
   { key: "flatpak.catalog_allow_private_targets", kind: "bool", default: false },
   {
@@ -284,12 +317,36 @@ export function resolveConfig(
       httpPort: v("acme.http_port"),
       checkIntervalMinutes: v("acme.check_interval_minutes"),
     },
+    ldap: {
+      url: v("ldap.url"),
+      startTls: v("ldap.start_tls"),
+      caFile: v("ldap.ca_file"),
+      bindDn: v("ldap.bind_dn"),
+      bindPassword: v("ldap.bind_password"),
+      userBase: v("ldap.user_base"),
+      userFilter: v("ldap.user_filter"),
+      usernameAttribute: v("ldap.username_attribute"),
+      nameAttribute: v("ldap.name_attribute"),
+      emailAttribute: v("ldap.email_attribute"),
+      groupBase: v("ldap.group_base"),
+      groupFilter: v("ldap.group_filter"),
+      groupNameAttribute: v("ldap.group_name_attribute"),
+      groupMap: v("ldap.group_map"),
+      timeoutSeconds: v("ldap.timeout_seconds"),
+    },
     flatpak: {
       catalogRefreshMinutes: v("flatpak.catalog_refresh_minutes"),
       catalogAllowPrivateTargets: v("flatpak.catalog_allow_private_targets"),
       catalogMaxBytes: v("flatpak.catalog_max_bytes"),
     },
   };
+}
+
+/** `ldap.url`: empty, or `ldap://` / `ldaps://` with a host. */
+function checkLdapUrl(value: unknown): string | undefined {
+  const url = String(value);
+  if (url === "" || /^ldaps?:\/\/[^/\s]+\/?$/.test(url)) return undefined;
+  return "is not an LDAP URL; use ldap://host[:port] (with StartTLS) or ldaps://host[:port]";
 }
 
 /** Turns a nested YAML document into dotted keys (`server: {policy_port: 1}` → `server.policy_port`). */

@@ -170,6 +170,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     log: { ...base.log, ...o.log },
     diskEncryption: { ...base.diskEncryption, ...o.diskEncryption },
     flatpak: { ...base.flatpak, ...o.flatpak },
+    ldap: { ...base.ldap, ...o.ldap },
     acme: { ...base.acme, ...o.acme },
   };
   const logs: string[] = [];

@@ -1,0 +1,426 @@
+/**
+ * LDAP directory login against a real OpenLDAP `slapd` (Debian package) started on 127.0.0.1 with a
+ * throwaway mdb database and a test CA, over ldaps://: users created and synced with `source: ldap`,
+ * groups mapped to svc user groups, the password never stored, every failure kind (wrong password, not
+ * found, ambiguous, bad service bind, unreachable, a local user of the same name), a filter-injection
+ * username refused, and a user removed from the directory disabled in svc.
+ */
+import assert from "node:assert/strict";
+import { dbTest } from "../helpers/db.ts";
+import { createTestServer } from "../helpers/app.ts";
+import { freePort } from "../helpers/process.ts";
+import { escapeFilterValue, fillFilter } from "../../server/auth/ldap.ts";
+import { createUser } from "../../server/auth/users.ts";
+import { createUserGroup } from "../../server/auth/user_groups.ts";
+
+const SLAPD = "/usr/sbin/slapd";
+const haveSlapd = await Deno.stat(SLAPD).then(() => true, () => false) &&
+  await Deno.stat("/usr/bin/ldapadd").then(() => true, () => false);
+if (!haveSlapd) {
+  console.warn("LDAP tests skipped: need slapd and ldap-utils (apt-get install slapd ldap-utils)");
+}
+
+const SUFFIX = "dc=example,dc=org";
+const ROOT_DN = `cn=admin,${SUFFIX}`;
+const ROOT_PW = "root-secret-for-tests";
+const READER_DN = `cn=reader,${SUFFIX}`;
+const READER_PW = "reader-secret-for-tests";
+
+async function run(cmd: string, args: string[], input?: string): Promise<string> {
+  const child = new Deno.Command(cmd, {
+    args,
+    stdin: input ? "piped" : "null",
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .spawn();
+  if (input) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(input));
+    await w.close();
+  }
+  const out = await child.output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed: ${text}`);
+  return text;
+}
+
+interface Slapd {
+  dir: string;
+  ldapUrl: string;
+  ldapsUrl: string;
+  caFile: string;
+  ldapadd(ldif: string): Promise<void>;
+  ldapdelete(dn: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function startSlapd(): Promise<Slapd> {
+  const dir = await Deno.makeTempDir({ prefix: "svc-slapd-" });
+  await Deno.mkdir(`${dir}/db`);
+  // A test CA and a server certificate for 127.0.0.1 and localhost.
+  await run("openssl", [
+    "req",
+    "-x509",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=svc slapd test CA",
+    "-keyout",
+    `${dir}/ca.key`,
+    "-out",
+    `${dir}/ca.crt`,
+  ]);
+  await run("openssl", [
+    "req",
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    "ec_paramgen_curve:P-256",
+    "-nodes",
+    "-subj",
+    "/CN=127.0.0.1",
+    "-keyout",
+    `${dir}/server.key`,
+    "-out",
+    `${dir}/server.csr`,
+  ]);
+  await Deno.writeTextFile(`${dir}/ext.cnf`, "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+  await run("openssl", [
+    "x509",
+    "-req",
+    "-in",
+    `${dir}/server.csr`,
+    "-CA",
+    `${dir}/ca.crt`,
+    "-CAkey",
+    `${dir}/ca.key`,
+    "-CAcreateserial",
+    "-days",
+    "2",
+    "-extfile",
+    `${dir}/ext.cnf`,
+    "-out",
+    `${dir}/server.crt`,
+  ]);
+  await Deno.chmod(`${dir}/server.key`, 0o600);
+  await Deno.writeTextFile(
+    `${dir}/slapd.conf`,
+    [
+      "include /etc/ldap/schema/core.schema",
+      "include /etc/ldap/schema/cosine.schema",
+      "include /etc/ldap/schema/nis.schema",
+      "include /etc/ldap/schema/inetorgperson.schema",
+      "modulepath /usr/lib/ldap",
+      "moduleload back_mdb",
+      `pidfile ${dir}/slapd.pid`,
+      `TLSCACertificateFile ${dir}/ca.crt`,
+      `TLSCertificateFile ${dir}/server.crt`,
+      `TLSCertificateKeyFile ${dir}/server.key`,
+      "database mdb",
+      `suffix "${SUFFIX}"`,
+      `rootdn "${ROOT_DN}"`,
+      `rootpw ${ROOT_PW}`,
+      `directory ${dir}/db`,
+      "maxsize 10485760",
+      "access to attrs=userPassword by self read by anonymous auth by * none",
+      "access to * by users read by * none",
+      "",
+    ].join("\n"),
+  );
+  const port = freePort();
+  const tlsPort = freePort();
+  const ldapUrl = `ldap://127.0.0.1:${port}`;
+  const ldapsUrl = `ldaps://127.0.0.1:${tlsPort}`;
+  const child = new Deno.Command(SLAPD, {
+    args: ["-f", `${dir}/slapd.conf`, "-h", `${ldapUrl}/ ${ldapsUrl}/`, "-d", "0"],
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const stderr = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let log = "";
+  (async () => {
+    for (;;) {
+      const { value, done } = await stderr.read();
+      if (done) break;
+      log += value;
+    }
+  })();
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    try {
+      await run("ldapwhoami", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW]);
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        throw new Error(`slapd did not answer: ${err}\n${log}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  const ldapadd = async (ldif: string) => {
+    await run("ldapadd", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW], ldif);
+  };
+  return {
+    dir,
+    ldapUrl,
+    ldapsUrl,
+    caFile: `${dir}/ca.crt`,
+    ldapadd,
+    async ldapdelete(dn) {
+      await run("ldapdelete", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW, dn]);
+    },
+    async stop() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await child.status;
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    },
+  };
+}
+
+const person = (uid: string, ou: string, password: string, cn: string) => `
+dn: uid=${uid},ou=${ou},${SUFFIX}
+objectClass: inetOrgPerson
+uid: ${uid}
+cn: ${cn}
+sn: ${cn.split(" ").at(-1)}
+mail: ${uid}@example.org
+userPassword: ${password}
+`;
+
+const DIRECTORY = `
+dn: ${SUFFIX}
+objectClass: dcObject
+objectClass: organization
+dc: example
+o: Example
+
+dn: ${READER_DN}
+objectClass: organizationalRole
+objectClass: simpleSecurityObject
+cn: reader
+userPassword: ${READER_PW}
+
+dn: ou=people,${SUFFIX}
+objectClass: organizationalUnit
+ou: people
+
+dn: ou=staff,${SUFFIX}
+objectClass: organizationalUnit
+ou: staff
+
+dn: ou=groups,${SUFFIX}
+objectClass: organizationalUnit
+ou: groups
+${person("alice", "people", "alice-directory-pass", "Alice Liddell")}
+${person("bob", "people", "bob-directory-pass", "Bob Builder")}
+${person("carol", "people", "carol-directory-pass", "Carol Directory")}
+${person("twin", "people", "twin-pass-1", "Twin One")}
+${person("twin", "staff", "twin-pass-2", "Twin Two")}
+dn: cn=console-admins,ou=groups,${SUFFIX}
+objectClass: groupOfNames
+cn: console-admins
+member: uid=alice,ou=people,${SUFFIX}
+
+dn: cn=helpdesk,ou=groups,${SUFFIX}
+objectClass: groupOfNames
+cn: helpdesk
+member: uid=bob,ou=people,${SUFFIX}
+member: uid=carol,ou=people,${SUFFIX}
+`;
+
+Deno.test("RFC 4515 escaping of filter values", () => {
+  assert.equal(escapeFilterValue("*)(uid=*"), "\\2a\\29\\28uid=\\2a");
+  assert.equal(escapeFilterValue("a\\b\0"), "a\\5cb\\00");
+  assert.equal(escapeFilterValue("é"), "\\c3\\a9");
+  assert.equal(fillFilter("(&(uid={username})(x={other}))", { username: "a*" }), "(&(uid=a\\2a)(x={other}))");
+});
+
+dbTest("LDAP login through REST against a real slapd", async (db) => {
+  const slapd = await startSlapd();
+  const ldapConfig = {
+    url: slapd.ldapsUrl,
+    caFile: slapd.caFile,
+    bindDn: READER_DN,
+    bindPassword: READER_PW,
+    userBase: SUFFIX,
+    groupBase: `ou=groups,${SUFFIX}`,
+    groupMap: ["console-admins=>Admins", `cn=helpdesk,ou=groups,${SUFFIX}=>Helpdesk`],
+  };
+  const server = await createTestServer({ db, config: { ldap: ldapConfig } });
+  try {
+    await slapd.ldapadd(DIRECTORY);
+    await createUserGroup(db, { name: "Admins" });
+    await createUserGroup(db, { name: "Helpdesk" });
+    await createUser(db, { username: "carol", password: "carol-local-password-1" });
+    const login = (username: string, password: string, ip = "10.9.0.1") =>
+      server.anonymous({ ip }).request("POST", "/api/v1/auth/login", { username, password });
+
+    const alice = await login("alice", "alice-directory-pass");
+    assert.equal(
+      alice.status,
+      200,
+      `${alice.text}\n${server.logs.filter((l) => l.includes("ldap")).join("\n")}`,
+    );
+    assert.equal(alice.json.user.source, "ldap");
+    assert.equal(alice.json.user.full_name, "Alice Liddell");
+    assert.equal(alice.json.user.email, "alice@example.org");
+    assert.equal(alice.json.features.ldap, true);
+    const [row] = await db.query<{ password_hash: string; source: string }>(
+      "SELECT password_hash, source FROM users WHERE username = 'alice'",
+    );
+    assert.deepEqual(row, { password_hash: "", source: "ldap" }, "the password is never stored");
+    const groupsOf = async (u: string) =>
+      (await db.query<{ name: string }>(
+        `SELECT g.name FROM user_groups g JOIN user_group_members m ON m.user_group_id = g.id
+          JOIN users u ON u.id = m.user_id WHERE u.username = $1 ORDER BY 1`,
+        [u],
+      )).map((r) => r.name);
+    assert.deepEqual(await groupsOf("alice"), ["Admins"], "mapped by group name");
+    assert.equal((await login("bob", "bob-directory-pass")).status, 200);
+    assert.deepEqual(await groupsOf("bob"), ["Helpdesk"], "mapped by group DN");
+
+    // Synced at each login: bob leaves helpdesk, joins console-admins.
+    await run(
+      "ldapmodify",
+      ["-x", "-H", slapd.ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW],
+      `
+dn: cn=helpdesk,ou=groups,${SUFFIX}
+changetype: modify
+delete: member
+member: uid=bob,ou=people,${SUFFIX}
+
+dn: cn=console-admins,ou=groups,${SUFFIX}
+changetype: modify
+add: member
+member: uid=bob,ou=people,${SUFFIX}
+`,
+    );
+    assert.equal((await login("bob", "bob-directory-pass")).status, 200);
+    assert.deepEqual(await groupsOf("bob"), ["Admins"]);
+
+    const reasons = async () =>
+      (await db.query<{ reason: string }>(
+        "SELECT details->>'reason' AS reason FROM audit_logs WHERE action = 'auth.login' AND outcome = 'failure' ORDER BY created_at",
+      )).map((r) => r.reason);
+    const wrong = await login("alice", "not-her-password");
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.json.error.code, "invalid_credentials");
+    const unknown = await login("nobody", "whatever-password");
+    assert.equal(unknown.status, 401);
+    assert.deepEqual(unknown.json, wrong.json, "the same answer for an unknown user and a wrong password");
+    const twin = await login("twin", "twin-pass-1");
+    assert.equal(twin.status, 401);
+    assert.ok(server.logs.some((l) => l.includes("entries match")), "ambiguous user named in the log");
+    // A local user of the same name keeps their local password; the directory's is refused.
+    assert.equal((await login("carol", "carol-directory-pass")).status, 401);
+    assert.equal((await login("carol", "carol-local-password-1")).json.user.source, "local");
+    // Filter injection: refused before any search, and nothing matches by wildcard.
+    for (const evil of ["*", "alice)(uid=*", "a*", "*)(|(uid=*"]) {
+      const res = await login(evil, "alice-directory-pass");
+      assert.equal(res.status, 401, `${evil} logged in`);
+    }
+    assert.deepEqual((await reasons()).slice(0, 4), [
+      "ldap_wrong_password",
+      "ldap_not_found",
+      "ldap_ambiguous",
+      "wrong_password",
+    ]);
+    const [{ n: ldapUsers }] = await db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM users WHERE source = 'ldap'",
+    );
+    assert.equal(ldapUsers, 2, "only alice and bob were created");
+
+    // Removed from the directory: disabled in svc, sessions ended.
+    const session = server.anonymous({ ip: "10.9.0.2" });
+    assert.equal(
+      (await session.request("POST", "/api/v1/auth/login", {
+        username: "alice",
+        password: "alice-directory-pass",
+      })).status,
+      200,
+    );
+    await slapd.ldapdelete(`uid=alice,ou=people,${SUFFIX}`);
+    assert.equal((await login("alice", "alice-directory-pass")).status, 401);
+    const [{ enabled }] = await db.query<{ enabled: boolean }>(
+      "SELECT enabled FROM users WHERE username = 'alice'",
+    );
+    assert.equal(enabled, false);
+    assert.equal((await session.request("GET", "/api/v1/auth/me")).status, 401);
+  } finally {
+    await server.close();
+    await slapd.stop();
+  }
+}, { ignore: !haveSlapd, sanitizeResources: false, sanitizeOps: false });
+
+dbTest(
+  "LDAP: each failure of the directory itself is a 503 for the person and a fix in the log",
+  async (db) => {
+    const slapd = await startSlapd();
+    const base = {
+      caFile: slapd.caFile,
+      bindDn: READER_DN,
+      bindPassword: READER_PW,
+      userBase: SUFFIX,
+    };
+    const servers = [];
+    try {
+      await slapd.ldapadd(DIRECTORY);
+      const ldaps = await createTestServer({ db, config: { ldap: { ...base, url: slapd.ldapsUrl } } });
+      servers.push(ldaps);
+      const ok = await ldaps.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(ok.status, 200, ok.text);
+
+      const badBind = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: slapd.ldapsUrl, bindPassword: "wrong" } },
+      });
+      servers.push(badBind);
+      const r1 = await badBind.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r1.status, 503);
+      assert.equal(r1.json.error.code, "directory_unavailable");
+      assert.ok(badBind.logs.some((l) => l.includes("ldap.bind_password")), "the log names the key to fix");
+
+      const wrongCa = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: slapd.ldapsUrl, caFile: "/etc/ssl/certs/ca-certificates.crt" } },
+      });
+      servers.push(wrongCa);
+      const r2 = await wrongCa.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r2.status, 503, "a certificate that does not chain to ldap.ca_file is refused");
+
+      const closed = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: `ldap://127.0.0.1:${freePort()}`, timeoutSeconds: 5 } },
+      });
+      servers.push(closed);
+      const r3 = await closed.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r3.status, 503);
+      assert.ok(closed.logs.some((l) => l.includes("cannot use the directory")));
+    } finally {
+      for (const s of servers) await s.close();
+      await slapd.stop();
+    }
+  },
+  { ignore: !haveSlapd, sanitizeResources: false, sanitizeOps: false },
+);
