@@ -4,11 +4,17 @@ import type { AuditEvent } from "./event.ts";
 /** Severity levels, lowest first. */
 export type AuditSeverity = "low" | "medium" | "high";
 
-/** Tampering, replayed refresh tokens and secret reveals are high; denials, failures and deletions medium. */
-export function severityOf(event: Pick<AuditEvent, "action" | "outcome">): AuditSeverity {
+/**
+ * Tampering, replayed refresh tokens, secret reveals and every refused attempt on a disk recovery key are high;
+ * other denials, failures and deletions medium.
+ */
+export function severityOf(
+  event: Pick<AuditEvent, "action" | "outcome"> & { resource?: Pick<AuditEvent["resource"], "type"> },
+): AuditSeverity {
   if (
     event.action === "tamper_detected" || event.action === "auth.refresh_reuse" ||
-    event.action.includes("reveal")
+    event.action.includes("reveal") ||
+    (event.resource?.type === "luks_volume" && event.outcome !== "success")
   ) {
     return "high";
   }

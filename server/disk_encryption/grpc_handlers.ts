@@ -161,26 +161,39 @@ export function diskEncryptionHandlers(ctx: ServerContext) {
     async confirm(request: ConfirmRecoveryKeyRequest, node: NodeRef) {
       const keyId = checkUuid("key_id", request.keyId);
       if (request.keySlot < 0 || request.keySlot > 31) throw invalid("key_slot", "must be 0 to 31");
+      // The confirmation and its audit row (which key opens which volume since when: the trail a later reveal
+      // is checked against) commit together.
       const out = await counted(
         "confirm",
-        () => mapped(() => db.transaction((tx) => confirmKey(tx, node, { keyId, keySlot: request.keySlot }))),
+        () =>
+          mapped(() =>
+            db.unitOfWork(async () => {
+              const done = await db.transaction((tx) =>
+                confirmKey(tx, node, { keyId, keySlot: request.keySlot })
+              );
+              if (done.changed) {
+                await ctx.audit.record({
+                  action: "disk_encryption.key_confirmed",
+                  outcome: "success",
+                  actor: { nodeId: node.nodeId, username: node.nodeName },
+                  resource: {
+                    type: "luks_volume",
+                    id: done.volumeId,
+                    name: `${node.nodeName}:${done.volumeUuid}`,
+                  },
+                  details: {
+                    key_id: keyId,
+                    key_slot: request.keySlot,
+                    ...(done.replacedKeyId ? { replaced_key_id: done.replacedKeyId } : {}),
+                    ...(done.destroyedKeyId ? { keyslot_destroyed: true } : {}),
+                  },
+                });
+              }
+              return done;
+            })
+          ),
       );
       if (out.destroyedKeyId) await counted("destroy", () => Promise.resolve());
-      // Which key opens which volume since when: the trail a later reveal is checked against.
-      if (out.changed) {
-        await ctx.audit.record({
-          action: "disk_encryption.key_confirmed",
-          outcome: "success",
-          actor: { nodeId: node.nodeId, username: node.nodeName },
-          resource: { type: "luks_volume", id: out.volumeId, name: `${node.nodeName}:${out.volumeUuid}` },
-          details: {
-            key_id: keyId,
-            key_slot: request.keySlot,
-            ...(out.replacedKeyId ? { replaced_key_id: out.replacedKeyId } : {}),
-            ...(out.destroyedKeyId ? { keyslot_destroyed: true } : {}),
-          },
-        });
-      }
       return {};
     },
     async beginRotation(request: BeginRecoveryKeyRotationRequest, node: NodeRef) {
