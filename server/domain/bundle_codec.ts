@@ -14,6 +14,7 @@ import {
   validatePolicyContent,
 } from "../../shared/policy_types/mod.ts";
 import { jsonDepth, utf8Length } from "../../shared/policy_types/json_guard.ts";
+import { multiLineText, singleLine } from "../../shared/policy_types/sanitizers.ts";
 import { DomainError, type DomainFieldError, invalidError } from "./errors.ts";
 
 /** Envelope version of every document. */
@@ -337,9 +338,16 @@ function checkEnvelope(
     const displayName = metadata.displayName ?? metadata.name;
     if (typeof displayName !== "string" || displayName.length === 0 || displayName.length > 200) {
       fail("metadata.displayName", "must be text of 1 to 200 characters");
+    } else {
+      // The same rule as a name typed in the console: it is shown and logged, so no control characters.
+      const bad = singleLine(displayName);
+      if (bad) fail("metadata.displayName", bad);
     }
     if (metadata.description !== undefined && typeof metadata.description !== "string") {
       fail("metadata.description", "must be text");
+    } else if (typeof metadata.description === "string") {
+      const bad = multiLineText(metadata.description);
+      if (bad) fail("metadata.description", bad);
     }
     if (typeof spec.type !== "string" || spec.type === "") return fail("spec.type", "is required");
     if (!isObject(spec.content)) return fail("spec.content", "must be a mapping (the policy content)");

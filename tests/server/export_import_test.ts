@@ -309,6 +309,16 @@ dbTest("import refuses hostile bundles with a message naming the problem", async
       ["separator flood", "---\n".repeat(100_000), /more than 200 documents/],
       ["deep after an apostrophe", policy("", "{a: it's " + "[".repeat(100_000) + "}"), /nested too deeply/],
       ["content not a mapping", policy("", "just text"), /spec.content: must be a mapping/],
+      [
+        "terminal escape in a display name",
+        policy().replace("name: p", 'name: p\n  displayName: "Firefox \\e[31mred"'),
+        /metadata.displayName: .*control character/,
+      ],
+      [
+        "line separator in a description",
+        policy().replace("name: p", 'name: p\n  description: "one\\u2028two"'),
+        /metadata.description: /,
+      ],
     ];
     for (const [label, text, pattern] of cases) {
       const res = await importBundle(admin, text);
