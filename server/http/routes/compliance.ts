@@ -9,6 +9,7 @@ import {
   nodeCompliance,
   policyCompliance,
 } from "../../domain/compliance.ts";
+import { policyRollout, ROLLOUT_STATES, rolloutCounts, type RolloutState } from "../../domain/rollout.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { type RouteSpec, uuidParam } from "../route.ts";
@@ -49,6 +50,45 @@ const ROW_SCHEMA: JsonSchema = {
 };
 
 const STATUS_QUERY: JsonSchema = { type: "string", enum: COMPLIANCE_STATUSES };
+
+const UUID_TEXT = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+
+const ROLLOUT_COUNTS_SCHEMA: JsonSchema = {
+  type: "object",
+  required: [...ROLLOUT_STATES, "total"],
+  properties: Object.fromEntries([...ROLLOUT_STATES, "total"].map((s) => [s, { type: "integer" }])),
+};
+
+const ROLLOUT_ROW_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    node_id: UUID_SCHEMA,
+    node_name: { type: "string" },
+    node_status: { type: "string", enum: ["online", "degraded", "offline", "unknown"] },
+    last_seen: { type: ["string", "null"], format: "date-time" },
+    state: {
+      type: "string",
+      enum: ROLLOUT_STATES,
+      description: "pending: the node has not reported on the current version yet",
+    },
+    reported_version: { type: ["integer", "null"] },
+    message: { type: "string" },
+    reported_at: { type: ["string", "null"], format: "date-time" },
+    via: {
+      type: "array",
+      description: "The enabled bindings through which the policy reaches the node",
+      items: {
+        type: "object",
+        properties: {
+          binding_id: UUID_SCHEMA,
+          node_group_id: UUID_SCHEMA,
+          node_group_name: { type: "string" },
+          priority: { type: "integer" },
+        },
+      },
+    },
+  },
+};
 
 /** Routes of the compliance area. */
 export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
@@ -157,6 +197,67 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             status: c.req.query("status") as ComplianceStatus | undefined,
           }),
         ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/all/:id/rollout",
+      summary:
+        "Rollout of the policy: every node it reaches, through which bindings, and its state with the current version (pending until the node reports on it), problems first, with counts per state",
+      tag: "compliance",
+      access: "compliance:view",
+      query: {
+        ...PAGE_QUERY,
+        state: { type: "string", enum: ROLLOUT_STATES },
+        search: {
+          type: "string",
+          maxLength: 200,
+          description: "Case-insensitive substring of the node name",
+        },
+      },
+      responses: {
+        "200": {
+          description: "The rollout",
+          schema: pageSchema(ROLLOUT_ROW_SCHEMA, {
+            policy_id: UUID_SCHEMA,
+            version: { type: "integer" },
+            counts: ROLLOUT_COUNTS_SCHEMA,
+          }),
+        },
+      },
+      handler: async (c) =>
+        c.json(
+          await policyRollout(db, uuidParam(c, "id"), {
+            page: pageRequest(c),
+            filter: {
+              state: c.req.query("state") as RolloutState | undefined,
+              search: c.req.query("search") || undefined,
+            },
+          }),
+        ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/policies/rollout",
+      summary: "Rollout counts per state of up to 200 policies (one grouped query; for list pages)",
+      tag: "compliance",
+      access: "compliance:view",
+      query: {
+        ids: {
+          type: "string",
+          pattern: `^${UUID_TEXT}(,${UUID_TEXT}){0,199}$`,
+          description: "Comma-separated policy ids",
+        },
+      },
+      responses: {
+        "200": {
+          description: "Counts by policy id",
+          schema: { type: "object", additionalProperties: ROLLOUT_COUNTS_SCHEMA },
+        },
+      },
+      handler: async (c) => {
+        const ids = (c.req.query("ids") ?? "").split(",").filter(Boolean).map((s) => s.toLowerCase());
+        return c.json(Object.fromEntries(await rolloutCounts(db, ids)));
+      },
     },
   ];
 }

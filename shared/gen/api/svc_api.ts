@@ -66,6 +66,9 @@ export interface Operations {
       name: string;
       expires_in_days: number;
       user_id?: string;
+      password?: string;
+      code?: string;
+      backup_code?: string;
     };
     response: {
       token?: string;
@@ -177,6 +180,44 @@ export interface Operations {
         mfa?: boolean;
         ldap?: boolean;
       };
+      second_factor?: {
+        token?: string;
+        methods?: Array<"totp" | "backup_code">;
+        expires_at?: string;
+      };
+      expires_at?: string;
+    };
+  };
+  /** Second login step: the token from the first step and a TOTP code or a backup code */
+  "POST /api/v1/auth/login/second-factor": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+      code?: string;
+      backup_code?: string;
+    };
+    response: {
+      user?: {
+        id?: string;
+        username?: string;
+        email?: string;
+        full_name?: string;
+        source?: string;
+      };
+      permissions?: Array<string>;
+      edition?: "community";
+      features?: {
+        scoped_role_bindings?: boolean;
+        mfa?: boolean;
+        ldap?: boolean;
+      };
+      second_factor?: {
+        totp?: boolean;
+        backup_codes_left?: number;
+        webauthn?: number;
+        enrolment_required?: boolean;
+      };
       expires_at?: string;
     };
   };
@@ -207,7 +248,76 @@ export interface Operations {
         mfa?: boolean;
         ldap?: boolean;
       };
+      second_factor?: {
+        totp?: boolean;
+        backup_codes_left?: number;
+        webauthn?: number;
+        enrolment_required?: boolean;
+      };
       expires_at?: string;
+    };
+  };
+  /** Your second factors and whether the MFA policy requires one of you */
+  "GET /api/v1/auth/mfa": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      totp?: boolean;
+      totp_pending?: boolean;
+      backup_codes_left?: number;
+      webauthn?: number;
+      required?: boolean;
+      available?: boolean;
+    };
+  };
+  /** New backup codes (the old ones stop working; step-up required) */
+  "POST /api/v1/auth/mfa/backup-codes": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
+    response: {
+      backup_codes?: Array<string>;
+    };
+  };
+  /** Start setting up an authenticator app: a new secret and its otpauth URI (confirm with a code) */
+  "POST /api/v1/auth/mfa/totp": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
+    response: {
+      secret?: string;
+      otpauth_uri?: string;
+    };
+  };
+  /** Remove your authenticator app and backup codes (step-up with a code or backup code) */
+  "DELETE /api/v1/auth/mfa/totp": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
+    response: undefined;
+  };
+  /** Finish setting up the authenticator app with a code it shows; answers the backup codes once */
+  "POST /api/v1/auth/mfa/totp/confirm": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      code: string;
+    };
+    response: {
+      backup_codes?: Array<string>;
     };
   };
   /** Change your own password (the current one is required); other sessions end */
@@ -239,6 +349,12 @@ export interface Operations {
         scoped_role_bindings?: boolean;
         mfa?: boolean;
         ldap?: boolean;
+      };
+      second_factor?: {
+        totp?: boolean;
+        backup_codes_left?: number;
+        webauthn?: number;
+        enrolment_required?: boolean;
       };
       expires_at?: string;
     };
@@ -503,6 +619,8 @@ export interface Operations {
     body: {
       reason: string;
       password?: string;
+      code?: string;
+      backup_code?: string;
     };
     response: unknown;
   };
@@ -1057,6 +1175,7 @@ export interface Operations {
         updated_at: string;
         bindings_count: number;
         enabled_bindings_count: number;
+        revision_pending: boolean;
       }>;
       total: number;
       page: number;
@@ -1089,6 +1208,7 @@ export interface Operations {
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
+      revision_pending: boolean;
       content: string;
     };
   };
@@ -1115,6 +1235,7 @@ export interface Operations {
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
+      revision_pending: boolean;
       content: string;
     };
   };
@@ -1147,6 +1268,7 @@ export interface Operations {
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
+      revision_pending: boolean;
       content: string;
     };
   };
@@ -1169,7 +1291,6 @@ export interface Operations {
       per_page?: number;
       status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
     };
-        revision_pending: boolean;
     body: undefined;
     response: {
       items: Array<{
@@ -1202,7 +1323,6 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
-      revision_pending: boolean;
     };
   };
   /** Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it */
@@ -1229,123 +1349,9 @@ export interface Operations {
       replacement_policy_id: string | null;
       created_by: string;
       created_at: string;
-      revision_pending: boolean;
       updated_at: string;
       bindings_count: number;
       enabled_bindings_count: number;
-      content: string;
-    };
-  };
-  /** Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known. */
-  "PUT /api/v1/policies/all/{id}/state": {
-    path: {
-      id: string;
-    };
-    query: Record<string, never>;
-    body: {
-      state: "draft" | "released" | "archived";
-      lockout_reason?: string;
-    };
-    response: {
-      id: string;
-      name: string;
-      description: string;
-      type: string;
-      version: number;
-      state: "draft" | "released" | "archived";
-      deprecated: boolean;
-      deprecated_at: string | null;
-      deprecation_message: string;
-      replacement_policy_id: string | null;
-      created_by: string;
-      created_at: string;
-      updated_at: string;
-      bindings_count: number;
-      enabled_bindings_count: number;
-      revision_pending: boolean;
-      content: string;
-    };
-  };
-  /** Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle */
-  "GET /api/v1/policies/export": {
-    path: Record<string, never>;
-    query: {
-      ids?: string;
-      include_bindings?: boolean;
-      format?: "yaml" | "json";
-    };
-    body: undefined;
-    response: string;
-  };
-  /** Import a YAML or JSON bundle of policies (and bindings). All or nothing; dry_run=true validates and rolls back. Bindings in the bundle also need binding:create. */
-  "POST /api/v1/policies/import": {
-    path: Record<string, never>;
-    query: {
-      dry_run?: boolean;
-      on_conflict?: "error" | "skip" | "new-version";
-      format?: "yaml" | "json";
-    };
-    body: string;
-    response: {
-      ok: boolean;
-      dry_run: boolean;
-      created: number;
-      updated: number;
-      skipped: number;
-      errors: number;
-      results: Array<{
-        doc?: number;
-        kind?: "Policy" | "PolicyBinding";
-        name?: string;
-        status?: "created" | "updated" | "skipped" | "error";
-        message?: string;
-      }>;
-    };
-  };
-  /** List bindings (highest priority first by default) */
-  "GET /api/v1/policy-bindings": {
-    path: Record<string, never>;
-    query: {
-      page?: number;
-      per_page?: number;
-      sort?: "priority" | "policy_name" | "node_group_name" | "state" | "created_at" | "updated_at";
-      order?: "asc" | "desc";
-      policy_id?: string;
-      node_group_id?: string;
-      state?: "enabled" | "disabled";
-    };
-    body: undefined;
-    response: {
-      items: Array<{
-        id?: string;
-        policy_id?: string;
-        policy_name?: string;
-        policy_type?: string;
-        policy_state?: string;
-        node_group_id?: string;
-        node_group_name?: string;
-        state?: "enabled" | "disabled";
-        priority?: number;
-        node_count?: number;
-        created_at?: string;
-        updated_at?: string;
-      }>;
-      total: number;
-      page: number;
-      per_page: number;
-    };
-  };
-  /** Bind a policy to a node group; a new binding always starts disabled */
-  "POST /api/v1/policy-bindings": {
-    path: Record<string, never>;
-    query: Record<string, never>;
-    body: {
-      policy_id: string;
-      node_group_id: string;
-      priority?: number;
-    };
-    response: {
-      id?: string;
       revision_pending: boolean;
       content: string;
     };
@@ -1451,6 +1457,179 @@ export interface Operations {
       bindings_count: number;
       enabled_bindings_count: number;
       revision_pending: boolean;
+      content: string;
+    };
+  };
+  /** Rollout of the policy: every node it reaches, through which bindings, and its state with the current version (pending until the node reports on it), problems first, with counts per state */
+  "GET /api/v1/policies/all/{id}/rollout": {
+    path: {
+      id: string;
+    };
+    query: {
+      page?: number;
+      per_page?: number;
+      state?: "pending" | "error" | "non_compliant" | "compliant" | "inapplicable";
+      search?: string;
+    };
+    body: undefined;
+    response: {
+      items: Array<{
+        node_id?: string;
+        node_name?: string;
+        node_status?: "online" | "degraded" | "offline" | "unknown";
+        last_seen?: string | null;
+        state?: "pending" | "error" | "non_compliant" | "compliant" | "inapplicable";
+        reported_version?: number | null;
+        message?: string;
+        reported_at?: string | null;
+        via?: Array<{
+          binding_id?: string;
+          node_group_id?: string;
+          node_group_name?: string;
+          priority?: number;
+        }>;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+      policy_id?: string;
+      version?: number;
+      counts?: {
+        pending: number;
+        error: number;
+        non_compliant: number;
+        compliant: number;
+        inapplicable: number;
+        total: number;
+      };
+    };
+  };
+  /** Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known. */
+  "PUT /api/v1/policies/all/{id}/state": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      state: "draft" | "released" | "archived";
+      lockout_reason?: string;
+    };
+    response: {
+      id: string;
+      name: string;
+      description: string;
+      type: string;
+      version: number;
+      state: "draft" | "released" | "archived";
+      deprecated: boolean;
+      deprecated_at: string | null;
+      deprecation_message: string;
+      replacement_policy_id: string | null;
+      created_by: string;
+      created_at: string;
+      updated_at: string;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      revision_pending: boolean;
+      content: string;
+    };
+  };
+  /** Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle */
+  "GET /api/v1/policies/export": {
+    path: Record<string, never>;
+    query: {
+      ids?: string;
+      include_bindings?: boolean;
+      format?: "yaml" | "json";
+    };
+    body: undefined;
+    response: string;
+  };
+  /** Import a YAML or JSON bundle of policies (and bindings). All or nothing; dry_run=true validates and rolls back. Bindings in the bundle also need binding:create. */
+  "POST /api/v1/policies/import": {
+    path: Record<string, never>;
+    query: {
+      dry_run?: boolean;
+      on_conflict?: "error" | "skip" | "new-version";
+      format?: "yaml" | "json";
+    };
+    body: string;
+    response: {
+      ok: boolean;
+      dry_run: boolean;
+      created: number;
+      updated: number;
+      skipped: number;
+      errors: number;
+      results: Array<{
+        doc?: number;
+        kind?: "Policy" | "PolicyBinding";
+        name?: string;
+        status?: "created" | "updated" | "skipped" | "error";
+        message?: string;
+      }>;
+    };
+  };
+  /** Rollout counts per state of up to 200 policies (one grouped query; for list pages) */
+  "GET /api/v1/policies/rollout": {
+    path: Record<string, never>;
+    query: {
+      ids?: string;
+    };
+    body: undefined;
+    response: Record<string, {
+      pending: number;
+      error: number;
+      non_compliant: number;
+      compliant: number;
+      inapplicable: number;
+      total: number;
+    }>;
+  };
+  /** List bindings (highest priority first by default) */
+  "GET /api/v1/policy-bindings": {
+    path: Record<string, never>;
+    query: {
+      page?: number;
+      per_page?: number;
+      sort?: "priority" | "policy_name" | "node_group_name" | "state" | "created_at" | "updated_at";
+      order?: "asc" | "desc";
+      policy_id?: string;
+      node_group_id?: string;
+      state?: "enabled" | "disabled";
+    };
+    body: undefined;
+    response: {
+      items: Array<{
+        id?: string;
+        policy_id?: string;
+        policy_name?: string;
+        policy_type?: string;
+        policy_state?: string;
+        node_group_id?: string;
+        node_group_name?: string;
+        state?: "enabled" | "disabled";
+        priority?: number;
+        node_count?: number;
+        created_at?: string;
+        updated_at?: string;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
+  };
+  /** Bind a policy to a node group; a new binding always starts disabled */
+  "POST /api/v1/policy-bindings": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      policy_id: string;
+      node_group_id: string;
+      priority?: number;
+    };
+    response: {
+      id?: string;
       policy_id?: string;
       policy_name?: string;
       policy_type?: string;
@@ -1480,7 +1659,6 @@ export interface Operations {
       node_group_id?: string;
       node_group_name?: string;
       state?: "enabled" | "disabled";
-      revision_pending: boolean;
       priority?: number;
       node_count?: number;
       created_at?: string;
@@ -1706,6 +1884,31 @@ export interface Operations {
       message: string;
       messages_by_type?: Record<string, string>;
     };
+  };
+  /** The MFA policy: who must have a second factor */
+  "GET /api/v1/settings/mfa": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      mode?: "off" | "all" | "permissions";
+      permissions?: Array<string>;
+      include_ldap?: boolean;
+    };
+  };
+  /** Replace the MFA policy (step-up required) */
+  "PUT /api/v1/settings/mfa": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      mode: "off" | "all" | "permissions";
+      permissions?: Array<string>;
+      include_ldap?: boolean;
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
+    response: unknown;
   };
   /** List user groups */
   "GET /api/v1/user-groups": {
@@ -1949,6 +2152,19 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: undefined;
+    response: undefined;
+  };
+  /** Remove every second factor of a user (lost phone); their sessions end. Needs user:edit, every permission they can reach, and your own step-up */
+  "POST /api/v1/users/{id}/mfa/reset": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
     response: undefined;
   };
   /** Set a new password for a user (administrator reset; their sessions end) */
