@@ -248,26 +248,28 @@ async function worker(): Promise<void> {
         Buffer.from(command.keyPem),
         Buffer.from(command.certPem),
       );
-      let ready = 0;
-      const allReady = new Promise<void>((resolve) => {
-        for (let i = 0; i < command.count; i++) {
-          // A local subchannel pool gives every stream its own connection, like the real agents.
-          const client = createClient(PolicyService, command.target, {
-            credentials,
-            channelOptions: {
-              "grpc.use_local_subchannel_pool": 1,
-              "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes,
-            },
-          });
-          const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
-          streams.push(stream);
-          closers.push(() => client.close());
-          watch(stream, () => {
-            if (++ready === command.count) resolve();
-          });
-        }
-      });
-      await allReady;
+      for (let start = 0; start < command.count; start += CONNECT_WAVE) {
+        const size = Math.min(CONNECT_WAVE, command.count - start);
+        let ready = 0;
+        await new Promise<void>((resolve) => {
+          for (let i = 0; i < size; i++) {
+            // A local subchannel pool gives every stream its own connection, like the real agents.
+            const client = createClient(PolicyService, command.target, {
+              credentials,
+              channelOptions: {
+                "grpc.use_local_subchannel_pool": 1,
+                "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes,
+              },
+            });
+            const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
+            streams.push(stream);
+            closers.push(() => client.close());
+            watch(stream, () => {
+              if (++ready === size) resolve();
+            });
+          }
+        });
+      }
       out({ event: "ready", streams: command.count, enrollMs: 0 });
     } else if (command.cmd === "arm") {
       arrivals = [];
