@@ -43,9 +43,9 @@ export async function runPolicyWorker(): Promise<never> {
   const stop = (reason: string) =>
     stopping ??= (async () => {
       log.info("policy worker stopping", { reason });
-      for (const c of cleanups) {await c().catch((err) =>
-          log.warn("shutdown step failed", { error: String(err) })
-        );}
+      for (const c of cleanups) {
+        await c().catch((err) => log.warn("shutdown step failed", { error: String(err) }));
+      }
       await out.close();
       Deno.exit(0);
     })();
