@@ -173,7 +173,12 @@ Deno.test({
       const caPem = await Deno.readTextFile(join(tmp, "pki/ca/ca.crt"));
       const config = {
         database: { url: info.url },
-        ca: { cert_file: join(tmp, "pki/ca/ca.crt"), key_file: join(tmp, "pki/ca/ca.key") },
+        ca: {
+          cert_file: join(tmp, "pki/ca/ca.crt"),
+          key_file: join(tmp, "pki/ca/ca.key"),
+          // The session secret the first replica creates is sealed in the database with this shared key file.
+          key_encryption_key_file: join(tmp, "secrets.kek"),
+        },
         // Loopback only: the test needs no other interface.
         server: { address: "127.0.0.1", replica_timeout_seconds: REPLICA_TIMEOUT_SECONDS },
       };

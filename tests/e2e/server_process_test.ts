@@ -88,7 +88,11 @@ Deno.test({
   name: "svc-server process: versions, TLS posture, gRPC and REST on one port",
   ...OPTS,
   async fn(t) {
-    const proc = await startServerProcess();
+    // A CA in the data dir as versions before the database-kept CA made it: the server imports it at start
+    // (and keeps the files), so the ALPN step below can sign a client certificate with it.
+    const dataDir = await Deno.makeTempDir({ prefix: "svc-e2e-" });
+    await (await import("../../server/pki/mod.ts")).loadOrCreateCa({ dataDir });
+    const proc = await startServerProcess({ dataDir });
     try {
       const ca = await Deno.readTextFile(`${proc.dataDir}/pki/ca/ca.crt`);
       await t.step("GET /api/v1/version over HTTP/1.1 and HTTP/2", async () => {
