@@ -34,7 +34,7 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     default: "kept in the database",
   },
   "ca.key_file": {
-    meaning: "Internal CA private key (with `ca.cert_file`)",
+    meaning: "Internal CA private key, or a `pkcs11:` URI of a key on a token (with `ca.cert_file`)",
     default: "kept in the database",
   },
   "ca.key_encryption_key_file": {
