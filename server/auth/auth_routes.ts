@@ -2,7 +2,7 @@
  * `/api/v1/auth/*`: login, refresh, logout, the current user, and changing one's own password.
  *
  * Login is one or two steps. `POST /api/v1/auth/login` checks the password; a user without a second factor
- * gets the session cookies at once. A user with one gets no cookie but `second_factor` (an opaque single-use
+ * gets the session cookies at once. A user with one gets no cookie but `second_factor_required` (an opaque single-use
  * token good for 5 minutes and 5 wrong codes, and the methods they may use), then
  * `POST /api/v1/auth/login/second-factor` with that token and a TOTP code or a backup code starts the
  * session. Both steps are throttled in the database and audited with their outcome.
@@ -99,7 +99,7 @@ const ME_SCHEMA = {
 const SECOND_FACTOR_SCHEMA = {
   type: "object",
   properties: {
-    second_factor: {
+    second_factor_required: {
       type: "object",
       properties: {
         token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
@@ -264,7 +264,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         "200": {
           description:
             "Logged in (sets svc_session, svc_refresh and svc_csrf), or, for a user with a second factor, " +
-            "no cookie but `second_factor` for the next step",
+            "no cookie but `second_factor_required` for the next step",
           schema: {
             ...ME_SCHEMA,
             properties: { ...ME_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
@@ -329,7 +329,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           });
           c.header("cache-control", "no-store");
           return c.json({
-            second_factor: {
+            second_factor_required: {
               token: pending.token,
               methods: ["totp", "backup_code"],
               expires_at: pending.expiresAt.toISOString(),

@@ -36,13 +36,13 @@ async function passwordStep(server: TestServer, client: TestClient): Promise<str
     password: client.password,
   });
   assert.equal(res.status, 200, res.text);
-  assert.ok(res.json.second_factor, `second factor asked: ${res.text}`);
+  assert.ok(res.json.second_factor_required, `second factor asked: ${res.text}`);
   assert.ok(
     !res.headers.getSetCookie().some((l) => l.startsWith("svc_session=") || l.startsWith("svc_refresh=")),
     "no session before the second factor",
   );
   assert.equal(res.json.user, undefined, "nothing about the user before the second factor");
-  return res.json.second_factor.token;
+  return res.json.second_factor_required.token;
 }
 
 async function secondStep(

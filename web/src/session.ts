@@ -104,13 +104,13 @@ class Session extends EventTarget {
    */
   async login(username: string, password: string): Promise<SecondFactorChallenge | undefined> {
     const answer = await api.post<
-      { second_factor?: { token: string; methods: string[]; expires_at: string } }
+      { second_factor_required?: { token: string; methods: string[]; expires_at: string } }
     >(
       "/auth/login",
       { username, password },
     );
-    if (answer?.second_factor) {
-      const sf = answer.second_factor;
+    if (answer?.second_factor_required) {
+      const sf = answer.second_factor_required;
       return { token: sf.token, methods: sf.methods, expiresAt: sf.expires_at };
     }
     api.sessionStarted();
