@@ -181,15 +181,20 @@ async function loadOrCreateKeyring(db: Db, path: string): Promise<Keyring> {
   }
   if (!info) {
     const held = await db.query<{ kek_id: string }>("SELECT DISTINCT kek_id FROM server_secrets ORDER BY 1");
-    if (held.length > 0) {
-      throw new Error(
-        `${SETTING} ${path} does not exist, but the database already holds secrets sealed with key ` +
-          `${held.map((r) => `"${r.kek_id}"`).join(", ")}: copy the key file from the server that ` +
-          `created them to ${path} (mode 0600), or point ${SETTING} at it`,
-      );
+    if (held.length === 0) {
+      await createKeyFileOnce(path);
+      info = await Deno.stat(path);
+    } else {
+      // A process sharing this path may have created the file and stored a secret since the stat above.
+      info = await Deno.stat(path).catch(() => undefined);
+      if (!info) {
+        throw new Error(
+          `${SETTING} ${path} does not exist, but the database already holds secrets sealed with key ` +
+            `${held.map((r) => `"${r.kek_id}"`).join(", ")}: copy the key file from the server that ` +
+            `created them to ${path} (mode 0600), or point ${SETTING} at it`,
+        );
+      }
     }
-    await createKeyFileOnce(path);
-    info = await Deno.stat(path);
   }
   if (info.mode !== null && (info.mode & 0o077) !== 0) {
     throw new Error(

@@ -1,7 +1,8 @@
 /**
  * ACME for the web port against Debian's `pebble` on 127.0.0.1 (its directory behind a TLS certificate made
  * here, trusted through `acme.ca_file`; names resolved by `pebble-challtestsrv`'s mock DNS to 127.0.0.1;
- * HTTP-01 answered on a free port given to both pebble and `acme.http_port`). The server obtains a
+ * HTTP-01 answered on a free port given to both pebble and `acme.http_port`; external account binding
+ * required, with the key given as `acme.eab_kid`/`acme.eab_hmac_key`). The server obtains a
  * certificate (pebble really validates the challenge: PEBBLE_VA_ALWAYS_VALID is not set) and serves it —
  * verified by openssl trusting pebble's root from its management endpoint — while the policy port keeps the
  * internal-CA certificate; a second server on the same database serves the same certificate from the
@@ -106,6 +107,8 @@ Deno.test({
         ...["-CA", "dir-ca.crt", "-CAkey", "dir-ca.key"],
         ...["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "basicConstraints=CA:FALSE"],
       ], dir);
+      const eabKey = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
+        .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
       const [acmePort, mgmtPort, dnsPort, challMgmt, http01, tlsPort] = [1, 2, 3, 4, 5, 6].map(() =>
         freePort()
       );
@@ -120,7 +123,9 @@ Deno.test({
             httpPort: http01,
             tlsPort,
             ocspResponderURL: "",
-            externalAccountBindingRequired: false,
+            // External account binding required: the server's account must carry the key below.
+            externalAccountBindingRequired: true,
+            externalAccountMACKeys: { "svc-test": eabKey },
           },
         }),
       );
@@ -165,6 +170,8 @@ Deno.test({
           "acme.hostnames": [NAME],
           "acme.ca_file": join(dir, "dir-ca.crt"),
           "acme.http_port": httpPort,
+          "acme.eab_kid": "svc-test",
+          "acme.eab_hmac_key": eabKey,
           "security.admin_password": "acme-test-password-0123",
         });
         const server = await startServer(config, { db: info.db, print: () => {} });
