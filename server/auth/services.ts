@@ -27,6 +27,6 @@ export function createIdentityServices(ctx: ServerContext): IdentityServices {
     limiter: createLoginLimiter(),
     clientIp: createClientIpResolver(ctx.config.server.trustedProxies),
     sealer,
-    stepUp: createStepUp(sealer),
+    stepUp: createStepUp(sealer, { directory: ctx.config.ldap }),
   };
 }

@@ -10,13 +10,14 @@
  *
  * @module
  */
-import type { Queryable } from "../db/db.ts";
+import type { ServerConfig } from "../config/config.ts";
+import { type Queryable, queryOne } from "../db/db.ts";
 import { HttpError } from "../http/errors.ts";
 import { body, type RouteContext } from "../http/route.ts";
 import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
 import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
-import { passwordHashOf } from "./users.ts";
+import { ldapAuthenticate, LdapError } from "./ldap.ts";
 
 /** What the caller sends to re-authenticate. */
 export interface StepUpProof {
@@ -70,12 +71,37 @@ export interface StepUp {
 
 /**
  * Creates a checker. `sealer` opens TOTP secrets (from `createSecretSealer(config.security.jwtSecret)`);
- * `limiter` defaults to 5 failures per 5 minutes per account and per address.
+ * `directory` (`config.ldap`) checks the password of directory users; `limiter` defaults to 5 failures per
+ * 5 minutes per account and per address.
  */
 export function createStepUp(
   sealer: SecretSealer,
-  limiter: LoginLimiter = createLoginLimiter({ maxFailures: 5, windowMs: 300_000 }),
+  options: { directory?: ServerConfig["ldap"]; limiter?: LoginLimiter } = {},
 ): StepUp {
+  const limiter = options.limiter ?? createLoginLimiter({ maxFailures: 5, windowMs: 300_000 });
+  const passwordOk = async (q: Queryable, userId: string, password: string): Promise<boolean> => {
+    const user = await queryOne<{ username: string; source: string; password_hash: string }>(
+      q,
+      "SELECT username, source, password_hash FROM users WHERE id = $1",
+      [userId],
+    );
+    if (user?.source !== "ldap") return await verifyPassword(password, user?.password_hash);
+    if (!options.directory?.url) return false;
+    try {
+      await ldapAuthenticate(options.directory, user.username, password);
+      return true;
+    } catch (err) {
+      if (!(err instanceof LdapError)) throw err;
+      if (err.kind === "unreachable" || err.kind === "bad_bind") {
+        throw new HttpError(
+          503,
+          "directory_unavailable",
+          "the user directory cannot check your password right now; try again later",
+        );
+      }
+      return false;
+    }
+  };
   return {
     async check(q, userId, proof, clientIp) {
       if (!proof.password) {
@@ -96,7 +122,7 @@ export function createStepUp(
           { "retry-after": String(wait) },
         );
       }
-      if (!(await verifyPassword(proof.password, await passwordHashOf(q, userId)))) {
+      if (!(await passwordOk(q, userId, proof.password))) {
         limiter.fail(keys);
         throw new HttpError(
           403,

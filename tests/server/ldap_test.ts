@@ -255,7 +255,10 @@ dbTest("LDAP login through REST against a real slapd", async (db) => {
     groupBase: `ou=groups,${SUFFIX}`,
     groupMap: ["console-admins=>Admins", `cn=helpdesk,ou=groups,${SUFFIX}=>Helpdesk`],
   };
-  const server = await createTestServer({ db, config: { ldap: ldapConfig } });
+  const server = await createTestServer({
+    db,
+    config: { ldap: ldapConfig, security: { jwtSecret: "ldap-test-jwt-secret-0123456789abcdef" } },
+  });
   try {
     await slapd.ldapadd(DIRECTORY);
     await createUserGroup(db, { name: "Admins" });
@@ -338,6 +341,22 @@ member: uid=bob,ou=people,${SUFFIX}
       "SELECT count(*)::int AS n FROM users WHERE source = 'ldap'",
     );
     assert.equal(ldapUsers, 2, "only alice and bob were created");
+
+    // Step-up re-authentication of a directory user asks the directory.
+    const stepping = server.anonymous({ ip: "10.9.0.3" });
+    assert.equal(
+      (await stepping.request("POST", "/api/v1/auth/login", {
+        username: "alice",
+        password: "alice-directory-pass",
+      })).status,
+      200,
+    );
+    const badStep = await stepping.request("POST", "/api/v1/auth/mfa/totp", { password: "not-her-password" });
+    assert.equal(badStep.json.error.code, "reauthentication_failed");
+    const goodStep = await stepping.request("POST", "/api/v1/auth/mfa/totp", {
+      password: "alice-directory-pass",
+    });
+    assert.equal(goodStep.status, 200, goodStep.text);
 
     // Removed from the directory: disabled in svc, sessions ended.
     const session = server.anonymous({ ip: "10.9.0.2" });
