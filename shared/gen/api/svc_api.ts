@@ -181,11 +181,17 @@ export interface Operations {
         ldap?: boolean;
       };
       second_factor?: {
+        totp?: boolean;
+        backup_codes_left?: number;
+        webauthn?: number;
+        enrolment_required?: boolean;
+      };
+      expires_at?: string;
+      second_factor_required?: {
         token?: string;
         methods?: Array<"totp" | "backup_code">;
         expires_at?: string;
       };
-      expires_at?: string;
     };
   };
   /** Second login step: the token from the first step and a TOTP code or a backup code */
