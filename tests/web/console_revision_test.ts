@@ -1,14 +1,18 @@
 /**
- * Changing a released policy without an outage, in a real browser (Debian's Chromium driven by
+ * Changing a released policy without an outage, and watching it roll out, in a real browser (Debian's Chromium driven by
  * puppeteer-core) against a real `svc-server` process and a real enrolled `svc-agent` on a temp root with
  * Firefox:
  *
  * - "Edit" on the released policy starts a revision; the page edits it and shows its diff against the
  *   released version while the agent keeps the released settings (policies.json is read throughout: it never
  *   loses the released setting and gains the new one only after "Release revision");
- * - "Release revision" bumps the version once and the agent applies the new content;
+ * - "Release revision" bumps the version once and the agent applies the new content; the policy page's
+ *   rollout panel watches it land: "Applied" on the running agent, "Pending" with "Offline since" on a
+ *   second enrolled agent that was stopped before the release; the pending filter; the policy list shows the
+ *   same counts;
  * - "Discard revision" leaves the policy as it is; "Duplicate" opens a new draft copy;
- * - axe-core finds no serious or critical violation on the revision editor and its dialogs.
+ * - axe-core finds no serious or critical violation on the revision editor, its dialogs, the rollout panel
+ *   and the policy list.
  *
  * Screenshots of each state go to `test-artifacts/console/`.
  */
@@ -21,6 +25,7 @@ import { type AgentProcess, Api, eventually, runAgentOnce, spawnAgent } from "..
 
 const CHROMIUM = "/usr/bin/chromium";
 const NODE = "revision-node";
+const OFFLINE_NODE = "offline-node";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 const SHOTS = new URL("../../test-artifacts/console/", import.meta.url);
 const AXE_SOURCE = await Deno.readTextFile(
@@ -64,6 +69,35 @@ async function confirmDialog(page: Page): Promise<void> {
   await ok!.click();
 }
 
+/** Enrolls a real agent (its own temp root with Firefox) into the group of `token`; returns its paths. */
+async function enrollAgent(
+  server: ServerProcess,
+  base: string,
+  name: string,
+  token: string,
+): Promise<{ root: string; configPath: string; env: Record<string, string> }> {
+  const root = join(base, name, "root");
+  await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
+  await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
+  const configPath = join(base, name, "agent.yaml");
+  await Deno.writeTextFile(
+    configPath,
+    stringify({
+      server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
+      agent: { client_id: name, root_dir: root },
+      enrollment: { data_dir: join(base, name, "agent-data") },
+      log: { level: "debug" },
+    }),
+  );
+  await Deno.chmod(configPath, 0o600);
+  const env = { SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
+  const tokenFile = join(base, name, "token");
+  await Deno.writeTextFile(tokenFile, token);
+  const enrolled = await runAgentOnce(configPath, env, ["--token-file", tokenFile]);
+  assert.equal(enrolled.code, 0, enrolled.stderr);
+  return { root, configPath, env };
+}
+
 Deno.test({
   name: "a released policy is changed as a revision in the browser while a real agent keeps the old settings",
   ignore: !haveChromium,
@@ -71,14 +105,10 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const base = await Deno.makeTempDir({ prefix: "svc-revision-ui-" });
-    const root = join(base, "root");
-    const agentData = join(base, "agent-data");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
-    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
     let server: ServerProcess | undefined;
     let api: Api | undefined;
     let agent: AgentProcess | undefined;
+    let offlineAgent: AgentProcess | undefined;
     let watching = true;
     let watcher: Promise<void> | undefined;
     const profile = await Deno.makeTempDir({ prefix: "svc-revision-chromium-" });
@@ -100,27 +130,14 @@ Deno.test({
       server = await startServerProcess();
       api = await Api.login(server);
       const group = await api.call("POST", "/api/v1/node-groups", { name: "browsers" });
-      const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-      const configPath = join(base, "agent.yaml");
-      await Deno.writeTextFile(
-        configPath,
-        stringify({
-          server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
-          agent: { client_id: NODE, root_dir: root },
-          enrollment: { data_dir: agentData },
-          log: { level: "debug" },
-        }),
-      );
-      await Deno.chmod(configPath, 0o600);
-      const agentEnv = {
-        SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"),
-        SVC_ENROLLMENT_TOKEN: "",
-      };
-      const tokenFile = join(base, "token");
-      await Deno.writeTextFile(tokenFile, token);
-      const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
-      assert.equal(enrolled.code, 0, enrolled.stderr);
-      agent = spawnAgent(configPath, agentEnv);
+      const newToken = async () =>
+        (await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`)).token as string;
+      const first = await enrollAgent(server, base, NODE, await newToken());
+      const policiesFile = `${first.root}${POLICIES_JSON}`;
+      agent = spawnAgent(first.configPath, first.env);
+      // A second node that goes offline before the change: it must show as pending, offline since ….
+      const second = await enrollAgent(server, base, OFFLINE_NODE, await newToken());
+      offlineAgent = spawnAgent(second.configPath, second.env);
 
       const policy = await api.call("POST", "/api/v1/policies/all", {
         name: "Browser hardening",
@@ -141,6 +158,22 @@ Deno.test({
         () => agent!.output(),
       );
 
+      await eventually(
+        async () =>
+          (await api!.call("GET", `/api/v1/policies/all/${policy.id}/rollout`)).counts.compliant === 2,
+        60_000,
+        "both nodes report the released version",
+        () => offlineAgent!.output(),
+      );
+      await offlineAgent.stop();
+      await eventually(
+        async () =>
+          (await api!.call("GET", `/api/v1/policies/all/${policy.id}/rollout?search=${OFFLINE_NODE}`))
+            .items[0]?.node_status === "offline",
+        60_000,
+        "the stopped node is offline",
+      );
+
       // From here on, every read of the file must keep the released setting.
       const reads: Array<{ at: number; policies: Record<string, unknown> }> = [];
       watcher = (async () => {
@@ -156,7 +189,7 @@ Deno.test({
 
       const page = await browser.newPage();
       await page.setViewport({ width: 1280, height: 1000 });
-      page.setDefaultTimeout(30_000);
+      page.setDefaultTimeout(60_000);
       const pageErrors: string[] = [];
       page.on("pageerror", (err) => pageErrors.push(String(err)));
       const web = `https://localhost:${server.webPort}`;
@@ -243,7 +276,36 @@ Deno.test({
         await page.$eval("svc-policy-editor-page .page-intro", (e) => e.textContent ?? ""),
         new RegExp(`version ${policy.version + 1}`),
       );
+      // The rollout panel watches version 2 land: applied on the running agent, pending on the offline one.
+      await page.waitForFunction(
+        (version: number) =>
+          document.querySelector("svc-policy-rollout h2")?.textContent.replace(/\s+/g, " ").includes(
+            `Rollout of version ${version}`,
+          ),
+        {},
+        policy.version + 1,
+      );
+      await page.waitForSelector(`svc-policy-rollout tr[data-node="${OFFLINE_NODE}"][data-state="pending"]`);
+      await page.waitForSelector(`svc-policy-rollout tr[data-node="${NODE}"][data-state="compliant"]`);
+      assert.match(
+        await page.$eval(`svc-policy-rollout tr[data-node="${OFFLINE_NODE}"]`, (e) => e.textContent ?? ""),
+        /Pending[\s\S]*Offline since/,
+      );
+      assert.match(
+        await page.$eval("svc-policy-rollout .rollout-updated", (e) => e.textContent ?? ""),
+        /Updated/,
+      );
+      await page.click('svc-policy-rollout sl-button.rollout-filter[data-state="pending"]');
+      await page.waitForFunction(
+        (node: string) => {
+          const rows = [...document.querySelectorAll("svc-policy-rollout tbody tr")];
+          return rows.length === 1 && rows[0].dataset.node === node;
+        },
+        {},
+        OFFLINE_NODE,
+      );
       await shot(page, "revision-4-released-v2");
+      assert.deepEqual(await axeViolations(page), [], "axe on the policy page with its rollout");
       watching = false;
       await watcher;
       const lost = reads.filter((r) => r.policies.DisableTelemetry !== true);
@@ -251,6 +313,18 @@ Deno.test({
       const early = reads.filter((r) => r.at < releasedAt && r.policies.DisablePocket !== undefined);
       assert.deepEqual(early, [], "the new setting appeared only after the release");
       assert.ok(reads.length > 40, `the file was watched (${reads.length} reads)`);
+
+      // The policy list shows the same counts.
+      await page.goto(`${web}/policies`, { waitUntil: "load" });
+      await page.waitForSelector(`tr[data-policy-id="${policy.id}"] .rollout-summary`);
+      assert.match(
+        await page.$eval(`tr[data-policy-id="${policy.id}"] .rollout-cell`, (e) => e.textContent ?? ""),
+        /1 of 2 applied\s*·\s*1 pending/,
+      );
+      await shot(page, "rollout-policy-list");
+      assert.deepEqual(await axeViolations(page), [], "axe on the policy list");
+      await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
+      await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
 
       // Discard leaves the policy as it is.
       await page.click("svc-policy-editor-page sl-button.start-revision");
@@ -280,6 +354,7 @@ Deno.test({
       watching = false;
       await watcher;
       await agent?.stop();
+      await offlineAgent?.stop();
       api?.close();
       await browser.close();
       await server?.stop();

@@ -21,6 +21,7 @@ import {
   valueOf,
 } from "../components/ui.ts";
 import type { PageChange } from "../components/pager.ts";
+import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import type { Policy } from "../types.ts";
 import { type LifecycleAction, lifecycleActions } from "../lifecycle.ts";
@@ -54,8 +55,11 @@ class SvcPoliciesPage extends PageElement {
     importReport: { state: true },
     importError: { state: true },
     allPolicies: { state: true },
+    rollout: { state: true },
   };
   declare page: ListPage<Policy> | undefined;
+  /** Rollout counts of the listed policies (compliance:view only). */
+  declare rollout: Record<string, RolloutCounts> | undefined;
   declare sort: SortState;
   declare deprecating: Policy | undefined;
   declare deprecateError: unknown;
@@ -98,6 +102,10 @@ class SvcPoliciesPage extends PageElement {
       sort: this.sort.key,
       order: this.sort.dir,
     });
+    const released = this.page.items.filter((p) => p.state === "released").map((p) => p.id);
+    this.rollout = released.length && session.can("compliance:view")
+      ? await api.get<Record<string, RolloutCounts>>("/policies/rollout", { ids: released.join(",") })
+      : {};
   }
 
   #filter(name: string, value: string): void {
@@ -366,6 +374,7 @@ class SvcPoliciesPage extends PageElement {
                 this.#onSort,
               )}
               <th scope="col">Bindings (enabled / all)</th>
+              <th scope="col">Rollout</th>
               ${sortHeader("Updated", "updated_at", this.sort, this.#onSort)}
               <th scope="col"><span class="visually-hidden">Actions</span></th>
             </tr>
@@ -387,6 +396,9 @@ class SvcPoliciesPage extends PageElement {
                                     : nothing}
                                 </td>
                   <td>${p.enabled_bindings_count} / ${p.bindings_count}</td>
+                  <td class="rollout-cell">${p.state === "released"
+                    ? rolloutSummary(this.rollout?.[p.id])
+                    : "—"}</td>
                   <td>${formatDate(p.updated_at)}</td>
                   <td class="row-actions">${this.#actions(p)}</td>
                 </tr>

@@ -42,6 +42,7 @@ import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy, PolicyRevision } from "../types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
+import "../components/policy_rollout.ts";
 
 const DOCS = docsJson as Record<string, { doc?: string }>;
 
@@ -50,7 +51,7 @@ function typeSummary(type: string): string[] {
   const def = getPolicyType(type);
   const doc = def ? DOCS[def.schema.typeName]?.doc ?? "" : "";
   return doc.split("\n\n")
-    .filter((p) => !p.startsWith("Field numbers are permanent"))
+    .filter((p) => !p.startsWith("Field numbers are permanent") && !/protojson|json_name/.test(p))
     .map((p) => p.replace(/^Content of a policy of type "[^"]+"[:.]\s*/, ""))
     .filter((p) => p !== "")
     .map((p) => p[0].toUpperCase() + p.slice(1));
@@ -417,6 +418,9 @@ class SvcPolicyEditorPage extends PageElement {
       ${this.warning ? html`<sl-alert variant="warning" open>${this.warning}</sl-alert>` : nothing}
       ${this.saveError && !(this.saveError instanceof ApiError && this.saveError.fields.length)
         ? errorAlert(this.saveError)
+        : nothing}
+      ${p?.state === "released" && session.can("compliance:view")
+        ? html`<svc-policy-rollout policy-id=${p.id} data-version=${p.version}></svc-policy-rollout>`
         : nothing}
       ${this.#details(editable)}
       ${p && this.revision
