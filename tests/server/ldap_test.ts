@@ -12,6 +12,7 @@ import { freePort } from "../helpers/process.ts";
 import { escapeFilterValue, fillFilter } from "../../server/auth/ldap.ts";
 import { createUser } from "../../server/auth/users.ts";
 import { createUserGroup } from "../../server/auth/user_groups.ts";
+import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 
 const SLAPD = "/usr/sbin/slapd";
 const haveSlapd = await Deno.stat(SLAPD).then(() => true, () => false) &&
@@ -374,6 +375,14 @@ member: uid=bob,ou=people,${SUFFIX}
     );
     assert.equal(enabled, false);
     assert.equal((await session.request("GET", "/api/v1/auth/me")).status, 401);
+
+    // svc_users_total counts directory users by source and enabled flag.
+    const families = await collectDatabaseFamilies(db, server.ctx.log);
+    const users = families.find((f) => f.name === "svc_users_total")!;
+    const count = (source: string, on: boolean) =>
+      users.samples.find((x) => x.labels.source === source && x.labels.enabled === String(on))?.value;
+    assert.equal(count("ldap", true), 1, "bob");
+    assert.equal(count("ldap", false), 1, "alice, gone from the directory");
   } finally {
     await server.close();
     await slapd.stop();
