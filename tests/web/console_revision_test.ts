@@ -40,6 +40,9 @@ if (!haveChromium) {
 declare const document: any;
 // deno-lint-ignore no-explicit-any
 declare const location: any;
+/** The parts of a DOM element the page-side code touches. */
+// deno-lint-ignore no-explicit-any
+type El = any;
 
 async function shot(page: Page, name: string): Promise<void> {
   await Deno.mkdir(SHOTS, { recursive: true });
@@ -74,11 +77,12 @@ async function enrollAgent(
   server: ServerProcess,
   base: string,
   name: string,
-  token: string,
+  options: { token: string; osName: string },
 ): Promise<{ root: string; configPath: string; env: Record<string, string> }> {
   const root = join(base, name, "root");
   await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
   await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
+  await Deno.writeTextFile(`${root}/etc/os-release`, `NAME="${options.osName}"\nVERSION_ID="12"\n`);
   const configPath = join(base, name, "agent.yaml");
   await Deno.writeTextFile(
     configPath,
@@ -92,7 +96,7 @@ async function enrollAgent(
   await Deno.chmod(configPath, 0o600);
   const env = { SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
   const tokenFile = join(base, name, "token");
-  await Deno.writeTextFile(tokenFile, token);
+  await Deno.writeTextFile(tokenFile, options.token);
   const enrolled = await runAgentOnce(configPath, env, ["--token-file", tokenFile]);
   assert.equal(enrolled.code, 0, enrolled.stderr);
   return { root, configPath, env };
@@ -132,11 +136,17 @@ Deno.test({
       const group = await api.call("POST", "/api/v1/node-groups", { name: "browsers" });
       const newToken = async () =>
         (await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`)).token as string;
-      const first = await enrollAgent(server, base, NODE, await newToken());
+      const first = await enrollAgent(server, base, NODE, {
+        token: await newToken(),
+        osName: "Debian GNU/Linux",
+      });
       const policiesFile = `${first.root}${POLICIES_JSON}`;
       agent = spawnAgent(first.configPath, first.env);
       // A second node that goes offline before the change: it must show as pending, offline since ….
-      const second = await enrollAgent(server, base, OFFLINE_NODE, await newToken());
+      const second = await enrollAgent(server, base, OFFLINE_NODE, {
+        token: await newToken(),
+        osName: "Fedora Linux",
+      });
       offlineAgent = spawnAgent(second.configPath, second.env);
 
       const policy = await api.call("POST", "/api/v1/policies/all", {
@@ -323,6 +333,35 @@ Deno.test({
       );
       await shot(page, "rollout-policy-list");
       assert.deepEqual(await axeViolations(page), [], "axe on the policy list");
+      await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
+      await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
+
+      // The node list's OS filter matches a value with spaces.
+      await page.goto(`${web}/nodes`, { waitUntil: "load" });
+      await page.waitForSelector(`svc-nodes-page tr[data-node-id]`);
+      await page.waitForSelector('svc-nodes-page sl-select[label="Operating system"] sl-option');
+      await page.$eval('svc-nodes-page sl-select[label="Operating system"]', (select: El) => {
+        const option = [...select.querySelectorAll("sl-option")].find((o: El) =>
+          o.textContent.trim() === "Debian GNU/Linux"
+        );
+        select.value = option.value;
+        select.dispatchEvent(new Event("sl-change", { bubbles: true }));
+      });
+      await page.waitForFunction(() => new URLSearchParams(location.search).get("os") === "Debian GNU/Linux");
+      await page.waitForFunction(
+        (node: string) => {
+          const rows = [...document.querySelectorAll("svc-nodes-page tbody tr[data-node-id]")];
+          return rows.length === 1 && rows[0].textContent.includes(node);
+        },
+        {},
+        NODE,
+      );
+      await page.reload({ waitUntil: "load" });
+      await page.waitForFunction(() =>
+        document.querySelector('svc-nodes-page sl-select[label="Operating system"]')?.value ===
+          encodeURIComponent("Debian GNU/Linux")
+      );
+      await shot(page, "nodes-os-filter");
       await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
       await page.waitForSelector("svc-policy-editor-page sl-button.start-revision", { visible: true });
 

@@ -70,16 +70,25 @@ export class PageElement extends LitElement {
     `;
   }
 
-  /** The load error, if any, with a retry button. */
+  /**
+   * The load error, if any, with a retry button — except when retrying cannot help (the thing does not exist,
+   * or the person may not see it).
+   */
   protected renderLoadError(): TemplateResult | typeof nothing {
     if (!this.loadError) return nothing;
+    const final = this.loadError instanceof ApiError && [403, 404].includes(this.loadError.status);
     return html`
-      <sl-alert variant="danger" open>
+      <sl-alert variant="danger" open class="load-error">
         <sl-icon slot="icon" name="exclamation-octagon"></sl-icon>
         ${errorText(this.loadError)}
-        <sl-button size="small" @click=${() => this.reload()}>Try again</sl-button>
+        ${final ? nothing : html`<sl-button size="small" @click=${() => this.reload()}>Try again</sl-button>`}
       </sl-alert>
     `;
+  }
+
+  /** A spinner while the first load runs; nothing once it failed (the error is shown instead). */
+  protected renderSpinner(): TemplateResult {
+    return this.loadError ? html`` : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
   }
 }
 

@@ -187,3 +187,21 @@ export function downloadText(filename: string, text: string, type = "application
   a.remove();
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
+
+/**
+ * An `sl-option` value for arbitrary text: Shoelace turns spaces in option values into underscores, so
+ * `Debian GNU/Linux` would come back as `Debian_GNU/Linux`; percent-encoding keeps every character.
+ * {@link fromOptionValue} undoes it.
+ */
+export function toOptionValue(text: string): string {
+  return encodeURIComponent(text);
+}
+
+/** The text of an option value made by {@link toOptionValue}. */
+export function fromOptionValue(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}

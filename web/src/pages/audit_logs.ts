@@ -119,7 +119,7 @@ class SvcAuditLogsPage extends PageElement {
 
   #renderTable(): TemplateResult {
     const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (!page) return this.renderSpinner();
     if (page.items.length === 0) {
       return html`
         <div class="empty-state">

@@ -113,7 +113,7 @@ class SvcCompliancePage extends PageElement {
 
   #renderTable(): TemplateResult {
     const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (!page) return this.renderSpinner();
     if (page.items.length === 0) {
       return html`
         <div class="empty-state">

@@ -221,7 +221,7 @@ class SvcNodeGroupsPage extends PageElement {
 
   #renderTable(): TemplateResult {
     const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (!page) return this.renderSpinner();
     if (page.items.length === 0) {
       return html`
         <div class="empty-state">

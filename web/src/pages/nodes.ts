@@ -6,7 +6,15 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api, type ListPage } from "../api.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
-import { relativeTime, sortHeader, type SortState, statusBadge, valueOf } from "../components/ui.ts";
+import {
+  fromOptionValue,
+  relativeTime,
+  sortHeader,
+  type SortState,
+  statusBadge,
+  toOptionValue,
+  valueOf,
+} from "../components/ui.ts";
 import type { PageChange } from "../components/pager.ts";
 import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
@@ -140,16 +148,16 @@ class SvcNodesPage extends PageElement {
 
   #select(name: string, label: string, options: Array<[string, string]>): TemplateResult {
     return html`
-      <sl-select label=${label} clearable hoist value=${this.#q(name)}
-        @sl-change=${(e: Event) => this.#filter(name, valueOf(e))}>
-            ${options.map(([v, text]) => html`<sl-option value=${v}>${text}</sl-option>`)}
+      <sl-select label=${label} clearable hoist value=${toOptionValue(this.#q(name))}
+        @sl-change=${(e: Event) => this.#filter(name, fromOptionValue(valueOf(e)))}>
+            ${options.map(([v, text]) => html`<sl-option value=${toOptionValue(v)}>${text}</sl-option>`)}
           </sl-select>
     `;
   }
 
   #renderTable(): TemplateResult {
     const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (!page) return this.renderSpinner();
     if (page.items.length === 0) {
       return html`
         <div class="empty-state">

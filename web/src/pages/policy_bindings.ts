@@ -227,7 +227,7 @@ class SvcPolicyBindingsPage extends PageElement {
 
   #renderTable(): TemplateResult {
     const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
+    if (!page) return this.renderSpinner();
     if (page.items.length === 0) {
       return html`
         <div class="empty-state">
@@ -268,7 +268,7 @@ class SvcPolicyBindingsPage extends PageElement {
                       }}>${b.state === "enabled" ? "Enabled" : "Disabled"}</sl-switch>
                   </td>
                   <td>
-                    <sl-input type="number" size="small" class="priority" value=${String(
+                    <sl-input type="number" size="small" class="priority label-hidden" value=${String(
                       b.priority,
                     )} ?disabled=${!canEdit}
                       label=${`Priority of ${b.policy_name} for ${b.node_group_name}`} style="width: 8rem"
