@@ -48,6 +48,8 @@ export interface ServerConfig {
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
+  /** Kerberos enrollment (see server/pki/kerberos_enroll.ts). */
+  kerberos: { enabled: boolean; keytab: string; realm: string; defaultNodeGroup: string };
   /** ACME for the web port's certificate (see server/acme/acme.ts). */
   acme: {
     enabled: boolean;
@@ -143,6 +145,10 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "log.format", kind: "string", default: "text", oneOf: ["text", "json"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
   { key: "disk_encryption.create_kek_file", kind: "bool", default: false },
+  { key: "kerberos.enabled", kind: "bool", default: false },
+  { key: "kerberos.keytab", kind: "string", default: "/etc/svc/http.keytab" },
+  { key: "kerberos.realm", kind: "string", default: "" },
+  { key: "kerberos.default_node_group", kind: "string", default: "" },
   { key: "acme.enabled", kind: "bool", default: false },
   { key: "acme.directory_url", kind: "string", default: "" },
   { key: "acme.contact", kind: "list", default: [] },
@@ -305,6 +311,12 @@ export function resolveConfig(
           ? `${v<string>("server.data_dir")}/disk-encryption.kek`
           : ""),
       createKekFile: v("disk_encryption.create_kek_file"),
+    },
+    kerberos: {
+      enabled: v("kerberos.enabled"),
+      keytab: v("kerberos.keytab"),
+      realm: v("kerberos.realm"),
+      defaultNodeGroup: v("kerberos.default_node_group"),
     },
     acme: {
       enabled: v("acme.enabled"),

@@ -74,6 +74,16 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     meaning: "Served agent package repository",
     default: "`/usr/share/svc/agent-repo` (`dist/agent-repo` with `--dev` when built)",
   },
+  "kerberos.enabled": { meaning: "Accept KerberosEnroll (SPNEGO from the machine keytab)" },
+  "kerberos.keytab": { meaning: "Keytab with the server's `HTTP/<hostname>` key" },
+  "kerberos.realm": {
+    meaning: "Realm of the machine principals (`host/<fqdn>@REALM`)",
+    default: "empty (required when enabled)",
+  },
+  "kerberos.default_node_group": {
+    meaning: "Node group Kerberos-enrolled machines join",
+    default: "empty (required when enabled)",
+  },
   "acme.enabled": { meaning: "Obtain and renew the web-port certificate over ACME (policy port unchanged)" },
   "acme.directory_url": { meaning: "ACME directory URL", default: "empty (required when enabled)" },
   "acme.contact": { meaning: "Account contact e-mail addresses" },

@@ -17,6 +17,7 @@ import type { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrol
 import { PkiError, validateCommonName } from "../pki/mod.ts";
 import { createEnrollmentToken, sha256Hex } from "../domain/node_groups.ts";
 import { reEnrollNode } from "../domain/nodes.ts";
+import { kerberosEnroll } from "../pki/kerberos_enroll.ts";
 import { DomainError } from "../domain/errors.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { checkText, checkUuid, invalid } from "./validate.ts";
@@ -196,10 +197,9 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       };
     },
 
-    kerberosEnroll() {
-      return Promise.reject(
-        new GrpcError(grpc.status.FAILED_PRECONDITION, "Kerberos enrollment is not configured"),
-      );
+    async kerberosEnroll(request, peer) {
+      checkText("csr_pem", request.csrPem, { max: 16_384, required: true, multiline: true });
+      return await kerberosEnroll(ctx, request, peer);
     },
 
     async createEnrollmentToken(request, peer) {

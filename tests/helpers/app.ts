@@ -172,6 +172,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     flatpak: { ...base.flatpak, ...o.flatpak },
     ldap: { ...base.ldap, ...o.ldap },
     acme: { ...base.acme, ...o.acme },
+    kerberos: { ...base.kerberos, ...o.kerberos },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki();

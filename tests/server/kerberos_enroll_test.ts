@@ -1,0 +1,164 @@
+/**
+ * KerberosEnroll with a real MIT KDC (throwaway realm under a temporary directory): a machine's SPNEGO token
+ * from its keytab enrolls it with no enrollment token, named after its principal's host and placed in
+ * kerberos.default_node_group (audited); the same token again, a principal of another realm, a node name
+ * other than the principal's, a user principal and a server without Kerberos enabled are refused.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { dbTest } from "../helpers/db.ts";
+import { freePort } from "../helpers/process.ts";
+import { createGroup, enrollmentClient, startAgentServer } from "../helpers/agents.ts";
+import { GrpcError } from "../../shared/grpc/adapter.ts";
+import { openGssapi } from "../../shared/pki/gssapi.ts";
+import { nodeNameForPrincipal } from "../../server/pki/kerberos_enroll.ts";
+import { decodeCertificate, generateKeyAndCsr } from "../../shared/pki/csr.ts";
+
+const REALM = "SVC.TEST";
+const haveKdc = await Deno.stat("/usr/sbin/krb5kdc").then(() => true, () => false) &&
+  await Deno.stat("/usr/sbin/kadmin.local").then(() => true, () => false);
+if (!haveKdc) {
+  console.log("skipped: KerberosEnroll needs an MIT KDC (apt-get install krb5-kdc krb5-admin-server)");
+}
+
+async function run(cmd: string, args: string[], env: Record<string, string>): Promise<void> {
+  const out = await new Deno.Command(cmd, { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
+    .output();
+  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+}
+
+Deno.test("machine principals map to node names; others are refused", () => {
+  assert.equal(nodeNameForPrincipal("host/PC1.example.test@SVC.TEST", REALM), "pc1.example.test");
+  assert.throws(() => nodeNameForPrincipal("alice@SVC.TEST", REALM), /not a machine principal/);
+  assert.throws(
+    () => nodeNameForPrincipal("HTTP/pc1.example.test@SVC.TEST", REALM),
+    /not a machine principal/,
+  );
+  assert.throws(() => nodeNameForPrincipal("host/pc1.example.test@OTHER.TEST", REALM), /realm OTHER\.TEST/);
+});
+
+async function code(p: Promise<unknown>): Promise<number | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (err) {
+    return err instanceof GrpcError ? err.code : (err as { code?: number }).code;
+  }
+}
+
+dbTest(
+  "KerberosEnroll: a machine enrolls with its keytab; replay, other realm, other name refused",
+  async (db) => {
+    const dir = await Deno.makeTempDir({ prefix: "svc-krb5-enroll-" });
+    let kdc: Deno.ChildProcess | undefined;
+    try {
+      const port = freePort();
+      await Deno.writeTextFile(
+        join(dir, "krb5.conf"),
+        `[libdefaults]\n default_realm = ${REALM}\n dns_lookup_kdc = false\n rdns = false\n udp_preference_limit = 1\n` +
+          `[realms]\n ${REALM} = {\n  kdc = 127.0.0.1:${port}\n }\n`,
+      );
+      await Deno.writeTextFile(
+        join(dir, "kdc.conf"),
+        `[kdcdefaults]\n kdc_listen = 127.0.0.1:${port}\n kdc_tcp_listen = 127.0.0.1:${port}\n[realms]\n ${REALM} = {\n` +
+          `  database_name = ${join(dir, "principal")}\n  key_stash_file = ${join(dir, "stash")}\n` +
+          `  acl_file = ${join(dir, "kadm5.acl")}\n }\n`,
+      );
+      const env = { KRB5_CONFIG: join(dir, "krb5.conf"), KRB5_KDC_PROFILE: join(dir, "kdc.conf") };
+      await run("/usr/sbin/kdb5_util", ["create", "-s", "-r", REALM, "-P", crypto.randomUUID()], env);
+      const kadmin = (q: string) => run("/usr/sbin/kadmin.local", ["-r", REALM, "-q", q], env);
+      await kadmin("addprinc -randkey HTTP/svc.example.test");
+      await kadmin("addprinc -randkey host/pc1.example.test");
+      await kadmin(`ktadd -k ${join(dir, "http.keytab")} HTTP/svc.example.test`);
+      await kadmin(`ktadd -k ${join(dir, "host.keytab")} host/pc1.example.test`);
+      kdc = new Deno.Command("/usr/sbin/krb5kdc", {
+        args: ["-n", "-P", join(dir, "kdc.pid")],
+        env,
+        stdin: "null",
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      Deno.env.set("KRB5_CONFIG", join(dir, "krb5.conf"));
+      Deno.env.set("KRB5CCNAME", `MEMORY:${crypto.randomUUID()}`);
+      Deno.env.set("KRB5RCACHEDIR", dir);
+      // The agent's side: a token from the machine keytab for the server's HTTP principal.
+      const machine = openGssapi({ clientKeytab: join(dir, "host.keytab") });
+      const token = async () => {
+        const deadline = Date.now() + 60_000;
+        for (;;) {
+          try {
+            return machine.initToken("HTTP@svc.example.test");
+          } catch (err) {
+            if (Date.now() > deadline) throw err;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
+      };
+
+      await createGroup(db, "kerberos-machines");
+      const server = await startAgentServer(db, {
+        config: {
+          kerberos: {
+            enabled: true,
+            keytab: join(dir, "http.keytab"),
+            realm: REALM,
+            defaultNodeGroup: "kerberos-machines",
+          },
+        },
+      });
+      const client = enrollmentClient(server);
+      try {
+        const { csrPem } = await generateKeyAndCsr("pc1.example.test");
+        // Another name than the principal's.
+        assert.equal(
+          await code(client.kerberosEnroll({ spnegoToken: await token(), csrPem, nodeName: "other-pc" })),
+          grpc.status.UNAUTHENTICATED,
+        );
+        // Another realm than configured.
+        server.ctx.config.kerberos.realm = "OTHER.TEST";
+        assert.equal(
+          await code(client.kerberosEnroll({ spnegoToken: await token(), csrPem, nodeName: "" })),
+          grpc.status.UNAUTHENTICATED,
+        );
+        server.ctx.config.kerberos.realm = REALM;
+
+        const spnegoToken = await token();
+        const res = await client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "" });
+        assert.equal(res.assignedNodeGroup, "kerberos-machines");
+        assert.equal(decodeCertificate(res.signedCertPem).subjectName.getField("CN")[0], "pc1.example.test");
+        const [node] = await db.query<{ name: string }>("SELECT name FROM nodes WHERE id = $1", [res.nodeId]);
+        assert.equal(node.name, "pc1.example.test");
+        const audits = await db.query<{ outcome: string; details: unknown }>(
+          "SELECT outcome, details::text AS details FROM audit_logs WHERE action = 'node.enroll' ORDER BY id",
+        );
+        assert.deepEqual(audits.map((a) => a.outcome), ["denied", "denied", "success"]);
+        assert.match(String(audits[2].details), /kerberos/);
+        // The same token again: the replay cache refuses it.
+        assert.equal(
+          await code(client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "" })),
+          grpc.status.UNAUTHENTICATED,
+        );
+        // Disabled: refused before looking at the token.
+        server.ctx.config.kerberos.enabled = false;
+        assert.equal(
+          await code(client.kerberosEnroll({ spnegoToken: await token(), csrPem, nodeName: "" })),
+          grpc.status.FAILED_PRECONDITION,
+        );
+      } finally {
+        client.close();
+        machine.close();
+        await server.stop();
+      }
+    } finally {
+      if (kdc) {
+        try {
+          kdc.kill("SIGTERM");
+        } catch { /* gone */ }
+        await kdc.status;
+      }
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+  { ignore: !haveKdc },
+);
