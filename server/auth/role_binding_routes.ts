@@ -15,6 +15,7 @@ import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../http/pagination.ts";
 import { auditResource, type AuthUser, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
 import { assertHolds, identityTransaction } from "./rbac.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
 import {
   type BindingSubject,
   createBinding,
@@ -209,17 +210,28 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       tag,
       access: options.edit,
       audit: { resourceType: "role_binding" },
-      body: BINDING_BODY_SCHEMA,
-      responses: { "201": { description: "The binding", schema: ROLE_BINDING_SCHEMA } },
+      body: {
+        ...BINDING_BODY_SCHEMA,
+        properties: { ...BINDING_BODY_SCHEMA.properties, ...STEP_UP_PROPERTIES },
+      },
+      responses: {
+        "201": { description: "The binding", schema: ROLE_BINDING_SCHEMA },
+        "403": {
+          description: "Missing permission, escalation, or step-up re-authentication (password, code)",
+        },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         const input = body<BindingBody>(c);
         const holder = subject.holder(id);
+        const proof = takeStepUpProof(c);
         const { binding, label } = await identityTransaction(db, async (tx) => {
           const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
           const { role, scopeType, scopeId } = await checkBindingInput(tx, caller(c), input);
           const label = `${role.name} → ${name}`;
           auditResource(c, { name: label });
+          // Who may hold which permissions is the most dangerous change there is: prove presence again.
+          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
           const wanted = { subject: holder, roleId: role.id, scopeType, scopeId };
           if (await hasBinding(tx, wanted)) {
             throw conflict(`${noun} "${name}" already has role "${role.name}" in this scope`);
@@ -237,17 +249,23 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       tag,
       access: options.edit,
       audit: { resourceType: "role_binding" },
-      responses: { "204": { description: "Removed" } },
+      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      responses: {
+        "204": { description: "Removed" },
+        "403": { description: "Missing permission or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         const bindingId = uuidParam(c, "bindingId");
         const holder = subject.holder(id);
+        const proof = takeStepUpProof(c);
         auditResource(c, { id: bindingId });
         await identityTransaction(db, async (tx) => {
           const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
           const binding = await getBinding(tx, holder, bindingId);
           if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
           auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
+          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
           await deleteBinding(tx, holder, bindingId);
         });
         return c.body(null, 204);

@@ -116,6 +116,7 @@ dbTest(
         "SELECT id FROM roles WHERE name = 'Auditor'",
       );
       const bound = await admin.request("POST", `/api/v1/users/${sa.json.id}/role-bindings`, {
+        password: admin.password,
         role_id: auditorRole,
       });
       assert.ok(bound.status < 300, bound.text);

@@ -327,3 +327,53 @@ dbTest("MFA policy: covered users must enrol before anything else; step-up to ch
     await server.close();
   }
 });
+
+dbTest(
+  "changing role bindings needs step-up: password, and the second factor when there is one",
+  async (db) => {
+    const server = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+    try {
+      const admin = await server.loginAs({ username: "chief", superAdmin: true });
+      const frank = await server.loginAs({ username: "frank", permissions: [] });
+      const [{ id: auditor }] = await db.query<{ id: string }>("SELECT id FROM roles WHERE name = 'Auditor'");
+      const path = `/api/v1/users/${frank.user.id}/role-bindings`;
+      const bare = await admin.request("POST", path, { role_id: auditor });
+      assert.equal(bare.json.error.code, "reauthentication_required");
+      const wrong = await admin.request("POST", path, { role_id: auditor, password: "not-the-password" });
+      assert.equal(wrong.json.error.code, "reauthentication_failed");
+      const auditorBindings = await db.query(
+        "SELECT 1 FROM role_bindings WHERE user_id = $1 AND role_id = $2",
+        [frank.user.id, auditor],
+      );
+      assert.equal(auditorBindings.length, 0, "refused calls bound nothing");
+
+      const { backupCodes } = await enrol(admin);
+      const noCode = await admin.request("POST", path, { role_id: auditor, password: admin.password });
+      assert.equal(noCode.json.error.code, "second_factor_required");
+      const made = await admin.request("POST", path, {
+        role_id: auditor,
+        password: admin.password,
+        backup_code: backupCodes[0],
+      });
+      assert.equal(made.status, 201, made.text);
+      const audit = await db.query<{ details: Record<string, unknown> }>(
+        "SELECT details FROM audit_logs WHERE resource_type = 'role_binding' AND outcome = 'success'",
+      );
+      assert.ok(
+        !JSON.stringify(audit).includes(backupCodes[0]),
+        "the backup code is masked in the audit row",
+      );
+      assert.ok(!JSON.stringify(audit).includes(admin.password), "the password too");
+
+      const remove = `${path}/${made.json.id}`;
+      assert.equal((await admin.request("DELETE", remove)).json.error.code, "reauthentication_required");
+      const removed = await admin.request("DELETE", remove, {
+        password: admin.password,
+        backup_code: backupCodes[1],
+      });
+      assert.equal(removed.status, 204, removed.text);
+    } finally {
+      await server.close();
+    }
+  },
+);

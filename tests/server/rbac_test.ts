@@ -120,6 +120,7 @@ dbTest("node-group-scoped bindings are stored but grant nothing; /auth/me says s
     );
     const orgAdmin = await roleId(server, "Org Admin");
     const bound = await sa.request("POST", `/api/v1/users/${scoped.user.id}/role-bindings`, {
+      password: sa.password,
       role_id: orgAdmin,
       scope_type: "node_group",
       scope_id: group.id,
@@ -137,6 +138,7 @@ dbTest("node-group-scoped bindings are stored but grant nothing; /auth/me says s
     const g = await sa.request("POST", "/api/v1/user-groups", { name: "lab-admins" });
     await sa.request("POST", `/api/v1/user-groups/${g.json.id}/members`, { user_id: scoped.user.id });
     const gb = await sa.request("POST", `/api/v1/user-groups/${g.json.id}/role-bindings`, {
+      password: sa.password,
       role_id: orgAdmin,
       scope_type: "node_group",
       scope_id: group.id,
@@ -146,6 +148,7 @@ dbTest("node-group-scoped bindings are stored but grant nothing; /auth/me says s
 
     // The same role bound globally to the group does grant (so the path above was really tested).
     const global = await sa.request("POST", `/api/v1/user-groups/${g.json.id}/role-bindings`, {
+      password: sa.password,
       role_id: orgAdmin,
     });
     assert.equal(global.status, 201, global.text);
@@ -157,6 +160,7 @@ dbTest("node-group-scoped bindings are stored but grant nothing; /auth/me says s
 
     // Scope validation names the field.
     const missing = await sa.request("POST", `/api/v1/users/${scoped.user.id}/role-bindings`, {
+      password: sa.password,
       role_id: orgAdmin,
       scope_type: "node_group",
     });
@@ -257,6 +261,7 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
       403,
       () =>
         accounts.request("POST", `/api/v1/users/${target.user.id}/role-bindings`, {
+          password: accounts.password,
           role_id: superAdminRole,
         }),
     );
@@ -281,7 +286,10 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
       server,
       403,
       () =>
-        accounts.request("POST", `/api/v1/users/${target.user.id}/role-bindings`, { role_id: editorRole }),
+        accounts.request("POST", `/api/v1/users/${target.user.id}/role-bindings`, {
+          password: accounts.password,
+          role_id: editorRole,
+        }),
     );
     // … while a role within their own permissions is fine.
     const within = await sa.request("POST", "/api/v1/roles", {
@@ -289,6 +297,7 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
       permissions: ["policy:view", "policy:create"],
     });
     const granted = await accounts.request("POST", `/api/v1/users/${target.user.id}/role-bindings`, {
+      password: accounts.password,
       role_id: within.json.id,
     });
     assert.equal(granted.status, 201, granted.text);
@@ -306,6 +315,7 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
     });
     const admins = await sa.request("POST", "/api/v1/user-groups", { name: "admins" });
     await sa.request("POST", `/api/v1/user-groups/${admins.json.id}/role-bindings`, {
+      password: sa.password,
       role_id: superAdminRole,
     });
     await refused(
@@ -322,6 +332,7 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
       403,
       () =>
         groups.request("POST", `/api/v1/user-groups/${mine.json.id}/role-bindings`, {
+          password: groups.password,
           role_id: superAdminRole,
         }),
     );
@@ -369,15 +380,23 @@ dbTest(
       await refused(
         server,
         409,
-        () => full.request("DELETE", `/api/v1/users/${sa.user.id}/role-bindings/${binding.id}`),
+        () =>
+          full.request("DELETE", `/api/v1/users/${sa.user.id}/role-bindings/${binding.id}`, {
+            password: full.password,
+          }),
       );
 
       // Holding the role through a group: leaving the group or deleting it is refused too.
       const g = await full.request("POST", "/api/v1/user-groups", { name: "root-group" });
-      await sa.request("POST", `/api/v1/user-groups/${g.json.id}/role-bindings`, { role_id: superAdminRole });
+      await sa.request("POST", `/api/v1/user-groups/${g.json.id}/role-bindings`, {
+        password: sa.password,
+        role_id: superAdminRole,
+      });
       await sa.request("POST", `/api/v1/user-groups/${g.json.id}/members`, { user_id: sa.user.id });
       assert.equal(
-        (await full.request("DELETE", `/api/v1/users/${sa.user.id}/role-bindings/${binding.id}`)).status,
+        (await full.request("DELETE", `/api/v1/users/${sa.user.id}/role-bindings/${binding.id}`, {
+          password: full.password,
+        })).status,
         204,
         "the direct binding may go while the group still carries the role",
       );
@@ -393,7 +412,10 @@ dbTest(
       await refused(
         server,
         409,
-        () => full.request("DELETE", `/api/v1/user-groups/${g.json.id}/role-bindings/${gb.id}`),
+        () =>
+          full.request("DELETE", `/api/v1/user-groups/${g.json.id}/role-bindings/${gb.id}`, {
+            password: full.password,
+          }),
       );
 
       // Nobody deletes or disables their own account.

@@ -105,6 +105,7 @@ dbTest("every route checks its permission on every request", async (db) => {
         allowed.status !== 401 && !isPermissionGate(allowed, permission),
         `${name} with ${permission} still refused: ${allowed.status} ${allowed.text}`,
       );
+      if (allowed.status === 403 && allowed.json?.error?.code === "reauthentication_required") denials++;
     }
 
     const rows = await db.query<{ n: number }>(

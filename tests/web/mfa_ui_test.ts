@@ -1,7 +1,8 @@
 /**
  * Second factors in Debian's Chromium against a real svc-server process: set up an authenticator app in
  * Settings (QR code drawn, key shown, confirmed with a code computed by our RFC 6238 implementation), see the
- * backup codes once, log in with password then code, see a replayed code refused, log in with a backup code.
+ * backup codes once, log in with password then code, see a replayed code refused, log in with a backup code;
+ * remove a role binding, which asks for password and code in the step-up dialog and repeats the call.
  */
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
@@ -144,6 +145,35 @@ Deno.test({
       await page.click("svc-login-page sl-button.toggle-backup");
       await submitCode(page, codes[0]);
       await loggedIn(page);
+
+      // A dangerous change answered with second_factor_required: the step-up dialog asks, the call repeats.
+      const helper: string = await page.evaluate(async () => {
+        const csrf = document.cookie.split("; ").find((c: string) => c.startsWith("svc_csrf=")).slice(9);
+        const headers = { "content-type": "application/json", "x-csrf-token": csrf };
+        const roles = await (await fetch("/api/v1/roles?per_page=200")).json();
+        const auditor = roles.items.find((r: { name: string }) => r.name === "Auditor").id;
+        const made = await fetch("/api/v1/users", {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ username: "helper", password: "Helper-Passw0rd-0123", role_ids: [auditor] }),
+        });
+        return (await made.json()).id;
+      });
+      await page.goto(`${base}/settings?tab=role-bindings&user_id=${helper}`, { waitUntil: "load" });
+      const row = "table.role-bindings tr[data-role-binding-id]";
+      await page.waitForSelector(`${row} sl-icon-button`, { visible: true });
+      await page.click(`${row} sl-icon-button`);
+      await page.waitForSelector("svc-confirm-dialog sl-button.confirm-ok", { visible: true });
+      await page.click("svc-confirm-dialog sl-button.confirm-ok");
+      await fill(page, "svc-mfa-step-up-dialog sl-input[name=step-up-password]", password);
+      await fill(page, "svc-mfa-step-up-dialog sl-input[name=step-up-code]", codes[1]);
+      await page.click("svc-mfa-step-up-dialog sl-button.step-up-ok");
+      await page.waitForFunction((sel: string) => !document.querySelector(sel), {}, row);
+      assert.ok(
+        calls.some((c) => c.startsWith("DELETE") && c.endsWith(" 403")) &&
+          calls.some((c) => c.startsWith("DELETE") && c.endsWith(" 204")),
+        `refused, then repeated with the proof: ${calls.filter((c) => c.startsWith("DELETE")).join(", ")}`,
+      );
       assert.deepEqual(cspViolations, [], "the QR code and forms respect the CSP");
     } finally {
       await browser.close();

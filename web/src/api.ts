@@ -68,6 +68,9 @@ const NO_REFRESH = new Set([
   `${API}/auth/logout`,
 ]);
 
+/** Answers that a re-authentication in the same request would turn into success. */
+const STEP_UP_CODES = new Set(["reauthentication_required", "second_factor_required"]);
+
 /** Reads one cookie from `document.cookie`. */
 export function readCookie(name: string, cookies: string = document.cookie): string | undefined {
   for (const part of cookies.split(";")) {
@@ -160,9 +163,25 @@ export class ApiClient extends EventTarget {
     return this.json<T>("DELETE", path, { body });
   }
 
+  /**
+   * Asks the person to re-authenticate when a dangerous action answers `reauthentication_required` or
+   * `second_factor_required`; resolves with the proof fields to add to the body, or undefined (cancelled).
+   * Set by the step-up dialog's module.
+   */
+  stepUp: ((code: string) => Promise<Record<string, string> | undefined>) | undefined;
+
   /** Sends a request and parses a JSON answer; throws {@link ApiError} outside 2xx. */
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    const res = await this.request(method, path, options);
+    let res: Response;
+    try {
+      res = await this.request(method, path, options);
+    } catch (err) {
+      const wanted = err instanceof ApiError && STEP_UP_CODES.has(err.code) && this.stepUp;
+      const proof = wanted ? await this.stepUp!((err as ApiError).code) : undefined;
+      if (!proof) throw err;
+      const body = options.body && typeof options.body === "object" ? options.body : {};
+      res = await this.request(method, path, { ...options, body: { ...body, ...proof } });
+    }
     if (res.status === 204) return undefined as T;
     const type = res.headers.get("content-type") ?? "";
     if (!type.includes("json")) return (await res.text()) as T;

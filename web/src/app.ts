@@ -18,6 +18,7 @@ import { applyTheme, storedTheme, type ThemeChoice } from "./theme.ts";
 import { errorText } from "./components/page.ts";
 import "./components/deploy_agent.ts";
 import "./components/mfa_settings.ts";
+import "./components/mfa_step_up_dialog.ts";
 
 interface NavItem {
   route: RouteName;

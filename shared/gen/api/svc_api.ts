@@ -2052,6 +2052,9 @@ export interface Operations {
       role_id: string;
       scope_type?: "global" | "node_group";
       scope_id?: string | null;
+      password?: string;
+      code?: string;
+      backup_code?: string;
     };
     response: {
       id?: string;
@@ -2073,7 +2076,11 @@ export interface Operations {
       bindingId: string;
     };
     query: Record<string, never>;
-    body: undefined;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
     response: undefined;
   };
   /** List users */
@@ -2222,6 +2229,9 @@ export interface Operations {
       role_id: string;
       scope_type?: "global" | "node_group";
       scope_id?: string | null;
+      password?: string;
+      code?: string;
+      backup_code?: string;
     };
     response: {
       id?: string;
@@ -2243,7 +2253,11 @@ export interface Operations {
       bindingId: string;
     };
     query: Record<string, never>;
-    body: undefined;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+    };
     response: undefined;
   };
   /** Server version */
