@@ -215,8 +215,15 @@ Deno.test({
         return res.status;
       }, await server.adminPassword());
       assert.equal(login, 200);
-      await page.goto(`${web}/`, { waitUntil: "load" });
-      await page.waitForSelector("svc-app .masthead", { visible: true });
+      // A navigation on this loaded machine now and then leaves the shell waiting; open the page again then.
+      await eventually(
+        async () => {
+          await page.goto(`${web}/`, { waitUntil: "load" });
+          return await page.waitForSelector("svc-app .masthead", { visible: true, timeout: 20_000 });
+        },
+        120_000,
+        "the console shell after logging in",
+      );
 
       // The released policy is read-only and offers Edit.
       await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
@@ -377,6 +384,40 @@ Deno.test({
       assert.equal(after.version, policy.version + 1);
       assert.equal(after.revision_pending, false);
       assert.equal(after.content, '{"DisablePocket":true,"DisableTelemetry":true}');
+
+      // The node list refreshes itself: the stopped node comes back online without a reload.
+      await page.goto(`${web}/nodes`, { waitUntil: "load" });
+      await page.waitForFunction(
+        (node: string) => {
+          const r = [...document.querySelectorAll("svc-nodes-page tbody tr[data-node-id]")].find((r: El) =>
+            r.textContent.includes(node)
+          );
+          return r?.querySelector("sl-badge.status")?.textContent.trim() === "Offline";
+        },
+        {},
+        OFFLINE_NODE,
+      );
+      await page.evaluate(() => (globalThis as unknown as { svcMarker: number }).svcMarker = 1);
+      offlineAgent = spawnAgent(second.configPath, second.env);
+      await page.waitForFunction(
+        (node: string) => {
+          const r = [...document.querySelectorAll("svc-nodes-page tbody tr[data-node-id]")].find((r: El) =>
+            r.textContent.includes(node)
+          );
+          return r?.querySelector("sl-badge.status")?.textContent.trim() === "Online";
+        },
+        { timeout: 90_000 },
+        OFFLINE_NODE,
+      );
+      assert.equal(
+        await page.evaluate(() => (globalThis as unknown as { svcMarker?: number }).svcMarker),
+        1,
+        "the page updated in place, without a reload",
+      );
+      assert.match(await page.$eval("svc-nodes-page .updated-at", (e) => e.textContent ?? ""), /Updated/);
+      await shot(page, "nodes-live-update");
+      await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
+      await page.waitForSelector("svc-policy-editor-page sl-button.duplicate-policy", { visible: true });
 
       // Duplicate opens a new draft copy.
       await page.click("svc-policy-editor-page sl-button.duplicate-policy");

@@ -12,12 +12,24 @@ export class PageElement extends LitElement {
     route: { attribute: false },
     loading: { state: true },
     loadError: { state: true },
+    loadedAt: { state: true },
+    now: { state: true },
   };
 
   /** The route that opened the page (params and query). */
   declare route: RouteMatch;
   declare loading: boolean;
   declare loadError: unknown;
+  /** When the last load succeeded (ms since the epoch). */
+  declare loadedAt: number | undefined;
+  declare now: number;
+
+  /**
+   * Fleet pages set this: the page reloads itself this often while visible (filters live in the URL and the
+   * DOM is updated in place, so filters and scroll stay), and the header says when it last did.
+   */
+  protected autoRefreshMs = 0;
+  #refreshTimer: ReturnType<typeof setInterval> | undefined;
 
   /** Title shown in the heading and the browser tab. */
   pageTitle = "";
@@ -26,6 +38,7 @@ export class PageElement extends LitElement {
     super();
     this.loading = false;
     this.loadError = undefined;
+    this.now = Date.now();
   }
 
   protected override createRenderRoot(): HTMLElement {
@@ -36,6 +49,18 @@ export class PageElement extends LitElement {
     super.connectedCallback();
     if (this.pageTitle) document.title = `${this.pageTitle} · svc`;
     void this.reload();
+    if (this.autoRefreshMs > 0) {
+      this.#refreshTimer = setInterval(() => {
+        this.now = Date.now();
+        if (document.visibilityState === "hidden" || this.loading) return;
+        if (this.now - (this.loadedAt ?? 0) >= this.autoRefreshMs) void this.reload();
+      }, Math.min(5_000, this.autoRefreshMs));
+    }
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    clearInterval(this.#refreshTimer);
   }
 
   /** Loads the page's data; errors end up in `loadError` and are shown by {@link renderLoadError}. */
@@ -44,6 +69,8 @@ export class PageElement extends LitElement {
     try {
       await this.load();
       this.loadError = undefined;
+      this.loadedAt = Date.now();
+      this.now = this.loadedAt;
     } catch (err) {
       // A 401 already sent the person to the login screen; nothing to show here.
       if (!(err instanceof ApiError && err.status === 401)) this.loadError = err;
@@ -65,7 +92,7 @@ export class PageElement extends LitElement {
           <h1>${this.pageTitle}</h1>
           ${intro ? html`<p class="page-intro">${intro}</p>` : nothing}
         </div>
-        <div class="page-actions">${actions}</div>
+        <div class="page-actions">${this.renderUpdated()}${actions}</div>
       </header>
     `;
   }
@@ -84,6 +111,18 @@ export class PageElement extends LitElement {
         ${final ? nothing : html`<sl-button size="small" @click=${() => this.reload()}>Try again</sl-button>`}
       </sl-alert>
     `;
+  }
+
+  /** "Updated … ago" for pages that refresh themselves. */
+  protected renderUpdated(): TemplateResult | typeof nothing {
+    if (this.autoRefreshMs <= 0 || !this.loadedAt) return nothing;
+    const seconds = Math.max(0, Math.round((this.now - this.loadedAt) / 1000));
+    const text = seconds < 5
+      ? "just now"
+      : seconds < 60
+      ? `${seconds} s ago`
+      : `${Math.round(seconds / 60)} min ago`;
+    return html`<span class="muted updated-at" title="This page refreshes itself">Updated ${text}</span>`;
   }
 
   /** A spinner while the first load runs; nothing once it failed (the error is shown instead). */

@@ -32,6 +32,7 @@ class SvcCompliancePage extends PageElement {
   declare expanded: Set<string>;
 
   override pageTitle = "Compliance";
+  protected override autoRefreshMs = 10_000;
 
   constructor() {
     super();

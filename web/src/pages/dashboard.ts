@@ -111,6 +111,7 @@ class SvcDashboardPage extends PageElement {
   declare summary: DashboardSummary | undefined;
 
   override pageTitle = "Dashboard";
+  protected override autoRefreshMs = 10_000;
 
   protected override async load(): Promise<void> {
     this.summary = await api.get<DashboardSummary>("/dashboard/summary");

@@ -42,6 +42,7 @@ class SvcNodesPage extends PageElement {
   declare openNode: string;
 
   override pageTitle = "Nodes";
+  protected override autoRefreshMs = 10_000;
 
   constructor() {
     super();
