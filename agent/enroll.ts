@@ -32,6 +32,22 @@ export type SpnegoProvider = (
   params: { keytabFile: string; servicePrincipal: string },
 ) => Promise<Uint8Array>;
 
+/**
+ * The default {@linkcode SpnegoProvider}: the system GSSAPI (MIT krb5's libgssapi_krb5) through FFI, loaded
+ * only when Kerberos enrollment is tried. `HTTP/host[@REALM]` becomes the host-based name `HTTP@host`.
+ */
+export const systemSpnego: SpnegoProvider = async ({ keytabFile, servicePrincipal }) => {
+  const { openGssapi } = await import("../shared/pki/gssapi.ts");
+  const m = /^([^/@]+)\/([^@]+)(@.*)?$/.exec(servicePrincipal);
+  const target = m ? `${m[1]}@${m[2]}` : servicePrincipal;
+  const gss = openGssapi({ clientKeytab: keytabFile });
+  try {
+    return gss.initToken(target);
+  } finally {
+    gss.close();
+  }
+};
+
 /** Options of {@linkcode enroll}. */
 export interface EnrollOptions {
   config: AgentConfig;
@@ -162,27 +178,22 @@ export async function enroll(options: EnrollOptions): Promise<EnrollResult> {
   });
   try {
     if (kerberos.enabled && kerberos.servicePrincipal && await keytabExists(kerberos.keytabFile)) {
-      if (!options.spnego) {
-        logger.warn(
-          "Kerberos enrollment is configured but this agent build cannot create SPNEGO tokens; using the token",
+      const spnego = options.spnego ?? systemSpnego;
+      try {
+        const keys = await generateKeyAndCsr(config.agent.clientId);
+        const spnegoToken = await spnego({
+          keytabFile: kerberos.keytabFile,
+          servicePrincipal: kerberos.servicePrincipal,
+        });
+        const response = await client.kerberosEnroll(
+          { spnegoToken, csrPem: keys.csrPem, nodeName: config.agent.clientId },
+          { deadline: Date.now() + TIMEOUT_MS },
         );
-      } else {
-        try {
-          const keys = await generateKeyAndCsr(config.agent.clientId);
-          const spnegoToken = await options.spnego({
-            keytabFile: kerberos.keytabFile,
-            servicePrincipal: kerberos.servicePrincipal,
-          });
-          const response = await client.kerberosEnroll(
-            { spnegoToken, csrPem: keys.csrPem, nodeName: config.agent.clientId },
-            { deadline: Date.now() + TIMEOUT_MS },
-          );
-          return await finish(response, keys.keyPem, options, "kerberos");
-        } catch (err) {
-          logger.warn("Kerberos enrollment failed; falling back to the enrollment token", {
-            error: err instanceof Error ? err.message : String(err),
-          });
-        }
+        return await finish(response, keys.keyPem, options, "kerberos");
+      } catch (err) {
+        logger.warn("Kerberos enrollment failed; falling back to the enrollment token", {
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
     if (!options.token) {

@@ -79,9 +79,12 @@ export async function kerberosEnroll(
   } catch (err) {
     throw await refuse((err as Error).message);
   }
-  if (request.nodeName && request.nodeName.toLowerCase() !== nodeName) {
+  // The agent sends its client id: the principal's host name, in full or its first label.
+  const requested = request.nodeName.toLowerCase();
+  if (requested && requested !== nodeName && requested !== nodeName.split(".")[0]) {
     throw await refuse(`${principal} may only enroll as "${nodeName}", not "${request.nodeName}"`, nodeName);
   }
+  if (requested) nodeName = requested;
   const [group] = await ctx.db.query<{ id: string; name: string }>(
     "SELECT id, name FROM node_groups WHERE name = $1",
     [settings.defaultNodeGroup],

@@ -1,6 +1,7 @@
 /**
- * KerberosEnroll with a real MIT KDC (throwaway realm under a temporary directory): a machine's SPNEGO token
- * from its keytab enrolls it with no enrollment token, named after its principal's host and placed in
+ * KerberosEnroll with a real MIT KDC (throwaway realm under a temporary directory): the agent, with Kerberos
+ * configured and its keytab present, enrolls with no enrollment token (SPNEGO from the keytab through the
+ * system GSSAPI), named after its principal's host and placed in
  * kerberos.default_node_group (audited); the same token again, a principal of another realm, a node name
  * other than the principal's, a user principal and a server without Kerberos enabled are refused.
  */
@@ -14,6 +15,9 @@ import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { openGssapi } from "../../shared/pki/gssapi.ts";
 import { nodeNameForPrincipal } from "../../server/pki/kerberos_enroll.ts";
 import { decodeCertificate, generateKeyAndCsr } from "../../shared/pki/csr.ts";
+import { buildAgentConfig } from "../../agent/config.ts";
+import { enroll } from "../../agent/enroll.ts";
+import { SILENT_LOGGER } from "../../agent/log.ts";
 
 const REALM = "SVC.TEST";
 const haveKdc = await Deno.stat("/usr/sbin/krb5kdc").then(() => true, () => false) &&
@@ -123,20 +127,43 @@ dbTest(
         );
         server.ctx.config.kerberos.realm = REALM;
 
-        const spnegoToken = await token();
-        const res = await client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "" });
-        assert.equal(res.assignedNodeGroup, "kerberos-machines");
-        assert.equal(decodeCertificate(res.signedCertPem).subjectName.getField("CN")[0], "pc1.example.test");
+        // The agent: Kerberos configured and the keytab present, no enrollment token at all. It sends its
+        // client id (the short host name) and builds the token with the system GSSAPI.
+        const { config } = buildAgentConfig({
+          server: { address: "localhost", enrollment_port: server.webPort },
+          agent: { client_id: "pc1" },
+          enrollment: { data_dir: join(dir, "agent") },
+          kerberos: {
+            enabled: true,
+            keytab_file: join(dir, "host.keytab"),
+            service_principal: `HTTP/svc.example.test@${REALM}`,
+          },
+        }, "agent.yaml");
+        const res = await enroll({
+          config,
+          configPath: "agent.yaml",
+          logger: SILENT_LOGGER,
+          trustStore: server.ctx.ca.certPem,
+        });
+        assert.equal(res.nodeGroup, "kerberos-machines");
+        assert.equal(res.nodeName, "pc1");
         const [node] = await db.query<{ name: string }>("SELECT name FROM nodes WHERE id = $1", [res.nodeId]);
-        assert.equal(node.name, "pc1.example.test");
+        assert.equal(node.name, "pc1");
+        const certPem = await Deno.readTextFile(join(dir, "agent", "agent.crt"));
+        assert.equal(decodeCertificate(certPem).subjectName.getField("CN")[0], "pc1");
         const audits = await db.query<{ outcome: string; details: unknown }>(
           "SELECT outcome, details::text AS details FROM audit_logs WHERE action = 'node.enroll' ORDER BY id",
         );
         assert.deepEqual(audits.map((a) => a.outcome), ["denied", "denied", "success"]);
         assert.match(String(audits[2].details), /kerberos/);
-        // The same token again: the replay cache refuses it.
+        // A token accepted once (the node exists by now) is refused as a replay the second time.
+        const spnegoToken = await token();
         assert.equal(
-          await code(client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "" })),
+          await code(client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "pc1" })),
+          grpc.status.ALREADY_EXISTS,
+        );
+        assert.equal(
+          await code(client.kerberosEnroll({ spnegoToken, csrPem, nodeName: "pc1" })),
           grpc.status.UNAUTHENTICATED,
         );
         // Disabled: refused before looking at the token.
