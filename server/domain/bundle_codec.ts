@@ -8,14 +8,10 @@
  * comparison.
  */
 import { isAlias, isMap, isScalar, parseAllDocuments, stringify, visit, type YAMLMap } from "yaml";
-import {
-  canonicalPolicyContent,
-  getPolicyType,
-  validatePolicyContent,
-} from "../../shared/policy_types/mod.ts";
+import { checkPolicyContent, getPolicyType } from "../../shared/policy_types/mod.ts";
 import { jsonDepth, utf8Length } from "../../shared/policy_types/json_guard.ts";
 import { multiLineText, singleLine } from "../../shared/policy_types/sanitizers.ts";
-import { DomainError, type DomainFieldError, invalidError } from "./errors.ts";
+import { DomainError, type DomainFieldError, fieldsError, invalidError } from "./errors.ts";
 
 /** Envelope version of every document. */
 export const BUNDLE_API_VERSION = "svc.dev/v1";
@@ -151,18 +147,39 @@ export function renderExport(
   return { text, slugs, problems };
 }
 
+/**
+ * Policy content that passed validation (spec rules 1–5): the text as given and the text to store (canonical
+ * protojson for a known type, the trimmed text for an unknown one). Made only by {@link checkContent}, here
+ * or in a worker, so that whoever stores it does not validate it again.
+ */
+export interface CheckedContent {
+  type: string;
+  content: string;
+  canonical: string;
+}
+
+/**
+ * The one content check of the server: validates `content` for `type` and returns what to store. Throws
+ * `invalid` naming the field (`content.…`).
+ */
+export function checkContent(type: string, content: string): CheckedContent {
+  const { issues, canonical } = checkPolicyContent(type, content);
+  if (issues.length > 0) throw fieldsError(issues, "content");
+  return { type, content, canonical: canonical ?? content.trim() };
+}
+
 /** Parses a bundle and validates the content of every Policy document of a known type. */
 export function checkBundle(text: string, format?: BundleFormat): CheckedBundle {
   const docs = parseBundle(text, format);
   const contents = docs.map((doc) => {
     if (doc.kind !== "Policy" || !getPolicyType(doc.spec.type)) return null;
     const json = JSON.stringify(doc.spec.content);
-    const issues = validatePolicyContent(doc.spec.type, json);
+    const { issues, canonical } = checkPolicyContent(doc.spec.type, json);
     if (issues.length > 0) {
       const first = issues[0];
       return { problem: `spec.content${first.field ? `.${first.field}` : ""}: ${first.message}` };
     }
-    return { json, canonical: canonicalPolicyContent(doc.spec.type, json) ?? json };
+    return { json, canonical: canonical ?? json };
   });
   return { docs, contents };
 }

@@ -3,11 +3,17 @@
  * with a bounded number of workers at a time and a deadline. When no worker can be started (a build that
  * did not ship `bundle_worker.ts`), the job runs in-process: correct, but then it blocks the loop while it
  * runs, and a warning says so once.
+ *
+ * Policy content goes through {@link checkContentOffLoop}: small content (the common case) is checked on the
+ * calling thread, which takes well under a few milliseconds; larger content is checked in a worker, and the
+ * result ({@link CheckedContent}) is handed to the policy domain, which then stores it without checking again.
  */
 import {
   type BundleFormat,
   checkBundle,
+  checkContent,
   type CheckedBundle,
+  type CheckedContent,
   type ExportBindingRow,
   type ExportPolicyRow,
   type RenderedExport,
@@ -18,6 +24,7 @@ import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError 
 /** A unit of pure bundle work. */
 export type BundleJob =
   | { op: "check"; text: string; format?: BundleFormat }
+  | { op: "content"; type: string; content: string }
   | {
     op: "render";
     policies: ExportPolicyRow[];
@@ -27,14 +34,16 @@ export type BundleJob =
 
 /** The answer to a job: its value, or the error it threw (domain errors keep kind and fields). */
 export type BundleJobAnswer =
-  | { ok: true; value: CheckedBundle | RenderedExport }
+  | { ok: true; value: CheckedBundle | RenderedExport | CheckedContent }
   | { ok: false; kind: DomainErrorKind | "internal"; message: string; fields?: DomainFieldError[] };
 
 /** Runs `job` here and now. */
 export function runBundleJob(job: BundleJob): BundleJobAnswer {
   try {
     const value = job.op === "check"
-      ? checkBundle(job.text, job.format)
+      ? withoutParsedContent(checkBundle(job.text, job.format))
+      : job.op === "content"
+      ? checkContent(job.type, job.content)
       : renderExport(job.policies, job.bindings, job.format);
     return { ok: true, value };
   } catch (err) {
@@ -47,6 +56,38 @@ export function runBundleJob(job: BundleJob): BundleJobAnswer {
     return { ok: false, kind: "internal", message: (err as Error).message };
   }
 }
+
+/**
+ * The checked bundle without each policy's parsed content object: the caller needs only its JSON text and
+ * canonical form (in `contents`), and copying a 100,000-key object back to the server's thread would cost
+ * that thread as much as a parse.
+ */
+function withoutParsedContent(checked: CheckedBundle): CheckedBundle {
+  for (const doc of checked.docs) if (doc.kind === "Policy") doc.spec.content = null;
+  return checked;
+}
+
+/**
+ * Longest content (in UTF-16 code units) checked on the calling thread. Checking costs about 1 ms per 2 KB
+ * of content on a loaded machine (parse, semantic checks, canonical form), so this keeps the loop's share to
+ * a few milliseconds while ordinary policies (a few KB) never wait for a worker.
+ */
+export const INLINE_CONTENT_LENGTH = 8 * 1024;
+
+/**
+ * Validates policy content and returns what to store ({@link checkContent}): on this thread when it is short,
+ * in a worker when it is longer than {@link INLINE_CONTENT_LENGTH}. Throws `invalid` naming the field.
+ */
+export async function checkContentOffLoop(type: string, content: string): Promise<CheckedContent> {
+  if (content.length <= INLINE_CONTENT_LENGTH) return checkContent(type, content);
+  return await runOffLoop<CheckedContent>({ op: "content", type, content });
+}
+
+/**
+ * Test hook: when set, awaited on the server's thread while a job is in its worker, before the answer is
+ * used; a test makes a job as slow as it needs (e.g. to look at the database meanwhile) without timing.
+ */
+export const bundleJobHooks: { whileInWorker?: (job: BundleJob) => Promise<void> } = {};
 
 /** Most bundle jobs running at once; more wait their turn (each holds one worker thread). */
 export const MAX_PARALLEL_BUNDLE_JOBS = 2;
@@ -82,11 +123,19 @@ function answerValue<T>(answer: BundleJobAnswer): T {
 }
 
 /** Runs `job` in a worker thread and returns its value (or throws its error). */
-export async function runOffLoop<T extends CheckedBundle | RenderedExport>(job: BundleJob): Promise<T> {
+export async function runOffLoop<T extends CheckedBundle | RenderedExport | CheckedContent>(
+  job: BundleJob,
+): Promise<T> {
   await acquire();
   try {
     if (workerUnavailable) return answerValue<T>(runBundleJob(job));
-    const answer = await inWorker(job);
+    const answering = inWorker(job);
+    if (bundleJobHooks.whileInWorker) {
+      // Keep a rejection from going unhandled while the hook runs; it is thrown below.
+      answering.catch(() => {});
+      await bundleJobHooks.whileInWorker(job);
+    }
+    const answer = await answering;
     return answerValue<T>(answer ?? runBundleJob(job));
   } finally {
     release();

@@ -7,8 +7,8 @@
  * strict (unknown fields, unknown types, anchors, aliases and tags refused; size, document and depth limits),
  * validates every document before writing anything, and writes all or nothing in one transaction; a dry run
  * does the whole import and rolls it back. Parsing, content validation and rendering run in a worker
- * (`bundle_job.ts`), so a large or hostile bundle never holds up other requests; this module does the
- * database part.
+ * (`bundle_job.ts`), so a large or hostile bundle never holds up other requests, and content checked there
+ * is stored without being checked again; this module does the database part.
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { getPolicyType } from "../../shared/policy_types/mod.ts";
@@ -16,6 +16,7 @@ import {
   type BindingDoc,
   type BundleFormat,
   type CheckedBundle,
+  type CheckedContent,
   type ExportBindingRow,
   type ExportPolicyRow,
   type PolicyDoc,
@@ -148,16 +149,26 @@ class Rollback extends Error {
 }
 
 /**
- * Imports a bundle in one transaction: nothing is written unless every document imports cleanly, and a dry
- * run rolls back even then. Structural problems (size, syntax, envelope) throw `invalid` naming the document
- * and field; per-document problems come back in the report with `ok: false`.
+ * Parses a bundle and validates every policy's content in a worker (no database access). Structural problems
+ * (size, syntax, envelope) throw `invalid` naming the document and field. The import route calls this before
+ * its unit of work opens, so no database connection waits on the parse.
+ */
+export async function checkBundleText(text: string, format?: BundleFormat): Promise<CheckedBundle> {
+  return await runOffLoop<CheckedBundle>({ op: "check", text, format });
+}
+
+/**
+ * Imports a bundle (its text, or what {@link checkBundleText} made of it) in one transaction: nothing is
+ * written unless every document imports cleanly, and a dry run rolls back even then. Structural problems
+ * (size, syntax, envelope) throw `invalid` naming the document and field; per-document problems come back in
+ * the report with `ok: false`.
  */
 export async function importBundle(
   db: Pick<Db, "transaction">,
-  text: string,
+  bundle: string | CheckedBundle,
   options: ImportOptions,
 ): Promise<ImportReport> {
-  const checked = await runOffLoop<CheckedBundle>({ op: "check", text, format: options.format });
+  const checked = typeof bundle === "string" ? await checkBundleText(bundle, options.format) : bundle;
   const docs = checked.docs;
   if (!options.mayCreateBindings && docs.some((d) => d.kind === "PolicyBinding")) {
     throw forbiddenError(
@@ -247,11 +258,12 @@ async function applyBundle(
   const policyIds = new Map<string, string>();
   for (const [i, doc] of docs.entries()) {
     if (doc.kind !== "Policy") continue;
-    // Storing a policy validates its content again on this thread, and an embedded database answers
-    // without giving timers a turn: let other requests in between documents.
+    // An embedded database answers without giving timers a turn: let other requests in between documents.
     await yieldToLoop();
     const name = doc.metadata.displayName;
     const { json: content, canonical } = contents.get(i)!;
+    // Checked in the worker already: the policy domain stores it without checking it again.
+    const checkedContent: CheckedContent = { type: doc.spec.type, content, canonical };
     const existing = await findPolicyByName(tx, name);
     if (!existing) {
       const created = await createPolicy(tx, {
@@ -260,6 +272,7 @@ async function applyBundle(
         type: doc.spec.type,
         content,
         createdBy: options.createdBy,
+        checked: checkedContent,
       });
       policyIds.set(doc.metadata.name, created.id);
       results.push({
@@ -307,7 +320,11 @@ async function applyBundle(
     ) {
       results.push({ doc: i, kind: doc.kind, name, status: "skipped", message: "already up to date" });
     } else {
-      const updated = await updatePolicy(tx, existing.id, { description: doc.metadata.description, content });
+      const updated = await updatePolicy(tx, existing.id, {
+        description: doc.metadata.description,
+        content,
+        checked: checkedContent,
+      });
       results.push({
         doc: i,
         kind: doc.kind,

@@ -6,7 +6,8 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { canonicalPolicyContent, validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import { checkContent, type CheckedContent } from "./bundle_codec.ts";
 import { conflictError, fieldsError, found, invalidError } from "./errors.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
@@ -131,12 +132,13 @@ export async function findPolicyByName(q: Queryable, name: string): Promise<Poli
 
 /**
  * Validates content for `type` (spec rules 1–5) and returns the text to store: the canonical protojson for a
- * known type, the trimmed text for an unknown one. Throws `invalid` naming the field (`content.…`).
+ * known type, the trimmed text for an unknown one. Throws `invalid` naming the field (`content.…`). `checked`
+ * is the result of checking this very content already (`checkContentOffLoop`, bundle_job.ts, which checks
+ * large content in a worker): when it matches type and text it is used as is, so the check never runs twice.
  */
-export function normalizeContent(type: string, content: string): string {
-  const issues = validatePolicyContent(type, content);
-  if (issues.length > 0) throw fieldsError(issues, "content");
-  return canonicalPolicyContent(type, content) ?? content.trim();
+export function normalizeContent(type: string, content: string, checked?: CheckedContent): string {
+  if (checked && checked.type === type && checked.content === content) return checked.canonical;
+  return checkContent(type, content).canonical;
 }
 
 /** Input of {@link createPolicy}. */
@@ -146,11 +148,13 @@ export interface CreatePolicyInput {
   type: string;
   content: string;
   createdBy: string;
+  /** `content` already checked off the event loop (see {@link normalizeContent}). */
+  checked?: CheckedContent;
 }
 
 /** Creates a draft policy at version 1 after validating its content. Publishes nothing (drafts reach no node). */
 export async function createPolicy(q: Queryable, input: CreatePolicyInput): Promise<PolicyRecord> {
-  const content = normalizeContent(input.type, input.content);
+  const content = normalizeContent(input.type, input.content, input.checked);
   await assertNameFree(q, { table: "policies", noun: "policy", name: input.name });
   const [row] = await q.query<{ id: string }>(
     `INSERT INTO policies (name, description, type, content, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
@@ -167,6 +171,8 @@ export interface UpdatePolicyInput {
   content?: string;
   /** When given, the update is refused unless the stored version still equals it (lost-update guard). */
   expectedVersion?: number;
+  /** `content` already checked off the event loop (see {@link normalizeContent}). */
+  checked?: CheckedContent;
 }
 
 /**
@@ -192,7 +198,7 @@ export async function updatePolicy(
   }
   const type = input.type ?? current.type;
   const content = input.content !== undefined || input.type !== undefined
-    ? normalizeContent(type, input.content ?? current.content)
+    ? normalizeContent(type, input.content ?? current.content, input.checked)
     : current.content;
   if (input.name !== undefined) {
     await assertNameFree(q, { table: "policies", noun: "policy", name: input.name, exceptId: id });

@@ -18,7 +18,11 @@
  * captured `ctx.db`; an ambient unit covers them all without touching one of them, and a forgotten parameter
  * cannot silently bypass it. The body is read and validated before the unit starts, and the unit begins its
  * transaction only at the first statement, so a slow upload or a long parse holds no connection (nor, on
- * PGlite, the one connection everybody shares). What must happen only after a commit (syslog forwarding)
+ * PGlite, the one connection everybody shares). Work a handler would do before its first statement but that
+ * may take long (reading a raw upload, parsing and validating a large bundle or policy content in a worker)
+ * goes into the route's `prepare`, which runs before the unit opens; the handler reads its value with
+ * {@link prepared}. (A handler that awaits a parse after a statement, e.g. after reading a row, would hold the
+ * transaction open for the whole parse.) What must happen only after a commit (syslog forwarding)
  * uses `afterCommit`; hub notifications are already transactional (`notifyIn`); LISTEN callbacks run outside
  * any unit. Work a handler starts without awaiting it falls back to the pool once the unit has settled.
  */
@@ -51,6 +55,8 @@ export type AppEnv = {
     /** Client IP after trusted-proxy handling. */
     clientIp: string;
     route: RouteSpec | undefined;
+    /** What the route's `prepare` returned (see {@link prepared}). */
+    prepared: unknown;
   };
 };
 
@@ -81,6 +87,13 @@ export interface RouteSpec {
   query?: Record<string, JsonSchema>;
   /** Response documentation by status code. */
   responses?: Record<string, { description: string; schema?: JsonSchema; contentType?: string }>;
+  /**
+   * Slow work that needs no transaction, run after authentication, permission and body validation but before
+   * the unit of work opens (so no connection is held while it runs): reading a raw upload, parsing it,
+   * validating large content in a worker. It may read through the pool, never write. Its value reaches the
+   * handler through {@link prepared}; a throw refuses the request and is audited as a failure like any other.
+   */
+  prepare?: (c: RouteContext) => Promise<unknown>;
   handler: (c: RouteContext) => Response | Promise<Response>;
 }
 
@@ -136,12 +149,14 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
       if (!audited) {
         validateRequest(c, route);
         if (route.body) c.set("body", await readJsonBody(c, route.body));
+        if (route.prepare) c.set("prepared", await route.prepare(c));
         return await route.handler(c);
       }
       try {
         // Validation is inside the try so that a rejected mutation is audited as a failure too.
         validateRequest(c, route);
         if (route.body) c.set("body", await readJsonBody(c, route.body));
+        if (route.prepare) c.set("prepared", await route.prepare(c));
         return await hooks.atomically(async () => {
           const res = await route.handler(c);
           if (res.status >= 400) throw new RefusedResponse(res);
@@ -273,6 +288,11 @@ export function uuidParam(c: RouteContext, name: string): string {
 /** The validated body, typed by the caller. */
 export function body<T>(c: RouteContext): T {
   return c.get("body") as T;
+}
+
+/** What the route's `prepare` returned, typed by the caller (undefined for a route without one). */
+export function prepared<T>(c: RouteContext): T {
+  return c.get("prepared") as T;
 }
 
 /** The authenticated caller (for routes that are not public, where authentication already ran). */

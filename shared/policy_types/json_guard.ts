@@ -72,6 +72,9 @@ export function parseGuardedJson(content: string): unknown {
 }
 
 function checkStrings(root: unknown): void {
+  // Fast pass without paths (building a path string per key cost more than the parse); only when it finds a
+  // problem does the second pass walk again with paths, to name where the problem is.
+  if (stringsOk(root)) return;
   const stack: { value: unknown; path: string }[] = [{ value: root, path: "" }];
   while (stack.length > 0) {
     const { value, path } = stack.pop()!;
@@ -87,6 +90,30 @@ function checkStrings(root: unknown): void {
       }
     }
   }
+}
+
+function stringOk(value: string): boolean {
+  return value.length <= MAX_STRING_LENGTH && !value.includes("\0");
+}
+
+/** True when no string or key breaks a limit (one linear walk, no allocation per value). */
+function stringsOk(root: unknown): boolean {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const value = stack.pop();
+    if (typeof value === "string") {
+      if (!stringOk(value)) return false;
+    } else if (Array.isArray(value)) {
+      for (const v of value) stack.push(v);
+    } else if (value !== null && typeof value === "object") {
+      for (const key in value) {
+        if (!Object.hasOwn(value, key)) continue;
+        if (!stringOk(key)) return false;
+        stack.push((value as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return true;
 }
 
 function checkString(value: string, path: string): void {

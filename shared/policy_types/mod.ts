@@ -64,23 +64,47 @@ export function isEmptyContent(content: string): boolean {
  * field and the fix; an empty list means valid. Unknown types return no problems.
  */
 export function validatePolicyContent(wireName: string, content: string): ValidationIssue[] {
+  return checkPolicyContent(wireName, content, { canonical: false }).issues;
+}
+
+/** Outcome of {@link checkPolicyContent}. */
+export interface ContentCheck {
+  /** The problems; empty when the content is valid. */
+  issues: ValidationIssue[];
+  /** Canonical protojson of valid content of a known type (when asked for); undefined otherwise. */
+  canonical?: string;
+}
+
+/**
+ * {@link validatePolicyContent} and, for valid content of a known type, its canonical protojson, parsing the
+ * content once (validation and canonicalisation each parsed it before, doubling the cost of a large policy).
+ */
+export function checkPolicyContent(
+  wireName: string,
+  content: string,
+  options: { canonical?: boolean } = {},
+): ContentCheck {
   const def = getPolicyType(wireName);
-  if (!def) return [];
-  if (isEmptyContent(content)) return [{ field: "", message: "policy content is empty" }];
+  if (!def) return { issues: [] };
+  if (isEmptyContent(content)) return { issues: [{ field: "", message: "policy content is empty" }] };
   let message: unknown;
   try {
     message = def.parse(content);
   } catch (err) {
     if (err instanceof PolicyContentError) {
       // A limit hit at a known path names that path; anything else is about the content as a whole.
-      return [{
-        field: err.field,
-        message: err.field ? err.message : `policy content is invalid: ${err.message}`,
-      }];
+      return {
+        issues: [{
+          field: err.field,
+          message: err.field ? err.message : `policy content is invalid: ${err.message}`,
+        }],
+      };
     }
     throw err;
   }
-  return def.validate(message);
+  const issues = def.validate(message);
+  if (issues.length > 0 || options.canonical === false) return { issues };
+  return { issues, canonical: def.toCanonicalJson(message) };
 }
 
 /**

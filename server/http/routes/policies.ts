@@ -24,11 +24,14 @@ import {
 } from "../../domain/policy_revisions.ts";
 import {
   type BundleFormat,
+  checkBundleText,
   type ConflictMode,
   exportBundle,
   importBundle,
   MAX_BUNDLE_BYTES,
 } from "../../domain/export_import.ts";
+import type { CheckedBundle, CheckedContent } from "../../domain/bundle_codec.ts";
+import { checkContentOffLoop, INLINE_CONTENT_LENGTH } from "../../domain/bundle_job.ts";
 import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
 import { forbidden, HttpError } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
@@ -39,6 +42,7 @@ import {
   caller,
   callerEvent,
   created,
+  prepared,
   queryBool,
   type RouteContext,
   type RouteSpec,
@@ -174,12 +178,16 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         schema: IMPORT_REPORT_SCHEMA,
       },
     },
+    // Upload, parse and content checks (in a worker) before the unit of work opens: no connection waits.
+    prepare: async (c) =>
+      await checkBundleText(
+        await readLimitedText(c, MAX_BUNDLE_BYTES),
+        c.req.query("format") as BundleFormat | undefined ?? formatFromContentType(c),
+      ),
     handler: async (c) => {
       const user = caller(c);
-      const text = await readLimitedText(c, MAX_BUNDLE_BYTES);
       const dryRun = queryBool(c, "dry_run") ?? false;
-      const report = await importBundle(db, text, {
-        format: c.req.query("format") as BundleFormat | undefined ?? formatFromContentType(c),
+      const report = await importBundle(db, prepared<CheckedBundle>(c), {
         onConflict: (c.req.query("on_conflict") ?? "error") as ConflictMode,
         dryRun,
         createdBy: user.username,
@@ -246,11 +254,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
       },
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
+      // Content is checked before the unit of work opens; large content in a worker (bundle_job.ts).
+      prepare: (c) => {
+        const input = body<{ name: string; type: string; content: string }>(c);
+        auditResource(c, { name: input.name });
+        return checkContentOffLoop(input.type, input.content);
+      },
       handler: (c) => {
         const input = body<{ name: string; description?: string; type: string; content: string }>(c);
+        const checked = prepared<CheckedContent>(c);
         return created(c, {
           name: input.name,
-          create: () => db.transaction((tx) => createPolicy(tx, { ...input, createdBy: caller(c).username })),
+          create: () =>
+            db.transaction((tx) => createPolicy(tx, { ...input, createdBy: caller(c).username, checked })),
         });
       },
     },
@@ -287,11 +303,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       responses: { "200": { description: "The updated policy", schema: POLICY_SCHEMA } },
+      // Large content is checked in a worker before the unit of work opens (small content inline, as before).
+      prepare: async (c) => {
+        const input = body<{ type?: string; content?: string }>(c);
+        if (input.content === undefined || input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
+        const type = input.type ?? (await getPolicy(db, uuidParam(c, "id"))).type;
+        return await checkContentOffLoop(type, input.content);
+      },
       handler: changeById(db, (tx, id, c) => {
         const input = body<
           { name?: string; description?: string; type?: string; content?: string; version?: number }
         >(c);
-        return updatePolicy(tx, id, { ...input, expectedVersion: input.version });
+        const checked = prepared<CheckedContent | undefined>(c);
+        return updatePolicy(tx, id, { ...input, expectedVersion: input.version, checked });
       }),
     },
     {
