@@ -8,7 +8,8 @@
  * acceptor's, e.g. the `HTTP/<host>` key) and `KRB5_CLIENT_KTNAME` (the initiator's, e.g. `host/<fqdn>`).
  * Structures are laid out for LP64 Linux (amd64, arm64).
  *
- * Building block for `KerberosEnroll` (not wired into enrollment yet).
+ * Used by `KerberosEnroll`: the agent's default SPNEGO provider (agent/enroll.ts) and the server's
+ * acceptor (server/pki/kerberos_enroll.ts). Both need the runtime's FFI permission (`--allow-ffi`).
  *
  * @module
  */
