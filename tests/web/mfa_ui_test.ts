@@ -2,12 +2,14 @@
  * Second factors in Debian's Chromium against a real svc-server process: set up an authenticator app in
  * Settings (QR code drawn, key shown, confirmed with a code computed by our RFC 6238 implementation), see the
  * backup codes once, log in with password then code, see a replayed code refused, log in with a backup code;
- * remove a role binding, which asks for password and code in the step-up dialog and repeats the call.
+ * remove a role binding, which asks for password and code in the step-up dialog and repeats the call. And a
+ * directory (LDAP, a real slapd) user logging in through the login page.
  */
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
 import { startServerProcess } from "../helpers/process.ts";
 import { base32Decode, hotp, totpStep } from "../../server/auth/totp.ts";
+import { DIRECTORY, haveSlapd, READER_DN, READER_PW, startSlapd, SUFFIX } from "../helpers/slapd.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
@@ -178,6 +180,65 @@ Deno.test({
     } finally {
       await browser.close();
       await server.stop();
+      await Deno.remove(profile, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
+Deno.test({
+  name: "LDAP: a directory user logs in through the login page and is shown as source ldap",
+  ignore: !haveChromium || !haveSlapd,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const slapd = await startSlapd();
+    await slapd.ldapadd(DIRECTORY);
+    const server = await startServerProcess({
+      config: {
+        ldap: {
+          url: slapd.ldapsUrl,
+          ca_file: slapd.caFile,
+          bind_dn: READER_DN,
+          user_base: SUFFIX,
+        },
+      },
+      env: { SVC_LDAP_BIND_PASSWORD: READER_PW },
+    });
+    const profile = await Deno.makeTempDir({ prefix: "svc-ldap-chromium-" });
+    const browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        `--user-data-dir=${profile}`,
+        "--ignore-certificate-errors",
+      ],
+    });
+    try {
+      const page = await browser.newPage();
+      const base = `https://localhost:${server.webPort}`;
+      await page.goto(`${base}/`, { waitUntil: "load" });
+      await fill(page, "svc-login-page sl-input[name=username]", "alice");
+      await fill(page, "svc-login-page sl-input[name=password]", "wrong-password");
+      await page.keyboard.press("Enter");
+      await page.waitForFunction(() =>
+        document.querySelector("svc-login-page .login-error")?.innerText.includes(
+          "invalid username or password",
+        )
+      );
+      await fill(page, "svc-login-page sl-input[name=password]", "alice-directory-pass");
+      await page.keyboard.press("Enter");
+      await loggedIn(page);
+      const me = await page.evaluate(async () => (await fetch("/api/v1/auth/me")).json());
+      assert.equal(me.user.username, "alice");
+      assert.equal(me.user.source, "ldap");
+      assert.equal(me.user.full_name, "Alice Liddell");
+    } finally {
+      await browser.close();
+      await server.stop();
+      await slapd.stop();
       await Deno.remove(profile, { recursive: true }).catch(() => {});
     }
   },
