@@ -73,6 +73,9 @@ export const COMPLIANCE_SORT_COLUMNS: Record<string, string> = {
   policy: "p.name",
   status: "r.status",
   reported_at: "r.reported_at",
+  /** Problems first: error, non-compliant, not reported yet, compliant, inapplicable. */
+  severity: `CASE coalesce(r.status, 'unknown') WHEN 'error' THEN 0 WHEN 'non_compliant' THEN 1
+    WHEN 'unknown' THEN 2 WHEN 'compliant' THEN 3 ELSE 4 END`,
 };
 
 /** Filters of the fleet-wide result list. */
@@ -82,6 +85,11 @@ export interface ComplianceFilter {
   policyId?: string;
   /** Case-insensitive substring of the node or policy name. */
   search?: string;
+  /**
+   * Also list the (node, policy) pairs the node has not reported on yet, as `unknown`, so the counts equal
+   * the fleet summary's.
+   */
+  includeUnreported?: boolean;
 }
 
 /** Reported results (only those whose policy still reaches the node), with counts per status. */
@@ -98,13 +106,17 @@ export async function listCompliance(
     const like = params.add(likePattern(filter.search));
     where.push(`(n.name ILIKE ${like} ESCAPE '\\' OR p.name ILIKE ${like} ESCAPE '\\')`);
   }
-  const from = `compliance_results r JOIN nodes n ON n.id = r.node_id JOIN policies p ON p.id = r.policy_id`;
+  const from = filter.includeUnreported
+    ? `policies p JOIN nodes n ON ${REACHES_SQL}
+       LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id`
+    : `compliance_results r JOIN nodes n ON n.id = r.node_id JOIN policies p ON p.id = r.policy_id`;
+  const status = "coalesce(r.status, 'unknown')";
   const counts = await q.query<{ status: ComplianceStatus; n: number }>(
-    `SELECT r.status, count(*)::int AS n FROM ${from} WHERE ${where.join(" AND ")} GROUP BY r.status`,
+    `SELECT ${status} AS status, count(*)::int AS n FROM ${from} WHERE ${where.join(" AND ")} GROUP BY 1`,
     params.values,
   );
   const statusCounts = toCounts(counts);
-  if (filter.status) where.push(`r.status = ${params.add(filter.status)}`);
+  if (filter.status) where.push(`${status} = ${params.add(filter.status)}`);
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
     from,

@@ -126,6 +126,37 @@ dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db
       expectStatus(await admin.request("GET", "/api/v1/policies/rollout?ids=not-a-uuid"), 400);
     });
 
+    await t.step(
+      "the compliance list with unreported pairs agrees with the summary, problems first",
+      async () => {
+        const summary = expectStatus(await admin.request("GET", "/api/v1/compliance/summary"), 200);
+        const list = expectStatus(
+          await admin.request("GET", "/api/v1/compliance?include_unreported=true&sort=severity&order=asc"),
+          200,
+        );
+        assert.deepEqual(list.status_counts, summary.results);
+        assert.equal(list.total, summary.results.total);
+        assert.deepEqual(
+          list.items.map((r: { node_name: string; status: string }) => `${r.node_name}:${r.status}`),
+          ["d-error:error", "b-both:non_compliant", "c-offline:unknown", "a-ok:compliant"],
+        );
+        const unknown = expectStatus(
+          await admin.request("GET", "/api/v1/compliance?include_unreported=true&status=unknown"),
+          200,
+        );
+        assert.equal(
+          unknown.total,
+          summary.results.unknown,
+          "the dashboard's Unknown number lands on its rows",
+        );
+        const reportedOnly = expectStatus(
+          await admin.request("GET", "/api/v1/compliance?status=unknown"),
+          200,
+        );
+        assert.equal(reportedOnly.total, 0, "without the flag, only reported results are listed");
+      },
+    );
+
     await t.step("needs compliance:view; an unknown policy is 404", async () => {
       const viewer = await server.loginAs({ permissions: ["policy:view"] });
       expectStatus(await viewer.request("GET", `/api/v1/policies/all/${policy.id}/rollout`), 403);

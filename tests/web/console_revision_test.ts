@@ -416,6 +416,28 @@ Deno.test({
       );
       assert.match(await page.$eval("svc-nodes-page .updated-at", (e) => e.textContent ?? ""), /Updated/);
       await shot(page, "nodes-live-update");
+      // Every compliance number of the dashboard lands on exactly its rows.
+      const summary = await api.call("GET", "/api/v1/compliance/summary");
+      await page.goto(`${web}/`, { waitUntil: "load" });
+      await page.waitForSelector("svc-dashboard-page .updated-at");
+      assert.deepEqual(await axeViolations(page), [], "axe on the dashboard");
+      for (const status of ["compliant", "unknown"]) {
+        await page.goto(`${web}/compliance?status=${status}`, { waitUntil: "load" });
+        await page.waitForSelector("svc-compliance-page .status-filter");
+        await page.waitForFunction(
+          (expected: number) => {
+            const rows = document.querySelectorAll("svc-compliance-page table.data tbody tr").length;
+            const empty = document.querySelector("svc-compliance-page .empty-state");
+            return expected === 0 ? !!empty : rows === expected;
+          },
+          {},
+          summary.results[status],
+        );
+      }
+      await page.goto(`${web}/compliance`, { waitUntil: "load" });
+      await page.waitForSelector("svc-compliance-page table.data tbody tr");
+      await shot(page, "compliance-problems-first");
+      assert.deepEqual(await axeViolations(page), [], "axe on the compliance page");
       await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
       await page.waitForSelector("svc-policy-editor-page sl-button.duplicate-policy", { visible: true });
 

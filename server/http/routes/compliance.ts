@@ -12,7 +12,7 @@ import {
 import { policyRollout, ROLLOUT_STATES, rolloutCounts, type RolloutState } from "../../domain/rollout.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
-import { type RouteSpec, uuidParam } from "../route.ts";
+import { queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { readById } from "./common.ts";
 
 /** Counts per status. */
@@ -107,6 +107,11 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         node_id: UUID_SCHEMA,
         policy_id: UUID_SCHEMA,
         search: { type: "string", maxLength: 200, description: "Substring of the node or policy name" },
+        include_unreported: {
+          type: "boolean",
+          description:
+            "Also list the pairs the node has not reported on yet (status unknown), so the counts equal /compliance/summary's",
+        },
       },
       responses: {
         "200": {
@@ -121,6 +126,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             nodeId: c.req.query("node_id")?.toLowerCase(),
             policyId: c.req.query("policy_id")?.toLowerCase(),
             search: c.req.query("search"),
+            includeUnreported: queryBool(c, "include_unreported") ?? false,
           }, listRequest(c)),
         ),
     },

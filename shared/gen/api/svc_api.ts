@@ -457,12 +457,13 @@ export interface Operations {
     query: {
       page?: number;
       per_page?: number;
-      sort?: "node" | "policy" | "status" | "reported_at";
+      sort?: "node" | "policy" | "status" | "reported_at" | "severity";
       order?: "asc" | "desc";
       status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
       node_id?: string;
       policy_id?: string;
       search?: string;
+      include_unreported?: boolean;
     };
     body: undefined;
     response: {

@@ -18,7 +18,8 @@ import { itemTable } from "../components/node_detail.ts";
 import type { PageChange } from "../components/pager.ts";
 import type { ComplianceRow, StatusCounts } from "../types.ts";
 
-const STATUSES = ["compliant", "non_compliant", "error", "inapplicable", "unknown"] as const;
+/** Problems first, as the list is sorted by default. */
+const STATUSES = ["error", "non_compliant", "unknown", "compliant", "inapplicable"] as const;
 
 class SvcCompliancePage extends PageElement {
   static override properties = {
@@ -36,7 +37,7 @@ class SvcCompliancePage extends PageElement {
 
   constructor() {
     super();
-    this.sort = { key: "reported_at", dir: "desc" };
+    this.sort = { key: "severity", dir: "asc" };
     this.expanded = new Set();
   }
 
@@ -50,6 +51,8 @@ class SvcCompliancePage extends PageElement {
       per_page: this.#q("per_page") || 25,
       status: this.#q("status"),
       search: this.#q("search"),
+      // Pairs not reported yet count too, so the numbers equal the dashboard's.
+      include_unreported: true,
       sort: this.sort.key,
       order: this.sort.dir,
     });
@@ -89,7 +92,7 @@ class SvcCompliancePage extends PageElement {
       ${this.renderHeader(
         html`<sl-button @click=${() =>
           this.reload()}><sl-icon slot="prefix" name="arrow-clockwise"></sl-icon>Refresh</sl-button>`,
-        "The latest result of every policy on every node it reaches. Expand a row for the per-key breakdown.",
+        "Every policy on every node it reaches, problems first; Unknown means the node has not reported on it yet. Expand a row for the per-key breakdown.",
       )}
       ${this.renderLoadError()}
       <div class="toolbar" role="search">
@@ -132,7 +135,7 @@ class SvcCompliancePage extends PageElement {
               <th scope="col"><span class="visually-hidden">Details</span></th>
               ${s("Node", "node")} ${s("Policy", "policy")} ${s(
                 "Status",
-                "status",
+                "severity",
               )} <th scope="col">Message</th>
               ${s("Reported", "reported_at")}
             </tr>
