@@ -83,14 +83,30 @@ export async function ldapAuthenticate(
   password: string,
 ): Promise<LdapIdentity> {
   if (password === "") throw new LdapError("wrong_password", "empty password");
+  const clearText = cfg.url.startsWith("ldap://") && !cfg.startTls;
+  if (clearText && !["127.0.0.1", "[::1]", "localhost"].includes(new URL(cfg.url).hostname)) {
+    throw new LdapError(
+      "unreachable",
+      `ldap: ${cfg.url} without StartTLS would send passwords in clear text; use ldaps:// (or a loopback host)`,
+    );
+  }
   const tlsOptions = await tlsOptionsFor(cfg);
   const timeout = cfg.timeoutSeconds * 1000;
   const host = new URL(cfg.url).hostname;
   const open = async (): Promise<Client> => {
-    const client = new Client({ url: cfg.url, timeout, connectTimeout: timeout, tlsOptions, strictDN: true });
+    // ldapts opens TLS at once whenever it is given TLS options: only for ldaps://; ldap:// upgrades below.
+    const client = new Client({
+      url: cfg.url,
+      timeout,
+      connectTimeout: timeout,
+      strictDN: true,
+      ...(cfg.url.startsWith("ldaps://") ? { tlsOptions } : {}),
+    });
     try {
       if (cfg.url.startsWith("ldap://") && cfg.startTls) {
-        await client.startTLS({ ...tlsOptions, servername: host });
+        // SNI carries names only; an address is checked against the certificate's IP entries through `host`.
+        const isAddress = /^[0-9.]+$|^\[?[0-9a-f:]+\]?$/i.test(host);
+        await client.startTLS({ ...tlsOptions, host, ...(isAddress ? {} : { servername: host }) });
       }
     } catch (err) {
       await client.unbind().catch(() => {});

@@ -1,6 +1,6 @@
 /**
  * LDAP directory login against a real OpenLDAP `slapd` (Debian package) started on 127.0.0.1 with a
- * throwaway mdb database and a test CA, over ldaps://: users created and synced with `source: ldap`,
+ * throwaway mdb database and a test CA, over ldaps:// and ldap:// with StartTLS: users created and synced with `source: ldap`,
  * groups mapped to svc user groups, the password never stored, every failure kind (wrong password, not
  * found, ambiguous, bad service bind, unreachable, a local user of the same name), a filter-injection
  * username refused, and a user removed from the directory disabled in svc.
@@ -224,6 +224,47 @@ dbTest(
         password: "bob-directory-pass",
       });
       assert.equal(r2.status, 503, "a certificate that does not chain to ldap.ca_file is refused");
+
+      // ldap:// upgraded with StartTLS, verified against the test CA.
+      const startTls = await createTestServer({ db, config: { ldap: { ...base, url: slapd.ldapUrl } } });
+      servers.push(startTls);
+      const r4 = await startTls.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r4.status, 200, startTls.logs.filter((l) => l.includes("ldap")).join("\n"));
+      const startTlsWrongCa = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: slapd.ldapUrl, caFile: "/etc/ssl/certs/ca-certificates.crt" } },
+      });
+      servers.push(startTlsWrongCa);
+      const r4b = await startTlsWrongCa.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r4b.status, 503, "StartTLS to a certificate outside ldap.ca_file is refused");
+      // Clear text only to a loopback directory; anywhere else it is refused before connecting.
+      const plainLoopback = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: slapd.ldapUrl, startTls: false } },
+      });
+      servers.push(plainLoopback);
+      const r5 = await plainLoopback.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r5.status, 200, plainLoopback.logs.filter((l) => l.includes("ldap")).join("\n"));
+      const plainRemote = await createTestServer({
+        db,
+        config: { ldap: { ...base, url: "ldap://directory.example.test", startTls: false } },
+      });
+      servers.push(plainRemote);
+      const r6 = await plainRemote.anonymous().request("POST", "/api/v1/auth/login", {
+        username: "bob",
+        password: "bob-directory-pass",
+      });
+      assert.equal(r6.status, 503);
+      assert.ok(plainRemote.logs.some((l) => l.includes("clear text")));
 
       const closed = await createTestServer({
         db,
