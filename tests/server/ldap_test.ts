@@ -1,9 +1,9 @@
 /**
  * LDAP directory login against a real OpenLDAP `slapd` (Debian package) started on 127.0.0.1 with a
  * throwaway mdb database and a test CA, over ldaps:// and ldap:// with StartTLS: users created and synced
- * with `source: ldap`, groups mapped to svc user groups, the password never stored, every failure kind (wrong password, not
- * found, ambiguous, bad service bind, unreachable, a local user of the same name), a filter-injection
- * username refused, and a user removed from the directory disabled in svc.
+ * with `source: ldap`, groups mapped to svc user groups, the password never stored, every failure kind
+ * (wrong password, not found, ambiguous, bad service bind, unreachable, a local user of the same name), a
+ * filter-injection username refused, and a user removed from the directory disabled in svc.
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
