@@ -142,17 +142,62 @@ export async function runOffLoop<T extends CheckedBundle | RenderedExport | Chec
   }
 }
 
+/**
+ * How long a worker waits for its next job before it is stopped. Starting a worker costs the starting thread
+ * 10–30 ms (a new isolate), so workers are kept for the next job rather than started per job; an idle worker
+ * also keeps the process alive, so it does not wait forever.
+ */
+export const BUNDLE_WORKER_IDLE_MS = 5_000;
+
+interface PooledWorker {
+  worker: Worker;
+  idleTimer?: number;
+}
+
+/** Workers waiting for a job (at most {@link MAX_PARALLEL_BUNDLE_JOBS}: one per running job before). */
+const idleWorkers: PooledWorker[] = [];
+
+/** An idle worker, or a new one; undefined when none can be started. */
+function takeWorker(): PooledWorker | undefined {
+  const pooled = idleWorkers.pop();
+  if (pooled) {
+    clearTimeout(pooled.idleTimer);
+    return pooled;
+  }
+  try {
+    return { worker: new Worker(WORKER_URL.href, { type: "module" }) };
+  } catch (err) {
+    unavailable(err);
+    return undefined;
+  }
+}
+
+function giveBack(pooled: PooledWorker): void {
+  pooled.worker.onmessage = null;
+  pooled.worker.onerror = null;
+  pooled.idleTimer = setTimeout(() => {
+    const at = idleWorkers.indexOf(pooled);
+    if (at >= 0) idleWorkers.splice(at, 1);
+    pooled.worker.terminate();
+  }, BUNDLE_WORKER_IDLE_MS);
+  Deno.unrefTimer(pooled.idleTimer);
+  idleWorkers.push(pooled);
+}
+
+/** Stops the idle workers now (at shutdown, or at the end of a benchmark, so the process can exit). */
+export function closeBundleWorkers(): void {
+  for (const pooled of idleWorkers.splice(0)) {
+    clearTimeout(pooled.idleTimer);
+    pooled.worker.terminate();
+  }
+}
+
 /** The worker's answer, or undefined when no worker could be started. */
 function inWorker(job: BundleJob): Promise<BundleJobAnswer | undefined> {
   return new Promise((resolve, reject) => {
-    let worker: Worker;
-    try {
-      worker = new Worker(WORKER_URL.href, { type: "module" });
-    } catch (err) {
-      unavailable(err);
-      return resolve(undefined);
-    }
-    let answered = false;
+    const pooled = takeWorker();
+    if (!pooled) return resolve(undefined);
+    const { worker } = pooled;
     const timer = setTimeout(() => {
       worker.terminate();
       reject(invalidError(
@@ -162,16 +207,14 @@ function inWorker(job: BundleJob): Promise<BundleJobAnswer | undefined> {
       ));
     }, BUNDLE_JOB_DEADLINE_MS);
     worker.onmessage = (event: MessageEvent<BundleJobAnswer>) => {
-      answered = true;
       clearTimeout(timer);
-      worker.terminate();
+      giveBack(pooled);
       resolve(event.data);
     };
     worker.onerror = (event) => {
       event.preventDefault();
       clearTimeout(timer);
       worker.terminate();
-      if (answered) return;
       if (/module|import|not found/i.test(event.message ?? "")) {
         unavailable(event.message);
         resolve(undefined);
