@@ -151,7 +151,7 @@ export const BUNDLE_WORKER_IDLE_MS = 5_000;
 
 interface PooledWorker {
   worker: Worker;
-  idleTimer?: number;
+  idleTimer?: ReturnType<typeof setTimeout>;
 }
 
 /** Workers waiting for a job (at most {@link MAX_PARALLEL_BUNDLE_JOBS}: one per running job before). */
@@ -175,12 +175,13 @@ function takeWorker(): PooledWorker | undefined {
 function giveBack(pooled: PooledWorker): void {
   pooled.worker.onmessage = null;
   pooled.worker.onerror = null;
-  pooled.idleTimer = setTimeout(() => {
+  const timer = setTimeout(() => {
     const at = idleWorkers.indexOf(pooled);
     if (at >= 0) idleWorkers.splice(at, 1);
     pooled.worker.terminate();
   }, BUNDLE_WORKER_IDLE_MS);
-  Deno.unrefTimer(pooled.idleTimer);
+  Deno.unrefTimer(timer);
+  pooled.idleTimer = timer;
   idleWorkers.push(pooled);
 }
 
