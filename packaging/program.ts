@@ -19,10 +19,28 @@ import { readMigrations } from "../server/db/migrate.ts";
 /** Deno permissions each program runs with (the launcher and `deno compile` pass exactly these). */
 export const PERMISSIONS: Record<App, string[]> = {
   // Listeners, database and CA files, configuration from the environment, host name for the replica id;
-  // starting its own policy workers (server.policy_workers) again from the same runtime and bundle.
-  "svc-server": ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-run"],
-  // As the server, plus running the system tools policies are enforced and read back with.
-  "svc-agent": ["--allow-net", "--allow-read", "--allow-write", "--allow-env", "--allow-sys", "--allow-run"],
+  // starting its own policy workers (server.policy_workers) again from the same runtime and bundle; the
+  // system's libgssapi_krb5 (KerberosEnroll) and a PKCS#11 module (CA key on a token) through FFI.
+  "svc-server": [
+    "--allow-net",
+    "--allow-read",
+    "--allow-write",
+    "--allow-env",
+    "--allow-sys",
+    "--allow-run",
+    "--allow-ffi",
+  ],
+  // As the server, plus running the system tools policies are enforced and read back with; FFI for the
+  // machine keytab's SPNEGO token (Kerberos enrollment through the system GSSAPI).
+  "svc-agent": [
+    "--allow-net",
+    "--allow-read",
+    "--allow-write",
+    "--allow-env",
+    "--allow-sys",
+    "--allow-run",
+    "--allow-ffi",
+  ],
 };
 
 /** Files PGlite fetches relative to its own module; they must sit next to the server bundle. */
