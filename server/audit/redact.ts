@@ -11,7 +11,16 @@ const SECRET_KEY_PARTS = [
   "privatekey",
   "apikey",
   "jwt",
+  "backupcode",
+  "recoverykey",
+  "totp",
 ];
+
+/**
+ * Whole keys that are secrets although the word is too common to match inside other keys: a one-time `code`
+ * (TOTP) or `otp`, but not `status_code` or `error_code`.
+ */
+const SECRET_KEYS = new Set(["code", "otp"]);
 
 /** What replaces a secret value. */
 export const REDACTED = "[REDACTED]";
@@ -21,10 +30,10 @@ const MAX_STRING = 4096;
 /** Deepest nesting kept. */
 const MAX_DEPTH = 12;
 
-/** True when a key names a secret (`new_password`, `apiKey`, `private-key`, `X-Auth-Token`, …). */
+/** True when a key names a secret (`new_password`, `apiKey`, `private-key`, `X-Auth-Token`, `code`, …). */
 export function isSecretKey(key: string): boolean {
   const k = key.toLowerCase().replace(/[_\-\s]/g, "");
-  return SECRET_KEY_PARTS.some((part) => k.includes(part));
+  return SECRET_KEYS.has(k) || SECRET_KEY_PARTS.some((part) => k.includes(part));
 }
 
 /** A deep copy of `value` with every secret-keyed value replaced by {@link REDACTED}. */

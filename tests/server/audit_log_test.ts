@@ -115,6 +115,9 @@ Deno.test("redaction covers every secret-looking key at any depth", () => {
       passphrase: "x",
       credentials: { user: "x" },
       "X-Auth-Token": "x",
+      second_factor: { code: "123456", backup_code: "x", status_code: 200 },
+      recovery_key: "x",
+      error_code: "keep",
     },
     empty_password: "",
   };
@@ -129,6 +132,9 @@ Deno.test("redaction covers every secret-looking key at any depth", () => {
       passphrase: REDACTED,
       credentials: REDACTED,
       "X-Auth-Token": REDACTED,
+      second_factor: { code: REDACTED, backup_code: REDACTED, status_code: 200 },
+      recovery_key: REDACTED,
+      error_code: "keep",
     },
     empty_password: "",
   });
