@@ -6,7 +6,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
-import { nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
+import { nodeComplianceSummary, REACHES_SQL, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "./errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
@@ -34,6 +34,31 @@ export interface NodeSummary {
   created_at: Date;
 }
 
+/** Worst compliance status of a node over the policies that reach it (`none`: no policy reaches it). */
+export const COMPLIANCE_ROLLUPS = [
+  "error",
+  "non_compliant",
+  "unknown",
+  "compliant",
+  "inapplicable",
+  "none",
+] as const;
+/** A compliance rollup. */
+export type ComplianceRollup = (typeof COMPLIANCE_ROLLUPS)[number];
+
+/** A node in the list, with its compliance rollup. */
+export interface NodeListItem extends NodeSummary {
+  compliance_rollup: {
+    worst: ComplianceRollup;
+    /** Policies that reach the node. */
+    total: number;
+    /** Of those, error or non-compliant. */
+    problems: number;
+    /** Of those, not reported yet. */
+    unknown: number;
+  };
+}
+
 /** The full node record. */
 export interface NodeRecord extends NodeSummary {
   machine_id: string;
@@ -50,6 +75,23 @@ export interface NodeRecord extends NodeSummary {
   /** Latest results of the policies that reach the node, counted per status. */
   compliance: StatusCounts;
 }
+
+/** SQL of the worst status of node `n` over the policies that reach it. */
+const WORST_SQL = `(SELECT CASE
+    WHEN count(*) = 0 THEN 'none'
+    WHEN bool_or(r.status = 'error') THEN 'error'
+    WHEN bool_or(r.status = 'non_compliant') THEN 'non_compliant'
+    WHEN bool_or(r.status IS NULL OR r.status = 'unknown') THEN 'unknown'
+    WHEN bool_or(r.status = 'compliant') THEN 'compliant'
+    ELSE 'inapplicable' END
+  FROM policies p LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
+  WHERE ${REACHES_SQL})`;
+
+const ROLLUP_SQL = `(SELECT jsonb_build_object('worst', ${WORST_SQL}, 'total', count(*),
+    'problems', count(*) FILTER (WHERE r.status IN ('error', 'non_compliant')),
+    'unknown', count(*) FILTER (WHERE r.status IS NULL OR r.status = 'unknown'))
+  FROM policies p LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
+  WHERE ${REACHES_SQL})`;
 
 const GROUPS_SQL = `coalesce((SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY g.name)
   FROM node_group_members m JOIN node_groups g ON g.id = m.node_group_id WHERE m.node_id = n.id), '[]'::json)`;
@@ -82,6 +124,8 @@ export interface NodeFilter {
   desktop?: string;
   /** Case-insensitive substring of name, FQDN, IP address or machine id. */
   search?: string;
+  /** Worst compliance status over the policies that reach the node. */
+  compliance?: ComplianceRollup;
 }
 
 /** Lists nodes, filtered, sorted and paginated. */
@@ -89,7 +133,7 @@ export async function listNodes(
   q: Queryable,
   filter: NodeFilter,
   options: ListOptions,
-): Promise<Page<NodeSummary>> {
+): Promise<Page<NodeListItem>> {
   const params = new Params();
   const where: string[] = [];
   if (filter.status) where.push(`n.status = ${params.add(filter.status)}`);
@@ -112,8 +156,9 @@ export async function listNodes(
         OR n.machine_id ILIKE ${like} ESCAPE '\\')`,
     );
   }
-  return await selectPage<NodeSummary>(q, {
-    columns: SUMMARY_COLUMNS,
+  if (filter.compliance) where.push(`${WORST_SQL} = ${params.add(filter.compliance)}`);
+  return await selectPage<NodeListItem>(q, {
+    columns: `${SUMMARY_COLUMNS}, ${ROLLUP_SQL} AS compliance_rollup`,
     from: "nodes n",
     where,
     params: params.values,

@@ -157,6 +157,23 @@ dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db
       },
     );
 
+    await t.step("node list: worst compliance status with counts, and a filter on it", async () => {
+      const list = expectStatus(await admin.request("GET", "/api/v1/nodes?sort=name&order=asc"), 200);
+      const rollups = Object.fromEntries(
+        list.items.map((n: { name: string; compliance_rollup: unknown }) => [n.name, n.compliance_rollup]),
+      );
+      assert.deepEqual(rollups["a-ok"], { worst: "compliant", total: 1, problems: 0, unknown: 0 });
+      assert.deepEqual(rollups["b-both"], { worst: "non_compliant", total: 1, problems: 1, unknown: 0 });
+      assert.deepEqual(rollups["c-offline"], { worst: "unknown", total: 1, problems: 0, unknown: 1 });
+      assert.deepEqual(rollups["d-error"], { worst: "error", total: 1, problems: 1, unknown: 0 });
+      assert.deepEqual(rollups["e-outside"], { worst: "none", total: 0, problems: 0, unknown: 0 });
+      const failing = expectStatus(await admin.request("GET", "/api/v1/nodes?compliance=error"), 200);
+      assert.deepEqual(failing.items.map((n: { name: string }) => n.name), ["d-error"]);
+      const none = expectStatus(await admin.request("GET", "/api/v1/nodes?compliance=none"), 200);
+      assert.deepEqual(none.items.map((n: { name: string }) => n.name), ["e-outside"]);
+      expectStatus(await admin.request("GET", "/api/v1/nodes?compliance=green"), 400);
+    });
+
     await t.step("needs compliance:view; an unknown policy is 404", async () => {
       const viewer = await server.loginAs({ permissions: ["policy:view"] });
       expectStatus(await viewer.request("GET", `/api/v1/policies/all/${policy.id}/rollout`), 403);

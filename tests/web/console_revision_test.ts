@@ -363,6 +363,13 @@ Deno.test({
         {},
         NODE,
       );
+      assert.match(
+        await page.$eval(
+          "svc-nodes-page tbody tr[data-node-id] .compliance-cell",
+          (e) => e.textContent ?? "",
+        ),
+        /Compliant\s+1 policy/,
+      );
       await page.reload({ waitUntil: "load" });
       await page.waitForFunction(() =>
         document.querySelector('svc-nodes-page sl-select[label="Operating system"]')?.value ===

@@ -86,6 +86,13 @@ export interface NodeSummary {
   cert_not_after: string | null;
   groups: { id: string; name: string }[];
   created_at: string;
+  /** In list rows: the worst compliance status over the policies that reach the node, with counts. */
+  compliance_rollup?: {
+    worst: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
+    total: number;
+    problems: number;
+    unknown: number;
+  };
 }
 
 /** Counts per compliance status. */

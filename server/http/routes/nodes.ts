@@ -4,6 +4,8 @@
  */
 import type { ServerContext } from "../../context.ts";
 import {
+  COMPLIANCE_ROLLUPS,
+  type ComplianceRollup,
   createReEnrollmentToken,
   deleteNode,
   getNode,
@@ -79,6 +81,11 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
           description: "Node group id, or `none` for nodes in no group",
         },
         os: { type: "string", maxLength: 200 },
+        compliance: {
+          type: "string",
+          enum: COMPLIANCE_ROLLUPS,
+          description: "Worst compliance status over the policies that reach the node (none: no policy)",
+        },
         agent_version: { type: "string", maxLength: 100 },
         desktop: { type: "string", maxLength: 100 },
         search: {
@@ -90,7 +97,22 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "A page of nodes",
-          schema: pageSchema({ type: "object", properties: NODE_SUMMARY_PROPERTIES }),
+          schema: pageSchema({
+            type: "object",
+            properties: {
+              ...NODE_SUMMARY_PROPERTIES,
+              compliance_rollup: {
+                type: "object",
+                description: "Worst compliance status over the policies that reach the node, with counts",
+                properties: {
+                  worst: { type: "string", enum: COMPLIANCE_ROLLUPS },
+                  total: { type: "integer" },
+                  problems: { type: "integer" },
+                  unknown: { type: "integer" },
+                },
+              },
+            },
+          }),
         },
       },
       handler: async (c) =>
@@ -102,6 +124,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
             agentVersion: c.req.query("agent_version"),
             desktop: c.req.query("desktop"),
             search: c.req.query("search"),
+            compliance: c.req.query("compliance") as ComplianceRollup | undefined,
           }, listRequest(c)),
         ),
     },

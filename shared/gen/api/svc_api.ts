@@ -920,6 +920,7 @@ export interface Operations {
       status?: "online" | "degraded" | "offline" | "unknown";
       group?: string;
       os?: string;
+      compliance?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
       agent_version?: string;
       desktop?: string;
       search?: string;
@@ -944,6 +945,12 @@ export interface Operations {
           name?: string;
         }>;
         created_at?: string;
+        compliance_rollup?: {
+          worst?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
+          total?: number;
+          problems?: number;
+          unknown?: number;
+        };
       }>;
       total: number;
       page: number;

@@ -26,6 +26,19 @@ interface FilterOptions {
   desktops: string[];
 }
 
+/** Worst compliance status with counts; never green while a policy fails or has not been reported on. */
+function complianceCell(n: NodeSummary): TemplateResult | string {
+  const r = n.compliance_rollup;
+  if (!r) return "—";
+  if (r.worst === "none") return html`<span class="muted">No policy</span>`;
+  const detail = r.problems
+    ? `${r.problems} of ${r.total} failing`
+    : r.unknown
+    ? `${r.unknown} of ${r.total} not reported`
+    : `${r.total} ${r.total === 1 ? "policy" : "policies"}`;
+  return html`${statusBadge(r.worst)} <span class="muted">${detail}</span>`;
+}
+
 class SvcNodesPage extends PageElement {
   static override properties = {
     ...PageElement.properties,
@@ -73,6 +86,7 @@ class SvcNodesPage extends PageElement {
         os: this.#q("os"),
         agent_version: this.#q("agent_version"),
         desktop: this.#q("desktop"),
+        compliance: this.#q("compliance"),
         search: this.#q("search"),
         sort: this.sort.key,
         order: this.sort.dir,
@@ -133,6 +147,14 @@ class SvcNodesPage extends PageElement {
         )}
           @sl-change=${(e: Event) => this.#filter("search", valueOf(e))}></sl-input>
         ${this.#select("status", "Status", ["online", "degraded", "offline", "unknown"].map((s) => [s, s]))}
+        ${this.#select("compliance", "Compliance", [
+          ["error", "Error"],
+          ["non_compliant", "Non-compliant"],
+          ["unknown", "Not reported yet"],
+          ["compliant", "Compliant"],
+          ["inapplicable", "Inapplicable"],
+          ["none", "No policy"],
+        ])}
         ${this.#select("group", "Node group", [
           ["none", "(no group)"],
           ...this.groups.map((g) => [g.id, g.name] as [string, string]),
@@ -173,7 +195,8 @@ class SvcNodesPage extends PageElement {
           <caption class="visually-hidden">Nodes</caption>
           <thead>
             <tr>
-              ${s("Node", "name")} ${s("Status", "status")} <th scope="col">Groups</th> ${s(
+              ${s("Node", "name")} ${s("Status", "status")} <th scope="col">Compliance</th>
+              <th scope="col">Groups</th> ${s(
                 "Operating system",
                 "os",
               )}
@@ -195,6 +218,7 @@ class SvcNodesPage extends PageElement {
                                     : nothing}
                                 </td>
                   <td>${statusBadge(n.status)}</td>
+                  <td class="compliance-cell">${complianceCell(n)}</td>
                   <td>${n.groups.length
                     ? n.groups.map((g) => g.name).join(", ")
                     : html`<span class="muted">none</span>`}</td>
