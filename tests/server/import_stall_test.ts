@@ -4,14 +4,24 @@
  * runs while the import is in flight, and a number of them must complete before the import answers (when the
  * parse blocked the event loop, none could). Inputs: the 289 KB / 30,000-key bundle of the report (accepted),
  * the same with a duplicate key at the end and a ~1 MB bundle with an alias at the end (both parse fully
- * before being refused), and inputs over the pre-parse limits (refused without parsing).
+ * before being refused), and inputs over the pre-parse limits (refused without parsing). The same holds for
+ * a ~1 MiB policy created by a plain POST and by a real (not dry-run) import: its content is checked in a
+ * worker and stored without being checked again on the loop.
+ *
+ * Parsing happens before the request's unit of work opens: while the worker parses (a test hook holds the
+ * answer until the checks are done), no unit of work is open in the request's context, and on PostgreSQL
+ * `pg_stat_activity` shows no connection of the server's database idle in a transaction.
  */
 import assert from "node:assert/strict";
+import postgres from "postgres";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient, type TestResponse } from "../helpers/app.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
 import { systemRoutes } from "../../server/http/system_routes.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../../server/domain/export_import.ts";
+import { type BundleJob, bundleJobHooks } from "../../server/domain/bundle_job.ts";
+import { afterCommit } from "../../server/db/db.ts";
+import { MAX_JSON_BODY } from "../../server/http/route.ts";
 
 /** Requests that must complete while the import is still in flight. */
 const CONCURRENT_ANSWERS = 5;
@@ -42,16 +52,28 @@ function bigPolicy(
  * Sends the import, then `GET /api/v1/version` one after another until the import answers; returns the
  * import's response and how many GETs completed before it.
  */
-async function importWhileAsking(
+function importWhileAsking(
   client: TestClient,
   anonymous: TestClient,
   text: string,
+  dryRun = true,
+): Promise<{ res: TestResponse; answered: number }> {
+  return whileAsking(
+    anonymous,
+    client.raw("POST", `/api/v1/policies/import?dry_run=${dryRun}`, {
+      body: text,
+      contentType: "application/yaml",
+    }),
+  );
+}
+
+/** Asks `GET /api/v1/version` one after another until `request` answers; counts the answers before it. */
+async function whileAsking(
+  anonymous: TestClient,
+  request: Promise<TestResponse>,
 ): Promise<{ res: TestResponse; answered: number }> {
   let done = false;
-  const importing = client.raw("POST", "/api/v1/policies/import?dry_run=true", {
-    body: text,
-    contentType: "application/yaml",
-  }).finally(() => done = true);
+  const importing = request.finally(() => done = true);
   let answered = 0;
   while (!done) {
     const res = await anonymous.request("GET", "/api/v1/version");
@@ -130,6 +152,159 @@ dbTest("bundles over the pre-parse limits are refused before parsing, naming the
     });
     assert.ok(res.status === 413 || res.status === 422, `${res.status} ${res.text}`);
   } finally {
+    await server.close();
+  }
+});
+
+/** The largest Firefox content (as JSON text) whose POST body still fits in the JSON body limit. */
+function largestPostContent(): string {
+  const content = (keys: number) =>
+    JSON.stringify({
+      additional: Object.fromEntries(Array.from({ length: keys }, (_, i) => [`k${i}`, i % 10])),
+    });
+  let keys = 100_000;
+  while (
+    JSON.stringify({ name: "x".repeat(40), type: "Firefox", content: content(keys) }).length > MAX_JSON_BODY
+  ) keys -= 1_000;
+  return content(keys);
+}
+
+dbTest("a ~1 MiB policy created by POST or by import never holds up other requests", async (db) => {
+  const server = await createTestServer({
+    db,
+    routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
+  });
+  try {
+    const admin = await server.loginAs({ superAdmin: true });
+    const anonymous = server.anonymous();
+
+    const content = largestPostContent();
+    assert.ok(content.length > 800_000, `${content.length} characters`);
+    const posted = await whileAsking(
+      anonymous,
+      admin.request("POST", "/api/v1/policies/all", { name: "posted", type: "Firefox", content }),
+    );
+    assert.equal(posted.res.status, 201, posted.res.text.slice(0, 300));
+    assert.equal(posted.res.json.content.length, content.length, "stored whole (in canonical form)");
+    assert.ok(
+      posted.answered >= CONCURRENT_ANSWERS,
+      `only ${posted.answered} requests answered while a 1 MiB policy was created`,
+    );
+
+    // Invalid large content is refused with the field named, after a check in the worker.
+    const bad = content.replace('"k1":1', '"k1":"a\\u0007b"');
+    const refused = await admin.request("POST", "/api/v1/policies/all", {
+      name: "bad",
+      type: "Firefox",
+      content: bad,
+    });
+    assert.equal(refused.status, 422, refused.text.slice(0, 300));
+    assert.match(refused.json.error.message, /content\.additional\.k1/);
+
+    // PUT of large content to a draft: checked in the worker, stored.
+    const edited = content.replace('"k2":2', '"k2":3');
+    const put = await whileAsking(
+      anonymous,
+      admin.request("PUT", `/api/v1/policies/all/${posted.res.json.id}`, { content: edited }),
+    );
+    assert.equal(put.res.status, 200, put.res.text.slice(0, 300));
+    assert.equal(put.res.json.version, 2);
+    assert.match(put.res.json.content, /"k2":3/);
+    assert.ok(put.answered >= CONCURRENT_ANSWERS, `only ${put.answered} requests answered during the edit`);
+
+    const largest = bigPolicy(90_000, { flow: true });
+    let keys = 90_000;
+    let text = largest;
+    while (new TextEncoder().encode(text).length > MAX_BUNDLE_BYTES) {
+      keys -= 2_000;
+      text = bigPolicy(keys, { flow: true });
+    }
+    const imported = await importWhileAsking(admin, anonymous, text, false);
+    assert.equal(imported.res.status, 200, imported.res.text.slice(0, 300));
+    assert.equal(imported.res.json.created, 1);
+    assert.ok(
+      imported.answered >= CONCURRENT_ANSWERS,
+      `only ${imported.answered} requests answered while a 1 MiB policy was imported`,
+    );
+    const stored = await admin.request("GET", "/api/v1/policies/all?name=big");
+    assert.equal(stored.json.items.length, 1);
+  } finally {
+    await server.close();
+  }
+});
+
+dbTest("no transaction is open while the worker parses an import or checks large content", async (
+  db,
+  _t,
+  info,
+) => {
+  const server = await createTestServer({
+    db,
+    routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
+  });
+  // On PostgreSQL, a connection of our own looks at the server's connections.
+  const observer = info.driver === "postgres"
+    ? postgres(info.url, { max: 1, onnotice: () => {} })
+    : undefined;
+  const idleInTransaction = async () => {
+    const [row] = await observer!.unsafe(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`,
+    );
+    return row.n as number;
+  };
+  const seen: { op: string; unitOpen: boolean; idleInTransaction?: number }[] = [];
+  bundleJobHooks.whileInWorker = async (job: BundleJob) => {
+    // afterCommit runs its callback at once when no unit of work is open in this (the request's) context.
+    let ranAtOnce = false;
+    afterCommit(() => ranAtOnce = true);
+    seen.push({
+      op: job.op,
+      unitOpen: !ranAtOnce,
+      idleInTransaction: observer ? await idleInTransaction() : undefined,
+    });
+  };
+  try {
+    const admin = await server.loginAs({ superAdmin: true });
+    if (observer) {
+      // The observation can see a transaction left open (so the checks below can fail).
+      let release = () => {};
+      const held = db.transaction(async (tx) => {
+        await tx.query("SELECT 1");
+        await new Promise<void>((resolve) => release = resolve);
+      });
+      const deadline = Date.now() + 60_000;
+      while ((await idleInTransaction()) === 0) {
+        assert.ok(Date.now() < deadline, "an open transaction never showed in pg_stat_activity");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      release();
+      await held;
+    }
+
+    const imported = await admin.raw("POST", "/api/v1/policies/import", {
+      body: bigPolicy(30_000, { flow: true }),
+      contentType: "application/yaml",
+    });
+    assert.equal(imported.status, 200, imported.text.slice(0, 300));
+    const content = largestPostContent();
+    const posted = await admin.request("POST", "/api/v1/policies/all", {
+      name: "posted",
+      type: "Firefox",
+      content,
+    });
+    assert.equal(posted.status, 201, posted.text.slice(0, 300));
+
+    assert.deepEqual(seen.map((s) => s.op), ["check", "content"]);
+    for (const s of seen) {
+      assert.equal(s.unitOpen, false, `a unit of work was open while the worker ran ${s.op}`);
+      if (observer) {
+        assert.equal(s.idleInTransaction, 0, `a connection sat idle in a transaction during ${s.op}`);
+      }
+    }
+  } finally {
+    bundleJobHooks.whileInWorker = undefined;
+    await observer?.end();
     await server.close();
   }
 });
