@@ -5,7 +5,8 @@
  * - compiled (`deno compile --target …`, needs Deno's `denort` via `DENORT_BIN`): the directory holds
  *   the single executable;
  * - portable (`--portable`, no denort): `<app>` is a launcher script, `lib/deno` the Deno runtime of the
- *   target arch, `lib/<app>.js` the whole program bundled into one module (npm packages included), and
+ *   target arch, `lib/<app>.js` the whole program bundled into one module (npm packages included), its
+ *   worker modules bundled beside it (the server's `lib/bundle_worker.js`), and
  *   for the server the data files PGlite loads next to its module (`pglite.wasm`, `initdb.wasm`,
  *   `pglite.data`). The web UI is already a generated module, protobuf code is generated TypeScript, and
  *   the migrations are compiled into the bundle, so nothing is read from a checkout.
@@ -49,6 +50,19 @@ const PGLITE_ASSETS = ["pglite.wasm", "initdb.wasm", "pglite.data"];
 const ENTRY: Record<App, string> = { "svc-server": "server/main.ts", "svc-agent": "agent/main.ts" };
 
 /**
+ * Worker modules a program starts with `new Worker(new URL(…, import.meta.url))`. A compiled build includes
+ * the source module; the portable build bundles each into `lib/<name>.js` beside the program's bundle, where
+ * the program looks for it (server/domain/bundle_job.ts). Without it the server would parse bundles and large
+ * policy content on its event loop.
+ */
+const WORKERS: Record<App, string[]> = { "svc-server": ["server/domain/bundle_worker.ts"], "svc-agent": [] };
+
+/** `server/domain/bundle_worker.ts` → `bundle_worker.js`. */
+function workerBundleName(module: string): string {
+  return module.slice(module.lastIndexOf("/") + 1).replace(/\.ts$/, ".js");
+}
+
+/**
  * The module graph's entry for `app`: the agent's own `main.ts`; for the server, a generated module that
  * embeds the migrations is evaluated before `server/main.ts` (import order is evaluation order, and it has
  * no top-level await), so `migrate` finds them before the server starts.
@@ -73,21 +87,29 @@ async function writeEntry(app: App, root: string, workDir: string): Promise<stri
   return entry;
 }
 
-/** Bundles `app` (arch-independent JavaScript) into `workDir/<app>.js`; returns its path. */
+/**
+ * Bundles `app` (arch-independent JavaScript) into `workDir/<app>.js`, and each of its worker modules into
+ * `workDir/<worker>.js` beside it; returns the program bundle's path.
+ */
 export async function bundleApp(app: App, options: { root: string; workDir: string }): Promise<string> {
   const entry = await writeEntry(app, options.root, options.workDir);
   const out = `${options.workDir}/${app}.js`;
-  await run(Deno.execPath(), [
-    "bundle",
-    "--quiet",
-    "--platform",
-    "deno",
-    "--config",
-    `${options.root}/deno.json`,
-    "-o",
-    out,
-    entry,
-  ], { cwd: options.root });
+  const bundle = (output: string, input: string) =>
+    run(Deno.execPath(), [
+      "bundle",
+      "--quiet",
+      "--platform",
+      "deno",
+      "--config",
+      `${options.root}/deno.json`,
+      "-o",
+      output,
+      input,
+    ], { cwd: options.root });
+  await bundle(out, entry);
+  for (const worker of WORKERS[app]) {
+    await bundle(`${options.workDir}/${workerBundleName(worker)}`, `${options.root}/${worker}`);
+  }
   return out;
 }
 
@@ -116,6 +138,14 @@ export async function assemblePortable(
   await Deno.chmod(`${dir}/lib/deno`, 0o755);
   await Deno.copyFile(options.bundle, `${dir}/lib/${app}.js`);
   await Deno.chmod(`${dir}/lib/${app}.js`, 0o644);
+  for (const worker of WORKERS[app]) {
+    const name = workerBundleName(worker);
+    await Deno.copyFile(
+      `${options.bundle.slice(0, options.bundle.lastIndexOf("/"))}/${name}`,
+      `${dir}/lib/${name}`,
+    );
+    await Deno.chmod(`${dir}/lib/${name}`, 0o644);
+  }
   if (app === "svc-server") {
     const pglite = `${options.root}/node_modules/@electric-sql/pglite/dist`;
     for (const name of PGLITE_ASSETS) {
@@ -141,6 +171,7 @@ export async function compileApp(
       n,
     ) => ["--include", `${options.root}/node_modules/@electric-sql/pglite/dist/${n}`])
     : [];
+  include.push(...WORKERS[app].flatMap((w) => ["--include", `${options.root}/${w}`]));
   await run(Deno.execPath(), [
     "compile",
     "--no-check",

@@ -97,7 +97,15 @@ export const MAX_PARALLEL_BUNDLE_JOBS = 2;
  */
 export const BUNDLE_JOB_DEADLINE_MS = 60_000;
 
-const WORKER_URL = new URL("./bundle_worker.ts", import.meta.url);
+/**
+ * The worker module: `bundle_worker.ts` beside this file in a checkout or a compiled build (which includes
+ * it), `bundle_worker.js` beside the one-module bundle of the portable build (packaging/program.ts bundles
+ * it there).
+ */
+const WORKER_URL = new URL(
+  import.meta.url.endsWith(".ts") ? "./bundle_worker.ts" : "./bundle_worker.js",
+  import.meta.url,
+);
 let workerUnavailable = false;
 let running = 0;
 const waiting: (() => void)[] = [];
