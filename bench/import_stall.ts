@@ -6,7 +6,11 @@
  * accepts. A timer chain records the longest gap between two turns of the loop; that gap is how long every
  * other request (REST and the agents' gRPC) waited.
  *
- *   deno run -A bench/import_stall.ts [--runs 3]
+ *   deno run -A bench/import_stall.ts [--runs 3] [--postgres]
+ *
+ * `--postgres` runs on a fresh PostgreSQL database from `SVC_TEST_DATABASE_URL` (created and dropped)
+ * instead of embedded PGlite, whose statements run on the server's own thread (a 1 MiB row costs the loop its
+ * encoding, the WASM database's work and the garbage collection of the copies).
  *
  * Numbers, not pass/fail. Parsing and content checks run in a worker (server/domain/bundle_job.ts) before
  * the request's unit of work opens; what remains on the loop is reading the body, the database statements
@@ -20,8 +24,12 @@ import { MAX_JSON_BODY } from "../server/http/route.ts";
 import { domainRoutes } from "../server/http/routes/mod.ts";
 import { systemRoutes } from "../server/http/system_routes.ts";
 import { createTestServer, type TestClient, type TestResponse } from "../tests/helpers/app.ts";
+import { freshDb, TEST_DATABASE_URL } from "../tests/helpers/db.ts";
 
-const { values: args } = parseArgs({ args: Deno.args, options: { runs: { type: "string", default: "3" } } });
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: { runs: { type: "string", default: "3" }, postgres: { type: "boolean", default: false } },
+});
 const RUNS = Number(args.runs);
 const bytes = (text: string) => new TextEncoder().encode(text).length;
 
@@ -133,15 +141,21 @@ async function worstStall(
   return { stallMs: worst, totalMs, status: res.status };
 }
 
-const db = await openPglite();
-await migrate(db);
+if (args.postgres && !TEST_DATABASE_URL) throw new Error("--postgres needs SVC_TEST_DATABASE_URL");
+const testDb = args.postgres ? await freshDb("postgres") : undefined;
+const db = testDb?.db ?? await openPglite();
+if (!testDb) await migrate(db);
 const server = await createTestServer({
   db,
   routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
   logLevel: "error",
 });
 const admin = await server.loginAs({ superAdmin: true });
-console.log(`${RUNS} run(s) each; worst stall is the longest the event loop was held (ms)`);
+console.log(
+  `${RUNS} run(s) each on ${
+    testDb ? "PostgreSQL" : "PGlite"
+  }; worst stall is the longest the event loop was held (ms)`,
+);
 for (const [label, size, request] of INPUTS) {
   let stall = 0;
   let total = 0;
@@ -159,5 +173,6 @@ for (const [label, size, request] of INPUTS) {
   );
 }
 await server.close();
-await db.close();
+if (testDb) await testDb.dispose();
+else await db.close();
 closeBundleWorkers();
