@@ -445,6 +445,32 @@ Deno.test({
       await page.waitForSelector("svc-compliance-page table.data tbody tr");
       await shot(page, "compliance-problems-first");
       assert.deepEqual(await axeViolations(page), [], "axe on the compliance page");
+      // On a phone (390 px) the navigation is a menu, and no page overflows sideways.
+      await page.setViewport({ width: 390, height: 844 });
+      for (const path of ["/", "/nodes", "/policies", `/policies/${policy.id}/edit`, "/compliance"]) {
+        await page.goto(`${web}${path}`, { waitUntil: "load" });
+        await page.waitForSelector("svc-app main#main h1");
+        await page.waitForFunction(() => document.querySelector("svc-app main#main table, .empty-state, h1"));
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        const wide = width <= 390 ? [] : await page.evaluate(() =>
+          [...document.querySelectorAll("svc-app *")]
+            .filter((e: El) => e.getBoundingClientRect().right > 392)
+            .slice(0, 8)
+            .map((e: El) => `${e.tagName.toLowerCase()}.${e.className}`)
+        );
+        assert.ok(width <= 390, `${path} is ${width} px wide at 390 px: ${wide.join(", ")}`);
+      }
+      assert.equal(await page.$eval("nav#main-nav", (e: El) => e.checkVisibility()), false, "menu closed");
+      await page.click("button.nav-toggle");
+      await page.waitForSelector("nav#main-nav", { visible: true });
+      assert.equal(await page.$eval("button.nav-toggle", (e: El) => e.getAttribute("aria-expanded")), "true");
+      await shot(page, "mobile-menu-open");
+      assert.deepEqual(await axeViolations(page), [], "axe on the open mobile menu");
+      await page.click('nav#main-nav a[href="/nodes"]');
+      await page.waitForFunction(() => location.pathname === "/nodes");
+      await page.waitForFunction(() => !document.querySelector("nav#main-nav").checkVisibility());
+      await shot(page, "mobile-nodes");
+      await page.setViewport({ width: 1280, height: 1000 });
       await page.goto(`${web}/policies/${policy.id}/edit`, { waitUntil: "load" });
       await page.waitForSelector("svc-policy-editor-page sl-button.duplicate-policy", { visible: true });
 

@@ -132,7 +132,10 @@ class SvcApp extends LitElement {
     theme: { state: true },
     version: { state: true },
     startError: { state: true },
+    navOpen: { state: true },
   };
+  /** On narrow screens the navigation is a menu behind the masthead's Menu button. */
+  declare navOpen: boolean;
   declare phase: "starting" | "login" | "ready";
   declare route: RouteMatch | undefined;
   declare theme: ThemeChoice;
@@ -148,6 +151,7 @@ class SvcApp extends LitElement {
     this.theme = storedTheme();
     this.version = "";
     this.startError = undefined;
+    this.navOpen = false;
   }
 
   protected override createRenderRoot(): HTMLElement {
@@ -205,6 +209,7 @@ class SvcApp extends LitElement {
   };
 
   #onLocation = () => {
+    this.navOpen = false;
     this.#resolveRoute();
     const main = this.querySelector<HTMLElement>("#main");
     main?.focus({ preventScroll: true });
@@ -302,6 +307,11 @@ class SvcApp extends LitElement {
     const me = session.me!;
     return html`
       <header class="masthead">
+        <button type="button" class="nav-toggle" aria-controls="main-nav" aria-expanded=${this.navOpen
+          ? "true"
+          : "false"}
+          @click=${() => this.navOpen = !this.navOpen}>
+          <sl-icon name=${this.navOpen ? "x-lg" : "list"} aria-hidden="true"></sl-icon> Menu</button>
         <a class="brand" href="/"><img src="/assets/favicon.svg" alt="" width="28" height="28"> svc</a>
         <div class="masthead-actions">
           <svc-deploy-agent></svc-deploy-agent>
@@ -339,7 +349,7 @@ class SvcApp extends LitElement {
   #renderNav(): TemplateResult {
     const current = this.route ? PAGES[this.route.name].nav : undefined;
     return html`
-      <nav class="sidebar" aria-label="Main">
+      <nav id="main-nav" class=${this.navOpen ? "sidebar open" : "sidebar"} aria-label="Main">
         ${NAV.map((group) => {
           const items = group.items.filter((i) => allowed(i));
           if (items.length === 0) return nothing;

@@ -97,6 +97,7 @@ class SvcPolicyEditorPage extends PageElement {
     saving: { state: true },
     revision: { state: true },
     releasedValue: { state: true },
+    contentTouched: { state: true },
   };
   declare policy: Policy | undefined;
   declare type: string;
@@ -112,6 +113,8 @@ class SvcPolicyEditorPage extends PageElement {
   declare revision: PolicyRevision | undefined;
   /** The released content, for the diff while a revision is edited. */
   declare releasedValue: JsonObject;
+  /** The settings were changed since the page opened (a new policy shows no problems before that). */
+  declare contentTouched: boolean;
 
   override pageTitle = "Policy";
 
@@ -124,6 +127,7 @@ class SvcPolicyEditorPage extends PageElement {
     this.view = "form";
     this.saving = false;
     this.releasedValue = {};
+    this.contentTouched = false;
   }
 
   override connectedCallback(): void {
@@ -179,11 +183,13 @@ class SvcPolicyEditorPage extends PageElement {
 
   #setType(type: string): void {
     this.type = type;
+    this.contentTouched = false;
     this.value = {};
     this.issues = type ? validate(type, {}) : [];
   }
 
   #onValue = (e: CustomEvent<JsonObject>) => {
+    this.contentTouched = true;
     this.value = e.detail;
     this.issues = validate(this.type, this.value);
     this.dirty = true;
@@ -197,6 +203,7 @@ class SvcPolicyEditorPage extends PageElement {
         this.jsonError = "The content must be a JSON object ({ … }).";
         return;
       }
+      this.contentTouched = true;
       this.value = parsed;
       this.issues = validate(this.type, parsed);
       this.dirty = true;
@@ -521,18 +528,28 @@ class SvcPolicyEditorPage extends PageElement {
 
   #content(editable: boolean): TemplateResult {
     const def = getPolicyType(this.type);
-    const general = this.issues.filter((i) => i.field === "");
+    // A new policy starts empty, which is not yet a problem: no red before the first change.
+    const untouched = this.#isNew && !this.contentTouched;
+    const issues = untouched ? [] : this.issues;
+    const general = issues.filter((i) => i.field === "");
     return html`
       <section aria-label="Content" class="policy-content">
         <h2>Settings</h2>
-        <p class="validation-summary ${this.issues.length ? "field-error" : "muted"}" role="status">
-          ${this.issues.length === 0
-            ? "No problems found."
-            : `${this.issues.length} problem${this.issues.length === 1 ? "" : "s"} to fix before saving.`}
-          ${general.map((i) =>
-            html`<span class="general-issue"> ${i.message[0].toUpperCase()}${i.message.slice(1)}.</span>`
-          )}
-        </p>
+        ${untouched
+          ? html`<p class="validation-summary muted" role="status">
+            Choose the settings this policy manages; problems are shown once you start.</p>`
+          : html`<p class="validation-summary ${this.issues.length ? "field-error" : "muted"}" role="status">
+            ${
+            this.issues.length === 0
+              ? "No problems found."
+              : `${this.issues.length} problem${this.issues.length === 1 ? "" : "s"} to fix before saving.`
+          }
+            ${
+            general.map((i) =>
+              html`<span class="general-issue"> ${i.message[0].toUpperCase()}${i.message.slice(1)}.</span>`
+            )
+          }
+          </p>`}
         <sl-tab-group @sl-tab-show=${(e: CustomEvent<{ name: string }>) =>
           this.view = e.detail.name as "form" | "json"}>
           ${def
@@ -544,12 +561,12 @@ class SvcPolicyEditorPage extends PageElement {
               <sl-tab-panel name="form" ?active=${this.view === "form"}>
                 ${typeForm(editorFor(this.type).formTag, {
                   value: this.value,
-                  issues: this.issues,
+                  issues,
                   readOnly: !editable,
                   onChange: this.#onValue,
                 }) ??
                   html`
-                    <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${this.issues}
+                    <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${issues}
                       .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
                         .#onValue}></svc-schema-form>
                   `}
@@ -565,9 +582,9 @@ class SvcPolicyEditorPage extends PageElement {
               class=${this.jsonError ? "json-view has-error" : "json-view"}
               @sl-change=${(e: Event) =>
                 this.#onJson(String((e.target as HTMLTextAreaElement).value))}></sl-textarea>
-            ${this.issues.length
+            ${issues.length
               ? html`<ul class="field-error">${
-                this.issues.map((i) => html`<li><code>${i.field || "(content)"}</code>: ${i.message}</li>`)
+                issues.map((i) => html`<li><code>${i.field || "(content)"}</code>: ${i.message}</li>`)
               }</ul>`
               : nothing}
           </sl-tab-panel>
