@@ -212,6 +212,18 @@ dbTest("a ~1 MiB policy created by POST or by import never holds up other reques
     assert.match(put.res.json.content, /"k2":3/);
     assert.ok(put.answered >= CONCURRENT_ANSWERS, `only ${put.answered} requests answered during the edit`);
 
+    // Releasing it checks the content again: in the worker, before the unit of work opens.
+    const released = await whileAsking(
+      anonymous,
+      admin.request("PUT", `/api/v1/policies/all/${posted.res.json.id}/state`, { state: "released" }),
+    );
+    assert.equal(released.res.status, 200, released.res.text.slice(0, 300));
+    assert.equal(released.res.json.state, "released");
+    assert.ok(
+      released.answered >= CONCURRENT_ANSWERS,
+      `only ${released.answered} requests answered during the release`,
+    );
+
     const largest = bigPolicy(90_000, { flow: true });
     let keys = 90_000;
     let text = largest;
