@@ -45,6 +45,14 @@ export interface RunnerOptions {
   defaultTimeoutMs?: number;
   /** How many finished commands {@linkcode Runner.history} keeps; default 200. */
   historySize?: number;
+  /**
+   * Where programs named without a `/` are looked for, and the `PATH` the programs see; default the
+   * process's `PATH`. Tests give stand-ins this way instead of changing the process environment, which
+   * every test module running in parallel shares.
+   */
+  path?: string;
+  /** Variables of the process environment that started programs must not see. */
+  hideEnv?: readonly string[];
 }
 
 /** Runs external programs; see the module documentation. */
@@ -52,10 +60,23 @@ export class Runner {
   readonly #timeoutMs: number;
   readonly #historySize: number;
   readonly #history: CommandRecord[] = [];
+  readonly #path: string | undefined;
+  readonly #hideEnv: readonly string[];
 
   constructor(options: RunnerOptions = {}) {
     this.#timeoutMs = options.defaultTimeoutMs ?? 60_000;
     this.#historySize = options.historySize ?? 200;
+    this.#path = options.path;
+    this.#hideEnv = options.hideEnv ?? [];
+  }
+
+  /** The environment a program starts from when this runner overrides the process's, else undefined. */
+  #baseEnv(): Record<string, string> | undefined {
+    if (this.#path === undefined && this.#hideEnv.length === 0) return undefined;
+    const env = Deno.env.toObject();
+    for (const name of this.#hideEnv) delete env[name];
+    if (this.#path !== undefined) env.PATH = this.#path;
+    return env;
   }
 
   /** The most recent commands, oldest first. */
@@ -72,11 +93,15 @@ export class Runner {
       abort.abort();
     }, options.timeoutMs ?? this.#timeoutMs);
     let result: RunResult;
+    const base = options.clearEnv ? undefined : this.#baseEnv();
     try {
-      const child = new Deno.Command(cmd, {
+      // With a PATH of its own the runner resolves the program itself, on that PATH only.
+      const program = this.#path !== undefined && !cmd.includes("/") ? await this.which(cmd) : cmd;
+      if (program === undefined) throw new Deno.errors.NotFound(`${cmd} is not on the runner's PATH`);
+      const child = new Deno.Command(program, {
         args,
-        env: options.env,
-        clearEnv: options.clearEnv ?? false,
+        env: base ? { ...base, ...options.env } : options.env,
+        clearEnv: (options.clearEnv ?? false) || base !== undefined,
         cwd: options.cwd,
         stdin: options.stdin === undefined ? "null" : "piped",
         stdout: "piped",
@@ -117,13 +142,13 @@ export class Runner {
   }
 
   /**
-   * Finds `cmd` on `PATH` (or checks an absolute path) without running it; returns the full
+   * Finds `cmd` on the runner's `PATH` (or checks an absolute path) without running it; returns the full
    * path or undefined. Used to skip optional features silently when a tool is missing.
    */
   async which(cmd: string): Promise<string | undefined> {
     const candidates = cmd.includes("/")
       ? [cmd]
-      : (Deno.env.get("PATH") ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+      : (this.#path ?? Deno.env.get("PATH") ?? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         .split(":").filter((d) => d !== "").map((d) => `${d}/${cmd}`);
     for (const path of candidates) {
       try {

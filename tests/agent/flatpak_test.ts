@@ -255,20 +255,19 @@ Deno.test({
       const remotes = await new Runner().run("flatpak", ["--system", "remotes", "--columns=name"], { env });
       assert.equal(remotes.stdout.trim(), "", "the half-added remote was deleted");
 
-      const path = Deno.env.get("PATH")!;
-      Deno.env.set("PATH", "/nonexistent");
-      try {
-        engine.handleEvent({
-          kind: "UPDATED",
-          snapshotComplete: false,
-          policy: flatpakPolicy("fp-bad", { allowUserInstalls: true }, { version: 2 }),
-        });
-        await engine.idle();
-      } finally {
-        Deno.env.set("PATH", path);
-      }
-      assert.equal(reports.get("fp-bad")!.status, "INAPPLICABLE");
-      assert.equal(reports.get("fp-bad")!.message, "flatpak is not installed on this node");
+      // A node without flatpak: a runner whose PATH has no flatpak (the process environment stays untouched).
+      const bare = await engineFor(node, {
+        enforcers: enforcerRegistry([createFlatpakEnforcer({ env })]),
+        runner: new Runner({ path: "/nonexistent" }),
+      });
+      bare.engine.handleEvent({
+        kind: "SNAPSHOT",
+        snapshotComplete: true,
+        policy: flatpakPolicy("fp-bad", { allowUserInstalls: true }, { version: 2 }),
+      });
+      await bare.engine.idle();
+      assert.equal(bare.reports.get("fp-bad")!.status, "INAPPLICABLE");
+      assert.equal(bare.reports.get("fp-bad")!.message, "flatpak is not installed on this node");
     } finally {
       await node.cleanup();
     }

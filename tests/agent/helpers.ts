@@ -86,7 +86,7 @@ export async function engineFor(
 > {
   const reports = new Map<string, PolicyResult>();
   const managed = await ManagedFiles.load(node.dataDir, SILENT_LOGGER);
-  const runner = new Runner();
+  const runner = extra.runner ?? new Runner();
   const engine = new SyncEngine({
     fs: node.fs,
     runner,

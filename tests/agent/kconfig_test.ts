@@ -14,6 +14,7 @@ import { TamperWatcher } from "../../agent/tamper.ts";
 import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
 import { parseKconfigFile } from "../../shared/kconfig_format.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { Runner } from "../../agent/runner.ts";
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
 if (!haveReader) {
@@ -322,11 +323,10 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
 
 Deno.test("kconfig: without kreadconfig the agent's own parser reads values and immutability back", async () => {
   const node = await kdeNode();
-  const path = Deno.env.get("PATH") ?? "";
   const empty = await Deno.makeTempDir();
   try {
-    Deno.env.set("PATH", empty);
-    const { engine, reports, runner } = await engineFor(node);
+    // No KDE reader on the runner's PATH (the process environment stays untouched: test modules share it).
+    const { engine, reports, runner } = await engineFor(node, { runner: new Runner({ path: empty }) });
     const p = kconfigPolicy({
       entries: [
         {
@@ -347,19 +347,16 @@ Deno.test("kconfig: without kreadconfig the agent's own parser reads values and 
     assert.equal(r.items.length, 4);
     assert.deepEqual(runner.history, [], "no reader was run");
     // A hand edit that drops the immutability marker is seen by the parser too.
-    Deno.env.set("PATH", path);
     const file = `${node.root}/etc/xdg/kwinrc`;
     const text = await Deno.readTextFile(file);
     await Deno.writeTextFile(
       file,
       text.replace("BorderlessMaximizedWindows[$i]", "BorderlessMaximizedWindows"),
     );
-    Deno.env.set("PATH", empty);
     const parsed = parseKconfigFile(await Deno.readTextFile(file)).get("Windows")!;
     assert.equal(parsed.get("BorderlessMaximizedWindows")!.immutable, false);
     assert.equal(parsed.get("Placement")!.value, " Smart\\ ");
   } finally {
-    Deno.env.set("PATH", path);
     await Deno.remove(empty, { recursive: true });
     await node.cleanup();
   }

@@ -310,14 +310,14 @@ ${recorder("notify-send", log)}
   for (const [name, text] of Object.entries(scripts)) {
     await Deno.writeTextFile(`${bin}/${name}`, text, { mode: 0o755 });
   }
-  const saved = Object.fromEntries(
-    ["PATH", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XDG_RUNTIME_DIR"].map((k) => [k, Deno.env.get(k)]),
-  );
-  Deno.env.set("PATH", `${bin}:${saved.PATH ?? "/usr/bin:/bin"}`);
-  for (const k of ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XDG_RUNTIME_DIR"]) Deno.env.delete(k);
   try {
     await fn({
-      runner: new Runner(),
+      // The stand-ins come first on the runner's PATH, and the session variables of whoever runs the tests are
+      // hidden from the tools: the process environment stays untouched (test modules share it).
+      runner: new Runner({
+        path: `${bin}:${Deno.env.get("PATH") ?? "/usr/bin:/bin"}`,
+        hideEnv: ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XDG_RUNTIME_DIR"],
+      }),
       canary: `${dir}/canary`,
       async calls() {
         let fields: string[];
@@ -347,7 +347,6 @@ ${recorder("notify-send", log)}
       },
     });
   } finally {
-    for (const [k, v] of Object.entries(saved)) v === undefined ? Deno.env.delete(k) : Deno.env.set(k, v);
     await Deno.remove(dir, { recursive: true });
   }
 }

@@ -31,6 +31,7 @@ import {
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { Runner } from "../../agent/runner.ts";
 import { windowMinutes } from "../../shared/session_access_rules.ts";
 
 const ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
@@ -144,14 +145,9 @@ echo >> '${log}'
   };
 }
 
-async function withPath<T>(bin: string, fn: () => Promise<T>): Promise<T> {
-  const path = Deno.env.get("PATH") ?? "";
-  Deno.env.set("PATH", `${bin}:${path}`);
-  try {
-    return await fn();
-  } finally {
-    Deno.env.set("PATH", path);
-  }
+/** Runs `fn` with a runner that finds the stand-ins in `bin` first (the process environment stays untouched). */
+async function withPath<T>(bin: string, fn: (runner: Runner) => Promise<T>): Promise<T> {
+  return await fn(new Runner({ path: `${bin}:${Deno.env.get("PATH") ?? ""}` }));
 }
 
 Deno.test("SessionAccess: warnings at the configured minutes, lock at the end, re-lock, logout, root untouched", async () => {
@@ -161,8 +157,8 @@ Deno.test("SessionAccess: warnings at the configured minutes, lock at the end, r
   let clock = Date.UTC(2026, 10, 25, 10, 35);
   const enforcer = createSessionAccessEnforcer({ tickMs: 3_600_000, now: () => clock });
   try {
-    await withPath(fake.bin, async () => {
-      const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]) });
+    await withPath(fake.bin, async (runner) => {
+      const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]), runner });
       const policy = (version: number, endAction: SessionAccessEndAction) =>
         accessPolicy("sa-1", {
           timeZone: "UTC",
@@ -258,8 +254,11 @@ Deno.test({
       return parts;
     };
     try {
-      await withPath(fake.bin, async () => {
-        const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]) });
+      await withPath(fake.bin, async (runner) => {
+        const { engine, reports } = await engineFor(node, {
+          enforcers: enforcerRegistry([enforcer]),
+          runner,
+        });
         // alice may log in only in a window that starts two hours from now; carol (kids) during school.
         const outside = accessPolicy("sa-pam", {
           timeZone: ZONE,
