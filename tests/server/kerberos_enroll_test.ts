@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
+import { leaseProcessEnv } from "../helpers/process_env.ts";
 import { freePort } from "../helpers/process.ts";
 import { createGroup, enrollmentClient, startAgentServer } from "../helpers/agents.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
@@ -55,6 +56,7 @@ dbTest(
   "KerberosEnroll: a machine enrolls with its keytab; replay, other realm, other name refused",
   async (db) => {
     const dir = await Deno.makeTempDir({ prefix: "svc-krb5-enroll-" });
+    const envLease = await leaseProcessEnv(["KRB5_CONFIG", "KRB5CCNAME", "KRB5RCACHEDIR", "KRB5_KTNAME"]);
     let kdc: Deno.ChildProcess | undefined;
     try {
       const port = freePort();
@@ -184,6 +186,7 @@ dbTest(
         } catch { /* gone */ }
         await kdc.status;
       }
+      envLease.release();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

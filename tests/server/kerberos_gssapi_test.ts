@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { leaseProcessEnv } from "../helpers/process_env.ts";
 import { freePort } from "../helpers/process.ts";
 import { GssError, openGssapi } from "../../shared/pki/gssapi.ts";
 
@@ -39,6 +40,7 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "svc-krb5-" });
+    const envLease = await leaseProcessEnv(["KRB5_CONFIG", "KRB5CCNAME", "KRB5RCACHEDIR", "KRB5_KTNAME"]);
     let kdc: Deno.ChildProcess | undefined;
     try {
       const port = freePort();
@@ -123,6 +125,7 @@ Deno.test({
         } catch { /* gone */ }
         await kdc.status;
       }
+      envLease.release();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

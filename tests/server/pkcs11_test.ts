@@ -5,6 +5,7 @@
  * enrollment on the token (openssl verifies the agent certificate under the CA), and a wrong PIN, an
  * unknown token or key label and a PIN in the URI are refused with messages naming them.
  */
+import { leaseProcessEnv } from "../helpers/process_env.ts";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
@@ -47,6 +48,7 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const dir = await Deno.makeTempDir({ prefix: "svc-pkcs11-" });
+    const envLease = await leaseProcessEnv(["SOFTHSM2_CONF"]);
     const info = await freshDb("pglite");
     try {
       await Deno.mkdir(join(dir, "tokens"));
@@ -166,6 +168,7 @@ Deno.test({
       }
     } finally {
       await info.dispose();
+      envLease.release();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
