@@ -32,6 +32,8 @@ export interface NodeSummary {
   cert_not_after: Date | null;
   groups: { id: string; name: string }[];
   created_at: Date;
+  /** When the node's oldest open policy stream was opened (null while it has none). */
+  connected_since: Date | null;
 }
 
 /** Worst compliance status of a node over the policies that reach it (`none`: no policy reaches it). */
@@ -98,7 +100,8 @@ const GROUPS_SQL = `coalesce((SELECT json_agg(json_build_object('id', g.id, 'nam
 
 const SUMMARY_COLUMNS =
   `n.id, n.name, n.status, n.status_reason, n.fqdn, n.ip_address, n.os_name, n.os_version,
-  n.desktop_environments, n.agent_version, n.last_seen, n.cert_not_after, ${GROUPS_SQL} AS groups, n.created_at`;
+  n.desktop_environments, n.agent_version, n.last_seen, n.cert_not_after, ${GROUPS_SQL} AS groups, n.created_at,
+  (SELECT min(s.opened_at) FROM node_streams s WHERE s.node_id = n.id) AS connected_since`;
 
 /** Public sort names → SQL. */
 export const NODE_SORT_COLUMNS: Record<string, string> = {

@@ -370,6 +370,11 @@ Deno.test({
         ),
         /Compliant\s+1 policy/,
       );
+      assert.match(
+        await page.$eval("svc-nodes-page tbody tr[data-node-id] .last-seen", (e) => e.textContent ?? ""),
+        /Connected since/,
+        "an online node shows since when it is connected, not a stale last-seen",
+      );
       await page.reload({ waitUntil: "load" });
       await page.waitForFunction(() =>
         document.querySelector('svc-nodes-page sl-select[label="Operating system"]')?.value ===
@@ -447,10 +452,15 @@ Deno.test({
       assert.deepEqual(await axeViolations(page), [], "axe on the compliance page");
       // On a phone (390 px) the navigation is a menu, and no page overflows sideways.
       await page.setViewport({ width: 390, height: 844 });
-      for (const path of ["/", "/nodes", "/policies", `/policies/${policy.id}/edit`, "/compliance"]) {
+      const phonePages: Array<[string, string]> = [
+        ["/", "svc-dashboard-page .updated-at"],
+        ["/nodes", "svc-nodes-page table.data"],
+        [`/policies/${policy.id}/edit`, "svc-policy-rollout table.data"],
+        ["/compliance", "svc-compliance-page table.data"],
+      ];
+      for (const [path, ready] of phonePages) {
         await page.goto(`${web}${path}`, { waitUntil: "load" });
-        await page.waitForSelector("svc-app main#main h1");
-        await page.waitForFunction(() => document.querySelector("svc-app main#main table, .empty-state, h1"));
+        await page.waitForSelector(ready);
         const width = await page.evaluate(() => document.documentElement.scrollWidth);
         const wide = width <= 390 ? [] : await page.evaluate(() =>
           [...document.querySelectorAll("svc-app *")]

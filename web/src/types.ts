@@ -86,6 +86,8 @@ export interface NodeSummary {
   cert_not_after: string | null;
   groups: { id: string; name: string }[];
   created_at: string;
+  /** When the node's current connection was opened (null while it has none). */
+  connected_since?: string | null;
   /** In list rows: the worst compliance status over the policies that reach the node, with counts. */
   compliance_rollup?: {
     worst: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";

@@ -42,6 +42,11 @@ const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   cert_not_after: NULLABLE_DATE,
   groups: { type: "array", items: GROUP_REF },
   created_at: DATE_TIME,
+  connected_since: {
+    ...NULLABLE_DATE,
+    description:
+      "When the oldest open policy stream was opened (null while offline); last_seen only moves with heartbeats",
+  },
 };
 
 const NODE_SCHEMA: JsonSchema = {

@@ -945,6 +945,7 @@ export interface Operations {
           name?: string;
         }>;
         created_at?: string;
+        connected_since?: string | null;
         compliance_rollup?: {
           worst?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
           total?: number;
@@ -993,6 +994,7 @@ export interface Operations {
         name?: string;
       }>;
       created_at?: string;
+      connected_since?: string | null;
       machine_id?: string;
       gnome_version?: string;
       agent_healthy?: boolean;
@@ -1039,6 +1041,7 @@ export interface Operations {
         name?: string;
       }>;
       created_at?: string;
+      connected_since?: string | null;
       machine_id?: string;
       gnome_version?: string;
       agent_healthy?: boolean;

@@ -242,8 +242,15 @@ class SvcNodeDetail extends LitElement {
                 : html`<sl-badge variant="warning">unhealthy</sl-badge> ${n.agent_health_message}`}</dd>
               <dt>Machine ID</dt>
               <dd><code>${n.machine_id || "—"}</code></dd>
-              <dt>Last seen</dt>
-              <dd>${formatDate(n.last_seen)} (${relativeTime(n.last_seen)})</dd>
+              ${n.connected_since
+                ? html`
+                  <dt>Connected since</dt>
+                  <dd>${formatDate(n.connected_since)} (${relativeTime(n.connected_since)})</dd>
+                `
+                : html`
+                  <dt>Last seen</dt>
+                  <dd>${formatDate(n.last_seen)} (${relativeTime(n.last_seen)})</dd>
+                `}
               <dt>Enrolled</dt>
               <dd>${formatDate(n.created_at)}</dd>
             </dl>

@@ -224,7 +224,9 @@ class SvcNodesPage extends PageElement {
                     : html`<span class="muted">none</span>`}</td>
                   <td>${[n.os_name, n.os_version].filter(Boolean).join(" ") || "—"}</td>
                   <td>${n.agent_version || "—"}</td>
-                  <td>${relativeTime(n.last_seen)}</td>
+                  <td class="last-seen">${n.connected_since
+                    ? html`Connected since ${relativeTime(n.connected_since)}`
+                    : relativeTime(n.last_seen)}</td>
                   <td>${n.cert_not_after ? relativeTime(n.cert_not_after) : "—"}</td>
                 </tr>
               `
