@@ -15,6 +15,7 @@ import { readHeader } from "../../agent/disk_encryption/cryptsetup.ts";
 import type { CachedPolicy, EnforcerIO } from "../../agent/sync/types.ts";
 
 const haveCryptsetup = await Deno.stat("/usr/sbin/cryptsetup").then(() => true, () => false);
+if (!haveCryptsetup) console.log("skipped: the DiskEncryption enforcer test needs cryptsetup");
 const runner = new Runner();
 const FAST = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
 

@@ -152,7 +152,16 @@ Deno.test("rich rules: the server's validator names the rule and the problem", (
   assert.match(issues[0].message, /service name "<\/description><rule>" must be a name/);
 });
 
-const TOOL = new Deno.Command("firewall-offline-cmd", { args: ["--version"] }).outputSync().success;
+const TOOL = (() => {
+  try {
+    return new Deno.Command("firewall-offline-cmd", { args: ["--version"] }).outputSync().success;
+  } catch {
+    return false;
+  }
+})();
+if (!TOOL) {
+  console.log("skipped: comparing with firewalld's own printer needs firewall-offline-cmd (firewalld)");
+}
 
 Deno.test({
   name:

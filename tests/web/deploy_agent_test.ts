@@ -17,6 +17,9 @@ import { VERSION } from "../../shared/version.ts";
 const CHROMIUM = "/usr/bin/chromium";
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-deploy-tests";
 const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+if (!haveChromium) {
+  console.log("skipped: the deploy-agent wizard test needs Debian's chromium at /usr/bin/chromium");
+}
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
