@@ -8,7 +8,9 @@
  *   deno run -A bench/agent_footprint.ts [--idle-seconds 60] [--policies 50] [--source] [--v8-flags FLAGS]
  *
  * `--source` runs agent/main.ts from the checkout instead of the bundle; `--v8-flags` passes V8 flags to
- * the agent (e.g. `--lite-mode`). Numbers, not pass/fail: the targets are < 60 MiB idle on amd64 and
+ * the agent instead of the packaged ones (`V8_FLAGS` in packaging/program.ts; `--v8-flags none` for none).
+ * The idle line also splits the RSS (smaps_rollup): PSS, anonymous memory, and file-backed pages (mostly
+ * the runtime binary's code, shared and reclaimable; the target is RSS as the issue states it). Numbers, not pass/fail: the targets are < 60 MiB idle on amd64 and
  * < 300 ms for the sync.
  */
 import { join } from "node:path";
@@ -16,6 +18,7 @@ import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { startServerProcess } from "../tests/helpers/process.ts";
 import { Api, eventually } from "../tests/helpers/agent_process.ts";
+import { V8_FLAGS } from "../packaging/program.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -23,7 +26,8 @@ const { values: args } = parseArgs({
     "idle-seconds": { type: "string", default: "60" },
     policies: { type: "string", default: "50" },
     source: { type: "boolean", default: false },
-    "v8-flags": { type: "string", default: "" },
+    // Default: the flags the package's launcher and compiled build pass (packaging/program.ts); "none" for none.
+    "v8-flags": { type: "string", default: V8_FLAGS["svc-agent"].join(",") },
   },
 });
 const IDLE_MS = Number(args["idle-seconds"]) * 1000;
@@ -37,6 +41,14 @@ async function rssKiB(pid: number): Promise<number> {
 }
 
 const mib = (kib: number) => `${(kib / 1024).toFixed(1)} MiB`;
+
+/** RSS split from smaps_rollup: PSS, anonymous (heap, V8) and file-backed (the runtime binary's pages, shared and reclaimable). */
+async function breakdown(pid: number): Promise<string> {
+  const text = await Deno.readTextFile(`/proc/${pid}/smaps_rollup`).catch(() => "");
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(text)?.[1] ?? NaN);
+  const rss = field("Rss"), anon = field("Anonymous");
+  return `PSS ${mib(field("Pss"))}, anonymous ${mib(anon)}, file-backed ${mib(rss - anon)}`;
+}
 
 const base = await Deno.makeTempDir({ prefix: "svc-bench-agent-" });
 const server = await startServerProcess();
@@ -63,6 +75,7 @@ try {
     if (!bundled.success) throw new Error(`deno bundle failed: ${new TextDecoder().decode(bundled.stderr)}`);
     runFlags.push("--no-config", "--no-lock", "--no-remote", "--no-npm", "--cached-only");
   }
+  if (args["v8-flags"] === "none") args["v8-flags"] = "";
   if (args["v8-flags"]) runFlags.push(`--v8-flags=${args["v8-flags"]}`);
   const root = join(base, "root");
   for (const dir of ["usr/lib/firefox", "usr/lib/chromium", "etc"]) {
@@ -138,6 +151,7 @@ try {
   const inSyncRss = await rssKiB(idle.child.pid);
   await new Promise((r) => setTimeout(r, IDLE_MS));
   const idleRss = await rssKiB(idle.child.pid);
+  const idleSplit = await breakdown(idle.child.pid);
   idle.child.kill("SIGTERM");
   await idle.child.status;
 
@@ -155,13 +169,16 @@ try {
   const startToSynced = performance.now() - started;
   await new Promise((r) => setTimeout(r, 5000));
   const syncedRss = await rssKiB(busy.child.pid);
+  const syncedSplit = await breakdown(busy.child.pid);
 
   const form = args.source ? "from source" : "bundled, as packaged";
   const flags = args["v8-flags"] ? `, V8 flags ${args["v8-flags"]}` : "";
   console.log(`svc-agent footprint (${form}${flags}; ${Deno.build.arch})`);
   console.log(`  RSS when in sync (no policies):  ${mib(inSyncRss)}`);
   console.log(`  RSS after ${IDLE_MS / 1000} s idle:              ${mib(idleRss)}   (target < 60 MiB)`);
+  console.log(`    ${idleSplit}`);
   console.log(`  RSS after a ${POLICIES}-policy sync:        ${mib(syncedRss)}`);
+  console.log(`    ${syncedSplit}`);
   console.log(
     `  ${POLICIES}-policy sync (agent's ms):     ${
       / ms=(\d+)/.exec(line)?.[1] ?? "?"
