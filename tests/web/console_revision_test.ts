@@ -409,6 +409,19 @@ Deno.test({
         {},
         OFFLINE_NODE,
       );
+      // Its detail drawer is open while it comes back.
+      await page.evaluate((node: string) => {
+        const r = [...document.querySelectorAll("svc-nodes-page tbody tr[data-node-id]")].find((r: El) =>
+          r.textContent.includes(node)
+        );
+        r.querySelector("button.link").click();
+      }, OFFLINE_NODE);
+      await page.waitForFunction(
+        (status: string) =>
+          document.querySelector("svc-node-detail dl.facts sl-badge.status")?.textContent.trim() === status,
+        {},
+        "Offline",
+      );
       await page.evaluate(() => (globalThis as unknown as { svcMarker: number }).svcMarker = 1);
       offlineAgent = spawnAgent(second.configPath, second.env);
       await page.waitForFunction(
@@ -427,6 +440,12 @@ Deno.test({
         "the page updated in place, without a reload",
       );
       assert.match(await page.$eval("svc-nodes-page .updated-at", (e) => e.textContent ?? ""), /Updated/);
+      await page.waitForFunction(
+        (status: string) =>
+          document.querySelector("svc-node-detail dl.facts sl-badge.status")?.textContent.trim() === status,
+        { timeout: 30_000 },
+        "Online",
+      );
       await shot(page, "nodes-live-update");
       // Every compliance number of the dashboard lands on exactly its rows.
       const summary = await api.call("GET", "/api/v1/compliance/summary");

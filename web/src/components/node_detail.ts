@@ -42,6 +42,21 @@ class SvcNodeDetail extends LitElement {
     return this;
   }
 
+  #refreshTimer: ReturnType<typeof setInterval> | undefined;
+
+  override connectedCallback(): void {
+    super.connectedCallback();
+    // The open node refreshes itself in place (status, compliance), like the fleet pages behind it.
+    this.#refreshTimer = setInterval(() => {
+      if (this.nodeId && this.node && document.visibilityState !== "hidden") void this.#load({ quiet: true });
+    }, 10_000);
+  }
+
+  override disconnectedCallback(): void {
+    super.disconnectedCallback();
+    clearInterval(this.#refreshTimer);
+  }
+
   override updated(changed: Map<string, unknown>): void {
     if (changed.has("nodeId")) {
       const drawer = this.querySelector("sl-drawer") as (HTMLElement & { open: boolean }) | null;
@@ -54,12 +69,14 @@ class SvcNodeDetail extends LitElement {
     }
   }
 
-  async #load(): Promise<void> {
+  async #load(options: { quiet?: boolean } = {}): Promise<void> {
     const id = this.nodeId;
     if (id !== this.node?.id) this.reEnrollToken = undefined;
-    this.node = undefined;
-    this.compliance = undefined;
-    this.error = undefined;
+    if (!options.quiet) {
+      this.node = undefined;
+      this.compliance = undefined;
+      this.error = undefined;
+    }
     try {
       const [node, compliance] = await Promise.all([
         api.get<NodeDetail>(`/nodes/${id}`),
@@ -70,6 +87,7 @@ class SvcNodeDetail extends LitElement {
       if (id !== this.nodeId) return;
       this.node = node;
       this.compliance = compliance;
+      this.error = undefined;
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 401)) this.error = err;
     }
