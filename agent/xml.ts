@@ -153,7 +153,8 @@ export interface XmlComment {
 }
 
 // deno-lint-ignore no-control-regex
-const NOT_XML_CHAR = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const NOT_XML_CHAR =
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function escapeText(value: string, where: string): string {
   const bad = NOT_XML_CHAR.exec(value);
@@ -161,8 +162,12 @@ function escapeText(value: string, where: string): string {
     const code = bad[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0");
     throw new XmlError(`${where} contains U+${code}, which XML cannot carry`);
   }
-  return value.replace(/[&<>"\t\n\r]/g, (ch) =>
-    ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;" })[ch]!
+  return value.replace(
+    /[&<>"\t\n\r]/g,
+    (ch) =>
+      ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;" })[
+        ch
+      ]!,
   );
 }
 
@@ -173,7 +178,9 @@ function checkName(name: string): string {
 
 function writeNode(node: XmlNode | XmlComment, indent: string, out: string[]): void {
   if ("comment" in node) {
-    if (node.comment.includes("--") || node.comment.endsWith("-")) throw new XmlError("a comment must not contain --");
+    if (node.comment.includes("--") || node.comment.endsWith("-")) {
+      throw new XmlError("a comment must not contain --");
+    }
     out.push(`${indent}<!-- ${escapeText(node.comment, "a comment").replace(/&quot;/g, '"')} -->\n`);
     return;
   }

@@ -1,5 +1,5 @@
 /**
- * Generates the typed TypeScript client of the REST API (`shared/gen/api/svc_api.ts`) from the OpenAPI
+ * Generates the typed TypeScript client of the REST API (`shared/api/svc_api.gen.ts`) from the OpenAPI
  * document the server serves, so scripts and the project's own end-to-end tests call routes by their
  * declared method and path with typed path parameters, query, body and response. The document comes from
  * the same route declarations the server mounts (handlers are never called), so the client cannot drift:
@@ -14,7 +14,7 @@ import { openApiDocument } from "./openapi.ts";
 import { VERSION } from "../../shared/version.ts";
 
 /** Where the generated client lives. */
-export const API_CLIENT_PATH = new URL("../../shared/gen/api/svc_api.ts", import.meta.url);
+export const API_CLIENT_PATH = new URL("../../shared/api/svc_api.gen.ts", import.meta.url);
 
 interface Schema {
   type?: string | string[];
@@ -282,7 +282,7 @@ if (import.meta.main) {
   if (Deno.args.includes("--check")) {
     const current = await Deno.readTextFile(API_CLIENT_PATH).catch(() => "");
     if (current !== text) {
-      console.error("shared/gen/api/svc_api.ts is stale: run deno task api:client");
+      console.error("shared/api/svc_api.gen.ts is stale: run deno task api:client");
       Deno.exit(1);
     }
   } else {

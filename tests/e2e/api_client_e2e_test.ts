@@ -1,11 +1,11 @@
 /**
- * The generated, typed REST client (shared/gen/api/svc_api.ts) driving a real svc-server process over TLS:
+ * The generated, typed REST client (shared/api/svc_api.gen.ts) driving a real svc-server process over TLS:
  * log in, create a node group and an enrollment token, author, release and bind a policy, mint an API token
  * and use it, and see a refusal as a typed error. A route whose declaration changes breaks this test at type
  * check, so the client cannot rot.
  */
 import assert from "node:assert/strict";
-import { SvcApiError, SvcClient } from "../../shared/gen/api/svc_api.ts";
+import { SvcApiError, SvcClient } from "../../shared/api/svc_api.gen.ts";
 import { startServerProcess } from "../helpers/process.ts";
 
 Deno.test({

@@ -7,7 +7,7 @@ import {
   tsType,
 } from "../../server/http/api_client_gen.ts";
 
-Deno.test("shared/gen/api/svc_api.ts is generated from the current routes", async () => {
+Deno.test("shared/api/svc_api.gen.ts is generated from the current routes", async () => {
   const committed = await Deno.readTextFile(API_CLIENT_PATH);
   assert.ok(
     committed === renderApiClient(currentApiDocument()),

@@ -333,7 +333,10 @@ dbTest(
       assert.equal(defaults.enabled, true);
       assert.equal(defaults.cooldownSeconds, 300);
       assert.equal(defaults.defaultMessage, DEFAULT_AGENT_NOTIFICATIONS.message);
-      assert.equal(defaults.messageByPolicyType.Firefox, DEFAULT_AGENT_NOTIFICATIONS.messages_by_type.Firefox);
+      assert.equal(
+        defaults.messageByPolicyType.Firefox,
+        DEFAULT_AGENT_NOTIFICATIONS.messages_by_type.Firefox,
+      );
 
       await db.query("INSERT INTO settings (key, value) VALUES ('agent.notifications', $1::text::jsonb)", [
         JSON.stringify({
@@ -354,7 +357,11 @@ dbTest(
         undefined,
         "an empty message falls back to the general one",
       );
-      assert.equal(set.messageByPolicyType.Edge, undefined, "saved settings are used exactly: Edge uses the default");
+      assert.equal(
+        set.messageByPolicyType.Edge,
+        undefined,
+        "saved settings are used exactly: Edge uses the default",
+      );
 
       await db.query(
         `UPDATE settings SET value = '{"enabled": "yes", "cooldown_seconds": -5}'::jsonb WHERE key = 'agent.notifications'`,
