@@ -469,6 +469,21 @@ Deno.test({
       await page.waitForSelector("svc-compliance-page table.data tbody tr");
       await shot(page, "compliance-problems-first");
       assert.deepEqual(await axeViolations(page), [], "axe on the compliance page");
+      // The enrollment dialog's copy buttons have accessible names.
+      await page.goto(`${web}/node-groups`, { waitUntil: "load" });
+      await page.waitForSelector("svc-node-groups-page sl-button.generate-token");
+      await page.click("svc-node-groups-page sl-button.generate-token");
+      await page.waitForSelector("sl-dialog .token-box sl-copy-button");
+      const names = [];
+      for (const button of await page.$$("sl-dialog sl-copy-button")) {
+        const inner = await button.$(">>> button");
+        const node = await page.accessibility.snapshot({ root: inner!, interestingOnly: false });
+        names.push(node?.name ?? "");
+      }
+      assert.deepEqual(names, ["Copy token", "Copy commands"]);
+      assert.deepEqual(await axeViolations(page), [], "axe on the enrollment token dialog");
+      await shot(page, "enrollment-dialog");
+
       // On a phone (390 px) the navigation is a menu, and no page overflows sideways.
       await page.setViewport({ width: 390, height: 844 });
       const phonePages: Array<[string, string]> = [

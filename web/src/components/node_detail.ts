@@ -148,7 +148,9 @@ class SvcNodeDetail extends LitElement {
         </sl-alert>
         <pre class="block re-enroll-command">${t.command}</pre>
         <sl-copy-button value=${t
-          .command} copy-label="Copy command" success-label="Command copied"></sl-copy-button>
+          .command} copy-label="Copy command" success-label="Command copied">
+          <sl-icon slot="copy-icon" name="copy" label="Copy command"></sl-icon>
+        </sl-copy-button>
         <p class="muted">The running agent picks the new certificate up at its next retry; the node keeps its
           groups, compliance history and audit trail.</p>
       </div>

@@ -340,12 +340,16 @@ class SvcNodeGroupsPage extends PageElement {
         <div class="token-box">
           <code class="enrollment-token">${t.token}</code>
           <sl-copy-button value=${t
-            .token} copy-label="Copy token" success-label="Token copied"></sl-copy-button>
+            .token} copy-label="Copy token" success-label="Token copied">
+            <sl-icon slot="copy-icon" name="copy" label="Copy token"></sl-icon>
+          </sl-copy-button>
         </div>
         <h3>Commands for the new node</h3>
         <pre class="block enrollment-commands">${commands}</pre>
         <sl-copy-button value=${commands} copy-label="Copy commands"
-          success-label="Commands copied"></sl-copy-button>
+          success-label="Commands copied">
+          <sl-icon slot="copy-icon" name="copy" label="Copy commands"></sl-icon>
+        </sl-copy-button>
         <sl-button slot="footer" variant="primary" @click=${() => this.token = undefined}>Done</sl-button>
       </sl-dialog>
     `;
