@@ -43,6 +43,8 @@ import {
 } from "./users.ts";
 import { ldapAuthenticate, LdapError, parseGroupMap } from "./ldap.ts";
 import { disableLdapUser, syncLdapUser } from "./ldap_users.ts";
+import { relyingPartyOf, startAuthentication, verifyAssertion, WebAuthnError } from "./webauthn.ts";
+import { requestRpId } from "./webauthn_routes.ts";
 
 /** What `/auth/me` (and login) answer. */
 export interface MeResponse {
@@ -103,7 +105,7 @@ const SECOND_FACTOR_SCHEMA = {
       type: "object",
       properties: {
         token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
-        methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code"] } },
+        methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code", "webauthn"] } },
         expires_at: { type: "string", format: "date-time" },
       },
     },
@@ -132,6 +134,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
   const { ctx } = s;
   const security = ctx.config.security;
   const throttle = createLoginThrottle(ctx.db);
+  const rp = relyingPartyOf(ctx.config);
 
   /** Signs an access token for a session and sets the three cookies (the CSRF token is the session's). */
   const issueCookies = async (
@@ -331,7 +334,11 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           return c.json({
             second_factor_required: {
               token: pending.token,
-              methods: ["totp", "backup_code"],
+              methods: [
+                ...(factors.totp ? ["totp"] : []),
+                ...(factors.totp || factors.backupCodesLeft > 0 ? ["backup_code"] : []),
+                ...(factors.webauthn > 0 ? ["webauthn"] : []),
+              ],
               expires_at: pending.expiresAt.toISOString(),
             },
           });
@@ -416,6 +423,142 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         }
         if (!(await consumePendingLogin(ctx.db, pending.id))) throw loginExpired();
         return await finishLogin(c, user, { method });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/auth/login/webauthn/options",
+      summary:
+        "A challenge for a security key: with the token of the first step (second factor), or without one for a " +
+        "passkey login with no username",
+      tag: "auth",
+      access: "public",
+      body: {
+        type: "object",
+        additionalProperties: false,
+        properties: { token: { type: "string", maxLength: 64, description: "From second_factor_required" } },
+      },
+      responses: {
+        "200": {
+          description: "Options for navigator.credentials.get; `token` (passkey login) names the challenge",
+          schema: { type: "object", properties: { token: { type: "string" }, options: { type: "object" } } },
+        },
+        "401": { description: "The first step expired or was used (`login_expired`)" },
+      },
+      async handler(c) {
+        refuseCrossSite(c);
+        const input = body<{ token?: string }>(c);
+        maskCodes(c, ["token"]);
+        c.set("clientIp", s.clientIp(c.req.raw.headers));
+        c.header("cache-control", "no-store");
+        const rpId = requestRpId(s, c);
+        if (input.token === undefined) return c.json(await startAuthentication(ctx.db, rp, { rpId }));
+        const pending = await findPendingLogin(ctx.db, input.token, "second_factor");
+        if (!pending?.userId || (await factorsOf(ctx.db, pending.userId)).webauthn === 0) {
+          throw loginExpired();
+        }
+        const started = await startAuthentication(ctx.db, rp, {
+          userId: pending.userId,
+          pendingId: pending.id,
+          rpId,
+        });
+        return c.json({ options: started.options });
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/v1/auth/login/webauthn",
+      summary:
+        "Log in with a security key: the second step after the password, or a passkey alone (token from the " +
+        "options without a first step)",
+      tag: "auth",
+      access: "public",
+      body: {
+        type: "object",
+        required: ["token", "response"],
+        additionalProperties: false,
+        properties: {
+          token: { type: "string", maxLength: 64 },
+          response: {
+            type: "object",
+            description: "PublicKeyCredential.toJSON() of navigator.credentials.get",
+          },
+        },
+      },
+      responses: {
+        "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+        "401": {
+          description:
+            "The key's answer was refused (`invalid_assertion`), or the challenge expired or was used",
+        },
+        "429": {
+          description: "Too many refused answers for this account from this address; see Retry-After",
+        },
+      },
+      async handler(c) {
+        refuseCrossSite(c);
+        const input = body<{ token: string; response: { id?: unknown } }>(c);
+        maskCodes(c, ["token", "response"]);
+        const ip = s.clientIp(c.req.raw.headers);
+        c.set("clientIp", ip);
+        const second = await findPendingLogin(ctx.db, input.token, "second_factor");
+        const pending = second ?? (await findPendingLogin(ctx.db, input.token, "webauthn_login"));
+        const kind = second ? "second_factor" : "passkey";
+        const failure = async (reason: string, user?: { id: string; username: string }) =>
+          await authEvent(c, {
+            action: "auth.login_webauthn",
+            outcome: "failure",
+            actor: { userId: user?.id, username: user?.username },
+            resource: { type: "user", id: user?.id, name: user?.username },
+            details: { reason, step: kind },
+          });
+        if (!pending?.challenge || (kind === "passkey" && pending.userId)) {
+          await failure("expired_or_used");
+          throw loginExpired();
+        }
+        const bound = pending.userId ? await getUser(ctx.db, pending.userId) : undefined;
+        // The account key: the user of the first step, else the credential named (a passkey login has no
+        // user until the signature checks out); ids hold no ':' and usernames cannot.
+        const credential = typeof input.response?.id === "string" ? input.response.id.slice(0, 200) : "";
+        const verdict = await throttle.attempt(
+          bound ? `second-factor:${bound.id}` : `passkey:${credential}`,
+          ip,
+        );
+        if (!verdict.allowed) throw rateLimited("security key attempts", verdict.retryAfterSeconds);
+        // A passkey login's challenge works once, whatever the outcome; a first step survives a few tries.
+        if (kind === "passkey" && !(await consumePendingLogin(ctx.db, pending.id))) {
+          await verdict.settle(false);
+          await failure("expired_or_used");
+          throw loginExpired();
+        }
+        let found: { userId: string; name: string } | undefined;
+        let reason = "";
+        try {
+          found = await verifyAssertion(ctx.db, rp, {
+            challenge: pending.challenge,
+            userId: bound?.id,
+            response: input.response as never,
+          });
+        } catch (err) {
+          if (!(err instanceof WebAuthnError)) throw err;
+          reason = err.reason;
+        }
+        const user = found ? await getUser(ctx.db, found.userId) : bound;
+        const ok = found !== undefined && user !== undefined && user.enabled;
+        await verdict.settle(ok);
+        if (!ok || !user) {
+          if (kind === "second_factor") await failPendingLogin(ctx.db, pending.id);
+          await failure(reason || "disabled", user);
+          throw new HttpError(
+            401,
+            "invalid_assertion",
+            "the security key's answer was refused: use a key registered for this account and try again",
+          );
+        }
+        if (kind === "second_factor" && !(await consumePendingLogin(ctx.db, pending.id))) {
+          throw loginExpired();
+        }
+        return await finishLogin(c, user, { method: kind === "passkey" ? "passkey" : "webauthn" });
       },
     },
     {

@@ -18,6 +18,7 @@ import { startRetentionJob } from "../audit/retention.ts";
 import { authRoutes } from "./auth_routes.ts";
 import { apiTokenRoutes } from "./api_token_routes.ts";
 import { mfaRoutes } from "./mfa_routes.ts";
+import { webauthnRoutes } from "./webauthn_routes.ts";
 import { mfaPolicyRoutes } from "./mfa_policy_routes.ts";
 import { createRouteHooks } from "./hooks.ts";
 import { ensureInitialAdmin, initialAdminNotice } from "./initial_admin.ts";
@@ -64,6 +65,7 @@ export function createIdentity(ctx: ServerContext): Identity {
       ...auditLogRoutes(ctx),
       ...apiTokenRoutes(services),
       ...mfaRoutes(services),
+      ...webauthnRoutes(services),
       ...mfaPolicyRoutes(services),
     ],
     audit: ctx.audit,

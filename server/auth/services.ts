@@ -4,6 +4,7 @@ import { type ClientIpResolver, createClientIpResolver } from "./client_ip.ts";
 import { createSecretSealer, type SecretSealer } from "./mfa.ts";
 import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
 import { createStepUp, type StepUp } from "./step_up.ts";
+import { relyingPartyOf } from "./webauthn.ts";
 import { createTokenSigner, type TokenSigner } from "./tokens.ts";
 
 /** Shared identity state for one server process. */
@@ -27,6 +28,6 @@ export function createIdentityServices(ctx: ServerContext): IdentityServices {
     limiter: createLoginLimiter(),
     clientIp: createClientIpResolver(ctx.config.server.trustedProxies),
     sealer,
-    stepUp: createStepUp(sealer, { directory: ctx.config.ldap }),
+    stepUp: createStepUp(sealer, { directory: ctx.config.ldap, relyingParty: relyingPartyOf(ctx.config) }),
   };
 }

@@ -2,8 +2,8 @@
  * Step-up re-authentication: an already signed-in user proves again, inside the request, that they are
  * present before a dangerous action (revealing a recovery key, changing someone's roles or role bindings,
  * creating a token that acts as someone else). The proof is the account password (argon2id, as at login)
- * and, when the user has a second factor, a fresh TOTP code or a backup code, each used up as at login (a
- * code accepted at login cannot be replayed here, and the other way round).
+ * and, when the user has a second factor, a fresh TOTP code, a backup code or a security key's assertion,
+ * each used up as at login (a code accepted at login cannot be replayed here, and the other way round).
  *
  * Failures are limited like logins (per account and per client address), so a stolen session cannot be
  * used to guess the password or the code.
@@ -18,6 +18,7 @@ import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "
 import { verifyPassword } from "./password.ts";
 import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
 import { ldapAuthenticate, LdapError } from "./ldap.ts";
+import { type RelyingParty, usePasskeyLogin, WebAuthnError } from "./webauthn.ts";
 
 /** What the caller sends to re-authenticate. */
 export interface StepUpProof {
@@ -26,6 +27,11 @@ export interface StepUpProof {
   code?: string;
   /** A backup code, instead of `code`. */
   backupCode?: string;
+  /**
+   * A security key's assertion instead of a code: the token and challenge of
+   * `POST /api/v1/auth/step-up/webauthn/options` and the answer of `navigator.credentials.get`.
+   */
+  webauthn?: { token: string; response: unknown };
 }
 
 /** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}. */
@@ -37,6 +43,16 @@ export const STEP_UP_PROPERTIES = {
     description: "A code from your authenticator app, when you have one",
   },
   backup_code: { type: "string", maxLength: 32, description: "A backup code, instead of code" },
+  webauthn: {
+    type: "object",
+    additionalProperties: false,
+    description:
+      "A security key's answer instead of code (challenge from /api/v1/auth/step-up/webauthn/options)",
+    properties: {
+      token: { type: "string", maxLength: 64 },
+      response: { type: "object", description: "PublicKeyCredential.toJSON() of navigator.credentials.get" },
+    },
+  },
 } as const;
 
 /**
@@ -45,9 +61,21 @@ export const STEP_UP_PROPERTIES = {
  * code typed wrong by one character must not end up in the audit log).
  */
 export function takeStepUpProof(c: RouteContext): StepUpProof {
-  const input = body<{ password?: string; code?: string; backup_code?: string }>(c);
-  maskCodes(c, ["code", "backup_code"]);
-  return { password: input.password, code: input.code, backupCode: input.backup_code };
+  const input = body<
+    {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: { token: string; response: unknown };
+    }
+  >(c);
+  maskCodes(c, ["code", "backup_code", "webauthn"]);
+  return {
+    password: input.password,
+    code: input.code,
+    backupCode: input.backup_code,
+    webauthn: input.webauthn,
+  };
 }
 
 /** Replaces the named fields of the request body (as the audit row copies it) with a mask. */
@@ -76,7 +104,7 @@ export interface StepUp {
  */
 export function createStepUp(
   sealer: SecretSealer,
-  options: { directory?: ServerConfig["ldap"]; limiter?: LoginLimiter } = {},
+  options: { directory?: ServerConfig["ldap"]; limiter?: LoginLimiter; relyingParty?: RelyingParty } = {},
 ): StepUp {
   const limiter = options.limiter ?? createLoginLimiter({ maxFailures: 5, windowMs: 300_000 });
   const passwordOk = async (q: Queryable, userId: string, password: string): Promise<boolean> => {
@@ -100,6 +128,20 @@ export function createStepUp(
         );
       }
       return false;
+    }
+  };
+  const webauthnOk = async (
+    q: Queryable,
+    userId: string,
+    proof: { token: string; response: unknown },
+  ): Promise<boolean> => {
+    if (!options.relyingParty || typeof proof.token !== "string") return false;
+    try {
+      await usePasskeyLogin(q, options.relyingParty, proof.token, proof.response as never, userId);
+      return true;
+    } catch (err) {
+      if (err instanceof WebAuthnError) return false;
+      throw err;
     }
   };
   return {
@@ -131,14 +173,18 @@ export function createStepUp(
         );
       }
       if (hasSecondFactor(await factorsOf(q, userId))) {
-        if (!proof.code && !proof.backupCode) {
+        if (!proof.code && !proof.backupCode && !proof.webauthn) {
           throw new HttpError(
             403,
             "second_factor_required",
-            "this action needs your second factor too: send code (6 digits from your authenticator app) or backup_code",
+            "this action needs your second factor too: send code (6 digits from your authenticator app), " +
+              "backup_code or webauthn (a security key's answer)",
           );
         }
-        if (!(await useSecondFactor(q, sealer, userId, { code: proof.code, backupCode: proof.backupCode }))) {
+        const passed = proof.webauthn
+          ? await webauthnOk(q, userId, proof.webauthn)
+          : await useSecondFactor(q, sealer, userId, { code: proof.code, backupCode: proof.backupCode });
+        if (!passed) {
           limiter.fail(keys);
           throw new HttpError(
             403,

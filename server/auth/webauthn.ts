@@ -298,17 +298,21 @@ export async function verifyAssertion(
 }
 
 /**
- * A passkey-first login: checks the assertion against the challenge of the `webauthn_login` pending login
- * `token` (used up first, so a replay finds nothing). Returns the user id.
+ * A passkey-first login (or a step-up with `forUserId`): checks the assertion against the challenge of the
+ * `webauthn_login` pending login `token` (used up first, so a replay finds nothing). Returns the user id.
  */
 export async function usePasskeyLogin(
   q: Queryable,
   rp: RelyingParty,
   token: string,
   response: AuthenticationResponseJSON,
+  forUserId?: string,
 ): Promise<{ userId: string; name: string }> {
   const pending = await findPendingLogin(q, token, "webauthn_login");
-  if (!pending || !pending.challenge || !(await consumePendingLogin(q, pending.id))) {
+  if (
+    !pending || !pending.challenge || (forUserId !== undefined && pending.userId !== forUserId) ||
+    !(await consumePendingLogin(q, pending.id))
+  ) {
     throw new WebAuthnError("expired_or_used", "the sign-in expired or was already used: start again");
   }
   const found = await verifyAssertion(q, rp, {

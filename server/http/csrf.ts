@@ -13,7 +13,13 @@ export const CSRF_COOKIE = "svc_csrf";
 export const CSRF_HEADER = "X-CSRF-Token";
 
 // The second login step is a login too: no cookie yet; its single-use token from the first step stands in.
-const EXEMPT = new Set(["/api/v1/auth/login", "/api/v1/auth/login/second-factor", "/api/v1/auth/refresh"]);
+const EXEMPT = new Set([
+  "/api/v1/auth/login",
+  "/api/v1/auth/login/second-factor",
+  "/api/v1/auth/login/webauthn/options",
+  "/api/v1/auth/login/webauthn",
+  "/api/v1/auth/refresh",
+]);
 const SAFE = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** Constant-time string comparison. */
