@@ -361,3 +361,118 @@ dbTest("as a second factor, only the user's own keys count", async (db) => {
     "unknown_credential",
   );
 });
+
+dbTest(
+  "through the app: register with step-up, log in with the key (second factor and passkey), step-up with it, remove it",
+  async (db) => {
+    const { createTestServer } = await import("../helpers/app.ts");
+    const server = await createTestServer({
+      db,
+      config: { server: { hostnames: ["svc.example.test"], enrollmentPort: 8443 } },
+    });
+    try {
+      const alice = await server.loginAs({ username: "alice" });
+      const key = new SoftAuthenticator();
+
+      // Registration needs step-up.
+      const bare = await alice.request("POST", "/api/v1/auth/webauthn/register/options", {});
+      assert.equal(bare.status, 403);
+      assert.equal(bare.json.error.code, "reauthentication_required");
+      const opts = await alice.request("POST", "/api/v1/auth/webauthn/register/options", {
+        password: alice.password,
+      });
+      assert.equal(opts.status, 200, opts.text);
+      assert.equal(opts.json.options.rp.id, "svc.example.test");
+      const created = await alice.request("POST", "/api/v1/auth/webauthn/register", {
+        token: opts.json.token,
+        name: "Laptop",
+        response: await key.create(opts.json.options, { origin: ORIGIN }),
+      });
+      assert.equal(created.status, 201, created.text);
+      const list = await alice.request("GET", "/api/v1/auth/webauthn/credentials");
+      assert.deepEqual(list.json.items.map((c: { name: string }) => c.name), ["Laptop"]);
+      assert.equal((await alice.request("GET", "/api/v1/auth/me")).json.second_factor.webauthn, 1);
+
+      // Password, then the key.
+      const anon = server.anonymous({ ip: "10.9.0.1" });
+      const first = await anon.request("POST", "/api/v1/auth/login", {
+        username: "alice",
+        password: alice.password,
+      });
+      assert.deepEqual(first.json.second_factor_required.methods, ["webauthn"]);
+      const token = first.json.second_factor_required.token;
+      // A TOTP code does nothing for a passkey-only user.
+      const code = await anon.request("POST", "/api/v1/auth/login/second-factor", { token, code: "123456" });
+      assert.equal(code.status, 401);
+      const get = await anon.request("POST", "/api/v1/auth/login/webauthn/options", { token });
+      assert.equal(get.status, 200, get.text);
+      const wrongOrigin = await anon.request("POST", "/api/v1/auth/login/webauthn", {
+        token,
+        response: await key.get(get.json.options, { origin: "https://evil.example.test:8443" }),
+      });
+      assert.equal(wrongOrigin.status, 401);
+      assert.equal(wrongOrigin.json.error.code, "invalid_assertion");
+      const assertion = await key.get(get.json.options, { origin: ORIGIN });
+      const second = await anon.request("POST", "/api/v1/auth/login/webauthn", {
+        token,
+        response: assertion,
+      });
+      assert.equal(second.status, 200, second.text);
+      assert.equal(second.json.user.username, "alice");
+      const replay = await anon.request("POST", "/api/v1/auth/login/webauthn", {
+        token,
+        response: assertion,
+      });
+      assert.equal(replay.status, 401, "the first step is used up");
+
+      // Passkey first: no username at all.
+      const anon2 = server.anonymous({ ip: "10.9.0.2" });
+      const pk = await anon2.request("POST", "/api/v1/auth/login/webauthn/options", {});
+      assert.equal(pk.status, 200, pk.text);
+      const pkAssertion = await key.get(pk.json.options, { origin: ORIGIN });
+      const pkLogin = await anon2.request("POST", "/api/v1/auth/login/webauthn", {
+        token: pk.json.token,
+        response: pkAssertion,
+      });
+      assert.equal(pkLogin.status, 200, pkLogin.text);
+      assert.equal(pkLogin.json.user.username, "alice");
+      const pkReplay = await anon2.request("POST", "/api/v1/auth/login/webauthn", {
+        token: pk.json.token,
+        response: pkAssertion,
+      });
+      assert.equal(pkReplay.status, 401);
+
+      // Step-up for a passkey-only user: password plus the key.
+      const list2 = await alice.request("GET", "/api/v1/auth/webauthn/credentials");
+      const id = list2.json.items[0].id;
+      assert.ok(list2.json.items[0].last_used_at, "last use shown");
+      const noKey = await alice.request("DELETE", `/api/v1/auth/webauthn/credentials/${id}`, {
+        password: alice.password,
+      });
+      assert.equal(noKey.status, 403);
+      assert.equal(noKey.json.error.code, "second_factor_required");
+      const su = await alice.request("POST", "/api/v1/auth/step-up/webauthn/options", {});
+      assert.equal(su.status, 200, su.text);
+      const removed = await alice.request("DELETE", `/api/v1/auth/webauthn/credentials/${id}`, {
+        password: alice.password,
+        webauthn: { token: su.json.token, response: await key.get(su.json.options, { origin: ORIGIN }) },
+      });
+      assert.equal(removed.status, 204, removed.text);
+      assert.equal((await alice.request("GET", "/api/v1/auth/webauthn/credentials")).json.items.length, 0);
+
+      // Every attempt is audited with its outcome.
+      const rows = await db.query<{ action: string; outcome: string; details: Record<string, unknown> }>(
+        `SELECT action, outcome, details FROM audit_logs
+        WHERE action IN ('auth.login_webauthn', 'auth.login') ORDER BY created_at`,
+      );
+      const webauthnFailures = rows.filter((r) => r.action === "auth.login_webauthn");
+      assert.ok(webauthnFailures.some((r) => r.details.reason === "invalid_assertion"), JSON.stringify(rows));
+      assert.ok(webauthnFailures.some((r) => r.details.reason === "expired_or_used"), JSON.stringify(rows));
+      const methods = rows.filter((r) => r.action === "auth.login" && r.outcome === "success")
+        .map((r) => r.details?.second_factor);
+      assert.ok(methods.includes("webauthn") && methods.includes("passkey"), JSON.stringify(methods));
+    } finally {
+      await server.close();
+    }
+  },
+);
