@@ -69,6 +69,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: {
       token?: string;
@@ -189,7 +193,7 @@ export interface Operations {
       expires_at?: string;
       second_factor_required?: {
         token?: string;
-        methods?: Array<"totp" | "backup_code">;
+        methods?: Array<"totp" | "backup_code" | "webauthn">;
         expires_at?: string;
       };
     };
@@ -225,6 +229,50 @@ export interface Operations {
         enrolment_required?: boolean;
       };
       expires_at?: string;
+    };
+  };
+  /** Log in with a security key: the second step after the password, or a passkey alone (token from the options without a first step) */
+  "POST /api/v1/auth/login/webauthn": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+      response: Record<string, unknown>;
+    };
+    response: {
+      user?: {
+        id?: string;
+        username?: string;
+        email?: string;
+        full_name?: string;
+        source?: string;
+      };
+      permissions?: Array<string>;
+      edition?: "community";
+      features?: {
+        scoped_role_bindings?: boolean;
+        mfa?: boolean;
+        ldap?: boolean;
+      };
+      second_factor?: {
+        totp?: boolean;
+        backup_codes_left?: number;
+        webauthn?: number;
+        enrolment_required?: boolean;
+      };
+      expires_at?: string;
+    };
+  };
+  /** A challenge for a security key: with the token of the first step (second factor), or without one for a passkey login with no username */
+  "POST /api/v1/auth/login/webauthn/options": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token?: string;
+    };
+    response: {
+      token?: string;
+      options?: Record<string, unknown>;
     };
   };
   /** End the current session and clear the cookies */
@@ -285,6 +333,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: {
       backup_codes?: Array<string>;
@@ -298,6 +350,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: {
       secret?: string;
@@ -312,6 +368,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: undefined;
   };
@@ -363,6 +423,81 @@ export interface Operations {
         enrolment_required?: boolean;
       };
       expires_at?: string;
+    };
+  };
+  /** A challenge for your security key, to send as `webauthn` with a step-up */
+  "POST /api/v1/auth/step-up/webauthn/options": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      token?: string;
+      options?: Record<string, unknown>;
+    };
+  };
+  /** Your security keys and passkeys */
+  "GET /api/v1/auth/webauthn/credentials": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      items?: Array<{
+        id?: string;
+        name?: string;
+        created_at?: string;
+        last_used_at?: string;
+      }>;
+    };
+  };
+  /** Remove one of your security keys (step-up) */
+  "DELETE /api/v1/auth/webauthn/credentials/{id}": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+    };
+    response: undefined;
+  };
+  /** Finish registering: the key's answer and a name for it */
+  "POST /api/v1/auth/webauthn/register": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      token: string;
+      name: string;
+      response: Record<string, unknown>;
+    };
+    response: {
+      id?: string;
+      name?: string;
+      created_at?: string;
+      last_used_at?: string;
+    };
+  };
+  /** Start registering a security key or passkey (step-up): options for navigator.credentials.create */
+  "POST /api/v1/auth/webauthn/register/options": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+    };
+    response: {
+      token?: string;
+      options?: Record<string, unknown>;
     };
   };
   /** Search GSettings schemas (by schema id, key name or summary) for the Dconf editor */
@@ -628,6 +763,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: unknown;
   };
@@ -1924,6 +2063,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: unknown;
   };
@@ -2066,6 +2209,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: {
       id?: string;
@@ -2091,6 +2238,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: undefined;
   };
@@ -2188,6 +2339,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: undefined;
   };
@@ -2243,6 +2398,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: {
       id?: string;
@@ -2268,6 +2427,10 @@ export interface Operations {
       password?: string;
       code?: string;
       backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
     };
     response: undefined;
   };
