@@ -20,7 +20,9 @@ import {
   spawnAgent,
 } from "../helpers/agent_process.ts";
 import { openPglite } from "../../server/db/mod.ts";
-import { loadOrCreateCa } from "../../server/pki/mod.ts";
+import type { Ca } from "../../server/pki/mod.ts";
+import { loadSharedCa } from "../../server/pki/ca_store.ts";
+import { openSecretStore } from "../../server/pki/secret_store.ts";
 import { generateKeyAndCsr, parseCertificate } from "../../shared/pki/csr.ts";
 import { createPolicyClient } from "../../agent/client.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
@@ -399,12 +401,17 @@ Deno.test({
         api!.close();
         api = undefined;
         await server!.stop();
-        // Issue a 10-day certificate for the node with the server's own CA and register it.
-        const ca = await loadOrCreateCa({ dataDir });
-        const keys = await generateKeyAndCsr(NODE);
-        const short = await ca.signCsr(keys.csrPem, { commonName: NODE, validityDays: 10 });
+        // Issue a 10-day certificate for the node with the server's own CA (kept in its database, sealed with
+        // the data directory's key file) and register it.
         const db = await openPglite({ dataDir: join(dataDir, "db") });
+        const keys = await generateKeyAndCsr(NODE);
+        let short: Awaited<ReturnType<Ca["signCsr"]>>;
         try {
+          const { ca } = await loadSharedCa({
+            store: openSecretStore({ db, path: join(dataDir, "pki", "secrets.kek") }),
+            dataDir,
+          });
+          short = await ca.signCsr(keys.csrPem, { commonName: NODE, validityDays: 10 });
           await db.query(
             "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
             [short.serial, nodeId, short.notBefore, short.notAfter],
