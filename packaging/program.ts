@@ -49,7 +49,8 @@ export const PERMISSIONS: Record<App, string[]> = {
  * every managed machine, so it trades speed it does not need for memory: lite mode (no optimizing compiler,
  * feedback allocated lazily), a 1 MiB young-generation semi-space and V8's size-over-speed heuristics.
  * bench/agent_footprint.ts measures them (README, Benchmarks): idle RSS 85 → 72.5 MiB, the 50-policy sync
- * unchanged at ~50 ms.
+ * unchanged at ~50 ms. Lite mode also removes `WebAssembly` (V8 runs without a JIT): the agent uses none (the
+ * bundled long.js tries it and falls back); FFI (GSSAPI) works. The server keeps no flags: PGlite is wasm.
  */
 export const V8_FLAGS: Record<App, string[]> = {
   "svc-server": [],
