@@ -11,6 +11,15 @@ import qrcode from "qrcode-generator";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
+import { registerKey, stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
+
+/** `GET /api/v1/auth/webauthn/credentials` items. */
+interface KeyInfo {
+  id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
 
 /** `GET /api/v1/auth/mfa`. */
 interface MfaStatus {
@@ -53,10 +62,22 @@ class SvcMfaSettings extends LitElement {
     backupCodes: { state: true },
     error: { state: true },
     busy: { state: true },
+    keys: { state: true },
   };
   declare status: MfaStatus | undefined;
+  /** Security keys and passkeys. */
+  declare keys: KeyInfo[];
+  /** The key a removal is for. */
+  #removeKey: KeyInfo | undefined;
   /** What the panel shows: the overview, the password prompt for an action, or the QR code. */
-  declare step: "overview" | "reauth-setup" | "reauth-remove" | "reauth-codes" | "scan";
+  declare step:
+    | "overview"
+    | "reauth-setup"
+    | "reauth-remove"
+    | "reauth-codes"
+    | "scan"
+    | "reauth-addkey"
+    | "reauth-removekey";
   declare enrolment: { secret: string; otpauth_uri: string } | undefined;
   /** New backup codes: shown this once. */
   declare backupCodes: string[] | undefined;
@@ -68,6 +89,7 @@ class SvcMfaSettings extends LitElement {
     super();
     this.step = "overview";
     this.busy = false;
+    this.keys = [];
   }
 
   protected override createRenderRoot(): HTMLElement {
@@ -82,6 +104,7 @@ class SvcMfaSettings extends LitElement {
   async #load(): Promise<void> {
     try {
       this.status = await api.get<MfaStatus>("/auth/mfa");
+      this.keys = (await api.get<{ items: KeyInfo[] }>("/auth/webauthn/credentials")).items;
     } catch (err) {
       this.error = err;
     }
@@ -93,13 +116,30 @@ class SvcMfaSettings extends LitElement {
 
   async #reauth(e: Event): Promise<void> {
     e.preventDefault();
-    const proof: Record<string, string> = { password: this.#proof.password ?? "" };
+    const proof: Record<string, unknown> = { password: this.#proof.password ?? "" };
     if (this.#has() && this.#proof.code) {
       proof[/^[0-9]{6}$/.test(this.#proof.code.trim()) ? "code" : "backup_code"] = this.#proof.code.trim();
     }
+    const keyName = (this.#proof.keyName ?? "").trim();
+    if (this.step === "reauth-addkey" && !keyName) {
+      this.error = new Error("Name the key (for example: Laptop, Phone, Yubikey).");
+      return;
+    }
     this.busy = true;
     try {
-      if (this.step === "reauth-setup") {
+      // No code typed, but a key registered: the key is the second factor of this step-up.
+      if (this.#has() && !this.#proof.code && (this.status?.webauthn ?? 0) > 0 && webauthnAvailable()) {
+        Object.assign(proof, await stepUpWithKey());
+      }
+      if (this.step === "reauth-addkey") {
+        await registerKey(keyName, proof);
+        notify(`The key “${keyName}” was added.`, "success");
+        this.step = "overview";
+      } else if (this.step === "reauth-removekey") {
+        await api.delete(`/auth/webauthn/credentials/${this.#removeKey!.id}`, proof);
+        notify(`The key “${this.#removeKey!.name}” was removed.`, "success");
+        this.step = "overview";
+      } else if (this.step === "reauth-setup") {
         this.enrolment = await api.post("/auth/mfa/totp", proof);
         this.step = "scan";
       } else if (this.step === "reauth-remove") {
@@ -151,6 +191,13 @@ class SvcMfaSettings extends LitElement {
   #renderReauth(label: string) {
     return html`
       <form class="card form-grid mfa-reauth" @submit=${this.#reauth}>
+        ${this.step === "reauth-addkey"
+          ? html`
+            <sl-input name="key-name" label="Name of the key" required maxlength="100"
+              help-text="For example: Laptop, Phone, Yubikey"
+              @sl-input=${(e: Event) => this.#proof.keyName = valueOf(e)}></sl-input>
+          `
+          : nothing}
         <p>Confirm it is you.</p>
         <sl-input name="password" type="password" label="Your password" required password-toggle
           autocomplete="current-password" help-text=${fieldError(this.error, "password")}
@@ -158,6 +205,7 @@ class SvcMfaSettings extends LitElement {
         ${this.#has()
           ? html`
             <sl-input name="code" label="Code from your app, or a backup code" autocomplete="one-time-code"
+              help-text=${(this.status?.webauthn ?? 0) > 0 ? "Leave empty to use your security key" : ""}
               @sl-input=${(e: Event) => this.#proof.code = valueOf(e)}></sl-input>
           `
           : nothing}
@@ -237,6 +285,10 @@ class SvcMfaSettings extends LitElement {
           ? this.#renderReauth("Remove the app")
           : this.step === "reauth-codes"
           ? this.#renderReauth("New backup codes")
+          : this.step === "reauth-addkey"
+          ? this.#renderReauth("Add the key")
+          : this.step === "reauth-removekey"
+          ? this.#renderReauth(`Remove “${this.#removeKey?.name ?? ""}”`)
           : html`
             <div class="actions">
               ${s.totp
@@ -251,6 +303,41 @@ class SvcMfaSettings extends LitElement {
                 `}
             </div>
           `}
+        <h4>Security keys and passkeys</h4>
+        ${this.keys.length === 0 ? html`<p class="no-keys">No security key yet.</p>` : html`
+          <table class="data-table webauthn-keys">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Added</th>
+                <th scope="col">Last used</th>
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>${this.keys.map((k) =>
+              html`
+                <tr>
+                  <td class="key-name">${k.name}</td>
+                  <td>${new Date(k.created_at).toLocaleString()}</td>
+                  <td>${k.last_used_at ? new Date(k.last_used_at).toLocaleString() : "never"}</td>
+                  <td>
+                    <sl-button size="small" variant="danger" outline class="remove-key"
+                      aria-label="Remove ${k.name}" ?disabled=${this.step !== "overview"} @click=${() => {
+                        this.#removeKey = k;
+                        this.step = "reauth-removekey";
+                      }}>Remove</sl-button>
+                  </td>
+                </tr>
+              `
+            )}</tbody>
+          </table>
+        `}
+        ${this.step === "overview"
+          ? html`
+            <sl-button class="add-key" ?disabled=${!webauthnAvailable()}
+              @click=${() => this.step = "reauth-addkey"}>Add a security key or passkey</sl-button>
+          `
+          : nothing}
       </section>
     `;
   }

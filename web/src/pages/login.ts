@@ -9,6 +9,8 @@
 import { html, LitElement, nothing } from "lit";
 import { type SecondFactorChallenge, session } from "../session.ts";
 import { errorText } from "../components/page.ts";
+import { api } from "../api.ts";
+import { loginWithKey, webauthnAvailable } from "../webauthn.ts";
 
 class SvcLoginPage extends LitElement {
   static override properties = {
@@ -92,6 +94,24 @@ class SvcLoginPage extends LitElement {
     }
   }
 
+  /** Logs in with a security key: after the password (`token`) or as a passkey alone. */
+  async #withKey(token?: string): Promise<void> {
+    this.busy = true;
+    try {
+      await loginWithKey(token);
+      api.sessionStarted();
+      this.error = undefined;
+      await session.load();
+    } catch (err) {
+      this.error = err instanceof DOMException
+        ? new Error("The security key did not answer (cancelled or timed out). Try again.")
+        : err;
+      if ((err as { code?: string }).code === "login_expired") this.challenge = undefined;
+    } finally {
+      this.busy = false;
+    }
+  }
+
   #renderError() {
     return this.error
       ? html`<sl-alert variant="danger" open class="login-error">
@@ -101,13 +121,22 @@ class SvcLoginPage extends LitElement {
   }
 
   override render() {
+    const keyOnly = this.challenge && !this.challenge.methods.includes("totp") &&
+      !this.challenge.methods.includes("backup_code");
     if (this.challenge) {
+      const key = this.challenge.methods.includes("webauthn") && webauthnAvailable();
       return html`
         <main id="main" class="login">
           <form class="login-card second-factor" @submit=${this.#submitCode} novalidate>
             <h1><img src="/assets/favicon.svg" alt="" width="32" height="32"> Second factor</h1>
             ${this.#renderError()}
-            ${this.useBackup
+            ${key
+              ? html`
+                <sl-button class="use-key" variant=${keyOnly ? "primary" : "default"} ?loading=${this.busy}
+                  @click=${() => this.#withKey(this.challenge!.token)}>Use my security key</sl-button>
+              `
+              : nothing}
+            ${keyOnly ? nothing : this.useBackup
               ? html`
                 <sl-input name="code" label="Backup code" autocomplete="off" required
                   help-text="One of the codes you saved when you set up the app; each works once"></sl-input>
@@ -116,12 +145,14 @@ class SvcLoginPage extends LitElement {
                 <sl-input name="code" label="Code from your authenticator app" inputmode="numeric"
                   autocomplete="one-time-code" maxlength="6" pattern="[0-9]{6}" required></sl-input>
               `}
-            <sl-button type="submit" variant="primary" ?loading=${this.busy}>Verify</sl-button>
-            <sl-button variant="text" size="small" class="toggle-backup" @click=${() => {
-              this.useBackup = !this.useBackup;
-              this.error = undefined;
-              this.#focus("code");
-            }}>${this.useBackup ? "Use the authenticator app" : "Use a backup code"}</sl-button>
+            ${keyOnly ? nothing : html`
+              <sl-button type="submit" variant="primary" ?loading=${this.busy}>Verify</sl-button>
+              <sl-button variant="text" size="small" class="toggle-backup" @click=${() => {
+                this.useBackup = !this.useBackup;
+                this.error = undefined;
+                this.#focus("code");
+              }}>${this.useBackup ? "Use the authenticator app" : "Use a backup code"}</sl-button>
+            `}
             <sl-button variant="text" size="small" @click=${() => {
               this.challenge = undefined;
               this.error = undefined;
@@ -140,6 +171,10 @@ class SvcLoginPage extends LitElement {
           <sl-input name="password" label="Password" type="password" autocomplete="current-password"
             password-toggle required></sl-input>
           <sl-button type="submit" variant="primary" ?loading=${this.busy}>Log in</sl-button>
+          ${webauthnAvailable()
+            ? html`<sl-button class="passkey-login" ?loading=${this.busy} @click=${() => this.#withKey()}>
+                Log in with a passkey</sl-button>`
+            : nothing}
         </form>
       </main>
     `;
