@@ -11,16 +11,13 @@ const SECRET_KEY_PARTS = [
   "privatekey",
   "apikey",
   "jwt",
-  "backupcode",
-  "recoverykey",
-  "totp",
 ];
 
 /**
- * Whole keys that are secrets although the word is too common to match inside other keys: a one-time `code`
- * (TOTP) or `otp`, but not `status_code` or `error_code`.
+ * Whole keys that are secrets although the words are too common to match inside other keys: a one-time `code`
+ * (TOTP), a `backup_code`, a `recovery_key` — but not `status_code`, `backup_codes: 9` or `totp: true`.
  */
-const SECRET_KEYS = new Set(["code", "otp"]);
+const SECRET_KEYS = new Set(["code", "otp", "totpcode", "backupcode", "recoverykey"]);
 
 /** What replaces a secret value. */
 export const REDACTED = "[REDACTED]";
