@@ -476,3 +476,13 @@ dbTest(
     }
   },
 );
+
+dbTest("the MFA policy counts a passkey as a factor", async (db) => {
+  const { mustEnrol, setMfaPolicy } = await import("../../server/auth/mfa_policy.ts");
+  const alice = await newUser(db, "alice");
+  await setMfaPolicy(db, { mode: "all", permissions: [], include_ldap: false }, alice.id);
+  const who = { id: alice.id, source: "local", permissions: new Set<string>() as ReadonlySet<string> };
+  assert.equal(await mustEnrol(db, who), true, "no factor yet: must enrol");
+  await register(db, alice);
+  assert.equal(await mustEnrol(db, who), false, "a passkey is a factor");
+});
