@@ -39,8 +39,10 @@ export async function getMfaPolicy(q: Queryable): Promise<MfaPolicy> {
 /** Stores the policy. */
 export async function setMfaPolicy(q: Queryable, policy: MfaPolicy, by: string): Promise<void> {
   await q.query(
-    `INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
-     ON CONFLICT (key) DO UPDATE SET value = $2, updated_by = $3, updated_at = now()`,
+    // `::text::jsonb`: postgres.js would otherwise store the JSON text as a jsonb *string* (PGlite parses it),
+    // and the policy would read back as "off" on PostgreSQL only.
+    `INSERT INTO settings (key, value, updated_by) VALUES ($1, $2::text::jsonb, $3)
+     ON CONFLICT (key) DO UPDATE SET value = $2::text::jsonb, updated_by = $3, updated_at = now()`,
     [MFA_POLICY_KEY, JSON.stringify(policy), by],
   );
 }

@@ -54,7 +54,8 @@ class SvcSettingsPage extends PageElement {
         nothing,
         "Who may use the console, with which permissions, and what agents tell users.",
       )}
-      <sl-tab-group @sl-tab-show=${(e: CustomEvent<{ name: string }>) => setQuery({ tab: e.detail.name })}>
+      <sl-tab-group no-scroll-controls @sl-tab-show=${(e: CustomEvent<{ name: string }>) =>
+        setQuery({ tab: e.detail.name })}>
         ${tabs.map((t) =>
           html`<sl-tab slot="nav" panel=${t.name} ?active=${t.name === active}>${t.label}</sl-tab>`
         )}
