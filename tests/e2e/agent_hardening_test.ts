@@ -86,6 +86,18 @@ async function startFleet(
   const agent = spawnAgent(configPath, agentEnv);
   const node = await waitNode(api, (n) => n.status === "online", agent);
   await agent.waitForLog(/INFO sync done .*written=\/etc\/firefox\/policies\/policies\.json/, 30_000);
+  // The start is over only when the server holds the policy's report: a test that kills the server earlier
+  // would see that report fail and be sent again after the reconnect.
+  await eventually(
+    async () => {
+      const { results } = await api.call("GET", `/api/v1/nodes/${node.id}/compliance`);
+      return (results as Json[]).some((r) => r.policy_id === policy.id && r.reported_version !== null) ||
+        undefined;
+    },
+    60_000,
+    "the first compliance report reaches the server",
+    agent.output,
+  );
   return Object.assign(fleet, {
     configPath,
     agentEnv,
