@@ -151,6 +151,7 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
       summary: "A challenge for your security key, to send as `webauthn` with a step-up",
       tag: "auth",
       access: "authenticated",
+      audit: { resourceType: "user", action: "auth.step_up_webauthn_start" },
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
       handler: async (c) => {
         const me = caller(c);

@@ -17,6 +17,8 @@ const PUBLIC_ROUTES = new Set([
   "GET /api/v1/openapi.json",
   "POST /api/v1/auth/login",
   "POST /api/v1/auth/login/second-factor",
+  "POST /api/v1/auth/login/webauthn/options",
+  "POST /api/v1/auth/login/webauthn",
   "POST /api/v1/auth/refresh",
   "POST /api/v1/auth/logout",
 ]);
@@ -25,6 +27,7 @@ const PUBLIC_ROUTES = new Set([
 const SELF_AUDITED = new Set([
   "POST /api/v1/auth/login",
   "POST /api/v1/auth/login/second-factor",
+  "POST /api/v1/auth/login/webauthn",
   "POST /api/v1/auth/refresh",
   "POST /api/v1/auth/logout",
 ]);
