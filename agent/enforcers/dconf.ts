@@ -31,6 +31,7 @@
  * @module
  */
 
+import { revalidate } from "./revalidate.ts";
 import { dconfType } from "../../shared/policy_types/dconf.ts";
 import type { DconfPolicy } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -391,22 +392,11 @@ export const dconfEnforcer: Enforcer = {
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];
-    const results: PolicyResult[] = [];
-    const valid: { policy: CachedPolicy; message: DconfPolicy }[] = [];
-    for (const policy of policies) {
-      try {
-        valid.push({ policy, message: dconfPolicyContent(policy) });
-      } catch (err) {
-        if (!(err instanceof PolicyContentError)) throw err;
-        io.logger.warn("Dconf policy rejected by the agent", { policy: policy.id, error: err.message });
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `policy content rejected by the agent: ${err.message}`,
-          items: [],
-        });
-      }
-    }
+    const { valid, rejected } = revalidate("Dconf", policies, {
+      check: dconfPolicyContent,
+      logger: io.logger,
+    });
+    const results: PolicyResult[] = rejected;
 
     const schemas = new Map(
       (valid.length ? await scanGSettingsSchemas(io.fs) ?? [] : []).map((s) => [s.schemaId, s]),

@@ -25,6 +25,7 @@
  * @module
  */
 
+import { revalidate } from "./revalidate.ts";
 import { toJsonString } from "@bufbuild/protobuf";
 import {
   type FirewalldPolicy,
@@ -379,22 +380,8 @@ export const firewalldEnforcer: Enforcer = {
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];
-    const results: PolicyResult[] = [];
-    const valid: { policy: CachedPolicy; message: FirewalldPolicy }[] = [];
-    for (const policy of policies) {
-      try {
-        valid.push({ policy, message: message(policy) });
-      } catch (err) {
-        if (!(err instanceof PolicyContentError)) throw err;
-        io.logger.warn("Firewalld policy rejected by the agent", { policy: policy.id, error: err.message });
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `policy content rejected by the agent: ${err.message}`,
-          items: [],
-        });
-      }
-    }
+    const { valid, rejected } = revalidate("Firewalld", policies, { check: message, logger: io.logger });
+    const results: PolicyResult[] = rejected;
 
     if (valid.length === 0 && io.managedPaths().length === 0) return { policies: results, changed };
     const tool = await io.runner.which("firewall-offline-cmd");

@@ -30,6 +30,7 @@
  * @module
  */
 
+import { revalidate } from "./revalidate.ts";
 import { toJsonString } from "@bufbuild/protobuf";
 import {
   type KconfigPolicy,
@@ -339,22 +340,11 @@ export const kconfigEnforcer: Enforcer = {
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];
-    const results: PolicyResult[] = [];
-    const valid: { policy: CachedPolicy; message: KconfigPolicy }[] = [];
-    for (const policy of policies) {
-      try {
-        valid.push({ policy, message: kconfigPolicyContent(policy) });
-      } catch (err) {
-        if (!(err instanceof PolicyContentError)) throw err;
-        io.logger.warn("Kconfig policy rejected by the agent", { policy: policy.id, error: err.message });
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `policy content rejected by the agent: ${err.message}`,
-          items: [],
-        });
-      }
-    }
+    const { valid, rejected } = revalidate("Kconfig", policies, {
+      check: kconfigPolicyContent,
+      logger: io.logger,
+    });
+    const results: PolicyResult[] = rejected;
     let kde = false;
     if (valid.length) { for (const p of KDE_INSTALL_PATHS) kde ||= await io.fs.exists(p); }
 
