@@ -13,7 +13,7 @@ import { ConfigError, loadConfig } from "./config/config.ts";
 import { startServer } from "./server.ts";
 import { VERSION } from "../shared/version.ts";
 import { runKekCommand } from "./disk_encryption/kek_cli.ts";
-import { ADMIN_COMMANDS, runAdminCommand } from "./cli/admin.ts";
+import { ADMIN_COMMANDS, DEV_OVERRIDES, runAdminCommand } from "./cli/admin.ts";
 import { POLICY_WORKER_COMMAND } from "./workers/protocol.ts";
 import { runPolicyWorker } from "./workers/policy_worker.ts";
 
@@ -55,8 +55,7 @@ export async function main(): Promise<void> {
       explicitPath: args.config !== undefined || Deno.env.get("SVC_CONFIG") !== undefined,
       overrides: args.dev
         ? {
-          "server.data_dir": ".svc-data",
-          "disk_encryption.create_kek_file": true,
+          ...DEV_OVERRIDES,
           // The agent repository `deno task build` left behind, unless one is configured.
           ...(!Deno.env.get("SVC_AGENT_REPO_DIR") && await isDir("dist/agent-repo")
             ? { "agent_repo.dir": "dist/agent-repo" }
