@@ -20,11 +20,15 @@ import {
   renderExport,
 } from "./bundle_codec.ts";
 import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
+import { PolicyContentError } from "../../shared/policy_types/mod.ts";
+import { type EncodedTypedContent, encodeTypedContent } from "../hub/typed_content.ts";
 
 /** A unit of pure bundle work. */
 export type BundleJob =
   | { op: "check"; text: string; format?: BundleFormat }
   | { op: "content"; type: string; content: string }
+  /** Stored content as the stream's typed member (server/hub/typed_content.ts); null for an unknown type. */
+  | { op: "typed"; type: string; content: string }
   | {
     op: "render";
     policies: ExportPolicyRow[];
@@ -32,9 +36,15 @@ export type BundleJob =
     format: BundleFormat;
   };
 
-/** The answer to a job: its value, or the error it threw (domain errors keep kind and fields). */
+/** What a job returns. */
+export type BundleJobValue = CheckedBundle | RenderedExport | CheckedContent | EncodedTypedContent | null;
+
+/**
+ * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; content that
+ * does not parse is `invalid`).
+ */
 export type BundleJobAnswer =
-  | { ok: true; value: CheckedBundle | RenderedExport | CheckedContent }
+  | { ok: true; value: BundleJobValue }
   | { ok: false; kind: DomainErrorKind | "internal"; message: string; fields?: DomainFieldError[] };
 
 /** Runs `job` here and now. */
@@ -44,12 +54,15 @@ export function runBundleJob(job: BundleJob): BundleJobAnswer {
       ? withoutParsedContent(checkBundle(job.text, job.format))
       : job.op === "content"
       ? checkContent(job.type, job.content)
+      : job.op === "typed"
+      ? encodeTypedContent(job.type, job.content) ?? null
       : renderExport(job.policies, job.bindings, job.format);
     return { ok: true, value };
   } catch (err) {
     if (err instanceof DomainError) {
       return { ok: false, kind: err.kind, message: err.message, fields: err.fields };
     }
+    if (err instanceof PolicyContentError) return { ok: false, kind: "invalid", message: err.message };
     if (err instanceof RangeError) {
       return { ok: false, kind: "invalid", message: `bundle is too complex to process: ${err.message}` };
     }
@@ -131,7 +144,7 @@ function answerValue<T>(answer: BundleJobAnswer): T {
 }
 
 /** Runs `job` in a worker thread and returns its value (or throws its error). */
-export async function runOffLoop<T extends CheckedBundle | RenderedExport | CheckedContent>(
+export async function runOffLoop<T extends BundleJobValue>(
   job: BundleJob,
 ): Promise<T> {
   await acquire();

@@ -13,7 +13,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { Queryable } from "../db/db.ts";
 import type { Logger } from "../log.ts";
 import { EventType, PolicyUpdateSchema } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { currentRevision, loadDeliveredPolicies, toPolicyMessage } from "./snapshot.ts";
+import { currentRevision, loadDeliveredPolicies, toPolicyMessages } from "./snapshot.ts";
 
 /** A row of `hub_events`. */
 export interface HubEvent {
@@ -69,6 +69,9 @@ export async function encodeReplay(
     ]))
       .map((r) => [r.id, r.type]),
   );
+  // Policies delivered now, as stream messages (one per policy however many events name it).
+  const reaching = ids.flatMap((id) => delivered.get(id) ?? []);
+  const messages = new Map((await toPolicyMessages(reaching, options.log)).map((m) => [m.id, m]));
   return relevant.map((e) => {
     const policy = delivered.get(e.policy_id!);
     const type = e.kind === "deleted" || !policy
@@ -82,7 +85,7 @@ export async function encodeReplay(
         type,
         policy: type === EventType.DELETED
           ? { id: e.policy_id!, type: types.get(e.policy_id!) ?? "" }
-          : toPolicyMessage(policy!, options.log),
+          : messages.get(policy!.id),
         revision: BigInt(e.revision),
       }),
     );

@@ -15,7 +15,8 @@ import {
   PolicyState,
   PolicyUpdateSchema,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { typedContentFor } from "../../shared/policy_types/mod.ts";
+import { typedContentOf } from "./typed_content_cache.ts";
+import { withTypedContent } from "./typed_content.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {
@@ -78,15 +79,11 @@ export async function buildSnapshot(
 ): Promise<Snapshot> {
   const revision = await currentRevision(q);
   const policies = await loadDeliveredPolicies(q, groupIds);
-  return encodeSnapshot(policies, revision, log);
+  return encodeSnapshot(await toPolicyMessages(policies, log), revision);
 }
 
-/** Encodes policies as snapshot messages (an empty list gives the single empty-snapshot marker). */
-export function encodeSnapshot(
-  policies: readonly DeliveredPolicy[],
-  revision: number,
-  log: Logger,
-): Snapshot {
+/** Encodes policy messages as a snapshot (an empty list gives the single empty-snapshot marker). */
+export function encodeSnapshot(policies: readonly Policy[], revision: number): Snapshot {
   if (policies.length === 0) {
     const marker = toBinary(
       PolicyUpdateSchema,
@@ -98,12 +95,12 @@ export function encodeSnapshot(
     );
     return { revision, messages: [marker], policyIds: [] };
   }
-  const messages = policies.map((p, i) =>
+  const messages = policies.map((policy, i) =>
     toBinary(
       PolicyUpdateSchema,
       create(PolicyUpdateSchema, {
         type: EventType.SNAPSHOT,
-        policy: toPolicyMessage(p, log),
+        policy,
         snapshotComplete: i === policies.length - 1,
         revision: BigInt(revision),
       }),
@@ -112,38 +109,32 @@ export function encodeSnapshot(
   return { revision, messages, policyIds: policies.map((p) => p.id) };
 }
 
-/** The stream `Policy` message for a delivered policy, with typed content when the type is known. */
-export function toPolicyMessage(p: DeliveredPolicy, log: Logger): Policy {
-  return create(PolicySchema, {
-    id: p.id,
-    name: p.name,
-    description: p.description,
-    type: p.type,
-    content: p.content,
-    version: p.version,
-    state: PolicyState.RELEASED,
-    priority: p.priority,
-    deprecated: p.deprecated,
-    deprecationMessage: p.deprecation_message,
-    replacementPolicyId: p.replacement_policy_id ?? "",
-    typedContent: typedContent(p, log),
-  });
-}
-
 /**
- * Parses stored content into the type's message, ignoring unknown fields (forward compatibility). Unknown
- * types have no typed member; content that fails to parse is sent without one and the failure is logged,
- * so one bad policy never keeps the others from a node.
+ * The stream `Policy` messages of delivered policies, each with its typed content when the type is known
+ * and the content parses (typed_content_cache.ts: encoded once per content, large content off the loop;
+ * content that fails to parse is sent without it and logged).
  */
-function typedContent(p: DeliveredPolicy, log: Logger): Policy["typedContent"] {
-  try {
-    return (typedContentFor(p.type, p.content) ?? { case: undefined }) as Policy["typedContent"];
-  } catch (err) {
-    log.warn("hub: policy content does not parse; sending it without typed content", {
-      policy: p.id,
-      type: p.type,
-      error: (err as Error).message,
-    });
-    return { case: undefined };
-  }
+export async function toPolicyMessages(
+  policies: readonly DeliveredPolicy[],
+  log: Logger,
+): Promise<Policy[]> {
+  const typed = await Promise.all(policies.map((p) => typedContentOf(p, log)));
+  return policies.map((p, i) =>
+    withTypedContent(
+      create(PolicySchema, {
+        id: p.id,
+        name: p.name,
+        description: p.description,
+        type: p.type,
+        content: p.content,
+        version: p.version,
+        state: PolicyState.RELEASED,
+        priority: p.priority,
+        deprecated: p.deprecated,
+        deprecationMessage: p.deprecation_message,
+        replacementPolicyId: p.replacement_policy_id ?? "",
+      }),
+      typed[i],
+    )
+  );
 }

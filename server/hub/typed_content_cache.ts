@@ -1,0 +1,125 @@
+/**
+ * The encoded typed content of delivered policies ({@link encodeTypedContent}), kept per policy for as long
+ * as its type and content stay the same. Parsing a large policy costs hundreds of milliseconds (about 300 ms
+ * for 1 MiB on a loaded machine); done for every snapshot on the server's thread, it held up every other
+ * request and stream that long. Now content is parsed once per change, and large content in the bundle
+ * worker (`runOffLoop`), so a snapshot build only copies bytes.
+ *
+ * The cache belongs to the process: every replica fills its own on first use, and an entry is used only
+ * when the content read from the database is the very text it was made from.
+ */
+import { DomainError } from "../domain/errors.ts";
+import { INLINE_CONTENT_LENGTH, runOffLoop } from "../domain/bundle_job.ts";
+import type { Logger } from "../log.ts";
+import { PolicyContentError } from "../../shared/policy_types/mod.ts";
+import { type EncodedTypedContent, encodeTypedContent } from "./typed_content.ts";
+
+/**
+ * Most bytes the cache holds (content text as UTF-16 plus the encoded message), beyond which the least
+ * recently used policies are dropped (and encoded again when next delivered).
+ */
+export const TYPED_CONTENT_CACHE_BYTES = 128 * 1024 * 1024;
+
+interface Entry {
+  type: string;
+  content: string;
+  typed: Promise<EncodedTypedContent | undefined>;
+  /** Bytes counted against {@link TYPED_CONTENT_CACHE_BYTES} (an estimate until the encoding is done). */
+  size: number;
+}
+
+/** By policy id, least recently used first (a Map keeps insertion order). */
+const entries = new Map<string, Entry>();
+let cachedBytes = 0;
+let encodings = 0;
+
+/** A policy whose typed content the stream needs. */
+export interface TypedContentSource {
+  id: string;
+  type: string;
+  content: string;
+}
+
+/**
+ * The typed member of `policy`, from the cache or encoded now (on this thread for short content, in the
+ * bundle worker for longer). Undefined for an unknown type, and for content that does not parse: that is
+ * logged once per content and the policy is sent without its typed member, so one bad policy never keeps
+ * the others from a node.
+ */
+export function typedContentOf(
+  policy: TypedContentSource,
+  log: Logger,
+): Promise<EncodedTypedContent | undefined> {
+  const hit = entries.get(policy.id);
+  if (hit && hit.type === policy.type && hit.content === policy.content) {
+    entries.delete(policy.id);
+    entries.set(policy.id, hit);
+    return hit.typed;
+  }
+  if (hit) forget(policy.id, hit);
+  const entry: Entry = {
+    type: policy.type,
+    content: policy.content,
+    typed: Promise.resolve(undefined),
+    size: policy.content.length * 4,
+  };
+  entry.typed = encode(policy, log).then(({ typed, lasting }) => {
+    if (!lasting) forget(policy.id, entry);
+    else if (entries.get(policy.id) === entry) {
+      cachedBytes += policy.content.length * 2 + (typed?.payload.length ?? 0) - entry.size;
+      entry.size = policy.content.length * 2 + (typed?.payload.length ?? 0);
+      trim(entry);
+    }
+    return typed;
+  });
+  entries.set(policy.id, entry);
+  cachedBytes += entry.size;
+  trim(entry);
+  return entry.typed;
+}
+
+/** Encodes `policy`'s typed content; `lasting` is false for a failure worth trying again (a worker failed). */
+async function encode(
+  policy: TypedContentSource,
+  log: Logger,
+): Promise<{ typed: EncodedTypedContent | undefined; lasting: boolean }> {
+  encodings++;
+  try {
+    if (policy.content.length <= INLINE_CONTENT_LENGTH) {
+      return { typed: encodeTypedContent(policy.type, policy.content), lasting: true };
+    }
+    const typed = await runOffLoop<EncodedTypedContent | null>({
+      op: "typed",
+      type: policy.type,
+      content: policy.content,
+    });
+    return { typed: typed ?? undefined, lasting: true };
+  } catch (err) {
+    log.warn("hub: policy content does not parse; sending it without typed content", {
+      policy: policy.id,
+      type: policy.type,
+      error: (err as Error).message,
+    });
+    // Content that does not parse stays so until it changes; anything else is tried again next time.
+    return { typed: undefined, lasting: err instanceof PolicyContentError || err instanceof DomainError };
+  }
+}
+
+function forget(id: string, entry: Entry): void {
+  if (entries.get(id) !== entry) return;
+  entries.delete(id);
+  cachedBytes -= entry.size;
+}
+
+/** Drops the least recently used entries while over the limit, never `keep` (the one just asked for). */
+function trim(keep: Entry): void {
+  for (const [id, entry] of entries) {
+    if (cachedBytes <= TYPED_CONTENT_CACHE_BYTES) return;
+    if (entry !== keep) forget(id, entry);
+  }
+}
+
+/** Counters for tests and benchmarks: entries held, bytes counted and encodings done since start. */
+export function typedContentCacheStats(): { entries: number; bytes: number; encodings: number } {
+  return { entries: entries.size, bytes: cachedBytes, encodings };
+}
