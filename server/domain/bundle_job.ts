@@ -97,6 +97,17 @@ export async function checkContentOffLoop(type: string, content: string): Promis
 }
 
 /**
+ * Checks stored content that a unit of work is about to check again (a release), off the event loop and
+ * before the unit opens: the result lets the domain skip its own check (`assertReleasable`, policies.ts).
+ * Undefined for short content (checked inline in the unit, cheaply) and for content that fails, which the
+ * domain then refuses with its own message.
+ */
+export async function precheckContent(type: string, content: string): Promise<CheckedContent | undefined> {
+  if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
+  return await runOffLoop<CheckedContent>({ op: "content", type, content }).catch(() => undefined);
+}
+
+/**
  * Test hook: when set, awaited on the server's thread while a job is in its worker, before the answer is
  * used; a test makes a job as slow as it needs (e.g. to look at the database meanwhile) without timing.
  */

@@ -141,6 +141,25 @@ export function normalizeContent(type: string, content: string, checked?: Checke
   return checkContent(type, content).canonical;
 }
 
+/**
+ * Refuses content that does not validate for `type` ("<what> cannot be released: …", fields named
+ * `content.…`). `checked` is this content checked off the event loop already (large content, see
+ * `precheckContent` in bundle_job.ts): when it matches type and text, the check does not run again.
+ */
+export function assertReleasable(
+  type: string,
+  content: string,
+  options: { checked?: CheckedContent; what: string },
+): void {
+  const { checked } = options;
+  if (checked?.type === type && checked.content === content) return;
+  const issues = validatePolicyContent(type, content);
+  if (issues.length > 0) {
+    const err = fieldsError(issues, "content");
+    throw invalidError(`${options.what} cannot be released: ${err.message}`, err.fields);
+  }
+}
+
 /** Input of {@link createPolicy}. */
 export interface CreatePolicyInput {
   name: string;
@@ -240,14 +259,8 @@ export async function changePolicyState(
       `cannot move a policy from ${from} to ${target} (current state: ${from}; allowed next: ${allowed})`,
     );
   }
-  const checked = options.checked;
-  // Content already checked off the event loop (large content, see normalizeContent) is not checked again.
-  if (target === "released" && !(checked?.type === current.type && checked.content === current.content)) {
-    const issues = validatePolicyContent(current.type, current.content);
-    if (issues.length > 0) {
-      const err = fieldsError(issues, "content");
-      throw invalidError(`policy cannot be released: ${err.message}`, err.fields);
-    }
+  if (target === "released") {
+    assertReleasable(current.type, current.content, { checked: options.checked, what: "policy" });
   }
   let lockoutOverride: string | undefined;
   if (target === "released" && current.type === SESSION_ACCESS_TYPE) {

@@ -7,9 +7,16 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
-import { conflictError, fieldsError, found, invalidError, notFoundError } from "./errors.ts";
-import { createPolicy, getPolicy, normalizeContent, type PolicyRecord, reachedGroups } from "./policies.ts";
+import type { CheckedContent } from "./bundle_codec.ts";
+import { conflictError, found, notFoundError } from "./errors.ts";
+import {
+  assertReleasable,
+  createPolicy,
+  getPolicy,
+  normalizeContent,
+  type PolicyRecord,
+  reachedGroups,
+} from "./policies.ts";
 import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 
 /** The REST revision record. */
@@ -51,6 +58,8 @@ export interface SaveRevisionInput {
   content?: string;
   description?: string;
   createdBy: string;
+  /** `content` already checked off the event loop (see `normalizeContent` in policies.ts). */
+  checked?: CheckedContent;
 }
 
 /**
@@ -70,7 +79,7 @@ export async function saveRevision(
   }
   const current = await findRevision(q, policyId, { lock: true });
   const content = input.content !== undefined
-    ? normalizeContent(policy.type, input.content)
+    ? normalizeContent(policy.type, input.content, input.checked)
     : current?.content ?? policy.content;
   const description = input.description ?? current?.description ?? policy.description;
   if (current) {
@@ -110,12 +119,13 @@ export interface RevisionRelease {
  * Releases the pending revision: validates its content, replaces the policy's content and description,
  * bumps the version, removes the revision and publishes one resync for the groups the policy reaches, all in
  * the caller's transaction. Refused when the policy is no longer released or its version moved on since the
- * revision was started.
+ * revision was started. `checked` is the revision's content checked off the event loop already (large
+ * content; see `precheckContent` in bundle_job.ts), which is then not checked again here.
  */
 export async function releaseRevision(
   q: Queryable,
   policyId: string,
-  options: { lockoutReason?: string } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent } = {},
 ): Promise<RevisionRelease> {
   const policy = await getPolicy(q, policyId, { lock: true });
   const revision = found(
@@ -132,11 +142,7 @@ export async function releaseRevision(
       `the revision was started from version ${revision.base_version} but the policy is at version ${policy.version} now; discard the revision and start again`,
     );
   }
-  const issues = validatePolicyContent(policy.type, revision.content);
-  if (issues.length > 0) {
-    const err = fieldsError(issues, "content");
-    throw invalidError(`revision cannot be released: ${err.message}`, err.fields);
-  }
+  assertReleasable(policy.type, revision.content, { checked: options.checked, what: "revision" });
   await q.query(
     `UPDATE policies SET content = $2, description = $3, version = version + 1, updated_at = now()
      WHERE id = $1`,

@@ -18,6 +18,7 @@ import {
 import {
   discardRevision,
   duplicatePolicy,
+  findRevision,
   getRevision,
   releaseRevision,
   saveRevision,
@@ -31,7 +32,7 @@ import {
   MAX_BUNDLE_BYTES,
 } from "../../domain/export_import.ts";
 import type { CheckedBundle, CheckedContent } from "../../domain/bundle_codec.ts";
-import { checkContentOffLoop, INLINE_CONTENT_LENGTH } from "../../domain/bundle_job.ts";
+import { checkContentOffLoop, INLINE_CONTENT_LENGTH, precheckContent } from "../../domain/bundle_job.ts";
 import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
 import { forbidden, HttpError } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
@@ -359,8 +360,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         if (body<{ state: PolicyState }>(c).state !== "released") return undefined;
         if (!caller(c).permissions.has("policy:release")) return undefined;
         const current = await getPolicy(db, uuidParam(c, "id"));
-        if (current.content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop(current.type, current.content).catch(() => undefined);
+        return await precheckContent(current.type, current.content);
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -411,11 +411,18 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { description: DESCRIPTION, content: CONTENT },
       },
       responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
+      // Large content is checked in a worker before the unit of work opens, as for a draft edit.
+      prepare: async (c) => {
+        const { content } = body<{ content?: string }>(c);
+        if (content === undefined || content.length <= INLINE_CONTENT_LENGTH) return undefined;
+        return await checkContentOffLoop((await getPolicy(db, uuidParam(c, "id"))).type, content);
+      },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const input = body<{ description?: string; content?: string }>(c);
+        const checked = prepared<CheckedContent | undefined>(c);
         const revision = await db.transaction(async (tx) => {
-          const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username });
+          const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username, checked });
           auditResource(c, { id, name: (await getPolicy(tx, id)).name });
           return saved;
         });
@@ -447,11 +454,20 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { lockout_reason: LOCKOUT_REASON },
       },
       responses: { "200": { description: "The policy at its new version", schema: POLICY_SCHEMA } },
+      // Large content is checked in a worker before the unit of work opens (see the state route).
+      prepare: async (c) => {
+        const id = uuidParam(c, "id");
+        const [policy, revision] = [await getPolicy(db, id), await findRevision(db, id)];
+        return revision ? await precheckContent(policy.type, revision.content) : undefined;
+      },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { lockout_reason } = body<{ lockout_reason?: string }>(c);
         const { policy, fromVersion, lockoutOverride } = await db.transaction((tx) =>
-          releaseRevision(tx, id, { lockoutReason: lockout_reason })
+          releaseRevision(tx, id, {
+            lockoutReason: lockout_reason,
+            checked: prepared<CheckedContent | undefined>(c),
+          })
         );
         auditResource(c, { id, name: policy.name });
         c.set("auditDetails", {
