@@ -28,8 +28,9 @@ import {
   failPendingLogin,
   findPendingLogin,
 } from "./pending_logins.ts";
-import { createLoginThrottle } from "./rate_limit.ts";
+import { createLoginThrottle, createWindowLimiter } from "./rate_limit.ts";
 import { maskCodes } from "./step_up.ts";
+import { afterUnit } from "../db/db.ts";
 import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
 import type { IdentityServices } from "./services.ts";
 import { isWellFormedToken } from "./tokens.ts";
@@ -129,11 +130,18 @@ function refuseCrossSite(c: RouteContext): void {
   }
 }
 
+/**
+ * Passkey challenges (a passkey login without a first step) one client address may ask for per window: a
+ * person needs one per attempt; each stores a pending row until it expires.
+ */
+export const PASSKEY_CHALLENGE_LIMIT = { max: 30, windowSeconds: 300 } as const;
+
 /** The auth routes. */
 export function authRoutes(s: IdentityServices): RouteSpec[] {
   const { ctx } = s;
   const security = ctx.config.security;
   const throttle = createLoginThrottle(ctx.db);
+  const passkeyChallenges = createWindowLimiter(ctx.db, PASSKEY_CHALLENGE_LIMIT);
   const rp = relyingPartyOf(ctx.config);
 
   /** Signs an access token for a session and sets the three cookies (the CSRF token is the session's). */
@@ -444,6 +452,7 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
           schema: { type: "object", properties: { token: { type: "string" }, options: { type: "object" } } },
         },
         "401": { description: "The first step expired or was used (`login_expired`)" },
+        "429": { description: "Too many passkey challenges for this address (no token); see Retry-After" },
       },
       async handler(c) {
         refuseCrossSite(c);
@@ -452,7 +461,20 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         c.set("clientIp", s.clientIp(c.req.raw.headers));
         c.header("cache-control", "no-store");
         const rpId = requestRpId(s, c);
-        if (input.token === undefined) return c.json(await startAuthentication(ctx.db, rp, { rpId }));
+        if (input.token === undefined) {
+          // Anyone may ask, and each answer stores a challenge: so many per address, counted in the database.
+          const wait = await passkeyChallenges.take(ctx.db, `passkey-options:${c.get("clientIp")}`);
+          if (wait > 0) {
+            throw new HttpError(
+              429,
+              "rate_limited",
+              `too many passkey sign-in attempts from this address; try again in ${wait} seconds`,
+              undefined,
+              { "Retry-After": String(wait) },
+            );
+          }
+          return c.json(await startAuthentication(ctx.db, rp, { rpId }));
+        }
         const pending = await findPendingLogin(ctx.db, input.token, "second_factor");
         if (!pending?.userId || (await factorsOf(ctx.db, pending.userId)).webauthn === 0) {
           throw loginExpired();
@@ -668,11 +690,12 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { id: user.id, name: user.username });
         const input = body<{ current_password: string; new_password: string }>(c);
         const keys = [`user:${user.username.toLowerCase()}`];
-        const wait = s.limiter.retryAfter(keys);
+        const wait = await s.limiter.retryAfter(ctx.db, keys);
         if (wait > 0) throw rateLimited("attempts", wait);
         const hash = await passwordHashOf(ctx.db, user.id);
         if (!(await verifyPassword(input.current_password, hash))) {
-          s.limiter.fail(keys);
+          // The refusal rolls this request's unit of work back; the count is kept after it.
+          await afterUnit(() => s.limiter.fail(ctx.db, keys));
           throw new HttpError(403, "wrong_password", "current_password is not your current password", [
             { field: "current_password", message: "is not your current password" },
           ]);

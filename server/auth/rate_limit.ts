@@ -15,81 +15,111 @@
  * when it starts (so concurrent guesses cannot slip past the limit together) and is taken back when the
  * password was right.
  *
- * {@link createLoginLimiter} is the older in-process sliding window, still used where one process is enough
- * (step-up re-authentication and changing one's own password, both behind a session).
+ * {@link createWindowLimiter} is a plainer counter on the same table: so many events per key per window. It
+ * limits failed step-up re-authentications and own-password changes (behind a session, so no account can be
+ * locked by strangers) and the anonymous passkey challenges per client address.
  */
 import type { Db, Queryable } from "../db/db.ts";
 
-/** Options of {@link createLoginLimiter}. */
-export interface LoginLimiterOptions {
-  maxFailures?: number;
-  windowMs?: number;
+/** Options of {@link createWindowLimiter}. */
+export interface WindowLimiterOptions {
+  /** Events (failures, or uses for {@link WindowLimiter.take}) a key may have in one window. */
+  max: number;
+  /** Length of a window in seconds (at most {@link LOGIN_THROTTLE}.windowSeconds: rows expire after that). */
+  windowSeconds: number;
   /** Clock (tests). */
-  now?: () => number;
-  /** Bound on tracked keys, so a flood of addresses cannot exhaust memory. */
-  maxKeys?: number;
+  now?: () => Date;
 }
 
-/** The limiter. Keys are opaque strings such as `ip:10.0.0.1` and `user:alice`. */
-export interface LoginLimiter {
-  /** Seconds to wait when any key is over the limit, else 0. */
-  retryAfter(keys: readonly string[]): number;
-  /** Counts a failed attempt against every key. */
-  fail(keys: readonly string[]): void;
-  /** Forgets the failures of a key (an account after a successful login). */
-  reset(key: string): void;
+/**
+ * A fixed-window counter per key, kept in the database like the login throttle (same table, so every replica
+ * sees the same numbers). Keys are opaque strings such as `stepup-ip:10.0.0.1`; only their digests are
+ * stored. A window starts at a key's first event after its previous window ended (for these rows
+ * `last_attempt_at` holds that start), and a key that reached `max` waits until its window ends.
+ *
+ * Every method takes the connection to use, so a check can read inside the caller's transaction. A failure
+ * counted while handling an audited request must outlive its rolled-back unit of work: count it with
+ * `afterUnit` (server/db/db.ts).
+ */
+export interface WindowLimiter {
+  /** Seconds to wait when any key is at its limit, else 0. */
+  retryAfter(q: Queryable, keys: readonly string[]): Promise<number>;
+  /** Counts an event (a failed attempt) against every key. */
+  fail(q: Queryable, keys: readonly string[]): Promise<void>;
+  /** Forgets a key (an account after a successful attempt). */
+  reset(q: Queryable, key: string): Promise<void>;
+  /**
+   * Counts one use of `key` unless it is at its limit, atomically (concurrent callers cannot slip past the
+   * limit together); 0 when counted, else the seconds to wait (refused uses are not counted).
+   */
+  take(q: Queryable, key: string): Promise<number>;
 }
 
-/** Creates a limiter (defaults: 10 failures per 60 s). */
-export function createLoginLimiter(options: LoginLimiterOptions = {}): LoginLimiter {
-  const max = options.maxFailures ?? 10;
-  const windowMs = options.windowMs ?? 60_000;
-  const now = options.now ?? Date.now;
-  const maxKeys = options.maxKeys ?? 100_000;
-  const failures = new Map<string, number[]>();
-
-  const recent = (key: string, at: number): number[] => {
-    const list = failures.get(key);
-    if (!list) return [];
-    const kept = list.filter((t) => t > at - windowMs);
-    if (kept.length === 0) failures.delete(key);
-    else failures.set(key, kept);
-    return kept;
+/** Creates a database-backed {@link WindowLimiter}. */
+export function createWindowLimiter(db: Db, options: WindowLimiterOptions): WindowLimiter {
+  const now = options.now ?? (() => new Date());
+  const window = options.windowSeconds;
+  const cleanupAfter = Math.max(window, LOGIN_THROTTLE.windowSeconds);
+  let sinceCleanup = 0;
+  const rowKey = (key: string) => digest(`window\0${key}`);
+  const waitOf = (row: { attempts: number; last_attempt_at: Date } | undefined, at: Date): number => {
+    if (!row || row.attempts < options.max) return 0;
+    const ends = new Date(row.last_attempt_at).getTime() + window * 1000;
+    return ends > at.getTime() ? Math.max(1, Math.ceil((ends - at.getTime()) / 1000)) : 0;
   };
-  const prune = (at: number) => {
-    for (const key of failures.keys()) recent(key, at);
-    // Still nearly full: drop the oldest entries (Map keeps insertion order), leaving room so the next
-    // prune is far away and the cost stays amortised.
-    for (const key of failures.keys()) {
-      if (failures.size < maxKeys * 0.9) break;
-      failures.delete(key);
-    }
+  const read = async (q: Queryable, key: string) =>
+    (await q.query<{ attempts: number; last_attempt_at: Date }>(
+      "SELECT attempts, last_attempt_at FROM login_throttle WHERE scope = 'account' AND key = $1",
+      [await rowKey(key)],
+    ))[0];
+  const cleanup = async () => {
+    if (++sinceCleanup < 100) return;
+    sinceCleanup = 0;
+    await db.query(
+      "DELETE FROM login_throttle WHERE last_attempt_at < now() - make_interval(secs => $1::int)",
+      [cleanupAfter],
+    ).catch(() => {});
   };
-
+  // One statement per key: a new window (count 1, start now) when the last one ended, else one more. With
+  // `full` the row is left alone (and not returned) when the key is at its limit in the current window.
+  const count = async (q: Queryable, key: string, at: Date, full: boolean) =>
+    await q.query<{ attempts: number }>(
+      `INSERT INTO login_throttle (scope, key, attempts, last_attempt_at) VALUES ('account', $1, 1, $2)
+       ON CONFLICT (scope, key) DO UPDATE SET
+         attempts = CASE WHEN login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)
+                    THEN 1 ELSE login_throttle.attempts + 1 END,
+         last_attempt_at = CASE WHEN login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)
+                           THEN $2 ELSE login_throttle.last_attempt_at END
+       ${
+        full
+          ? "WHERE login_throttle.attempts < $4 OR login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)"
+          : ""
+      }
+       RETURNING attempts`,
+      full ? [await rowKey(key), at, window, options.max] : [await rowKey(key), at, window],
+    );
   return {
-    retryAfter(keys) {
+    async retryAfter(q, keys) {
       const at = now();
       let wait = 0;
-      for (const key of keys) {
-        const list = recent(key, at);
-        if (list.length >= max) wait = Math.max(wait, list[list.length - max] + windowMs - at);
-      }
-      return wait > 0 ? Math.max(1, Math.ceil(wait / 1000)) : 0;
+      for (const key of keys) wait = Math.max(wait, waitOf(await read(q, key), at));
+      return wait;
     },
-    fail(keys) {
+    async fail(q, keys) {
       const at = now();
-      if (failures.size >= maxKeys) prune(at);
-      for (const key of keys) {
-        const list = recent(key, at);
-        list.push(at);
-        // Only the newest `max` failures decide anything; re-inserting moves the key to the young end, so
-        // pruning evicts idle keys rather than an active attacker's.
-        failures.delete(key);
-        failures.set(key, list.slice(-max));
-      }
+      for (const key of keys) await count(q, key, at, false);
+      await cleanup();
     },
-    reset(key) {
-      failures.delete(key);
+    async reset(q, key) {
+      await q.query("DELETE FROM login_throttle WHERE scope = 'account' AND key = $1", [await rowKey(key)]);
+    },
+    async take(q, key) {
+      const at = now();
+      if ((await count(q, key, at, true)).length > 0) {
+        await cleanup();
+        return 0;
+      }
+      return Math.max(1, waitOf(await read(q, key), at));
     },
   };
 }

@@ -42,7 +42,13 @@ function subjectColumn(subject: BindingSubject): ["user_id" | "user_group_id", s
   return "userId" in subject ? ["user_id", subject.userId] : ["user_group_id", subject.userGroupId];
 }
 
+/** True when anyone (a user or a user group) holds `roleId`. */
+export async function roleIsBound(q: Queryable, roleId: string): Promise<boolean> {
+  return (await q.query("SELECT 1 FROM role_bindings WHERE role_id = $1 LIMIT 1", [roleId])).length > 0;
+}
+
 /** Bindings of one subject, by role name. */
+
 export async function listBindings(q: Queryable, subject: BindingSubject): Promise<RoleBinding[]> {
   const [column, id] = subjectColumn(subject);
   return await q.query<RoleBinding>(

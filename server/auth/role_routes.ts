@@ -1,6 +1,9 @@
 /**
  * `/api/v1/roles` and `/api/v1/permissions`. Built-in roles are read-only. Nobody can put a permission they
- * do not hold into a role, nor edit or delete a role that holds one.
+ * do not hold into a role, nor edit or delete a role that holds one. Changing the permissions of a role that
+ * someone holds, or deleting it, changes what they may do: like binding roles, it needs step-up
+ * re-authentication. (A new role, or one nobody holds, changes nobody's permissions; binding it needs
+ * step-up then.)
  */
 import { ALL_PERMISSIONS } from "../../shared/permissions.ts";
 import { found } from "../domain/errors.ts";
@@ -9,8 +12,10 @@ import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../http/route.ts";
 import { assertHolds, identityTransaction } from "./rbac.ts";
+import { roleIsBound } from "./role_bindings.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "./roles.ts";
 import type { IdentityServices } from "./services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
 import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
@@ -45,6 +50,11 @@ export const NAME_SCHEMA: JsonSchema = {
  * C1) is refused.
  */
 export const DESCRIPTION_SCHEMA: JsonSchema = { type: "string", maxLength: 1000, pattern: TEXT_PATTERN };
+
+function samePermissions(a: readonly string[], b: readonly string[]): boolean {
+  const set = new Set(a);
+  return set.size === new Set(b).size && b.every((p) => set.has(p));
+}
 
 /** The role routes. */
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
@@ -107,19 +117,30 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
     {
       method: "PUT",
       path: "/api/v1/roles/:id",
-      summary: "Change a custom role's name, description or permissions (replaces the whole set)",
+      summary:
+        "Change a custom role's name, description or permissions (replaces the whole set; changing the " +
+        "permissions of a role someone holds needs step-up)",
       tag: "roles",
       access: "role:edit",
       audit: { resourceType: "role" },
       body: {
         type: "object",
         additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA, permissions: PERMISSIONS_SCHEMA },
+        properties: {
+          name: NAME_SCHEMA,
+          description: DESCRIPTION_SCHEMA,
+          permissions: PERMISSIONS_SCHEMA,
+          ...STEP_UP_PROPERTIES,
+        },
       },
-      responses: { "200": { description: "The updated role", schema: ROLE_SCHEMA } },
+      responses: {
+        "200": { description: "The updated role", schema: ROLE_SCHEMA },
+        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         const input = body<{ name?: string; description?: string; permissions?: string[] }>(c);
+        const proof = takeStepUpProof(c);
         const role = await identityTransaction(db, async (tx) => {
           const current = found(await getRole(tx, id), `role ${id}`);
           auditResource(c, { id, name: current.name });
@@ -128,6 +149,13 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
             [...current.permissions, ...(input.permissions ?? [])],
             `change role "${current.name}"`,
           );
+          if (
+            !current.builtin && input.permissions &&
+            !samePermissions(current.permissions, input.permissions) &&
+            (await roleIsBound(tx, id))
+          ) {
+            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          }
           const name = input.name?.trim();
           if (name) await assertNameFree(tx, { table: "roles", noun: "role", name, exceptId: id });
           return await updateRole(tx, current, {
@@ -143,17 +171,26 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
     {
       method: "DELETE",
       path: "/api/v1/roles/:id",
-      summary: "Delete a custom role and its bindings",
+      summary: "Delete a custom role and its bindings (step-up when someone holds it)",
       tag: "roles",
       access: "role:delete",
       audit: { resourceType: "role" },
-      responses: { "204": { description: "Deleted" } },
+      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      responses: {
+        "204": { description: "Deleted" },
+        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
+        const proof = takeStepUpProof(c);
         await identityTransaction(db, async (tx) => {
           const role = found(await getRole(tx, id), `role ${id}`);
           auditResource(c, { id, name: role.name });
           assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
+          // (Built-in roles are refused below, without asking for a proof.)
+          if (!role.builtin && (await roleIsBound(tx, id))) {
+            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          }
           await deleteRole(tx, role);
         });
         return c.body(null, 204);

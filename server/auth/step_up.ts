@@ -5,18 +5,18 @@
  * and, when the user has a second factor, a fresh TOTP code, a backup code or a security key's assertion,
  * each used up as at login (a code accepted at login cannot be replayed here, and the other way round).
  *
- * Failures are limited like logins (per account and per client address), so a stolen session cannot be
- * used to guess the password or the code.
+ * Failures are limited per account and per client address in the database (replicas share the counts), so
+ * a stolen session cannot be used to guess the password or the code, on one replica or spread over several.
  *
  * @module
  */
 import type { ServerConfig } from "../config/config.ts";
-import { type Queryable, queryOne } from "../db/db.ts";
+import { afterUnit, type Db, type Queryable, queryOne } from "../db/db.ts";
 import { HttpError } from "../http/errors.ts";
 import { body, type RouteContext } from "../http/route.ts";
 import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
-import { createLoginLimiter, type LoginLimiter } from "./rate_limit.ts";
+import { createWindowLimiter, type WindowLimiter } from "./rate_limit.ts";
 import { ldapAuthenticate, LdapError } from "./ldap.ts";
 import { type RelyingParty, usePasskeyLogin, WebAuthnError } from "./webauthn.ts";
 
@@ -34,8 +34,8 @@ export interface StepUpProof {
   webauthn?: { token: string; response: unknown };
 }
 
-/** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}. */
-export const STEP_UP_PROPERTIES = {
+/** The proof's fields, as a route's body or its `step_up` object carries them. */
+const PROOF_PROPERTIES = {
   password: { type: "string", maxLength: 1024, description: "Your password (step-up re-authentication)" },
   code: {
     type: "string",
@@ -56,20 +56,38 @@ export const STEP_UP_PROPERTIES = {
 } as const;
 
 /**
- * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES}. The codes are then masked in
+ * The `step_up` body property: the same proof as one object. The console always sends it this way, and it is
+ * the only way where the body's own `password` means something else (`POST /api/v1/users`).
+ */
+export const STEP_UP_OBJECT_PROPERTY = {
+  step_up: {
+    type: "object",
+    additionalProperties: false,
+    description: "Step-up re-authentication as one object (password, code, backup_code or webauthn)",
+    properties: PROOF_PROPERTIES,
+  },
+} as const;
+
+/** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}: top level or `step_up`. */
+export const STEP_UP_PROPERTIES = { ...PROOF_PROPERTIES, ...STEP_UP_OBJECT_PROPERTY } as const;
+
+/**
+ * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES} (or, with `objectOnly`, only
+ * {@link STEP_UP_OBJECT_PROPERTY}, where the body's own fields mean something else). The codes are then masked in
  * the body the request's audit row copies (the recorder masks passwords by key, but not `code`: a backup
  * code typed wrong by one character must not end up in the audit log).
  */
-export function takeStepUpProof(c: RouteContext): StepUpProof {
-  const input = body<
-    {
-      password?: string;
-      code?: string;
-      backup_code?: string;
-      webauthn?: { token: string; response: unknown };
-    }
-  >(c);
-  maskCodes(c, ["code", "backup_code", "webauthn"]);
+export function takeStepUpProof(c: RouteContext, options: { objectOnly?: boolean } = {}): StepUpProof {
+  type Fields = {
+    password?: string;
+    code?: string;
+    backup_code?: string;
+    webauthn?: { token: string; response: unknown };
+  };
+  const whole = body<Fields & { step_up?: Fields }>(c);
+  // `step_up` wins: where the route has its own `password` (a new user's), only the object is the proof.
+  const input: Fields = whole.step_up ?? (options.objectOnly ? {} : whole);
+  maskCodes(c, ["code", "backup_code", "webauthn", "step_up"]);
   return {
     password: input.password,
     code: input.code,
@@ -87,26 +105,32 @@ export function maskCodes(c: RouteContext, fields: readonly string[]): void {
   c.set("body", masked);
 }
 
-/** The step-up checker of one server process (its failure limiter is per process, like the login's). */
+/** Failed step-ups allowed per account and per client address in {@link STEP_UP_LIMIT}.windowSeconds. */
+export const STEP_UP_LIMIT = { max: 5, windowSeconds: 300 } as const;
+
+/** The step-up checker (its failure counts are in the database, shared by every replica). */
 export interface StepUp {
   /**
    * Resolves when `proof` re-authenticates `userId`; throws 403 `reauthentication_required` without a
    * password, 403 `second_factor_required` without a code when the user has a second factor, 403
-   * `reauthentication_failed` for a wrong password or code, 429 after too many failures.
+   * `reauthentication_failed` for a wrong password or code, 429 after too many failures. `q` is the
+   * database handle or a transaction; a failure is counted once the request's unit of work has ended (a
+   * refused request rolls back what it wrote, and the count must stay).
    */
   check(q: Queryable, userId: string, proof: StepUpProof, clientIp: string): Promise<void>;
 }
 
 /**
  * Creates a checker. `sealer` opens TOTP secrets (from `createSecretSealer(config.security.jwtSecret)`);
- * `directory` (`config.ldap`) checks the password of directory users; `limiter` defaults to 5 failures per
- * 5 minutes per account and per address.
+ * `directory` (`config.ldap`) checks the password of directory users; `limiter` defaults to
+ * {@link STEP_UP_LIMIT} per account and per address.
  */
 export function createStepUp(
+  db: Db,
   sealer: SecretSealer,
-  options: { directory?: ServerConfig["ldap"]; limiter?: LoginLimiter; relyingParty?: RelyingParty } = {},
+  options: { directory?: ServerConfig["ldap"]; limiter?: WindowLimiter; relyingParty?: RelyingParty } = {},
 ): StepUp {
-  const limiter = options.limiter ?? createLoginLimiter({ maxFailures: 5, windowMs: 300_000 });
+  const limiter = options.limiter ?? createWindowLimiter(db, STEP_UP_LIMIT);
   const passwordOk = async (q: Queryable, userId: string, password: string): Promise<boolean> => {
     const user = await queryOne<{ username: string; source: string; password_hash: string }>(
       q,
@@ -154,7 +178,11 @@ export function createStepUp(
         );
       }
       const keys = [`stepup-ip:${clientIp}`, `stepup-user:${userId}`];
-      const wait = limiter.retryAfter(keys);
+      const refuse = async (message: string): Promise<never> => {
+        await afterUnit(() => limiter.fail(db, keys));
+        throw new HttpError(403, "reauthentication_failed", message);
+      };
+      const wait = await limiter.retryAfter(q, keys);
       if (wait > 0) {
         throw new HttpError(
           429,
@@ -165,12 +193,7 @@ export function createStepUp(
         );
       }
       if (!(await passwordOk(q, userId, proof.password))) {
-        limiter.fail(keys);
-        throw new HttpError(
-          403,
-          "reauthentication_failed",
-          "re-authentication failed: the password is wrong",
-        );
+        await refuse("re-authentication failed: the password is wrong");
       }
       if (hasSecondFactor(await factorsOf(q, userId))) {
         if (!proof.code && !proof.backupCode && !proof.webauthn) {
@@ -185,15 +208,12 @@ export function createStepUp(
           ? await webauthnOk(q, userId, proof.webauthn)
           : await useSecondFactor(q, sealer, userId, { code: proof.code, backupCode: proof.backupCode });
         if (!passed) {
-          limiter.fail(keys);
-          throw new HttpError(
-            403,
-            "reauthentication_failed",
+          await refuse(
             "re-authentication failed: the code is wrong or was already used; wait for the next one",
           );
         }
       }
-      limiter.reset(keys[1]);
+      await limiter.reset(q, keys[1]);
     },
   };
 }

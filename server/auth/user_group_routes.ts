@@ -1,7 +1,10 @@
 /**
  * `/api/v1/user-groups`: groups, their members and the roles bound to them. A group hands its roles to its
  * members, so changing who is in a group, or what it holds, requires holding everything the group carries.
+ * When the group carries roles, adding or removing a member (or deleting the group while it has members)
+ * changes what people may do: like binding roles, it needs step-up re-authentication.
  */
+import type { Queryable } from "../db/db.ts";
 import { found } from "../domain/errors.ts";
 import { assertNameFree } from "../domain/records.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
@@ -13,6 +16,7 @@ import { manageable, roleBindingRoutes, type Subject } from "./role_binding_rout
 import { listBindings } from "./role_bindings.ts";
 import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./role_routes.ts";
 import type { IdentityServices } from "./services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
 import {
   addMember,
   createUserGroup,
@@ -44,6 +48,11 @@ const GROUP_SUBJECT: Subject<UserGroup> = {
   reachable: reachablePermissionsOfGroup,
   holder: (id) => ({ userGroupId: id }),
 };
+
+/** True when the group holds any role: its membership decides permissions. */
+async function carriesRoles(q: Queryable, groupId: string): Promise<boolean> {
+  return (await listBindings(q, { userGroupId: groupId })).length > 0;
+}
 
 /** The user group routes. */
 export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
@@ -133,16 +142,24 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     {
       method: "DELETE",
       path: "/api/v1/user-groups/:id",
-      summary: "Delete a user group (members lose the roles it carried)",
+      summary: "Delete a user group (members lose the roles it carried; step-up when there are any)",
       tag: "user-groups",
       access: "user_group:delete",
       audit: { resourceType: "user_group" },
-      responses: { "204": { description: "Deleted" } },
+      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      responses: {
+        "204": { description: "Deleted" },
+        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
+        const proof = takeStepUpProof(c);
         await identityTransaction(db, async (tx) => {
           const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "delete" });
           auditResource(c, { id, name: group.name });
+          if (group.member_count > 0 && (await carriesRoles(tx, id))) {
+            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          }
           await deleteUserGroup(tx, id);
         });
         return c.body(null, 204);
@@ -164,7 +181,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     {
       method: "POST",
       path: "/api/v1/user-groups/:id/members",
-      summary: "Add a user to a group (they receive the group's roles)",
+      summary: "Add a user to a group (they receive the group's roles; step-up when it has any)",
       tag: "user-groups",
       access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_add" },
@@ -172,12 +189,16 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         type: "object",
         required: ["user_id"],
         additionalProperties: false,
-        properties: { user_id: UUID_SCHEMA },
+        properties: { user_id: UUID_SCHEMA, ...STEP_UP_PROPERTIES },
       },
-      responses: { "204": { description: "Added" } },
+      responses: {
+        "204": { description: "Added" },
+        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         const { user_id: userId } = body<{ user_id: string }>(c);
+        const proof = takeStepUpProof(c);
         await identityTransaction(db, async (tx) => {
           const group = await manageable(tx, GROUP_SUBJECT, {
             caller: caller(c),
@@ -193,6 +214,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
             }]);
           }
           c.set("auditDetails", { member: user.username });
+          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
           if (!(await addMember(tx, id, userId))) {
             throw conflict(`"${user.username}" is already a member of "${group.name}"`);
           }
@@ -203,14 +225,19 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     {
       method: "DELETE",
       path: "/api/v1/user-groups/:id/members/:userId",
-      summary: "Remove a user from a group",
+      summary: "Remove a user from a group (step-up when the group has roles)",
       tag: "user-groups",
       access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
-      responses: { "204": { description: "Removed" } },
+      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      responses: {
+        "204": { description: "Removed" },
+        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+      },
       async handler(c) {
         const id = uuidParam(c, "id");
         const userId = uuidParam(c, "userId");
+        const proof = takeStepUpProof(c);
         await identityTransaction(db, async (tx) => {
           const group = await manageable(tx, GROUP_SUBJECT, {
             caller: caller(c),
@@ -219,6 +246,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           });
           auditResource(c, { id, name: group.name });
           c.set("auditDetails", { member_id: userId });
+          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
           if (!(await removeMember(tx, id, userId))) {
             throw notFound(`member ${userId} of user group "${group.name}"`);
           }

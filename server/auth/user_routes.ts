@@ -15,6 +15,7 @@ import { effectivePermissions, identityTransaction, reachablePermissionsOfUser }
 import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_binding_routes.ts";
 import { createBinding, listBindings } from "./role_bindings.ts";
 import type { IdentityServices } from "./services.ts";
+import { STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "./step_up.ts";
 import { groupsOfUser } from "./user_groups.ts";
 import {
   createUser,
@@ -119,10 +120,18 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
             items: UUID_SCHEMA,
             maxItems: 100,
             uniqueItems: true,
+            description: "Global roles for the new user (needs step-up: step_up)",
           },
+          // Not the top-level proof fields: `password` here is the new user's.
+          ...STEP_UP_OBJECT_PROPERTY,
         },
       },
-      responses: { "201": { description: "The new user", schema: USER_SCHEMA } },
+      responses: {
+        "201": { description: "The new user", schema: USER_SCHEMA },
+        "403": {
+          description: "Missing permission, escalation, or step-up re-authentication (with role_ids)",
+        },
+      },
       async handler(c) {
         const input = body<
           {
@@ -134,6 +143,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
             role_ids?: string[];
           }
         >(c);
+        const proof = takeStepUpProof(c, { objectOnly: true });
         auditResource(c, { name: input.username });
         checkPasswordRules(input.password);
         checkEmail(input.email);
@@ -142,6 +152,8 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
           for (const roleId of input.role_ids ?? []) {
             bindings.push(await checkBindingInput(tx, caller(c), { role_id: roleId }));
           }
+          // Handing out roles is binding them: the same fresh re-authentication as the role-binding routes.
+          if (bindings.length > 0) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
           await assertNameFree(tx, {
             table: "users",
             column: "username",

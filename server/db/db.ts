@@ -56,6 +56,7 @@ interface UnitScope {
   /** False once `fn` settled: late stragglers fall back to the pool instead of a finished transaction. */
   open: boolean;
   afterCommit: (() => void)[];
+  afterUnit: (() => Promise<void>)[];
 }
 
 const ambient = new AsyncLocalStorage<UnitScope>();
@@ -69,6 +70,22 @@ export function afterCommit(fn: () => void): void {
   const scope = ambient.getStore();
   if (scope?.open) scope.afterCommit.push(fn);
   else fn();
+}
+
+/**
+ * Runs `fn` once the current unit of work has ended, committed or rolled back, outside it; at once when no
+ * unit is open. For writes that must outlive a refused request (a failure counter), which a rolled-back unit
+ * would otherwise take with it. The unit's caller waits for `fn`; its errors are dropped (the request's own
+ * outcome stands).
+ */
+export async function afterUnit(fn: () => Promise<void>): Promise<void> {
+  const scope = ambient.getStore();
+  if (scope?.open) scope.afterUnit.push(fn);
+  else await fn();
+}
+
+async function runAfterUnit(scope: UnitScope): Promise<void> {
+  for (const task of scope.afterUnit) await ambient.exit(task).catch(() => {});
 }
 
 /** Adds ambient units of work to a driver's handle (both drivers return their handle through this). */
@@ -106,6 +123,7 @@ export function withUnitsOfWork<D extends DriverDb>(base: D): D & Db {
         owner,
         open: true,
         afterCommit: [],
+        afterUnit: [],
         tx() {
           begun ??= new Promise<Queryable>((resolveTx, rejectTx) => {
             const decided = new Promise<boolean>((resolve) => settle = resolve);
@@ -127,11 +145,13 @@ export function withUnitsOfWork<D extends DriverDb>(base: D): D & Db {
         scope.open = false;
         settle(false);
         await done;
+        await runAfterUnit(scope);
         throw err;
       }
       scope.open = false;
       settle(true);
       const outcome = await done;
+      await runAfterUnit(scope);
       if (outcome && !outcome.ok) throw outcome.err;
       for (const task of scope.afterCommit) task();
       return result;

@@ -73,6 +73,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       token?: string;
@@ -337,6 +346,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       backup_codes?: Array<string>;
@@ -353,6 +371,15 @@ export interface Operations {
       webauthn?: {
         token?: string;
         response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
       };
     };
     response: {
@@ -371,6 +398,15 @@ export interface Operations {
       webauthn?: {
         token?: string;
         response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
       };
     };
     response: undefined;
@@ -463,6 +499,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: undefined;
   };
@@ -493,6 +538,15 @@ export interface Operations {
       webauthn?: {
         token?: string;
         response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
       };
     };
     response: {
@@ -767,6 +821,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: unknown;
   };
@@ -780,6 +843,13 @@ export interface Operations {
       reason?: string;
     };
     response: unknown;
+  };
+  /** Live hints for the console (server-sent events): what changed, never the data itself */
+  "GET /api/v1/events": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: undefined;
+    response: string;
   };
   /** Search the catalogue by application id, name or summary */
   "GET /api/v1/flatpak/apps": {
@@ -1950,7 +2020,7 @@ export interface Operations {
       permissions?: Array<string>;
     };
   };
-  /** Change a custom role's name, description or permissions (replaces the whole set) */
+  /** Change a custom role's name, description or permissions (replaces the whole set; changing the permissions of a role someone holds needs step-up) */
   "PUT /api/v1/roles/{id}": {
     path: {
       id: string;
@@ -1960,6 +2030,22 @@ export interface Operations {
       name?: string;
       description?: string;
       permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       id?: string;
@@ -1969,13 +2055,30 @@ export interface Operations {
       permissions?: Array<string>;
     };
   };
-  /** Delete a custom role and its bindings */
+  /** Delete a custom role and its bindings (step-up when someone holds it) */
   "DELETE /api/v1/roles/{id}": {
     path: {
       id: string;
     };
     query: Record<string, never>;
-    body: undefined;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
+    };
     response: undefined;
   };
   /** Create a service account: a user without a password that acts only through API tokens */
@@ -2067,6 +2170,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: unknown;
   };
@@ -2126,13 +2238,30 @@ export interface Operations {
       member_count?: number;
     };
   };
-  /** Delete a user group (members lose the roles it carried) */
+  /** Delete a user group (members lose the roles it carried; step-up when there are any) */
   "DELETE /api/v1/user-groups/{id}": {
     path: {
       id: string;
     };
     query: Record<string, never>;
-    body: undefined;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
+    };
     response: undefined;
   };
   /** Members of a user group */
@@ -2147,7 +2276,7 @@ export interface Operations {
     body: undefined;
     response: Record<string, unknown>;
   };
-  /** Add a user to a group (they receive the group's roles) */
+  /** Add a user to a group (they receive the group's roles; step-up when it has any) */
   "POST /api/v1/user-groups/{id}/members": {
     path: {
       id: string;
@@ -2155,17 +2284,50 @@ export interface Operations {
     query: Record<string, never>;
     body: {
       user_id: string;
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: undefined;
   };
-  /** Remove a user from a group */
+  /** Remove a user from a group (step-up when the group has roles) */
   "DELETE /api/v1/user-groups/{id}/members/{userId}": {
     path: {
       id: string;
       userId: string;
     };
     query: Record<string, never>;
-    body: undefined;
+    body: {
+      password?: string;
+      code?: string;
+      backup_code?: string;
+      webauthn?: {
+        token?: string;
+        response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
+    };
     response: undefined;
   };
   /** Roles bound directly to a user group */
@@ -2213,6 +2375,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       id?: string;
@@ -2242,6 +2413,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: undefined;
   };
@@ -2268,6 +2448,15 @@ export interface Operations {
       full_name?: string;
       enabled?: boolean;
       role_ids?: Array<string>;
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       id?: string;
@@ -2343,6 +2532,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: undefined;
   };
@@ -2402,6 +2600,15 @@ export interface Operations {
         token?: string;
         response?: Record<string, unknown>;
       };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
+      };
     };
     response: {
       id?: string;
@@ -2430,6 +2637,15 @@ export interface Operations {
       webauthn?: {
         token?: string;
         response?: Record<string, unknown>;
+      };
+      step_up?: {
+        password?: string;
+        code?: string;
+        backup_code?: string;
+        webauthn?: {
+          token?: string;
+          response?: Record<string, unknown>;
+        };
       };
     };
     response: undefined;

@@ -1,13 +1,13 @@
 /**
  * Login brute-force protection that attackers cannot turn against users: limits per source address and per
  * (account, address) with progressive delays, a per-account limit that never refuses a clean address, all
- * counted in the database (replicas share them). Addresses are on 127.0.0.0/8. The in-process limiter below
- * still guards step-up and password changes.
+ * counted in the database (replicas share them). Addresses are on 127.0.0.0/8. The window limiter that
+ * guards step-up, password changes and passkey challenges is tested in auth_window_limits_test.ts.
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestResponse, type TestServer } from "../helpers/app.ts";
-import { createLoginLimiter, createLoginThrottle, LOGIN_THROTTLE } from "../../server/auth/rate_limit.ts";
+import { createLoginThrottle, LOGIN_THROTTLE } from "../../server/auth/rate_limit.ts";
 import { migrate, openPglite } from "../../server/db/mod.ts";
 
 const LOGIN = "/api/v1/auth/login";
@@ -182,35 +182,4 @@ Deno.test("throttle: progressive delays, expiry after the window, a right passwo
   } finally {
     await db.close();
   }
-});
-
-Deno.test("limiter: sliding window, Retry-After shrinks, reset clears an account", () => {
-  let now = 1_000_000;
-  const limiter = createLoginLimiter({ maxFailures: 3, windowMs: 60_000, now: () => now });
-  const keys = ["ip:a", "user:x"];
-  for (let i = 0; i < 3; i++) {
-    assert.equal(limiter.retryAfter(keys), 0);
-    limiter.fail(keys);
-    now += 10_000;
-  }
-  // Failures at 0 s, 10 s, 20 s; now = 30 s → the first leaves the window at 60 s.
-  assert.equal(limiter.retryAfter(keys), 30);
-  now += 29_000;
-  assert.equal(limiter.retryAfter(keys), 1);
-  now += 1_000;
-  assert.equal(limiter.retryAfter(keys), 0, "the oldest failure left the window");
-  limiter.fail(keys);
-  assert.equal(limiter.retryAfter(["user:x"]), 10);
-  limiter.reset("user:x");
-  assert.equal(limiter.retryAfter(["user:x"]), 0);
-  assert.equal(limiter.retryAfter(["ip:a"]), 10, "the address stays limited");
-});
-
-Deno.test("limiter: memory stays bounded under a flood of addresses", () => {
-  const limiter = createLoginLimiter({ maxKeys: 1000 });
-  for (let i = 0; i < 20_000; i++) limiter.fail([`ip:${i}`]);
-  // The newest keys are still tracked; the total is bounded (checked through behaviour: old keys forgotten).
-  for (let i = 0; i < 9; i++) limiter.fail(["ip:19999"]);
-  assert.ok(limiter.retryAfter(["ip:19999"]) > 0);
-  assert.equal(limiter.retryAfter(["ip:0"]), 0);
 });

@@ -181,7 +181,11 @@ dbTest(
       assert.equal((await viewer.request("GET", "/api/v1/users")).status, 200);
       const role = await roleId(server, "test-role-viewer");
       assert.equal(
-        (await sa.request("PUT", `/api/v1/roles/${role}`, { permissions: ["role:view"] })).status,
+        (await sa.request("PUT", `/api/v1/roles/${role}`, {
+          permissions: ["role:view"],
+          password: sa.password,
+        }))
+          .status,
         200,
       );
       assert.equal((await viewer.request("GET", "/api/v1/users")).status, 403, "no re-login needed");
@@ -305,6 +309,7 @@ dbTest("nobody can grant a permission they do not hold", async (db) => {
       username: "trent",
       password: "trent-password-1",
       role_ids: [within.json.id],
+      step_up: { password: accounts.password },
     });
     assert.equal(created.status, 201, created.text);
     assert.deepEqual(created.json.permissions, ["policy:create", "policy:view"]);
@@ -392,7 +397,10 @@ dbTest(
         password: sa.password,
         role_id: superAdminRole,
       });
-      await sa.request("POST", `/api/v1/user-groups/${g.json.id}/members`, { user_id: sa.user.id });
+      await sa.request("POST", `/api/v1/user-groups/${g.json.id}/members`, {
+        user_id: sa.user.id,
+        password: sa.password,
+      });
       assert.equal(
         (await full.request("DELETE", `/api/v1/users/${sa.user.id}/role-bindings/${binding.id}`, {
           password: full.password,
@@ -403,9 +411,16 @@ dbTest(
       await refused(
         server,
         409,
-        () => full.request("DELETE", `/api/v1/user-groups/${g.json.id}/members/${sa.user.id}`),
+        () =>
+          full.request("DELETE", `/api/v1/user-groups/${g.json.id}/members/${sa.user.id}`, {
+            password: full.password,
+          }),
       );
-      await refused(server, 409, () => full.request("DELETE", `/api/v1/user-groups/${g.json.id}`));
+      await refused(
+        server,
+        409,
+        () => full.request("DELETE", `/api/v1/user-groups/${g.json.id}`, { password: full.password }),
+      );
       const [gb] = await db.query<{ id: string }>("SELECT id FROM role_bindings WHERE user_group_id = $1", [
         g.json.id,
       ]);
@@ -427,7 +442,11 @@ dbTest(
         (await full.request("PUT", `/api/v1/users/${dormant.user.id}`, { enabled: true })).status,
         200,
       );
-      assert.equal((await full.request("DELETE", `/api/v1/user-groups/${g.json.id}`)).status, 204);
+      assert.equal(
+        (await full.request("DELETE", `/api/v1/user-groups/${g.json.id}`, { password: full.password }))
+          .status,
+        204,
+      );
       assert.equal((await full.request("DELETE", `/api/v1/users/${sa.user.id}`)).status, 204);
     } finally {
       await server.close();

@@ -1010,6 +1010,7 @@ spec:
           username: "viewer",
           password: VIEWER_PASSWORD,
           role_ids: [auditor.id],
+          step_up: { password: ADMIN_PASSWORD },
         });
         assert.equal(created.status, 201, JSON.stringify(created.json));
         await page.click("sl-button.user-menu");
