@@ -22,6 +22,7 @@ import { createHub, type HubOptions } from "./hub/hub.ts";
 import { startPolicyServer } from "./grpc/policy_server.ts";
 import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
 import { startWebPort } from "./web_port.ts";
+import { stopLiveEvents } from "./events/broker.ts";
 import { startMetricsListener } from "./metrics/listener.ts";
 import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
@@ -127,6 +128,8 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       enrollment: createEnrollmentHandlers(ctx),
     });
     cleanups.unshift(() => web.stop());
+    // Console live-event streams never finish by themselves: end them before the web port waits for requests.
+    cleanups.unshift(() => stopLiveEvents(ctx));
     // ACME replaces the web port's certificate once it has one; the policy port keeps the internal one.
     let acmeManager: AcmeManager | undefined;
     if (config.acme.enabled) {

@@ -45,6 +45,8 @@ export interface ServerConfig {
     };
   };
   agentRepo: { dir: string };
+  /** Console live-event streams (`GET /api/v1/events`, server/events/). */
+  events: { maxStreams: number; maxStreamsPerUser: number; heartbeatSeconds: number };
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
@@ -141,6 +143,9 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "audit.syslog.facility", kind: "int", default: 16, min: 0, max: 23 },
   { key: "audit.syslog.tls_ca_file", kind: "string", default: "" },
   { key: "agent_repo.dir", kind: "string", default: "/usr/share/svc/agent-repo" },
+  { key: "events.max_streams", kind: "int", default: 1000, min: 0, max: 1_000_000 },
+  { key: "events.max_streams_per_user", kind: "int", default: 16, min: 0, max: 10_000 },
+  { key: "events.heartbeat_seconds", kind: "int", default: 15, min: 1, max: 300 },
   { key: "log.level", kind: "string", default: "info", oneOf: ["debug", "info", "warn", "error"] },
   { key: "log.format", kind: "string", default: "text", oneOf: ["text", "json"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
@@ -303,6 +308,11 @@ export function resolveConfig(
       },
     },
     agentRepo: { dir: v("agent_repo.dir") },
+    events: {
+      maxStreams: v("events.max_streams"),
+      maxStreamsPerUser: v("events.max_streams_per_user"),
+      heartbeatSeconds: v("events.heartbeat_seconds"),
+    },
     log: { level: v("log.level"), format: v("log.format") },
     diskEncryption: {
       // Creating a KEK without naming a file (dev mode) keeps it with the rest of the server's state.

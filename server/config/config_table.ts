@@ -74,6 +74,13 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     meaning: "Served agent package repository",
     default: "`/usr/share/svc/agent-repo` (`dist/agent-repo` with `--dev` when built)",
   },
+  "events.max_streams": {
+    meaning: "Console live-event streams this process serves at most (0 = none; consoles then poll)",
+  },
+  "events.max_streams_per_user": { meaning: "Live-event streams one user may hold open (one per tab)" },
+  "events.heartbeat_seconds": {
+    meaning: "Live-event keep-alive comment and session re-check interval (ends streams of ended sessions)",
+  },
   "kerberos.enabled": { meaning: "Accept KerberosEnroll (SPNEGO from the machine keytab)" },
   "kerberos.keytab": { meaning: "Keytab with the server's `HTTP/<hostname>` key" },
   "kerberos.realm": {

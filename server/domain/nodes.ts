@@ -6,6 +6,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
+import { publishLiveHint } from "../events/publish.ts";
 import { nodeComplianceSummary, REACHES_SQL, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "./errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
@@ -252,6 +253,7 @@ export async function revokeNode(
     [id],
   );
   await sendNodeCommand(q, id, "disconnect");
+  await publishLiveHint(q, { topic: "nodes", ids: [id] });
   return revoked.map((r) => r.serial).sort();
 }
 
@@ -274,6 +276,7 @@ export async function deleteNode(q: Queryable, id: string): Promise<{ id: string
   );
   await q.query("DELETE FROM nodes WHERE id = $1", [id]);
   await sendNodeCommand(q, id, "disconnect");
+  await publishLiveHint(q, { topic: "nodes", ids: [id] });
   return { id: node.id, name: node.name };
 }
 
@@ -397,6 +400,7 @@ export async function reEnrollNode(
      WHERE id = $1`,
     [params.nodeId, serial, notAfter],
   );
+  await publishLiveHint(q, { topic: "nodes", ids: [params.nodeId] });
   const [group] = await q.query<{ name: string }>(
     `SELECT g.name FROM node_group_members m JOIN node_groups g ON g.id = m.node_group_id
      WHERE m.node_id = $1 ORDER BY g.name LIMIT 1`,

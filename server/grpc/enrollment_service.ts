@@ -22,6 +22,7 @@ import { DomainError } from "../domain/errors.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { checkText, checkUuid, invalid } from "./validate.ts";
 import type { VerifiedCertificate } from "./peer_identity.ts";
+import { publishLiveHint } from "../events/publish.ts";
 
 /** Who is calling, independent of the transport. */
 export interface EnrollmentPeer {
@@ -156,6 +157,7 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
               "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
               [signed.serial, node.id, signed.notBefore, signed.notAfter],
             );
+            await publishLiveHint(tx, { topic: "nodes", ids: [node.id] });
             return { nodeId: node.id, groupName: group.name };
           });
           await ctx.audit.record({

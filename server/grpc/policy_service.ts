@@ -17,6 +17,7 @@ import { PkiError } from "../pki/mod.ts";
 import { REACHES_SQL } from "../domain/compliance.ts";
 import type { Hub } from "../hub/hub.ts";
 import { refreshConnectedStatus } from "../hub/node_status.ts";
+import { publishLiveHint } from "../events/publish.ts";
 import { certificateFromPeer, type CertificateVerifier, type NodeIdentity } from "./peer_identity.ts";
 import { storePolkitCatalogue, storeSchemaCatalogue } from "./catalogues.ts";
 import { loadNotificationSettings } from "./agent_config.ts";
@@ -129,6 +130,7 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
     );
     // Only an error appearing or going away can move the node between online and degraded.
     if (status === "error" || row.previous === "error") await refreshConnectedStatus(db, identity.nodeId);
+    await publishLiveHint(db, { topic: "compliance", ids: [identity.nodeId] });
   }
 
   async function heartbeat(

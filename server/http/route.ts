@@ -57,6 +57,11 @@ export type AppEnv = {
     route: RouteSpec | undefined;
     /** What the route's `prepare` returned (see {@link prepared}). */
     prepared: unknown;
+    /**
+     * Authenticates the request again (null once its session ended): for long-lived responses such as the
+     * live-event stream, which must end with the session that opened it.
+     */
+    reauthenticate: () => Promise<AuthUser | null>;
   };
 };
 
@@ -141,6 +146,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         const user = await hooks.authenticate(c);
         c.set("user", user);
         if (!user) throw unauthorized();
+        c.set("reauthenticate", () => hooks.authenticate(c));
         if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
           await auditRefusal(c, route, hooks, 403);
           throw forbidden(`permission ${route.access} is required for this action`);

@@ -18,6 +18,7 @@
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { REACHES_SQL } from "../domain/compliance.ts";
+import { publishLiveHint } from "../events/publish.ts";
 
 /**
  * SQL giving `online` or `degraded` for node `n` (with a reason), assuming it is connected. The compliance
@@ -48,11 +49,13 @@ async function lockNode(q: Queryable, nodeId: string): Promise<boolean> {
 async function setConnectedStatus(q: Queryable, nodeId: string): Promise<void> {
   const [row] = await q.query<{ status: string; reason: string }>(CONNECTED_STATUS_SQL, [nodeId]);
   if (!row) return;
-  await q.query(
+  const changed = await q.query(
     `UPDATE nodes SET status = $2, status_reason = $3, updated_at = now()
-     WHERE id = $1 AND (status <> $2 OR status_reason <> $3)`,
+     WHERE id = $1 AND (status <> $2 OR status_reason <> $3) RETURNING id`,
     [nodeId, row.status, row.reason],
   );
+  // Consoles hear of a transition, not of every heartbeat.
+  if (changed.length > 0) await publishLiveHint(q, { topic: "nodes", ids: [nodeId] });
 }
 
 /**
@@ -105,12 +108,14 @@ async function markOfflineIfNoStream(
   nodeIds: readonly string[],
   reason: string,
 ): Promise<void> {
-  await tx.query(
+  const offline = await tx.query<{ id: string }>(
     `UPDATE nodes n SET status = 'offline', status_reason = $2, updated_at = now()
      WHERE n.id = ANY($1::uuid[]) AND n.status IN ('online', 'degraded')
-       AND NOT EXISTS (SELECT 1 FROM node_streams s WHERE s.node_id = n.id)`,
+       AND NOT EXISTS (SELECT 1 FROM node_streams s WHERE s.node_id = n.id)
+     RETURNING n.id`,
     [nodeIds, reason],
   );
+  if (offline.length > 0) await publishLiveHint(tx, { topic: "nodes", ids: offline.map((r) => r.id) });
 }
 
 /**

@@ -78,6 +78,12 @@ const policyStreamsOpen = new Gauge({
   registers: [metricsRegistry],
 });
 
+const liveEventStreamsOpen = new Gauge({
+  name: "svc_live_event_streams_open",
+  help: "Console live-event streams (GET /api/v1/events) currently open on this server process.",
+  registers: [metricsRegistry],
+});
+
 /**
  * Records one propagation: the time from a resync being published to a node's `snapshot_complete`
  * being sent, in seconds. Negative or non-finite values (clock steps) are ignored rather than
@@ -96,6 +102,11 @@ export function setPolicyStreamsOpen(n: number): void {
 /** Adds `delta` (+1 on open, -1 on close) to the number of open policy streams. */
 export function incPolicyStreamsOpen(delta: number): void {
   policyStreamsOpen.inc(delta);
+}
+
+/** Adds `delta` (+1 on open, -1 on close) to the number of open console live-event streams. */
+export function incLiveEventStreamsOpen(delta: number): void {
+  liveEventStreamsOpen.inc(delta);
 }
 
 // Series with fixed label values exist from process start at 0, so rate() and absent() behave before

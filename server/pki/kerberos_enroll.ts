@@ -12,6 +12,7 @@ import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { type Gssapi, GssError, openGssapi } from "../../shared/pki/gssapi.ts";
 import { PkiError } from "./errors.ts";
 import { validateCommonName } from "./sign_csr.ts";
+import { publishLiveHint } from "../events/publish.ts";
 
 /** What `KerberosEnroll` answers. */
 export interface KerberosEnrollResult {
@@ -124,6 +125,7 @@ export async function kerberosEnroll(
           "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
           [signed.serial, node.id, signed.notBefore, signed.notAfter],
         );
+        await publishLiveHint(tx, { topic: "nodes", ids: [node.id] });
         return node.id;
       });
       await ctx.audit.record({

@@ -173,6 +173,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     ldap: { ...base.ldap, ...o.ldap },
     acme: { ...base.acme, ...o.acme },
     kerberos: { ...base.kerberos, ...o.kerberos },
+    events: { ...base.events, ...o.events },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki();

@@ -52,6 +52,7 @@ dbTest("the OpenAPI document and the mounted routes describe the same API", asyn
           "PUT /api/v1/policies/all/{id}/state",
           "POST /api/v1/node-groups/{id}/tokens",
           "GET /api/v1/openapi.json",
+          "GET /api/v1/events",
         ]
       ) {
         assert.ok(documented.has(key), key);

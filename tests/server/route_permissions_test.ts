@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { createTestServer, type TestClient, type TestResponse } from "../helpers/app.ts";
+import { createTestServer, TEST_ORIGIN, type TestClient, type TestResponse } from "../helpers/app.ts";
+import { REMOTE_ADDR_HEADER } from "../../server/auth/client_ip.ts";
 import { buildRoutes } from "../../server/server.ts";
 import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
 import type { RouteSpec } from "../../server/http/route.ts";
@@ -32,12 +33,30 @@ const SELF_AUDITED = new Set([
   "POST /api/v1/auth/logout",
 ]);
 
+/** Routes answering an endless stream: a logged-in call checks the status and hangs up instead of reading. */
+const STREAMING_ROUTES = new Set(["GET /api/v1/events"]);
+
 const key = (r: RouteSpec) => `${r.method} ${r.path}`;
 const concretePath = (path: string) => path.replace(/:([A-Za-z_]+)/g, () => crypto.randomUUID());
 
 async function call(client: TestClient, route: RouteSpec, path: string): Promise<TestResponse> {
+  if (STREAMING_ROUTES.has(key(route)) && client.user.id) {
+    const res = await fetchApp(
+      new Request(`${TEST_ORIGIN}${path}`, {
+        headers: {
+          cookie: [...client.cookies].map(([n, c]) => `${n}=${c.value}`).join("; "),
+          [REMOTE_ADDR_HEADER]: client.ip,
+        },
+      }),
+    );
+    const json = res.status === 200 ? undefined : await res.json();
+    await res.body?.cancel();
+    return { status: res.status, json, text: "", headers: res.headers };
+  }
   return await client.raw(route.method, path, route.method === "GET" ? {} : { body: {} });
 }
+
+let fetchApp: (req: Request) => Promise<Response> = () => Promise.reject(new Error("no server"));
 
 function isPermissionGate(res: TestResponse, permission: string): boolean {
   return res.status === 403 && res.json?.error?.code === "forbidden" &&
@@ -46,11 +65,13 @@ function isPermissionGate(res: TestResponse, permission: string): boolean {
 
 dbTest("every route checks its permission on every request", async (db) => {
   const server = await createTestServer({ db, routes: (ctx, identity) => buildRoutes(ctx, identity) });
+  fetchApp = server.fetch;
   try {
     const routes = buildRoutes(server.ctx, server.identity);
     assert.ok(routes.length > 20, `only ${routes.length} routes found`);
     const mounted = new Set(routes.map(key));
     for (const r of server.identity.routes) assert.ok(mounted.has(key(r)), `${key(r)} is not in buildRoutes`);
+    for (const k of STREAMING_ROUTES) assert.ok(mounted.has(k), `${k} is not in buildRoutes`);
 
     // Anonymous: a CSRF pair is present, so 401 comes from the missing session and nothing else.
     const anonymous = server.anonymous({ ip: "192.0.2.10" });

@@ -10,6 +10,7 @@ import { bindingRoutes } from "./bindings.ts";
 import { catalogueRoutes } from "./catalogues.ts";
 import { complianceRoutes } from "./compliance.ts";
 import { dashboardRoutes } from "./dashboard.ts";
+import { eventRoutes } from "./events.ts";
 import { flatpakRoutes } from "./flatpak.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
@@ -29,6 +30,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
+    ...eventRoutes(ctx),
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),
     ...polkitCatalogueRoutes(ctx),
