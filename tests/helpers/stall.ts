@@ -1,0 +1,163 @@
+/**
+ * Measuring how long the event loop is held, for the stall test and `bench/import_stall.ts`: a timer chain
+ * that records the longest gap between two turns of the loop (how long every other request and stream
+ * waited), and a policy stream that only counts what it receives, so that decoding a large message on the
+ * test's side (the same thread as the server) is not mistaken for a stall of the server.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { create, toBinary } from "@bufbuild/protobuf";
+import {
+  PolicyService,
+  SubscribePolicyUpdatesRequestSchema,
+} from "../../shared/gen/svc/policy/v1/policy_pb.ts";
+import type { Agent, AgentServer } from "./agents.ts";
+
+/**
+ * The longest the event loop was held: `wallMs` is the longest gap between two turns of the loop as a clock
+ * sees it; `busyMs` is the processor time the loop's thread used within that gap's worst case (the longest
+ * gap counted in the thread's own run time, from `/proc/self/task/<pid>/schedstat`). On a loaded machine a
+ * thread waits for a processor too, which stretches every gap without any work of ours in it; `busyMs` leaves
+ * that wait out, so it measures the work that held the loop whatever the load. Where the run time cannot be
+ * read (not Linux), `busyMs` equals `wallMs`.
+ */
+export interface Stall {
+  wallMs: number;
+  busyMs: number;
+}
+
+/** A running stall monitor. */
+export interface LoopMonitor {
+  /** Stops the chain; returns the worst gaps seen. */
+  stop(): Stall;
+}
+
+const SCHEDSTAT = `/proc/self/task/${Deno.pid}/schedstat`;
+
+/** Run time of the main thread in milliseconds, or undefined where the kernel does not tell. */
+function mainThreadRunMs(): number | undefined {
+  try {
+    return Number(Deno.readTextFileSync(SCHEDSTAT).split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts a timer chain (`setTimeout(0)` after `setTimeout(0)`): every gap between two of its turns is a time
+ * the loop was busy with something else, or the process was not scheduled at all (see {@link Stall}).
+ */
+export function monitorLoop(): LoopMonitor {
+  const worst: Stall = { wallMs: 0, busyMs: 0 };
+  let last = performance.now();
+  let lastRun = mainThreadRunMs();
+  let running = true;
+  const observe = () => {
+    const now = performance.now();
+    const run = mainThreadRunMs();
+    const wall = now - last;
+    worst.wallMs = Math.max(worst.wallMs, wall);
+    worst.busyMs = Math.max(worst.busyMs, run !== undefined && lastRun !== undefined ? run - lastRun : wall);
+    last = now;
+    lastRun = run;
+  };
+  const tick = () => {
+    observe();
+    if (running) setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  return {
+    stop() {
+      if (running) observe();
+      running = false;
+      return { ...worst };
+    },
+  };
+}
+
+/** Runs `work` under a {@link monitorLoop}; returns its result and the worst stall meanwhile. */
+export async function stallDuring<T>(work: () => Promise<T>): Promise<{ value: T; stall: Stall }> {
+  const monitor = monitorLoop();
+  try {
+    const value = await work();
+    return { value, stall: monitor.stop() };
+  } finally {
+    monitor.stop();
+  }
+}
+
+/**
+ * Worst stall of an idle loop over `ms` milliseconds: what the machine alone (other processes, garbage
+ * collection, timers of the server) costs the monitor, the baseline a measured stall is compared with.
+ */
+export async function idleStall(ms: number): Promise<Stall> {
+  return (await stallDuring(() => new Promise((resolve) => setTimeout(resolve, ms)))).stall;
+}
+
+/** A policy stream that counts messages without decoding them. */
+export interface CountingStream {
+  /** Messages received so far. */
+  count(): number;
+  /** Resolves once `n` messages have been received in all. */
+  waitFor(n: number, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+/** Opens `SubscribePolicyUpdates` for `agent` on `server` (revision 0: a full snapshot first). */
+export function countingStream(server: AgentServer, agent: Agent): CountingStream {
+  const client = new grpc.Client(
+    `localhost:${server.policyPort}`,
+    grpc.credentials.createSsl(
+      Buffer.from(server.ctx.ca.certPem),
+      Buffer.from(agent.keyPem),
+      Buffer.from(agent.certPem),
+    ),
+    { "grpc.max_receive_message_length": -1 },
+  );
+  const method = PolicyService.method.subscribePolicyUpdates;
+  const call = client.makeServerStreamRequest(
+    `/${PolicyService.typeName}/${method.name}`,
+    (request: Uint8Array) => Buffer.from(request),
+    (bytes: Buffer) => bytes,
+    toBinary(SubscribePolicyUpdatesRequestSchema, create(SubscribePolicyUpdatesRequestSchema)),
+  );
+  let received = 0;
+  let ended: unknown = null;
+  const waiters = new Set<() => void>();
+  const wake = () => waiters.forEach((w) => w());
+  call.on("data", () => {
+    received++;
+    wake();
+  });
+  call.on("error", (err) => {
+    ended = err;
+    wake();
+  });
+  call.on("end", () => {
+    ended ??= new Error("stream ended");
+    wake();
+  });
+  return {
+    count: () => received,
+    async waitFor(n, timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (received < n) {
+        if (ended !== null && ended !== undefined) throw new Error(`policy stream ended: ${String(ended)}`);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`timed out waiting for policy message #${n} (got ${received})`);
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            waiters.delete(done);
+            resolve();
+          };
+          const timer = setTimeout(done, left);
+          waiters.add(done);
+        });
+      }
+    },
+    close() {
+      call.cancel();
+      client.close();
+    },
+  };
+}
