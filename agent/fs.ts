@@ -101,6 +101,17 @@ export async function writeFileAtomic(
   }
 }
 
+/** Whether a host path exists (a missing parent directory counts as not existing). */
+export async function fileExists(path: string): Promise<boolean> {
+  try {
+    await Deno.lstat(path);
+    return true;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) return false;
+    throw err;
+  }
+}
+
 /** Reads a host file, or undefined when it does not exist. */
 export async function readFileIfExists(path: string): Promise<Uint8Array | undefined> {
   try {

@@ -37,6 +37,7 @@ import {
 } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import { flatpakType } from "../../shared/policy_types/flatpak.ts";
 import { readFileIfExists, writeFileAtomic } from "../fs.ts";
+import { flatpakStatePath } from "./flatpak_state.ts";
 import type { RunResult } from "../runner.ts";
 import {
   type CachedPolicy,
@@ -97,16 +98,11 @@ interface Owned<T> {
   value: T;
 }
 
-const STATE_FILE = "flatpak.json";
 const CHECKED_COLUMNS = "name,url,priority,filter,subset,title";
 const LIST_COLUMNS = "application,arch,branch,origin,active";
 
-function statePath(io: EnforcerIO): string {
-  return `${io.config.enrollment.dataDir}/state/${STATE_FILE}`;
-}
-
 async function loadState(io: EnforcerIO): Promise<FlatpakState> {
-  const bytes = await readFileIfExists(statePath(io));
+  const bytes = await readFileIfExists(flatpakStatePath(io));
   if (!bytes) return { version: 1, remotes: {}, refs: [] };
   try {
     const parsed = JSON.parse(new TextDecoder().decode(bytes)) as FlatpakState;
@@ -116,7 +112,7 @@ async function loadState(io: EnforcerIO): Promise<FlatpakState> {
     return parsed;
   } catch (err) {
     io.logger.error("Flatpak state is unreadable; svc forgets what it added", {
-      file: statePath(io),
+      file: flatpakStatePath(io),
       error: (err as Error).message,
     });
     return { version: 1, remotes: {}, refs: [] };
@@ -125,7 +121,7 @@ async function loadState(io: EnforcerIO): Promise<FlatpakState> {
 
 async function saveState(io: EnforcerIO, state: FlatpakState): Promise<void> {
   state.refs = [...new Set(state.refs)].sort();
-  await writeFileAtomic(statePath(io), `${JSON.stringify(state, null, 2)}\n`, {
+  await writeFileAtomic(flatpakStatePath(io), `${JSON.stringify(state, null, 2)}\n`, {
     mode: 0o600,
     dirMode: 0o700,
   });

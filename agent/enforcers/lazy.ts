@@ -8,21 +8,28 @@
  * @module
  */
 
-import type { Enforcer } from "../sync/types.ts";
+import type { Enforcer, EnforcerIO } from "../sync/types.ts";
 
 /** What the engine needs to know about an enforcer before loading it. */
 export interface EnforcerTraits {
   notifiesUsers: boolean;
   /** {@linkcode Enforcer.background}. */
   background?: boolean;
-  /** Whether the enforcer implements {@linkcode Enforcer.hasResidue}. */
-  residue?: boolean;
+  /**
+   * Set when the enforcer implements {@linkcode Enforcer.hasResidue}; says what the engine learns without
+   * loading the module (it asks every sync in which the type has no policies, so asking must not load it):
+   * `"when loaded"` when residue lives only in a loaded module (a timer), so an unloaded one has none;
+   * a check that must say yes before the module is loaded and asked (its state file exists).
+   */
+  residue?: "when loaded" | ((io: EnforcerIO) => Promise<boolean>);
 }
 
 /** An enforcer standing for the module `load` returns; see the module documentation. */
 export interface LazyEnforcer extends Enforcer {
   /** Loads (once) and returns the real enforcer. */
   load(): Promise<Enforcer>;
+  /** Whether loading the module has started (what an idle agent must not have done). */
+  loaded(): boolean;
 }
 
 /** Traits of an enforcer that tells users and runs in the foreground lane. */
@@ -54,7 +61,11 @@ export function lazyEnforcer<K extends string>(
     notifiesUsers: traits.notifiesUsers,
     background: traits.background,
     load: real,
-    hasResidue: traits.residue ? async (io) => (await (await real()).hasResidue?.(io)) ?? false : undefined,
+    loaded: () => loading !== undefined,
+    hasResidue: traits.residue === undefined ? undefined : async (io) => {
+      if (!loading && (traits.residue === "when loaded" || !await traits.residue!(io))) return false;
+      return (await (await real()).hasResidue?.(io)) ?? false;
+    },
     sync: async (policies, io) => (await real()).sync(policies, io),
   };
 }
