@@ -1,6 +1,6 @@
 /** Reading the audit log: filters shared by the list and the export. SQL only, no HTTP. */
 import type { Queryable } from "../db/db.ts";
-import { type Page, type PageRequest, Params, selectPage } from "../domain/pagination.ts";
+import { type Page, type PageRequest, Params } from "../domain/pagination.ts";
 
 /** Filters of the list and the export (all optional, combined with AND). */
 export interface AuditFilter {
@@ -53,21 +53,80 @@ function conditions(filter: AuditFilter, params: Params): string[] {
   return where;
 }
 
-/** A page of rows, newest first. */
+/** A page of the audit log. */
+export interface AuditLogPage extends Page<AuditLogRow> {
+  /** Pass as `cursor` to read the rows after this page (older); null when this page reached the end. */
+  next_cursor: string | null;
+  /** True when `total` is the planner's estimate rather than a count (large, narrowly filtered logs). */
+  total_estimated: boolean;
+}
+
+/** Up to this many matches are counted exactly; beyond, the total is the planner's estimate. */
+const EXACT_COUNT_LIMIT = 10_000;
+
+/**
+ * A page of rows, newest first: after `cursor` (the previous page's `next_cursor`, keyset: stable while rows
+ * are added, and as fast at any depth) or else the `page`-th page by offset.
+ */
 export async function listAuditLogs(
   q: Queryable,
   filter: AuditFilter,
-  page: PageRequest,
-): Promise<Page<AuditLogRow>> {
+  page: PageRequest & { cursor?: string },
+): Promise<AuditLogPage> {
   const params = new Params();
-  return await selectPage<AuditLogRow>(q, {
-    columns: COLUMNS,
-    from: "audit_logs",
-    where: conditions(filter, params),
-    params: params.values,
-    orderBy: "ORDER BY id DESC",
-    page,
-  });
+  const where = conditions(filter, params);
+  const { total, estimated } = await countAuditLogs(q, filter, { where, params: params.values });
+  const rowsWhere = [...where];
+  if (page.cursor !== undefined) rowsWhere.push(`id < ${params.add(page.cursor)}::bigint`);
+  // Numbers only (validated integers), so safe to inline.
+  const offset = page.cursor === undefined ? (page.page - 1) * page.perPage : 0;
+  const items = await q.query<AuditLogRow>(
+    `SELECT ${COLUMNS} FROM audit_logs ${rowsWhere.length ? `WHERE ${rowsWhere.join(" AND ")}` : ""}
+     ORDER BY id DESC LIMIT ${page.perPage} OFFSET ${offset}`,
+    params.values,
+  );
+  return {
+    items,
+    total,
+    page: page.page,
+    per_page: page.perPage,
+    next_cursor: items.length === page.perPage ? String(items[items.length - 1].id) : null,
+    total_estimated: estimated,
+  };
+}
+
+/**
+ * The number of rows matching `filter`, without counting a million rows per request: by action (or the
+ * whole log) from the per-action counts the triggers of migration 0010 keep; otherwise an exact count up to
+ * {@link EXACT_COUNT_LIMIT} matches and the planner's estimate beyond.
+ */
+async function countAuditLogs(
+  q: Queryable,
+  filter: AuditFilter,
+  query: { where: readonly string[]; params: readonly unknown[] },
+): Promise<{ total: number; estimated: boolean }> {
+  const byActionOnly = Object.entries(filter).every(([key, value]) =>
+    key === "actions" || value === undefined
+  );
+  if (byActionOnly) {
+    const [{ n }] = await q.query<{ n: number }>(
+      `SELECT coalesce(sum(n), 0)::float8 AS n FROM audit_action_counts
+        ${filter.actions?.length ? "WHERE action = ANY($1::text[])" : ""}`,
+      filter.actions?.length ? [filter.actions] : [],
+    );
+    return { total: Number(n), estimated: false };
+  }
+  const where = `WHERE ${query.where.join(" AND ")}`;
+  const [{ n }] = await q.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM (SELECT 1 FROM audit_logs ${where} LIMIT ${EXACT_COUNT_LIMIT + 1}) s`,
+    query.params,
+  );
+  if (n <= EXACT_COUNT_LIMIT) return { total: n, estimated: false };
+  const [plan] = await q.query<{ "QUERY PLAN": Array<{ Plan: { "Plan Rows": number } }> }>(
+    `EXPLAIN (FORMAT JSON) SELECT 1 FROM audit_logs ${where}`,
+    query.params,
+  );
+  return { total: Math.max(n, Math.round(plan["QUERY PLAN"][0].Plan["Plan Rows"])), estimated: true };
 }
 
 /** Every matching row, newest first, fetched in batches by id (constant memory for large exports). */

@@ -21,6 +21,16 @@ const FILTER_QUERY: Record<string, JsonSchema> = {
   to: { type: "string", maxLength: 40, description: "Latest time (exclusive), RFC 3339" },
 };
 
+/**
+ * Keyset paging: the `next_cursor` of the page before. Rows are then read after it at the same cost at any
+ * depth, and rows written meanwhile neither repeat nor shift the pages (`page` is ignored).
+ */
+const CURSOR_QUERY: JsonSchema = {
+  type: "string",
+  pattern: "^[1-9][0-9]{0,18}$",
+  description: "The next_cursor of the previous page (keyset paging; page is then ignored)",
+};
+
 const ROW_SCHEMA: JsonSchema = {
   type: "object",
   properties: {
@@ -92,10 +102,25 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
       summary: "List audit log entries, newest first",
       tag: "audit",
       access: "audit_log:view",
-      query: { ...FILTER_QUERY, ...PAGE_QUERY },
-      responses: { "200": { description: "A page of entries", schema: pageSchema(ROW_SCHEMA) } },
+      query: { ...FILTER_QUERY, ...PAGE_QUERY, cursor: CURSOR_QUERY },
+      responses: {
+        "200": {
+          description: "A page of entries",
+          schema: pageSchema(ROW_SCHEMA, {
+            next_cursor: {
+              type: ["string", "null"],
+              description: "Pass as `cursor` for the next (older) page; null at the end",
+            },
+            total_estimated: {
+              type: "boolean",
+              description: "True when `total` is an estimate (more than 10,000 matches of a narrow filter)",
+            },
+          }),
+        },
+      },
       async handler(c) {
-        return c.json(await listAuditLogs(ctx.db, filterOf(c), pageRequest(c)));
+        const cursor = c.req.query("cursor") || undefined;
+        return c.json(await listAuditLogs(ctx.db, filterOf(c), { ...pageRequest(c), cursor }));
       },
     },
     {

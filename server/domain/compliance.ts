@@ -56,11 +56,37 @@ export type StatusCounts = Record<ComplianceStatus, number> & { total: number };
 
 /**
  * SQL condition "policy `p` reaches node `n`" (aliases `p` and `n` must be in scope). The one definition of
- * delivery used by every view here.
+ * delivery used by every view here: triggers keep `policy_reach` equal to "released, and an enabled binding to
+ * a group the node belongs to" (migrations/0015_policy_reach.sql).
  */
-export const REACHES_SQL = `p.state = 'released' AND EXISTS (
-  SELECT 1 FROM policy_bindings rb JOIN node_group_members rm ON rm.node_group_id = rb.node_group_id
-  WHERE rb.policy_id = p.id AND rb.state = 'enabled' AND rm.node_id = n.id)`;
+export const REACHES_SQL =
+  `EXISTS (SELECT 1 FROM policy_reach pr WHERE pr.policy_id = p.id AND pr.node_id = n.id)`;
+
+/** Every reached (node, policy) pair as `n`, `p`, with its latest result `r` (left-joined). */
+export const REACHED_PAIRS_SQL =
+  `policy_reach pr JOIN nodes n ON n.id = pr.node_id JOIN policies p ON p.id = pr.policy_id
+  LEFT JOIN compliance_results r ON r.node_id = pr.node_id AND r.policy_id = pr.policy_id`;
+
+/** Reported results whose policy still reaches the node, as `r`, `n`, `p`. */
+const REPORTED_PAIRS_SQL = `compliance_results r
+  JOIN policy_reach pr ON pr.node_id = r.node_id AND pr.policy_id = r.policy_id
+  JOIN nodes n ON n.id = r.node_id JOIN policies p ON p.id = r.policy_id`;
+
+/**
+ * Per-node counts of reached pairs by the status of their latest result, kept by triggers in
+ * `node_compliance_counts` (alias `c`): reported statuses plus `unreported`. These sums answer the fleet views
+ * without reading every result.
+ */
+export const NODE_COUNTS = {
+  /** Pairs that reach the node. */
+  total: "(c.compliant + c.non_compliant + c.inapplicable + c.error + c.unknown + c.unreported)",
+  /** Reported pairs. */
+  reported: "(c.compliant + c.non_compliant + c.inapplicable + c.error + c.unknown)",
+  /** Error or non-compliant. */
+  problems: "(c.error + c.non_compliant)",
+  /** Reported as unknown, or not reported yet. */
+  unknown: "(c.unknown + c.unreported)",
+} as const;
 
 const ROW_COLUMNS = `n.id AS node_id, n.name AS node_name, p.id AS policy_id, p.name AS policy_name,
   p.type AS policy_type, r.policy_version AS reported_version, p.version AS policy_version,
@@ -99,23 +125,24 @@ export async function listCompliance(
   options: ListOptions,
 ): Promise<Page<ComplianceRow> & { status_counts: StatusCounts }> {
   const params = new Params();
-  const where = [REACHES_SQL];
+  const where: string[] = [];
   if (filter.nodeId) where.push(`n.id = ${params.add(filter.nodeId)}`);
   if (filter.policyId) where.push(`p.id = ${params.add(filter.policyId)}`);
   if (filter.search) {
     const like = params.add(likePattern(filter.search));
     where.push(`(n.name ILIKE ${like} ESCAPE '\\' OR p.name ILIKE ${like} ESCAPE '\\')`);
   }
-  const from = filter.includeUnreported
-    ? `policies p JOIN nodes n ON ${REACHES_SQL}
-       LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id`
-    : `compliance_results r JOIN nodes n ON n.id = r.node_id JOIN policies p ON p.id = r.policy_id`;
+  const from = filter.includeUnreported ? REACHED_PAIRS_SQL : REPORTED_PAIRS_SQL;
   const status = "coalesce(r.status, 'unknown')";
-  const counts = await q.query<{ status: ComplianceStatus; n: number }>(
-    `SELECT ${status} AS status, count(*)::int AS n FROM ${from} WHERE ${where.join(" AND ")} GROUP BY 1`,
-    params.values,
-  );
-  const statusCounts = toCounts(counts);
+  // The whole fleet's counts come from the per-node counters; a narrowed list counts its own rows.
+  const statusCounts = where.length === 0
+    ? await fleetStatusCounts(q, { includeUnreported: filter.includeUnreported === true })
+    : toCounts(
+      await q.query<{ status: ComplianceStatus; n: number }>(
+        `SELECT ${status} AS status, count(*)::int AS n FROM ${from} WHERE ${where.join(" AND ")} GROUP BY 1`,
+        params.values,
+      ),
+    );
   if (filter.status) where.push(`${status} = ${params.add(filter.status)}`);
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
@@ -129,8 +156,24 @@ export async function listCompliance(
       defaultOrder: options.sort?.field ? "asc" : "desc",
     }),
     page: options.page,
+    total: filter.status ? statusCounts[filter.status] : statusCounts.total,
+    pageKey: "pr.node_id, pr.policy_id",
   });
   return { ...page, status_counts: statusCounts };
+}
+
+/** Reached pairs of the whole fleet by status, from the per-node counters (reported only, or all). */
+async function fleetStatusCounts(
+  q: Queryable,
+  options: { includeUnreported: boolean },
+): Promise<StatusCounts> {
+  const [row] = await q.query<Omit<StatusCounts, "total">>(
+    `SELECT coalesce(sum(c.compliant), 0)::int AS compliant, coalesce(sum(c.non_compliant), 0)::int AS non_compliant,
+            coalesce(sum(c.inapplicable), 0)::int AS inapplicable, coalesce(sum(c.error), 0)::int AS error,
+            coalesce(sum(${options.includeUnreported ? NODE_COUNTS.unknown : "c.unknown"}), 0)::int AS unknown
+       FROM node_compliance_counts c`,
+  );
+  return toCounts(COMPLIANCE_STATUSES.map((status) => ({ status, n: row[status] })));
 }
 
 /**
@@ -143,24 +186,20 @@ export async function nodeCompliance(
 ): Promise<{ node_id: string; summary: StatusCounts; results: ComplianceRow[] }> {
   found(await queryOne(q, "SELECT 1 FROM nodes WHERE id = $1", [nodeId]), `node ${nodeId}`);
   const results = await q.query<ComplianceRow>(
-    `SELECT ${ROW_COLUMNS} FROM nodes n JOIN policies p ON ${REACHES_SQL}
-     LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-     WHERE n.id = $1 ORDER BY p.name, p.id`,
+    `SELECT ${ROW_COLUMNS} FROM ${REACHED_PAIRS_SQL} WHERE pr.node_id = $1 ORDER BY p.name, p.id`,
     [nodeId],
   );
   return { node_id: nodeId, summary: countRows(results), results };
 }
 
-/** Compact per-status counts for one node (used by the node detail view). */
+/** Compact per-status counts for one node (used by the node detail view), from its counters. */
 export async function nodeComplianceSummary(q: Queryable, nodeId: string): Promise<StatusCounts> {
-  const rows = await q.query<{ status: ComplianceStatus; n: number }>(
-    `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n
-     FROM nodes n JOIN policies p ON ${REACHES_SQL}
-     LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-     WHERE n.id = $1 GROUP BY 1`,
+  const [row] = await q.query<Omit<StatusCounts, "total">>(
+    `SELECT c.compliant, c.non_compliant, c.inapplicable, c.error, ${NODE_COUNTS.unknown} AS unknown
+       FROM node_compliance_counts c WHERE c.node_id = $1`,
     [nodeId],
   );
-  return toCounts(rows);
+  return toCounts(row ? COMPLIANCE_STATUSES.map((status) => ({ status, n: row[status] })) : []);
 }
 
 /** Every node the policy reaches, with its latest result, paginated, plus counts per status. */
@@ -170,13 +209,13 @@ export async function policyCompliance(
   options: { page: PageRequest; status?: ComplianceStatus },
 ): Promise<Page<ComplianceRow> & { policy_id: string; status_counts: StatusCounts }> {
   found(await queryOne(q, "SELECT 1 FROM policies WHERE id = $1", [policyId]), `policy ${policyId}`);
-  const from = `policies p JOIN nodes n ON ${REACHES_SQL}
-    LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id`;
+  const from = REACHED_PAIRS_SQL;
   const counts = await q.query<{ status: ComplianceStatus; n: number }>(
-    `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n FROM ${from} WHERE p.id = $1 GROUP BY 1`,
+    `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n FROM ${from} WHERE pr.policy_id = $1
+      GROUP BY 1`,
     [policyId],
   );
-  const where = ["p.id = $1"];
+  const where = ["pr.policy_id = $1"];
   if (options.status) where.push("coalesce(r.status, 'unknown') = $2");
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
@@ -185,6 +224,7 @@ export async function policyCompliance(
     params: options.status ? [policyId, options.status] : [policyId],
     orderBy: "ORDER BY n.name, n.id",
     page: options.page,
+    pageKey: "pr.node_id, pr.policy_id",
   });
   return { policy_id: policyId, ...page, status_counts: toCounts(counts) };
 }
@@ -209,35 +249,30 @@ export interface FleetSummary {
   };
 }
 
-/** Fleet-wide compliance summary. */
+/**
+ * Fleet-wide compliance summary, from the per-node counters (a few sums over one row per node, however many
+ * results the fleet has).
+ */
 export async function fleetSummary(q: Queryable): Promise<FleetSummary> {
-  const perNode = await q.query<{ node_id: string; status: ComplianceStatus; n: number }>(
-    `SELECT n.id AS node_id, coalesce(r.status, 'unknown') AS status, count(*)::int AS n
-     FROM nodes n JOIN policies p ON ${REACHES_SQL}
-     LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-     GROUP BY 1, 2`,
+  const [row] = await q.query<
+    Omit<StatusCounts, "total"> & Record<"nodes" | "good" | "bad" | "none", number>
+  >(
+    `SELECT coalesce(sum(c.compliant), 0)::int AS compliant, coalesce(sum(c.non_compliant), 0)::int AS non_compliant,
+            coalesce(sum(c.inapplicable), 0)::int AS inapplicable, coalesce(sum(c.error), 0)::int AS error,
+            coalesce(sum(${NODE_COUNTS.unknown}), 0)::int AS unknown,
+            count(*)::int AS nodes,
+            count(*) FILTER (WHERE ${NODE_COUNTS.problems} > 0)::int AS bad,
+            count(*) FILTER (WHERE ${NODE_COUNTS.problems} = 0 AND ${NODE_COUNTS.unknown} = 0
+                               AND ${NODE_COUNTS.total} > 0)::int AS good,
+            count(*) FILTER (WHERE ${NODE_COUNTS.total} = 0)::int AS none
+       FROM node_compliance_counts c`,
   );
-  const [{ total }] = await q.query<{ total: number }>("SELECT count(*)::int AS total FROM nodes");
-  const results = toCounts([]);
-  const byNode = new Map<string, Set<ComplianceStatus>>();
-  for (const row of perNode) {
-    results[row.status] += row.n;
-    results.total += row.n;
-    const set = byNode.get(row.node_id) ?? new Set();
-    set.add(row.status);
-    byNode.set(row.node_id, set);
-  }
-  let compliant = 0;
-  let nonCompliant = 0;
-  for (const statuses of byNode.values()) {
-    if (statuses.has("non_compliant") || statuses.has("error")) nonCompliant++;
-    else if ([...statuses].every((s) => s === "compliant" || s === "inapplicable")) compliant++;
-  }
+  const results = toCounts(COMPLIANCE_STATUSES.map((status) => ({ status, n: row[status] })));
   const scored = results.compliant + results.non_compliant + results.error;
   return {
     results,
     score: scored === 0 ? null : results.compliant / scored,
-    nodes: { total, compliant, non_compliant: nonCompliant, without_policies: total - byNode.size },
+    nodes: { total: row.nodes, compliant: row.good, non_compliant: row.bad, without_policies: row.none },
   };
 }
 

@@ -7,7 +7,7 @@
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { BINDING_STATES, type BindingState } from "./bindings.ts";
-import { type ComplianceStatus, type FleetSummary, REACHES_SQL, type StatusCounts } from "./compliance.ts";
+import { type FleetSummary, fleetSummary } from "./compliance.ts";
 import { NODE_STATUSES, type NodeStatus } from "./nodes.ts";
 import { POLICY_STATES, type PolicyState } from "./policies.ts";
 
@@ -73,7 +73,7 @@ export async function dashboardSummary(db: Db, sections: DashboardSections): Pro
     const summary: DashboardSummary = {};
     if (sections.nodes) summary.nodes = await nodeStatusCounts(tx);
     if (sections.certificates) summary.certificates = await certificateExpiryCounts(tx);
-    if (sections.compliance) summary.compliance = await complianceCounts(tx);
+    if (sections.compliance) summary.compliance = await fleetSummary(tx); // the compliance page's reading
     if (sections.policies) summary.policies = await policyCounts(tx);
     if (sections.bindings) summary.bindings = await bindingCounts(tx);
     return summary;
@@ -104,65 +104,6 @@ export async function certificateExpiryCounts(q: Queryable): Promise<Certificate
        FROM nodes n GROUP BY 1`,
   );
   return tally(EXPIRY_BUCKETS, rows);
-}
-
-/**
- * The fleet compliance summary (same meaning as `fleetSummary` in compliance.ts: expected (node, policy)
- * pairs where the policy still reaches the node, unreported pairs as `unknown`), aggregated in SQL so the
- * database returns a handful of rows however large the fleet.
- */
-export async function complianceCounts(q: Queryable): Promise<FleetSummary> {
-  const rows = await q.query<{ kind: "status" | "node" | "nodes"; key: string; n: number }>(
-    `WITH pairs AS (
-       SELECT n.id AS node_id, coalesce(r.status, 'unknown') AS status
-         FROM nodes n JOIN policies p ON ${REACHES_SQL}
-         LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-     ), per_node AS (
-       SELECT CASE
-                WHEN bool_or(status IN ('non_compliant', 'error')) THEN 'non_compliant'
-                WHEN bool_and(status IN ('compliant', 'inapplicable')) THEN 'compliant'
-                ELSE 'pending'
-              END AS verdict
-         FROM pairs GROUP BY node_id
-     )
-     SELECT 'status' AS kind, status AS key, count(*)::int AS n FROM pairs GROUP BY status
-     UNION ALL
-     SELECT 'node', verdict, count(*)::int FROM per_node GROUP BY verdict
-     UNION ALL
-     SELECT 'nodes', 'total', count(*)::int FROM nodes`,
-  );
-  const results: StatusCounts = {
-    compliant: 0,
-    non_compliant: 0,
-    inapplicable: 0,
-    error: 0,
-    unknown: 0,
-    total: 0,
-  };
-  const verdicts: Record<string, number> = { compliant: 0, non_compliant: 0, pending: 0 };
-  let total = 0;
-  for (const row of rows) {
-    if (row.kind === "status") {
-      results[row.key as ComplianceStatus] += row.n;
-      results.total += row.n;
-    } else if (row.kind === "node") {
-      verdicts[row.key] = row.n;
-    } else {
-      total = row.n;
-    }
-  }
-  const withPolicies = verdicts.compliant + verdicts.non_compliant + verdicts.pending;
-  const scored = results.compliant + results.non_compliant + results.error;
-  return {
-    results,
-    score: scored === 0 ? null : results.compliant / scored,
-    nodes: {
-      total,
-      compliant: verdicts.compliant,
-      non_compliant: verdicts.non_compliant,
-      without_policies: total - withPolicies,
-    },
-  };
 }
 
 /** Policies per state and type. */

@@ -7,7 +7,7 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
 import { publishLiveHint } from "../events/publish.ts";
-import { nodeComplianceSummary, REACHES_SQL, type StatusCounts } from "./compliance.ts";
+import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "./errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
@@ -79,22 +79,20 @@ export interface NodeRecord extends NodeSummary {
   compliance: StatusCounts;
 }
 
-/** SQL of the worst status of node `n` over the policies that reach it. */
-const WORST_SQL = `(SELECT CASE
-    WHEN count(*) = 0 THEN 'none'
-    WHEN bool_or(r.status = 'error') THEN 'error'
-    WHEN bool_or(r.status = 'non_compliant') THEN 'non_compliant'
-    WHEN bool_or(r.status IS NULL OR r.status = 'unknown') THEN 'unknown'
-    WHEN bool_or(r.status = 'compliant') THEN 'compliant'
-    ELSE 'inapplicable' END
-  FROM policies p LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-  WHERE ${REACHES_SQL})`;
+/** SQL of the worst status of node `n` over the policies that reach it, from its counters `c`. */
+const WORST_SQL = `(CASE
+    WHEN ${NODE_COUNTS.total} = 0 THEN 'none'
+    WHEN c.error > 0 THEN 'error'
+    WHEN c.non_compliant > 0 THEN 'non_compliant'
+    WHEN ${NODE_COUNTS.unknown} > 0 THEN 'unknown'
+    WHEN c.compliant > 0 THEN 'compliant'
+    ELSE 'inapplicable' END)`;
 
-const ROLLUP_SQL = `(SELECT jsonb_build_object('worst', ${WORST_SQL}, 'total', count(*),
-    'problems', count(*) FILTER (WHERE r.status IN ('error', 'non_compliant')),
-    'unknown', count(*) FILTER (WHERE r.status IS NULL OR r.status = 'unknown'))
-  FROM policies p LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id
-  WHERE ${REACHES_SQL})`;
+const ROLLUP_SQL = `jsonb_build_object('worst', ${WORST_SQL}, 'total', ${NODE_COUNTS.total},
+  'problems', ${NODE_COUNTS.problems}, 'unknown', ${NODE_COUNTS.unknown})`;
+
+/** The node list's tables: nodes with their compliance counters. */
+const LIST_FROM = "nodes n JOIN node_compliance_counts c ON c.node_id = n.id";
 
 const GROUPS_SQL = `coalesce((SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY g.name)
   FROM node_group_members m JOIN node_groups g ON g.id = m.node_group_id WHERE m.node_id = n.id), '[]'::json)`;
@@ -163,7 +161,7 @@ export async function listNodes(
   if (filter.compliance) where.push(`${WORST_SQL} = ${params.add(filter.compliance)}`);
   return await selectPage<NodeListItem>(q, {
     columns: `${SUMMARY_COLUMNS}, ${ROLLUP_SQL} AS compliance_rollup`,
-    from: "nodes n",
+    from: LIST_FROM,
     where,
     params: params.values,
     orderBy: orderBy(options.sort ?? {}, {
@@ -172,6 +170,7 @@ export async function listNodes(
       tiebreak: "n.name, n.id",
     }),
     page: options.page,
+    pageKey: "n.id",
   });
 }
 

@@ -55,20 +55,32 @@ export interface PageQuery {
   /** `ORDER BY …` (e.g. from {@link orderBy}); it must be total, or rows repeat or vanish across pages. */
   orderBy: string;
   page: PageRequest;
+  /** The number of matches when the caller already knows it (e.g. from counters); no count query then. */
+  total?: number;
+  /**
+   * A key of the rows (e.g. `n.id`, or `pr.node_id, pr.policy_id`): the page is then chosen reading only
+   * the key and the sort columns, and `columns` (subqueries included) are computed for that page's rows
+   * alone, not for every row an offset skips.
+   */
+  pageKey?: string;
 }
 
 /** Counts the rows a list query matches and reads the requested page of them. */
 export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Page<T>> {
   const where = query.where?.length ? `WHERE ${query.where.join(" AND ")}` : "";
-  const [{ total }] = await q.query<{ total: number }>(
+  const total = query.total ?? (await q.query<{ total: number }>(
     `SELECT count(*)::int AS total FROM ${query.from} ${where}`,
     query.params,
-  );
+  ))[0].total;
   const { page, perPage } = query.page;
   // Numbers only (validated integers), so safe to inline.
+  const limit = `LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`;
   const items = await q.query<T>(
-    `SELECT ${query.columns} FROM ${query.from} ${where} ${query.orderBy}
-     LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`,
+    query.pageKey
+      ? `SELECT ${query.columns} FROM ${query.from}
+          WHERE (${query.pageKey}) IN (SELECT ${query.pageKey} FROM ${query.from} ${where} ${query.orderBy} ${limit})
+          ${query.orderBy}`
+      : `SELECT ${query.columns} FROM ${query.from} ${where} ${query.orderBy} ${limit}`,
     query.params,
   );
   return { items, total, page, per_page: perPage };

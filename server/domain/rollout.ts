@@ -9,7 +9,7 @@ import type { Queryable } from "../db/db.ts";
 import { queryOne } from "../db/db.ts";
 import { found } from "./errors.ts";
 import { likePattern, type Page, type PageRequest, Params, selectPage } from "./pagination.ts";
-import { REACHES_SQL } from "./compliance.ts";
+import { REACHED_PAIRS_SQL } from "./compliance.ts";
 
 /** Where a node stands with the current version of a policy. */
 export const ROLLOUT_STATES = ["pending", "error", "non_compliant", "compliant", "inapplicable"] as const;
@@ -39,8 +39,7 @@ export interface RolloutRow {
 const STATE_SQL = `CASE WHEN r.node_id IS NULL OR r.policy_version <> p.version OR r.status = 'unknown'
   THEN 'pending' ELSE r.status END`;
 
-const FROM = `policies p JOIN nodes n ON ${REACHES_SQL}
-  LEFT JOIN compliance_results r ON r.node_id = n.id AND r.policy_id = p.id`;
+const FROM = REACHED_PAIRS_SQL;
 
 /** Sort order: problems first (pending, error, non-compliant), then by node name. */
 const PROBLEMS_FIRST = `ORDER BY CASE ${STATE_SQL} WHEN 'error' THEN 0 WHEN 'non_compliant' THEN 1
@@ -69,7 +68,7 @@ export async function policyRollout(
   );
   const counts = (await rolloutCounts(q, [policyId])).get(policyId) ?? emptyCounts();
   const params = new Params();
-  const where = [`p.id = ${params.add(policyId)}`];
+  const where = [`pr.policy_id = ${params.add(policyId)}`];
   if (options.filter?.state) where.push(`${STATE_SQL} = ${params.add(options.filter.state)}`);
   if (options.filter?.search) {
     where.push(`n.name ILIKE ${params.add(likePattern(options.filter.search))} ESCAPE '\\'`);
@@ -88,6 +87,12 @@ export async function policyRollout(
     params: params.values,
     orderBy: PROBLEMS_FIRST,
     page: options.page,
+    total: options.filter?.search
+      ? undefined
+      : options.filter?.state
+      ? counts[options.filter.state]
+      : counts.total,
+    pageKey: "pr.node_id, pr.policy_id",
   });
   return { policy_id: policyId, version: policy.version, ...page, counts };
 }
@@ -101,7 +106,7 @@ export async function rolloutCounts(
   if (policyIds.length === 0) return out;
   const rows = await q.query<{ policy_id: string; state: RolloutState; n: number }>(
     `SELECT p.id AS policy_id, ${STATE_SQL} AS state, count(*)::int AS n FROM ${FROM}
-     WHERE p.id = ANY($1::uuid[]) GROUP BY 1, 2`,
+     WHERE pr.policy_id = ANY($1::uuid[]) GROUP BY 1, 2`,
     [policyIds],
   );
   for (const row of rows) {

@@ -58,7 +58,7 @@ export interface Operations {
       revoked_at?: string | null;
     }>;
   };
-  /** Create an API token (shown once) for yourself, or for another user or service account with user:edit */
+  /** Create an API token (shown once) for yourself, or for another user or service account with user:edit (step-up for another account, and for yourself when the MFA policy requires a second factor of you) */
   "POST /api/v1/api-tokens": {
     path: Record<string, never>;
     query: Record<string, never>;
@@ -132,6 +132,7 @@ export interface Operations {
       to?: string;
       page?: number;
       per_page?: number;
+      cursor?: string;
     };
     body: undefined;
     response: {
@@ -152,6 +153,8 @@ export interface Operations {
       total: number;
       page: number;
       per_page: number;
+      next_cursor?: string | null;
+      total_estimated?: boolean;
     };
   };
   /** Export matching audit log entries as CSV (spreadsheet-safe) or JSON */
