@@ -7,6 +7,8 @@
  * `source = 'service'` and no password; their roles are bound like any user's (`/api/v1/users/{id}/role-bindings`).
  * Creating a token for someone else also needs step-up re-authentication (`password`, plus `code` or
  * `backup_code` when the caller has a second factor): such a token is a standing way to act as that account.
+ * So does creating one for yourself when the MFA policy requires a second factor of you: the step-up proves
+ * that factor once, and the token then stays valid without it (scripts cannot answer a second factor).
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
@@ -27,6 +29,7 @@ import { assertHolds, reachablePermissionsOfUser } from "./rbac.ts";
 import type { IdentityServices } from "./services.ts";
 import { getUser, USERNAME_PATTERN } from "./users.ts";
 import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import { mfaRequiredFor } from "./mfa_policy.ts";
 
 const TOKEN_SCHEMA: JsonSchema = {
   type: "object",
@@ -86,7 +89,8 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
       method: "POST",
       path: "/api/v1/api-tokens",
       summary:
-        "Create an API token (shown once) for yourself, or for another user or service account with user:edit",
+        "Create an API token (shown once) for yourself, or for another user or service account with user:edit " +
+        "(step-up for another account, and for yourself when the MFA policy requires a second factor of you)",
       tag: "api-tokens",
       access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.create" },
@@ -114,7 +118,12 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { name: input.name });
         await assertMayManage(s, c, userId);
         const proof = takeStepUpProof(c);
-        if (userId !== me.id) await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
+        // A token acts as its user without a second factor. So minting one for someone else, or for yourself
+        // when the MFA policy requires a second factor of you, takes a fresh re-authentication with it:
+        // otherwise a stolen session (or a password alone) would yield a standing way around the policy.
+        if (userId !== me.id || (await mfaRequiredFor(db, me.id))) {
+          await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
+        }
         const { token, record } = await createApiToken(db, {
           userId,
           name: input.name,

@@ -149,7 +149,9 @@ Deno.test({
       await loggedIn(page);
 
       // A dangerous change answered with second_factor_required: the step-up dialog asks, the call repeats.
-      const helper: string = await page.evaluate(async () => {
+      // (Creating a user with a role is itself a step-up action: the proof goes in step_up, since `password`
+      // there is the new user's.)
+      const helper: string = await page.evaluate(async (proof: { password: string; backup_code: string }) => {
         const csrf = document.cookie.split("; ").find((c: string) => c.startsWith("svc_csrf=")).slice(9);
         const headers = { "content-type": "application/json", "x-csrf-token": csrf };
         const roles = await (await fetch("/api/v1/roles?per_page=200")).json();
@@ -157,10 +159,15 @@ Deno.test({
         const made = await fetch("/api/v1/users", {
           method: "POST",
           headers,
-          body: JSON.stringify({ username: "helper", password: "Helper-Passw0rd-0123", role_ids: [auditor] }),
+          body: JSON.stringify({
+            username: "helper",
+            password: "Helper-Passw0rd-0123",
+            role_ids: [auditor],
+            step_up: proof,
+          }),
         });
         return (await made.json()).id;
-      });
+      }, { password, backup_code: codes[2] });
       await page.goto(`${base}/settings?tab=role-bindings&user_id=${helper}`, { waitUntil: "load" });
       const row = "table.role-bindings tr[data-role-binding-id]";
       await page.waitForSelector(`${row} sl-icon-button`, { visible: true });

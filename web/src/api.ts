@@ -68,6 +68,15 @@ const NO_REFRESH = new Set([
   `${API}/auth/logout`,
 ]);
 
+/** A step-up re-authentication as the server reads it (`step_up` in the body). */
+export interface StepUpProof {
+  password: string;
+  code?: string;
+  backup_code?: string;
+  /** A security key's answer to `POST /auth/step-up/webauthn/options`. */
+  webauthn?: { token: string; response: Record<string, unknown> };
+}
+
 /** Answers that a re-authentication in the same request would turn into success. */
 const STEP_UP_CODES = new Set(["reauthentication_required", "second_factor_required"]);
 
@@ -165,22 +174,30 @@ export class ApiClient extends EventTarget {
 
   /**
    * Asks the person to re-authenticate when a dangerous action answers `reauthentication_required` or
-   * `second_factor_required`; resolves with the proof fields to add to the body, or undefined (cancelled).
-   * Set by the step-up dialog's module.
+   * `second_factor_required`; resolves with the proof, or undefined (cancelled). Set by the step-up dialog's
+   * module.
    */
-  stepUp: ((code: string) => Promise<Record<string, string> | undefined>) | undefined;
+  stepUp: ((code: string) => Promise<StepUpProof | undefined>) | undefined;
 
-  /** Sends a request and parses a JSON answer; throws {@link ApiError} outside 2xx. */
+  /**
+   * Sends a request and parses a JSON answer; throws {@link ApiError} outside 2xx. A step-up demand opens the
+   * step-up dialog and repeats the request with the proof as `step_up` (the one place every route reads it,
+   * also where the body has a `password` of its own), again while the server asks for more (the second
+   * factor after the password).
+   */
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-    let res: Response;
-    try {
-      res = await this.request(method, path, options);
-    } catch (err) {
-      const wanted = err instanceof ApiError && STEP_UP_CODES.has(err.code) && this.stepUp;
-      const proof = wanted ? await this.stepUp!((err as ApiError).code) : undefined;
-      if (!proof) throw err;
-      const body = options.body && typeof options.body === "object" ? options.body : {};
-      res = await this.request(method, path, { ...options, body: { ...body, ...proof } });
+    let res: Response | undefined;
+    let attempt = options;
+    for (let asked = 0; !res; asked++) {
+      try {
+        res = await this.request(method, path, attempt);
+      } catch (err) {
+        const wanted = asked < 3 && err instanceof ApiError && STEP_UP_CODES.has(err.code) && this.stepUp;
+        const proof = wanted ? await this.stepUp!((err as ApiError).code) : undefined;
+        if (!proof) throw err;
+        const body = options.body && typeof options.body === "object" ? options.body : {};
+        attempt = { ...options, body: { ...body, step_up: proof } };
+      }
     }
     if (res.status === 204) return undefined as T;
     const type = res.headers.get("content-type") ?? "";
