@@ -1,6 +1,9 @@
 /** `<svc-pager>`: previous/next and page size for server-side paginated lists; fires `page-change`. */
 import { html, LitElement } from "lit";
 
+/** The page sizes the pager offers. */
+export const PAGE_SIZES: readonly number[] = [10, 25, 50, 100];
+
 /** Detail of the `page-change` event. */
 export interface PageChange {
   page: number;
@@ -51,7 +54,7 @@ class SvcPager extends LitElement {
           value=${String(this.perPage)}
           @sl-change=${(e: Event) => this.#emit(1, Number((e.target as HTMLSelectElement).value))}
         >
-          ${[10, 25, 50, 100].map((n) => html`<sl-option value=${String(n)}>${n}</sl-option>`)}
+          ${PAGE_SIZES.map((n) => html`<sl-option value=${String(n)}>${n}</sl-option>`)}
         </sl-select>
         <sl-button size="small" ?disabled=${this.page <= 1} @click=${() => this.#emit(this.page - 1)}>
           Previous

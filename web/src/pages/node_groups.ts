@@ -5,8 +5,8 @@
 import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
-import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
+import { ListController } from "../components/list_page.ts";
 import {
   confirmAction,
   errorAlert,
@@ -14,12 +14,9 @@ import {
   formatDate,
   notify,
   notifyError,
-  sortHeader,
-  type SortState,
   statusBadge,
   valueOf,
 } from "../components/ui.ts";
-import type { PageChange } from "../components/pager.ts";
 import type { NodeGroup, NodeGroupMember, NodeSummary } from "../types.ts";
 import { enrollmentCommands } from "../enrollment.ts";
 
@@ -33,8 +30,6 @@ interface EnrollmentToken {
 class SvcNodeGroupsPage extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    page: { state: true },
-    sort: { state: true },
     editing: { state: true },
     editError: { state: true },
     token: { state: true },
@@ -43,8 +38,6 @@ class SvcNodeGroupsPage extends PageElement {
     members: { state: true },
     candidates: { state: true },
   };
-  declare page: ListPage<NodeGroup> | undefined;
-  declare sort: SortState;
   /** The group being edited; an object without id means "new". */
   declare editing: Partial<NodeGroup> | undefined;
   declare editError: unknown;
@@ -56,37 +49,20 @@ class SvcNodeGroupsPage extends PageElement {
 
   override pageTitle = "Node groups";
 
+  readonly list = new ListController<NodeGroup>(this, {
+    noun: "node groups",
+    sort: { key: "name", dir: "asc" },
+    filters: [{ name: "search", label: "Search", kind: "search", placeholder: "Group name" }],
+  });
+
   constructor() {
     super();
-    this.sort = { key: "name", dir: "asc" };
     this.candidates = [];
   }
 
-  #q(name: string): string {
-    return this.route?.query.get(name) ?? "";
-  }
-
   protected override async load(): Promise<void> {
-    this.page = await api.get<ListPage<NodeGroup>>("/node-groups", {
-      page: this.#q("page") || 1,
-      per_page: this.#q("per_page") || 25,
-      search: this.#q("search"),
-      sort: this.sort.key,
-      order: this.sort.dir,
-    });
+    await this.list.load("/node-groups");
   }
-
-  #onSort = (sort: SortState) => {
-    this.sort = sort;
-    void this.reload();
-  };
-
-  #onPage = (e: CustomEvent<PageChange>) => {
-    this.route.query.set("page", String(e.detail.page));
-    this.route.query.set("per_page", String(e.detail.perPage));
-    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
-    void this.reload();
-  };
 
   async #save(): Promise<void> {
     const g = this.editing!;
@@ -204,86 +180,55 @@ class SvcNodeGroupsPage extends PageElement {
         "Policies are bound to node groups; nodes join a group when they enroll with its token.",
       )}
       ${this.renderLoadError()}
-      <div class="toolbar" role="search">
-        <sl-input label="Search" placeholder="Group name" clearable value=${this.#q("search")}
-          @sl-change=${(e: Event) => {
-            const v = valueOf(e);
-            if (v) this.route.query.set("search", v);
-            else this.route.query.delete("search");
-            setQuery({ search: v, page: undefined });
-            void this.reload();
-          }}></sl-input>
-      </div>
+      ${this.list.renderFilters()}
       ${this.#renderTable()} ${this.#renderEditDialog()} ${this.#renderTokenDialog()} ${this
         .#renderMembersDialog()}
     `;
   }
 
-  #renderTable(): TemplateResult {
-    const page = this.page;
-    if (!page) return this.renderSpinner();
-    if (page.items.length === 0) {
-      return html`
-        <div class="empty-state">
-          <p>No node groups yet. Create one, then generate an enrollment token
-                for it to enroll nodes.</p>
-        </div>
-      `;
-    }
-    return html`
-      <div class="table-wrap">
-        <table class="data">
-          <caption class="visually-hidden">Node groups</caption>
-          <thead>
-            <tr>
-              ${sortHeader("Name", "name", this.sort, this.#onSort)} <th scope="col">Description</th>
-              ${sortHeader("Nodes", "node_count", this.sort, this.#onSort)}
-              <th scope="col">Bindings (enabled / all)</th>
-              ${sortHeader("Created", "created_at", this.sort, this.#onSort)}
-              <th scope="col"><span class="visually-hidden">Actions</span></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${page.items.map((g) =>
-              html`
-                <tr data-group-id=${g.id}>
-                  <td><strong>${g.name}</strong></td>
-                  <td>${g.description}</td>
-                  <td class="num">${g.node_count}</td>
-                  <td>${g.enabled_bindings_count} / ${g.bindings_count}</td>
-                  <td>${formatDate(g.created_at)}</td>
-                  <td>
-                    <div class="row-actions">
-                                    <sl-button size="small" @click=${() =>
-                                      this.#openMembers(g)}>Members</sl-button>
-                                    ${session.can("node_group:create")
-                                      ? html`<sl-button size="small" class="generate-token" @click=${() =>
-                                        this.#generateToken(g)}>
+  #renderTable(): TemplateResult | typeof nothing {
+    const s = (label: string, key: string) => this.list.sortHeader(label, key);
+    return this.list.renderTable({
+      caption: "Node groups",
+      empty: "No node groups yet. Create one, then generate an enrollment token for it to enroll nodes.",
+      head: html`
+        ${s("Name", "name")} <th scope="col">Description</th> ${s("Nodes", "node_count")}
+        <th scope="col">Bindings (enabled / all)</th> ${s("Created", "created_at")}
+        <th scope="col"><span class="visually-hidden">Actions</span></th>
+      `,
+      row: (g) =>
+        html`
+          <tr data-group-id=${g.id}>
+            <td><strong>${g.name}</strong></td>
+            <td>${g.description}</td>
+            <td class="num">${g.node_count}</td>
+            <td>${g.enabled_bindings_count} / ${g.bindings_count}</td>
+            <td>${formatDate(g.created_at)}</td>
+            <td>
+              <div class="row-actions">
+                              <sl-button size="small" @click=${() => this.#openMembers(g)}>Members</sl-button>
+                              ${session.can("node_group:create")
+                                ? html`<sl-button size="small" class="generate-token" @click=${() =>
+                                  this.#generateToken(g)}>
                         <sl-icon slot="prefix" name="key"></sl-icon>Enrollment token</sl-button>`
-                                      : nothing}
-                                    ${session.can("node_group:edit")
-                                      ? html`<sl-icon-button name="pencil" label=${`Edit ${g.name}`} @click=${() => {
-                                        this.editing = g;
-                                        this.editError = undefined;
-                                      }}></sl-icon-button>`
-                                      : nothing}
-                                    ${session.can("node_group:delete")
-                                      ? html`
-                                        <sl-icon-button name="trash" label=${`Delete ${g.name}`} @click=${() =>
-                                          this.#delete(g)}></sl-icon-button>
-                                      `
-                                      : nothing}
-                                  </div>
-                  </td>
-                </tr>
-              `
-            )}
-          </tbody>
-        </table>
-      </div>
-      <svc-pager label="node groups" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
-        @page-change=${this.#onPage}></svc-pager>
-    `;
+                                : nothing}
+                              ${session.can("node_group:edit")
+                                ? html`<sl-icon-button name="pencil" label=${`Edit ${g.name}`} @click=${() => {
+                                  this.editing = g;
+                                  this.editError = undefined;
+                                }}></sl-icon-button>`
+                                : nothing}
+                              ${session.can("node_group:delete")
+                                ? html`
+                                  <sl-icon-button name="trash" label=${`Delete ${g.name}`} @click=${() =>
+                                    this.#delete(g)}></sl-icon-button>
+                                `
+                                : nothing}
+                            </div>
+            </td>
+          </tr>
+        `,
+    });
   }
 
   #renderEditDialog(): TemplateResult | typeof nothing {

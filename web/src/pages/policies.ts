@@ -5,8 +5,9 @@
 import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
-import { navigate, setQuery } from "../router.ts";
+import { navigate } from "../router.ts";
 import { errorText, PageElement } from "../components/page.ts";
+import { ListController } from "../components/list_page.ts";
 import {
   confirmAction,
   downloadText,
@@ -15,12 +16,9 @@ import {
   formatDate,
   notify,
   notifyError,
-  sortHeader,
-  type SortState,
   statusBadge,
   valueOf,
 } from "../components/ui.ts";
-import type { PageChange } from "../components/pager.ts";
 import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import type { Policy } from "../types.ts";
@@ -47,8 +45,6 @@ interface ImportFile {
 class SvcPoliciesPage extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    page: { state: true },
-    sort: { state: true },
     deprecating: { state: true },
     deprecateError: { state: true },
     importing: { state: true },
@@ -57,10 +53,8 @@ class SvcPoliciesPage extends PageElement {
     allPolicies: { state: true },
     rollout: { state: true },
   };
-  declare page: ListPage<Policy> | undefined;
   /** Rollout counts of the listed policies (compliance:view only). */
   declare rollout: Record<string, RolloutCounts> | undefined;
-  declare sort: SortState;
   declare deprecating: Policy | undefined;
   declare deprecateError: unknown;
   declare importing: boolean;
@@ -72,62 +66,46 @@ class SvcPoliciesPage extends PageElement {
 
   override pageTitle = "Policies";
 
+  readonly list = new ListController<Policy>(this, {
+    noun: "policies",
+    sort: { key: "updated_at", dir: "desc" },
+    filters: [
+      { name: "name", label: "Name", kind: "search", placeholder: "Search by name" },
+      {
+        name: "type",
+        label: "Type",
+        kind: "select",
+        options: () => listPolicyTypes().map((t) => [t.wireName, t.wireName]),
+      },
+      {
+        name: "state",
+        label: "State",
+        kind: "select",
+        options: () => [["draft", "Draft"], ["released", "Released"], ["archived", "Archived"]],
+      },
+      {
+        name: "deprecated",
+        label: "Deprecation",
+        kind: "select",
+        options: () => [["true", "Deprecated"], ["false", "Not deprecated"]],
+      },
+    ],
+  });
+
   constructor() {
     super();
-    this.page = undefined;
-    this.sort = { key: "updated_at", dir: "desc" };
     this.deprecating = undefined;
     this.importing = false;
     this.allPolicies = [];
   }
 
-  #q(name: string): string {
-    return this.route?.query.get(name) ?? "";
-  }
-
-  override connectedCallback(): void {
-    const sort = this.route?.query.get("sort");
-    if (sort) this.sort = { key: sort, dir: this.route.query.get("order") === "asc" ? "asc" : "desc" };
-    super.connectedCallback();
-  }
-
   protected override async load(): Promise<void> {
-    this.page = await api.get<ListPage<Policy>>("/policies/all", {
-      page: this.#q("page") || 1,
-      per_page: this.#q("per_page") || 25,
-      state: this.#q("state"),
-      type: this.#q("type"),
-      name: this.#q("name"),
-      deprecated: this.#q("deprecated"),
-      sort: this.sort.key,
-      order: this.sort.dir,
-    });
-    const released = this.page.items.filter((p) => p.state === "released").map((p) => p.id);
+    const page = await this.list.load("/policies/all");
+    const released = page.items.filter((p) => p.state === "released").map((p) => p.id);
     this.rollout = released.length && session.can("compliance:view")
       ? await api.get<Record<string, RolloutCounts>>("/policies/rollout", { ids: released.join(",") })
       : {};
   }
-
-  #filter(name: string, value: string): void {
-    this.route.query.set(name, value);
-    if (!value) this.route.query.delete(name);
-    this.route.query.delete("page");
-    setQuery({ [name]: value, page: undefined });
-    void this.reload();
-  }
-
-  #onSort = (sort: SortState) => {
-    this.sort = sort;
-    setQuery({ sort: sort.key, order: sort.dir });
-    void this.reload();
-  };
-
-  #onPage = (e: CustomEvent<PageChange>) => {
-    this.route.query.set("page", String(e.detail.page));
-    this.route.query.set("per_page", String(e.detail.perPage));
-    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
-    void this.reload();
-  };
 
   async #changeState(p: Policy, action: LifecycleAction): Promise<void> {
     const ok = await confirmAction({
@@ -321,95 +299,48 @@ class SvcPoliciesPage extends PageElement {
     return html`
       ${this.renderHeader(actions, "Policies are authored as drafts, released, then bound to node groups.")}
       ${this.renderLoadError()}
-      <div class="toolbar" role="search">
-        <sl-input label="Name" placeholder="Search by name" clearable value=${this.#q("name")}
-          @sl-change=${(e: Event) => this.#filter("name", valueOf(e))}></sl-input>
-        <sl-select label="Type" clearable value=${this.#q("type")}
-          @sl-change=${(e: Event) => this.#filter("type", valueOf(e))}>
-          ${listPolicyTypes().map((t) => html`<sl-option value=${t.wireName}>${t.wireName}</sl-option>`)}
-        </sl-select>
-        <sl-select label="State" clearable value=${this.#q("state")}
-          @sl-change=${(e: Event) => this.#filter("state", valueOf(e))}>
-          <sl-option value="draft">Draft</sl-option>
-          <sl-option value="released">Released</sl-option>
-          <sl-option value="archived">Archived</sl-option>
-        </sl-select>
-        <sl-select label="Deprecation" clearable value=${this.#q("deprecated")}
-          @sl-change=${(e: Event) => this.#filter("deprecated", valueOf(e))}>
-          <sl-option value="true">Deprecated</sl-option>
-          <sl-option value="false">Not deprecated</sl-option>
-        </sl-select>
-      </div>
+      ${this.list.renderFilters()}
       ${this.#renderTable()}
       ${this.#renderDeprecateDialog()} ${this.#renderImportDialog()}
     `;
   }
 
-  #renderTable(): TemplateResult {
-    const page = this.page;
-    if (!page) return this.renderSpinner();
-    if (page.items.length === 0) {
-      return html`
-        <div class="empty-state">
-          <p>No policies match.${session.can("policy:create") ? " Create one with New policy." : ""}</p>
-        </div>
-      `;
-    }
-    return html`
-      <div class="table-wrap">
-        <table class="data">
-          <caption class="visually-hidden">Policies</caption>
-          <thead>
-            <tr>
-              ${sortHeader("Name", "name", this.sort, this.#onSort)} ${sortHeader(
-                "Type",
-                "type",
-                this.sort,
-                this.#onSort,
-              )}
-              ${sortHeader("Version", "version", this.sort, this.#onSort)} ${sortHeader(
-                "State",
-                "state",
-                this.sort,
-                this.#onSort,
-              )}
-              <th scope="col">Bindings (enabled / all)</th>
-              <th scope="col">Rollout</th>
-              ${sortHeader("Updated", "updated_at", this.sort, this.#onSort)}
-              <th scope="col"><span class="visually-hidden">Actions</span></th>
-            </tr>
-          </thead>
-          <tbody>
-            ${page.items.map((p) =>
-              html`
-                <tr data-policy-id=${p.id}>
-                  <td>
-                                  <a href=${`/policies/${p.id}/edit`}>${p.name}</a>
-                                  ${p.description ? html`<div class="muted">${p.description}</div>` : nothing}
-                                </td>
-                  <td>${p.type}</td>
-                  <td class="num">${p.version}</td>
-                  <td>
-                                  ${statusBadge(p.state)}
-                                  ${p.deprecated
-                                    ? html`<sl-badge variant="warning" pill title=${p.deprecation_message}>Deprecated</sl-badge>`
-                                    : nothing}
-                                </td>
-                  <td>${p.enabled_bindings_count} / ${p.bindings_count}</td>
-                  <td class="rollout-cell">${p.state === "released"
-                    ? rolloutSummary(this.rollout?.[p.id])
-                    : "—"}</td>
-                  <td>${formatDate(p.updated_at)}</td>
-                  <td class="row-actions">${this.#actions(p)}</td>
-                </tr>
-              `
-            )}
-          </tbody>
-        </table>
-      </div>
-      <svc-pager label="policies" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
-        @page-change=${this.#onPage}></svc-pager>
-    `;
+  #renderTable(): TemplateResult | typeof nothing {
+    const s = (label: string, key: string) => this.list.sortHeader(label, key);
+    return this.list.renderTable({
+      caption: "Policies",
+      empty: `No policies yet.${session.can("policy:create") ? " Create one with New policy." : ""}`,
+      head: html`
+        ${s("Name", "name")} ${s("Type", "type")} ${s("Version", "version")} ${s("State", "state")}
+        <th scope="col">Bindings (enabled / all)</th>
+        <th scope="col">Rollout</th>
+        ${s("Updated", "updated_at")}
+        <th scope="col"><span class="visually-hidden">Actions</span></th>
+      `,
+      row: (p) =>
+        html`
+          <tr data-policy-id=${p.id}>
+            <td>
+                            <a href=${`/policies/${p.id}/edit`}>${p.name}</a>
+                            ${p.description ? html`<div class="muted">${p.description}</div>` : nothing}
+                          </td>
+            <td>${p.type}</td>
+            <td class="num">${p.version}</td>
+            <td>
+                            ${statusBadge(p.state)}
+                            ${p.deprecated
+                              ? html`<sl-badge variant="warning" pill title=${p.deprecation_message}>Deprecated</sl-badge>`
+                              : nothing}
+                          </td>
+            <td>${p.enabled_bindings_count} / ${p.bindings_count}</td>
+            <td class="rollout-cell">${p.state === "released"
+              ? rolloutSummary(this.rollout?.[p.id])
+              : "—"}</td>
+            <td>${formatDate(p.updated_at)}</td>
+            <td class="row-actions">${this.#actions(p)}</td>
+          </tr>
+        `,
+    });
   }
 
   #renderDeprecateDialog(): TemplateResult | typeof nothing {

@@ -1,0 +1,346 @@
+/**
+ * The one building block of every list page: the query (filters, sort, page) kept in the URL, a filter bar
+ * drawn from a declarative filter list (folded behind one "Filters" button on a phone), sortable column
+ * headers, the table with its empty state, and the pager. A page declares its filters and columns and draws
+ * its rows; how a list behaves is decided here, once.
+ *
+ * {@link ListQuery} is the pure part (URL parameters in, API query and URL changes out) so it can be tested
+ * without a browser; {@link ListController} ties it to a page element.
+ */
+import {
+  html,
+  nothing,
+  type ReactiveController,
+  type ReactiveControllerHost,
+  type TemplateResult,
+} from "lit";
+import { api, type ListPage, type Query } from "../api.ts";
+import { setQuery } from "../router.ts";
+import { fromOptionValue, sortHeader, type SortState, toOptionValue, valueOf } from "./ui.ts";
+import { PAGE_SIZES, type PageChange } from "./pager.ts";
+
+/** Changes to the URL query: a value sets the key, `undefined` removes it. */
+export type QueryChanges = Record<string, string | undefined>;
+
+/** What a list is sorted and paged by when the URL does not say. */
+export interface ListDefaults {
+  /** Undefined for lists the server sorts one way only. */
+  sort?: SortState;
+  perPage?: number;
+}
+
+/**
+ * The query of one list, read from URL parameters: the declared filters, `sort`/`order`, `page` and
+ * `per_page`. Every change returns the URL changes it implies (a new filter or sort goes back to page 1).
+ */
+export class ListQuery {
+  readonly #params: URLSearchParams;
+  readonly #filters: readonly string[];
+  readonly #defaults: ListDefaults;
+
+  constructor(params: URLSearchParams, filters: readonly string[], defaults: ListDefaults = {}) {
+    this.#params = new URLSearchParams(params);
+    this.#filters = filters;
+    this.#defaults = defaults;
+  }
+
+  /** A filter's value, or "". */
+  get(name: string): string {
+    return this.#params.get(name) ?? "";
+  }
+
+  /** The page asked for (1 when absent or not a positive whole number). */
+  get page(): number {
+    const n = Number(this.#params.get("page"));
+    return Number.isInteger(n) && n >= 1 ? n : 1;
+  }
+
+  /** The page size asked for, one the pager offers; otherwise the list's default. */
+  get perPage(): number {
+    const n = Number(this.#params.get("per_page"));
+    return PAGE_SIZES.includes(n) ? n : this.#defaults.perPage ?? 25;
+  }
+
+  /** The sort asked for, else the list's default; undefined for lists without sorting. */
+  get sort(): SortState | undefined {
+    const fallback = this.#defaults.sort;
+    if (!fallback) return undefined;
+    const key = this.#params.get("sort");
+    if (!key) return fallback;
+    const order = this.#params.get("order");
+    return { key, dir: order === "asc" || order === "desc" ? order : fallback.dir };
+  }
+
+  /** The filters that are set, by name. */
+  filters(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const name of this.#filters) {
+      const v = this.get(name);
+      if (v) out[name] = v;
+    }
+    return out;
+  }
+
+  /** How many filters are set (the count on the folded "Filters" button). */
+  activeCount(): number {
+    return Object.keys(this.filters()).length;
+  }
+
+  /** The API query: the set filters, the page, its size and the sort. */
+  apiQuery(): Query {
+    const sort = this.sort;
+    return {
+      ...this.filters(),
+      page: this.page,
+      per_page: this.perPage,
+      ...(sort ? { sort: sort.key, order: sort.dir } : {}),
+    };
+  }
+
+  /** Sets filters ("" clears one) and goes back to the first page. */
+  setFilters(values: Record<string, string>): QueryChanges {
+    const changes: QueryChanges = { page: undefined };
+    for (const [name, value] of Object.entries(values)) changes[name] = value || undefined;
+    return this.#apply(changes);
+  }
+
+  /** Clears every filter. */
+  clearFilters(): QueryChanges {
+    return this.setFilters(Object.fromEntries(this.#filters.map((f) => [f, ""])));
+  }
+
+  /** Sorts by another column and goes back to the first page. */
+  setSort(sort: SortState): QueryChanges {
+    return this.#apply({ sort: sort.key, order: sort.dir, page: undefined });
+  }
+
+  /** Moves to a page (page 1 and the default size leave the URL clean). */
+  setPage(page: number, perPage: number): QueryChanges {
+    return this.#apply({
+      page: page > 1 ? String(page) : undefined,
+      per_page: perPage === (this.#defaults.perPage ?? 25) ? undefined : String(perPage),
+    });
+  }
+
+  #apply(changes: QueryChanges): QueryChanges {
+    for (const [k, v] of Object.entries(changes)) {
+      if (v === undefined) this.#params.delete(k);
+      else this.#params.set(k, v);
+    }
+    return changes;
+  }
+}
+
+/** One filter of a list, declared. */
+export interface FilterSpec {
+  /** The URL and API query key. */
+  name: string;
+  label: string;
+  /** `search` and `text`: a text field; `select`: a drop-down; `radio`: buttons; `date`: a day. */
+  kind: "search" | "text" | "select" | "radio" | "date";
+  placeholder?: string;
+  /** `[value, text]` choices, read at every render so loaded options and counts stay current. */
+  options?: () => ReadonlyArray<readonly [string, string]>;
+  /** `radio`: the text of the "any" choice. */
+  anyLabel?: () => string;
+}
+
+/** Options of a {@link ListController}. */
+export interface ListOptions extends ListDefaults {
+  filters: readonly FilterSpec[];
+  /** Plural noun for the pager and the empty state ("nodes"). */
+  noun: string;
+  /** Keep the query in the page's URL (false for lists inside a tab that shares the URL). */
+  syncUrl?: boolean;
+}
+
+/** The page element a list lives in (a `PageElement`: it reloads and keeps the load error). */
+export type ListHost = ReactiveControllerHost & HTMLElement & { reload(): Promise<void>; loadError: unknown };
+
+/** What {@link ListController.renderTable} draws. */
+export interface TableSpec<T> {
+  /** Read by screen readers (the caption is visually hidden). */
+  caption: string;
+  /** The header cells (use {@link ListController.sortHeader} for sortable columns). */
+  head: TemplateResult;
+  /** One item's row(s). */
+  row: (item: T) => TemplateResult;
+  /** Said when the unfiltered list is empty: what fills it. */
+  empty: string;
+  tableClass?: string;
+}
+
+let nextId = 0;
+
+/** Ties a {@link ListQuery} to a page: loads, draws the filter bar, headers, table and pager. */
+export class ListController<T> implements ReactiveController {
+  readonly #host: ListHost;
+  readonly #options: ListOptions;
+  readonly #barId = `list-filters-${++nextId}`;
+  #query: ListQuery;
+  #filtersOpen = false;
+  /** The last page loaded; undefined until the first load ends. */
+  page: ListPage<T> | undefined;
+
+  constructor(host: ListHost, options: ListOptions) {
+    this.#host = host;
+    this.#options = options;
+    this.#query = this.#read();
+    host.addController(this);
+  }
+
+  hostConnected(): void {
+    // The URL may have changed between construction and connection (the router sets it first).
+    this.#query = this.#read();
+  }
+
+  #read(): ListQuery {
+    const params = this.#options.syncUrl === false
+      ? new URLSearchParams()
+      : new URLSearchParams(location.search);
+    return new ListQuery(params, this.#options.filters.map((f) => f.name), this.#options);
+  }
+
+  get query(): ListQuery {
+    return this.#query;
+  }
+
+  /** Loads the page of the list at `path` with the query, plus `extra` API parameters. */
+  async load(path: string, extra: Query = {}): Promise<ListPage<T>> {
+    const page = await api.get<ListPage<T>>(path, { ...this.#query.apiQuery(), ...extra });
+    this.page = page;
+    return page;
+  }
+
+  #change(changes: QueryChanges): void {
+    if (this.#options.syncUrl !== false) setQuery(changes);
+    void this.#host.reload();
+  }
+
+  /** Sets a filter and reloads from the first page. */
+  setFilter(name: string, value: string): void {
+    this.#change(this.#query.setFilters({ [name]: value }));
+  }
+
+  /** Sets several filters at once and reloads from the first page. */
+  setFilters(values: Record<string, string>): void {
+    this.#change(this.#query.setFilters(values));
+  }
+
+  #onPage = (e: CustomEvent<PageChange>) =>
+    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage));
+
+  /** A header cell that sorts the list by `key`. */
+  sortHeader(label: string, key: string): TemplateResult {
+    const sort = this.#query.sort ?? { key: "", dir: "asc" };
+    return sortHeader(label, key, sort, (next) => this.#change(this.#query.setSort(next)));
+  }
+
+  /**
+   * The filter bar. On a narrow screen it folds behind one "Filters" button that counts the active filters;
+   * `extra` goes at its end (e.g. a page's own control).
+   */
+  renderFilters(extra: TemplateResult | typeof nothing = nothing): TemplateResult {
+    const active = this.#query.activeCount();
+    const open = this.#filtersOpen;
+    return html`
+      <div class=${`list-filters${open ? " open" : ""}`}>
+        <button type="button" class="filters-toggle" aria-controls=${this.#barId} aria-expanded=${String(
+          open,
+        )}
+          @click=${() => {
+            this.#filtersOpen = !open;
+            this.#host.requestUpdate();
+          }}>
+          <sl-icon name="funnel" aria-hidden="true"></sl-icon> Filters${active
+            ? html`
+              <span class="filter-count">${active}<span class="visually-hidden"> active</span></span>
+            `
+            : nothing}
+        </button>
+        <div class="toolbar" role="search" id=${this.#barId}>
+          ${this.#options.filters.map((f) => this.#control(f))} ${active
+            ? html`<sl-button class="clear-filters" @click=${() =>
+              this.#change(this.#query.clearFilters())}>Clear filters</sl-button>`
+            : nothing} ${extra}
+        </div>
+      </div>
+    `;
+  }
+
+  #control(f: FilterSpec): TemplateResult {
+    const value = this.#query.get(f.name);
+    const set = (v: string) => this.setFilter(f.name, v);
+    switch (f.kind) {
+      case "select":
+        return html`
+          <sl-select label=${f.label} placeholder=${f.placeholder ?? ""} clearable hoist
+            value=${toOptionValue(value)} data-filter=${f.name}
+            @sl-change=${(e: Event) => set(fromOptionValue(valueOf(e)))}>
+            ${(f.options?.() ?? []).map(([v, text]) =>
+              html`<sl-option value=${toOptionValue(v)}>${text}</sl-option>`
+            )}
+          </sl-select>
+        `;
+      case "radio":
+        return html`
+          <sl-radio-group label=${f.label} value=${value || "all"} class="status-filter" data-filter=${f.name}
+            @sl-change=${(e: Event) => {
+              const v = valueOf(e);
+              set(v === "all" ? "" : v);
+            }}>
+            <sl-radio-button value="all">${f.anyLabel?.() ?? "All"}</sl-radio-button>
+            ${(f.options?.() ?? []).map(([v, text]) =>
+              html`<sl-radio-button value=${v}>${text}</sl-radio-button>`
+            )}
+          </sl-radio-group>
+        `;
+      default:
+        return html`
+          <sl-input label=${f.label} placeholder=${f.placeholder ?? ""} value=${value} data-filter=${f.name}
+            type=${f.kind === "date"
+              ? "date"
+              : f.kind === "search"
+              ? "search"
+              : "text"} ?clearable=${f.kind !==
+              "date"}
+            @sl-change=${(e: Event) => set(valueOf(e))}></sl-input>
+        `;
+    }
+  }
+
+  /**
+   * The list: a spinner until the first load (nothing once it failed: the page shows the error), the empty
+   * state (saying when filters hide rows, with a way to clear them), or the table in its own scrolling box
+   * and the pager.
+   */
+  renderTable(spec: TableSpec<T>): TemplateResult | typeof nothing {
+    const page = this.page;
+    if (!page) return this.#host.loadError ? nothing : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
+    if (page.items.length === 0) {
+      const filtered = this.#query.activeCount() > 0;
+      return html`
+        <div class="empty-state">
+          <p>${filtered ? `No ${this.#options.noun} match these filters.` : spec.empty}</p>
+          ${filtered
+            ? html`<sl-button size="small" @click=${() =>
+              this.#change(this.#query.clearFilters())}>Clear filters</sl-button>`
+            : nothing}
+        </div>
+      `;
+    }
+    return html`
+      <div class="table-wrap">
+        <table class=${`data${spec.tableClass ? ` ${spec.tableClass}` : ""}`}>
+          <caption class="visually-hidden">${spec.caption}</caption>
+          <thead>
+            <tr>${spec.head}</tr>
+          </thead>
+          <tbody>${page.items.map(spec.row)}</tbody>
+        </table>
+      </div>
+      <svc-pager label=${this.#options.noun} .page=${page.page} .perPage=${page.per_page} .total=${page.total}
+        @page-change=${this.#onPage}></svc-pager>
+    `;
+  }
+}
