@@ -439,7 +439,11 @@ Deno.test({
         1,
         "the page updated in place, without a reload",
       );
-      assert.match(await page.$eval("svc-nodes-page .updated-at", (e) => e.textContent ?? ""), /Updated/);
+      // "Live" while the live-event stream is open, "Updated … ago" while the page polls.
+      assert.match(
+        await page.$eval("svc-nodes-page .updated-at", (e) => e.textContent ?? ""),
+        /Live|Updated/,
+      );
       await page.waitForFunction(
         (status: string) =>
           document.querySelector("svc-node-detail dl.facts sl-badge.status")?.textContent.trim() === status,

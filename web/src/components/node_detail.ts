@@ -6,6 +6,7 @@
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
+import { LiveRefresh } from "../live_events.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
 import { confirmAction, formatDate, notify, notifyError, relativeTime, statusBadge } from "./ui.ts";
@@ -42,20 +43,13 @@ class SvcNodeDetail extends LitElement {
     return this;
   }
 
-  #refreshTimer: ReturnType<typeof setInterval> | undefined;
-
-  override connectedCallback(): void {
-    super.connectedCallback();
-    // The open node refreshes itself in place (status, compliance), like the fleet pages behind it.
-    this.#refreshTimer = setInterval(() => {
-      if (this.nodeId && this.node && document.visibilityState !== "hidden") void this.#load({ quiet: true });
-    }, 10_000);
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    clearInterval(this.#refreshTimer);
-  }
+  /** The open node refreshes itself in place (status, compliance), like the fleet pages behind it. */
+  #live = new LiveRefresh(this, {
+    topics: ["nodes", "compliance"],
+    reload: () => this.nodeId && this.node ? this.#load({ quiet: true }) : Promise.resolve(),
+    pollMs: () => 10_000,
+    relevant: (hint) => !hint.ids || hint.ids.includes(this.nodeId),
+  });
 
   override updated(changed: Map<string, unknown>): void {
     if (changed.has("nodeId")) {

@@ -1,9 +1,15 @@
 /**
  * Base class of every page: renders into the light DOM (so the app stylesheet styles tables and forms, and
  * tests and assistive technology see one document), sets `document.title`, and keeps the last load error.
+ *
+ * Pages that show fleet state name the live-event topics they depend on (`liveTopics`): they reload when the
+ * server says something of that kind changed (at most once per second, in place, so filters and scroll
+ * stay) and poll every `autoRefreshMs` only while the live stream is down. The header says "Live" or
+ * "Updated … ago".
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { ApiError } from "../api.ts";
+import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
 
 /** A page of the console. */
@@ -25,11 +31,16 @@ export class PageElement extends LitElement {
   declare now: number;
 
   /**
-   * Fleet pages set this: the page reloads itself this often while visible (filters live in the URL and the
-   * DOM is updated in place, so filters and scroll stay), and the header says when it last did.
+   * Fleet pages set this: while the live stream is down the page reloads itself this often while visible
+   * (filters live in the URL and the DOM is updated in place, so filters and scroll stay), and the header
+   * says when it last did.
    */
   protected autoRefreshMs = 0;
-  #refreshTimer: ReturnType<typeof setInterval> | undefined;
+  /** Fleet pages set this: the kinds of change that make the page reload (e.g. `["nodes", "compliance"]`). */
+  protected liveTopics: readonly LiveTopic[] = [];
+  #live: LiveRefresh | undefined;
+  #clock: ReturnType<typeof setInterval> | undefined;
+  #loading: Promise<void> | undefined;
 
   /** Title shown in the heading and the browser tab. */
   pageTitle = "";
@@ -49,22 +60,35 @@ export class PageElement extends LitElement {
     super.connectedCallback();
     if (this.pageTitle) document.title = `${this.pageTitle} · svc`;
     void this.reload();
-    if (this.autoRefreshMs > 0) {
-      this.#refreshTimer = setInterval(() => {
-        this.now = Date.now();
-        if (document.visibilityState === "hidden" || this.loading) return;
-        if (this.now - (this.loadedAt ?? 0) >= this.autoRefreshMs) void this.reload();
-      }, Math.min(5_000, this.autoRefreshMs));
+    if (this.autoRefreshMs > 0 || this.liveTopics.length > 0) {
+      this.#live ??= new LiveRefresh(this, {
+        topics: this.liveTopics,
+        // After a load in flight, never beside it: an older answer must not land after a newer one.
+        reload: async () => {
+          await this.#loading;
+          await this.reload();
+        },
+        pollMs: () => this.autoRefreshMs,
+        loadedAt: () => this.loadedAt,
+      });
+      // Keeps "Updated … ago" current.
+      this.#clock = setInterval(() => this.now = Date.now(), 5_000);
     }
   }
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
-    clearInterval(this.#refreshTimer);
+    clearInterval(this.#clock);
   }
 
   /** Loads the page's data; errors end up in `loadError` and are shown by {@link renderLoadError}. */
-  async reload(): Promise<void> {
+  reload(): Promise<void> {
+    const run = this.#reload();
+    this.#loading = run;
+    return run;
+  }
+
+  async #reload(): Promise<void> {
     this.loading = true;
     try {
       await this.load();
@@ -113,9 +137,16 @@ export class PageElement extends LitElement {
     `;
   }
 
-  /** "Updated … ago" for pages that refresh themselves. */
+  /** "Live" while changes arrive as they happen, else "Updated … ago", for pages that refresh themselves. */
   protected renderUpdated(): TemplateResult | typeof nothing {
-    if (this.autoRefreshMs <= 0 || !this.loadedAt) return nothing;
+    if (!this.#live) return nothing;
+    if (this.#live.live) {
+      return html`
+        <span class="muted updated-at live-status" title="Changes appear here as they happen"
+        ><sl-badge variant="success" pill pulse>Live</sl-badge></span>
+      `;
+    }
+    if (!this.loadedAt) return nothing;
     const seconds = Math.max(0, Math.round((this.now - this.loadedAt) / 1000));
     const text = seconds < 5
       ? "just now"

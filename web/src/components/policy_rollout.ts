@@ -7,6 +7,7 @@
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
+import { LiveRefresh } from "../live_events.ts";
 import { errorText } from "./page.ts";
 import { formatDate, relativeTime } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
@@ -99,6 +100,13 @@ class SvcPolicyRollout extends LitElement {
   declare now: number;
   #timer: ReturnType<typeof setInterval> | undefined;
   #inFlight = false;
+  /** Reloads when nodes report or connect, or the policy is released again; polls while that is down. */
+  #live = new LiveRefresh(this, {
+    topics: ["compliance", "nodes", "policies"],
+    reload: () => this.refresh(),
+    pollMs: () => REFRESH_MS,
+    loadedAt: () => this.updatedAt,
+  });
 
   constructor() {
     super();
@@ -114,10 +122,7 @@ class SvcPolicyRollout extends LitElement {
   override connectedCallback(): void {
     super.connectedCallback();
     void this.refresh();
-    this.#timer = setInterval(() => {
-      this.now = Date.now();
-      if (document.visibilityState !== "hidden") void this.refresh();
-    }, REFRESH_MS);
+    this.#timer = setInterval(() => this.now = Date.now(), REFRESH_MS);
   }
 
   override disconnectedCallback(): void {
@@ -181,7 +186,9 @@ class SvcPolicyRollout extends LitElement {
               of version ${d.version}
             `
             : nothing}</h2>
-          <span class="muted rollout-updated" aria-live="off">${this.updatedAt
+          <span class="muted rollout-updated" aria-live="off">${this.#live.live && this.updatedAt
+            ? "Live"
+            : this.updatedAt
             ? this.now - this.updatedAt < 5_000
               ? "Updated just now"
               : `Updated ${relativeTime(new Date(this.updatedAt).toISOString(), this.now)}`

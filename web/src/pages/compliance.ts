@@ -34,6 +34,7 @@ class SvcCompliancePage extends PageElement {
 
   override pageTitle = "Compliance";
   protected override autoRefreshMs = 10_000;
+  protected override liveTopics = ["compliance", "nodes", "policies"] as const;
 
   constructor() {
     super();

@@ -112,6 +112,7 @@ class SvcDashboardPage extends PageElement {
 
   override pageTitle = "Dashboard";
   protected override autoRefreshMs = 10_000;
+  protected override liveTopics = ["nodes", "compliance", "policies"] as const;
 
   protected override async load(): Promise<void> {
     this.summary = await api.get<DashboardSummary>("/dashboard/summary");

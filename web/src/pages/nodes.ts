@@ -56,6 +56,7 @@ class SvcNodesPage extends PageElement {
 
   override pageTitle = "Nodes";
   protected override autoRefreshMs = 10_000;
+  protected override liveTopics = ["nodes", "compliance"] as const;
 
   constructor() {
     super();
