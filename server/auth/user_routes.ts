@@ -4,6 +4,7 @@
  * Managing a user (edit, disable, delete, reset the password, change their roles) requires holding every
  * permission that user can reach; otherwise an account manager could take over a more powerful account.
  */
+import type { Queryable } from "../db/db.ts";
 import { found } from "../domain/errors.ts";
 import { assertNameFree } from "../domain/records.ts";
 import { badRequest, conflict } from "../http/errors.ts";
@@ -67,6 +68,40 @@ function checkEmail(email: string | undefined): void {
   }
 }
 
+/** A role a listed user holds, directly or through one of their user groups (`user_group`). */
+interface HeldRole {
+  id: string;
+  name: string;
+  scope_type: string;
+  user_group: string | null;
+}
+
+/** The roles each of `ids` holds, in one query (the users table shows them). */
+async function rolesOfUsers(q: Queryable, ids: string[]): Promise<Map<string, HeldRole[]>> {
+  const out = new Map<string, HeldRole[]>();
+  if (ids.length === 0) return out;
+  const rows = await q.query<HeldRole & { user_id: string }>(
+    `SELECT h.user_id, r.id, r.name, rb.scope_type, g.name AS user_group
+       FROM (SELECT id AS binding_id, user_id, NULL::uuid AS group_id FROM role_bindings
+              WHERE user_id = ANY($1::uuid[])
+             UNION ALL
+             SELECT rb.id, m.user_id, m.user_group_id FROM role_bindings rb
+               JOIN user_group_members m ON m.user_group_id = rb.user_group_id
+              WHERE m.user_id = ANY($1::uuid[])) h
+       JOIN role_bindings rb ON rb.id = h.binding_id
+       JOIN roles r ON r.id = rb.role_id
+       LEFT JOIN user_groups g ON g.id = h.group_id
+      ORDER BY r.name, g.name NULLS FIRST`,
+    [ids],
+  );
+  for (const { user_id, ...role } of rows) {
+    const list = out.get(user_id) ?? [];
+    list.push(role);
+    out.set(user_id, list);
+  }
+  return out;
+}
+
 /** The user routes. */
 export function userRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
@@ -91,13 +126,13 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: { "200": { description: "A page of users", schema: { type: "object" } } },
       async handler(c) {
-        return c.json(
-          await listUsers(db, {
-            search: c.req.query("search") || undefined,
-            enabled: queryBool(c, "enabled"),
-            page: pageRequest(c),
-          }),
-        );
+        const page = await listUsers(db, {
+          search: c.req.query("search") || undefined,
+          enabled: queryBool(c, "enabled"),
+          page: pageRequest(c),
+        });
+        const roles = await rolesOfUsers(db, page.items.map((u) => u.id));
+        return c.json({ ...page, items: page.items.map((u) => ({ ...u, roles: roles.get(u.id) ?? [] })) });
       },
     },
     {

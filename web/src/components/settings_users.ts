@@ -3,42 +3,67 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError, valueOf } from "./ui.ts";
-import type { PageChange } from "./pager.ts";
+import { ListController } from "./list_page.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { Role, User } from "../types.ts";
+
+/** A user as the list returns it: with the roles held, directly or through a user group. */
+type ListedUser = User & {
+  roles?: Array<{ id: string; name: string; scope_type: string; user_group: string | null }>;
+};
+
+/** The roles cell: each role once, saying which groups it comes through and when it is scoped. */
+function rolesCell(u: ListedUser): TemplateResult {
+  const roles = u.roles ?? [];
+  if (roles.length === 0) return html`<span class="muted">No role</span>`;
+  const byName = new Map<string, string[]>();
+  for (const r of roles) {
+    const notes = byName.get(r.name) ?? [];
+    if (r.user_group) notes.push(`via ${r.user_group}`);
+    if (r.scope_type !== "global") notes.push("one node group");
+    byName.set(r.name, notes);
+  }
+  return html`<ul class="user-roles">${
+    [...byName].map(([name, notes]) =>
+      html`<li>${name}${
+        notes.length
+          ? html`
+            <span class="muted">(${notes.join(", ")})</span>
+          `
+          : nothing
+      }</li>`
+    )
+  }</ul>`;
+}
 
 class SvcSettingsUsers extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    page: { state: true },
-    search: { state: true },
     editing: { state: true },
     editError: { state: true },
     roles: { state: true },
     resetting: { state: true },
   };
-  declare page: ListPage<User> | undefined;
-  declare search: string;
   /** The user being edited; `{}` for a new one. */
   declare editing: Partial<User> | undefined;
   declare editError: unknown;
   declare roles: Role[];
   declare resetting: User | undefined;
-  #pageNo = 1;
-  #perPage = 25;
+
+  /** A tab of Settings: the query stays in the element, not in the URL the tabs share. */
+  readonly list = new ListController<ListedUser>(this, {
+    noun: "users",
+    syncUrl: false,
+    filters: [{ name: "search", label: "Search users", kind: "search" }],
+  });
 
   constructor() {
     super();
-    this.search = "";
     this.roles = [];
   }
 
   protected override async load(): Promise<void> {
-    this.page = await api.get<ListPage<User>>("/users", {
-      search: this.search,
-      page: this.#pageNo,
-      per_page: this.#perPage,
-    });
+    await this.list.load("/users");
   }
 
   async #openNew(): Promise<void> {
@@ -125,49 +150,30 @@ class SvcSettingsUsers extends PageElement {
   }
 
   override render() {
-    const page = this.page;
+    const create = session.can("user:create")
+      ? html`<sl-button variant="primary" @click=${this.#openNew}><sl-icon slot="prefix" name="person-plus"></sl-icon>
+        New user</sl-button>`
+      : nothing;
     return html`
-      ${this.renderLoadError()}
-      <div class="toolbar" role="search">
-        <sl-input label="Search users" clearable value=${this.search} @sl-change=${(e: Event) => {
-          this.search = valueOf(e);
-          this.#pageNo = 1;
-          void this.reload();
-        }}></sl-input>
-        ${session.can("user:create")
-          ? html`<sl-button variant="primary" @click=${this.#openNew}><sl-icon slot="prefix" name="person-plus"></sl-icon>
-            New user</sl-button>`
-          : nothing}
-      </div>
-      ${!page ? html`<sl-spinner></sl-spinner>` : html`
-        <div class="table-wrap">
-          <table class="data">
-            <caption class="visually-hidden">Users</caption>
-            <thead>
-              <tr>
-                <th scope="col">Username</th>
-                <th scope="col">Name</th>
-                <th scope="col">E-mail</th>
-                <th scope="col">Source</th>
-                <th scope="col">Enabled</th>
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>${page.items.map((u) => this.#row(u))}</tbody>
-          </table>
-        </div>
-        <svc-pager label="users" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
-          @page-change=${(e: CustomEvent<PageChange>) => {
-            this.#pageNo = e.detail.page;
-            this.#perPage = e.detail.perPage;
-            void this.reload();
-          }}></svc-pager>
-      `}
+      ${this.renderLoadError()} ${this.list.renderFilters(create)} ${this.list.renderTable({
+        caption: "Users",
+        empty: "No users yet.",
+        head: html`
+          <th scope="col">Username</th>
+          <th scope="col">Name</th>
+          <th scope="col">E-mail</th>
+          <th scope="col">Roles</th>
+          <th scope="col">Source</th>
+          <th scope="col">Enabled</th>
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
+        row: (u) => this.#row(u),
+      })}
       ${this.#renderEdit()} ${this.#renderReset()}
     `;
   }
 
-  #row(u: User): TemplateResult {
+  #row(u: ListedUser): TemplateResult {
     const self = u.id === session.me?.user.id;
     const canEdit = session.can("user:edit");
     return html`
@@ -179,6 +185,7 @@ class SvcSettingsUsers extends PageElement {
           : nothing}</td>
         <td>${u.full_name}</td>
         <td>${u.email}</td>
+        <td class="roles-cell">${rolesCell(u)}</td>
         <td>${u.source}</td>
         <td>
           <sl-switch ?checked=${u.enabled} ?disabled=${!canEdit || self}
