@@ -1,6 +1,6 @@
 /**
- * Footprint of svc-agent: starts a real svc-server and a real svc-agent (bundled into one module and run the
- * way the package's launcher runs it) on a temp root, and prints the agent's resident memory after 60 s idle
+ * Footprint of svc-agent: starts a real svc-server and a real svc-agent (bundled by packaging/program.ts and
+ * run with the portable launcher's arguments) on a temp root, and prints the agent's resident memory after 60 s idle
  * with nothing to enforce; then, restarted after its node joined the group 50 policies are bound to (Firefox
  * and Chrome; a connected agent sees a new membership only when it reconnects), the resident memory after
  * that 50-policy sync and the sync's duration as the agent logs it.
@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { startServerProcess } from "../tests/helpers/process.ts";
 import { Api, eventually } from "../tests/helpers/agent_process.ts";
-import { V8_FLAGS } from "../packaging/program.ts";
+import { bundleApp, portableRunArgs, V8_FLAGS } from "../packaging/program.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -54,29 +54,13 @@ const base = await Deno.makeTempDir({ prefix: "svc-bench-agent-" });
 const server = await startServerProcess();
 const children: Deno.ChildProcess[] = [];
 try {
-  let program = MAIN;
-  const runFlags = ["run", "-A"];
-  if (!args.source) {
-    program = join(base, "svc-agent.js");
-    const bundled = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "deno",
-        "--config",
-        `${CHECKOUT}deno.json`,
-        "-o",
-        program,
-        MAIN,
-      ],
-      cwd: CHECKOUT,
-    }).output();
-    if (!bundled.success) throw new Error(`deno bundle failed: ${new TextDecoder().decode(bundled.stderr)}`);
-    runFlags.push("--no-config", "--no-lock", "--no-remote", "--no-npm", "--cached-only");
-  }
   if (args["v8-flags"] === "none") args["v8-flags"] = "";
-  if (args["v8-flags"]) runFlags.push(`--v8-flags=${args["v8-flags"]}`);
+  const v8Flags = args["v8-flags"] ? args["v8-flags"].split(",") : [];
+  // As the package runs it: the bundle packaging builds, with the launcher's `deno run` arguments.
+  const program = args.source ? MAIN : await bundleApp("svc-agent", { root: CHECKOUT, workDir: base });
+  const runFlags = args.source
+    ? ["run", "-A", ...(v8Flags.length ? [`--v8-flags=${v8Flags.join(",")}`] : [])]
+    : portableRunArgs("svc-agent", v8Flags);
   const root = join(base, "root");
   for (const dir of ["usr/lib/firefox", "usr/lib/chromium", "etc"]) {
     await Deno.mkdir(join(root, dir), { recursive: true });

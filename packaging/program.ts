@@ -5,8 +5,9 @@
  * - compiled (`deno compile --target …`, needs Deno's `denort` via `DENORT_BIN`): the directory holds
  *   the single executable;
  * - portable (`--portable`, no denort): `<app>` is a launcher script, `lib/deno` the Deno runtime of the
- *   target arch, `lib/<app>.js` the whole program bundled into one module (npm packages included), its
- *   worker modules bundled beside it (the server's `lib/bundle_worker.js`), and
+ *   target arch, `lib/<app>.js` the whole program bundled (npm packages included; the agent's lazily
+ *   loaded parts as chunk modules beside it, see `BUNDLE`), its worker modules bundled beside it (the
+ *   server's `lib/bundle_worker.js`), and
  *   for the server the data files PGlite loads next to its module (`pglite.wasm`, `initdb.wasm`,
  *   `pglite.data`). The web UI is already a generated module, protobuf code is generated TypeScript, and
  *   the migrations are compiled into the bundle, so nothing is read from a checkout.
@@ -57,9 +58,28 @@ export const V8_FLAGS: Record<App, string[]> = {
   "svc-agent": ["--lite-mode", "--max-semi-space-size=1", "--optimize-for-size"],
 };
 
-/** `--v8-flags=…` for `app`, or nothing. */
-function v8FlagArgs(app: App): string[] {
-  return V8_FLAGS[app].length ? [`--v8-flags=${V8_FLAGS[app].join(",")}`] : [];
+/** `--v8-flags=…` for `flags`, or nothing. */
+function v8FlagArgs(flags: readonly string[]): string[] {
+  return flags.length ? [`--v8-flags=${flags.join(",")}`] : [];
+}
+
+/**
+ * The `deno run` arguments of the portable launcher before the program: no network, checkout, npm cache
+ * or code cache, then the V8 flags (default `V8_FLAGS[app]`) and the permissions. bench/agent_footprint.ts
+ * runs the agent with exactly these.
+ */
+export function portableRunArgs(app: App, v8Flags: readonly string[] = V8_FLAGS[app]): string[] {
+  return [
+    "run",
+    "--no-config",
+    "--no-lock",
+    "--no-remote",
+    "--no-npm",
+    "--cached-only",
+    "--no-code-cache",
+    ...v8FlagArgs(v8Flags),
+    ...PERMISSIONS[app],
+  ];
 }
 
 /** Files PGlite fetches relative to its own module; they must sit next to the server bundle. */
@@ -74,11 +94,6 @@ const ENTRY: Record<App, string> = { "svc-server": "server/main.ts", "svc-agent"
  * policy content on its event loop.
  */
 const WORKERS: Record<App, string[]> = { "svc-server": ["server/domain/bundle_worker.ts"], "svc-agent": [] };
-
-/** `server/domain/bundle_worker.ts` → `bundle_worker.js`. */
-function workerBundleName(module: string): string {
-  return module.slice(module.lastIndexOf("/") + 1).replace(/\.ts$/, ".js");
-}
 
 /**
  * The module graph's entry for `app`: the agent's own `main.ts`; for the server, a generated module that
@@ -106,13 +121,32 @@ async function writeEntry(app: App, root: string, workDir: string): Promise<stri
 }
 
 /**
+ * How each program is bundled. The agent is split at its dynamic imports (`--code-splitting`): its
+ * enforcers, enrollment and X.509 code sit in chunk modules beside `lib/svc-agent.js` that are read when
+ * first used, instead of being parsed at start and kept in memory as source for as long as the agent runs
+ * (bench/agent_footprint.ts: idle RSS about 6 MiB lower). `@grpc/proto-loader` (and protobufjs, long and
+ * lodash with it) stays out of the agent: grpc-js requires it only to build its channelz and ORCA service
+ * definitions, which the agent never serves (svc's messages are protobuf-es); were it ever required, the
+ * call would fail with "Cannot find module". The server stays one module.
+ */
+const BUNDLE: Record<App, { split: boolean; external: string[] }> = {
+  "svc-server": { split: false, external: [] },
+  "svc-agent": { split: true, external: ["@grpc/proto-loader"] },
+};
+
+/** `server/domain/bundle_worker.ts` → `bundle_worker.js`. */
+function moduleFileName(module: string): string {
+  return module.slice(module.lastIndexOf("/") + 1).replace(/\.ts$/, ".js");
+}
+
+/**
  * Bundles `app` (arch-independent JavaScript) into `workDir/<app>.js`, and each of its worker modules into
- * `workDir/<worker>.js` beside it; returns the program bundle's path.
+ * `workDir/<worker>.js` beside it; a split program goes to `workDir/<app>/<app>.js` with its chunks beside
+ * it. Returns the program bundle's path.
  */
 export async function bundleApp(app: App, options: { root: string; workDir: string }): Promise<string> {
   const entry = await writeEntry(app, options.root, options.workDir);
-  const out = `${options.workDir}/${app}.js`;
-  const bundle = (output: string, input: string) =>
+  const bundle = (output: string[], input: string, extra: string[] = []) =>
     run(Deno.execPath(), [
       "bundle",
       "--quiet",
@@ -120,13 +154,25 @@ export async function bundleApp(app: App, options: { root: string; workDir: stri
       "deno",
       "--config",
       `${options.root}/deno.json`,
-      "-o",
-      output,
+      ...extra,
+      ...output,
       input,
     ], { cwd: options.root });
-  await bundle(out, entry);
+  const { split, external } = BUNDLE[app];
+  const extra = external.flatMap((name) => ["--external", name]);
+  let out = `${options.workDir}/${app}.js`;
+  if (split) {
+    const dir = `${options.workDir}/${app}`;
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+    await bundle(["--outdir", dir], entry, ["--code-splitting", ...extra]);
+    // The entry keeps the program's name; chunks never import the entry, so renaming it is safe.
+    out = `${dir}/${app}.js`;
+    await Deno.rename(`${dir}/${moduleFileName(entry)}`, out);
+  } else {
+    await bundle(["-o", out], entry, extra);
+  }
   for (const worker of WORKERS[app]) {
-    await bundle(`${options.workDir}/${workerBundleName(worker)}`, `${options.root}/${worker}`);
+    await bundle(["-o", `${options.workDir}/${moduleFileName(worker)}`], `${options.root}/${worker}`);
   }
   return out;
 }
@@ -139,8 +185,8 @@ export function launcherScript(app: App): string {
 self=$(readlink -f "$0") || exit 1
 lib="\${self%/*}/lib"
 export DENO_NO_UPDATE_CHECK=1 DENO_NO_PROMPT=1
-exec "$lib/deno" run --no-config --no-lock --no-remote --no-npm --cached-only --no-code-cache \\
-  ${[...v8FlagArgs(app), ...PERMISSIONS[app]].join(" ")} "$lib/${app}.js" "$@"
+exec "$lib/deno" ${portableRunArgs(app).join(" ")} \\
+  "$lib/${app}.js" "$@"
 `;
 }
 
@@ -156,8 +202,16 @@ export async function assemblePortable(
   await Deno.chmod(`${dir}/lib/deno`, 0o755);
   await Deno.copyFile(options.bundle, `${dir}/lib/${app}.js`);
   await Deno.chmod(`${dir}/lib/${app}.js`, 0o644);
+  if (BUNDLE[app].split) {
+    const bundleDir = options.bundle.slice(0, options.bundle.lastIndexOf("/"));
+    for await (const chunk of Deno.readDir(bundleDir)) {
+      if (!chunk.isFile || !chunk.name.endsWith(".js") || chunk.name === `${app}.js`) continue;
+      await Deno.copyFile(`${bundleDir}/${chunk.name}`, `${dir}/lib/${chunk.name}`);
+      await Deno.chmod(`${dir}/lib/${chunk.name}`, 0o644);
+    }
+  }
   for (const worker of WORKERS[app]) {
-    const name = workerBundleName(worker);
+    const name = moduleFileName(worker);
     await Deno.copyFile(
       `${options.bundle.slice(0, options.bundle.lastIndexOf("/"))}/${name}`,
       `${dir}/lib/${name}`,
@@ -197,7 +251,7 @@ export async function compileApp(
     `${options.root}/deno.json`,
     "--target",
     arch.denoTarget,
-    ...v8FlagArgs(app),
+    ...v8FlagArgs(V8_FLAGS[app]),
     ...PERMISSIONS[app],
     ...include,
     "-o",
