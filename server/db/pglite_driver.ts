@@ -1,6 +1,7 @@
 /** Embedded PGlite driver for the {@link Db} interface: real Postgres in WASM, one process, no server. */
 import { PGlite } from "@electric-sql/pglite";
 import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
+import { yieldAfterLongWork } from "../loop_turn.ts";
 
 /** Options for {@link openPglite}. */
 export interface PgliteOptions {
@@ -19,7 +20,11 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { pg
   );
   const wrap = (q: Pick<PGlite, "query">): Queryable => ({
     async query<T>(text: string, params: readonly unknown[] = []) {
+      const started = performance.now();
       const res = await classified(() => q.query<T>(text, params as unknown[]));
+      // A statement runs on this thread: after a long one (a large value), other work gets a turn before
+      // the caller's next statement, so a transaction of several never holds the loop for their sum.
+      await yieldAfterLongWork(started);
       return res.rows;
     },
   });

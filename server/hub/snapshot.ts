@@ -17,6 +17,7 @@ import {
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { typedContentOf } from "./typed_content_cache.ts";
 import { withTypedContent } from "./typed_content.ts";
+import { yieldAfterLongWork } from "../loop_turn.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {
@@ -79,11 +80,14 @@ export async function buildSnapshot(
 ): Promise<Snapshot> {
   const revision = await currentRevision(q);
   const policies = await loadDeliveredPolicies(q, groupIds);
-  return encodeSnapshot(await toPolicyMessages(policies, log), revision);
+  return await encodeSnapshot(await toPolicyMessages(policies, log), revision);
 }
 
-/** Encodes policy messages as a snapshot (an empty list gives the single empty-snapshot marker). */
-export function encodeSnapshot(policies: readonly Policy[], revision: number): Snapshot {
+/**
+ * Encodes policy messages as a snapshot (an empty list gives the single empty-snapshot marker). Encoding a
+ * large policy takes milliseconds; other work gets a turn of the loop after each one that took long.
+ */
+export async function encodeSnapshot(policies: readonly Policy[], revision: number): Promise<Snapshot> {
   if (policies.length === 0) {
     const marker = toBinary(
       PolicyUpdateSchema,
@@ -95,8 +99,10 @@ export function encodeSnapshot(policies: readonly Policy[], revision: number): S
     );
     return { revision, messages: [marker], policyIds: [] };
   }
-  const messages = policies.map((policy, i) =>
-    toBinary(
+  const messages: Uint8Array[] = [];
+  for (const [i, policy] of policies.entries()) {
+    const started = performance.now();
+    messages.push(toBinary(
       PolicyUpdateSchema,
       create(PolicyUpdateSchema, {
         type: EventType.SNAPSHOT,
@@ -104,8 +110,9 @@ export function encodeSnapshot(policies: readonly Policy[], revision: number): S
         snapshotComplete: i === policies.length - 1,
         revision: BigInt(revision),
       }),
-    )
-  );
+    ));
+    await yieldAfterLongWork(started);
+  }
   return { revision, messages, policyIds: policies.map((p) => p.id) };
 }
 
