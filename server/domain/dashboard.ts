@@ -8,31 +8,22 @@
 import type { Db, Queryable } from "../db/db.ts";
 import { BINDING_STATES, type BindingState } from "./bindings.ts";
 import { type FleetSummary, fleetSummary } from "./compliance.ts";
-import { NODE_STATUSES, type NodeStatus } from "./nodes.ts";
+import {
+  EXPIRY_BUCKET_SQL,
+  EXPIRY_BUCKETS,
+  type ExpiryBucket,
+  NODE_STATUSES,
+  type NodeStatus,
+} from "./nodes.ts";
 import { POLICY_STATES, type PolicyState } from "./policies.ts";
+
+/** The buckets are the node list's too (its `cert_expiry` filter); re-exported for the dashboard route. */
+export { EXPIRY_BUCKETS, type ExpiryBucket };
 
 /** Nodes per status; every status is present. */
 export type NodeStatusCounts = Record<NodeStatus, number> & { total: number };
 
-/** Certificate expiry buckets, in the order the dashboard draws them. */
-export const EXPIRY_BUCKETS = [
-  "expired",
-  "within_7_days",
-  "within_30_days",
-  "within_90_days",
-  "later",
-  "none",
-  "revoked",
-] as const;
-/** A certificate expiry bucket. */
-export type ExpiryBucket = (typeof EXPIRY_BUCKETS)[number];
-
-/**
- * Every node in exactly one bucket: `expired` (not after now), `within_7_days` (up to 7 days left),
- * `within_30_days` (7–30), `within_90_days` (30–90), `later` (more than 90), `none` (no certificate
- * recorded) and `revoked` (its current certificate is revoked: it will never be renewed, so its expiry
- * date means nothing and is not counted as one).
- */
+/** Every node in exactly one bucket ({@link EXPIRY_BUCKETS}). */
 export type CertificateExpiryCounts = Record<ExpiryBucket, number> & { total: number };
 
 /** Policies per state, and per type with the state split. */
@@ -91,17 +82,7 @@ export async function nodeStatusCounts(q: Queryable): Promise<NodeStatusCounts> 
 /** Nodes per certificate expiry bucket, measured against the database clock. */
 export async function certificateExpiryCounts(q: Queryable): Promise<CertificateExpiryCounts> {
   const rows = await q.query<{ key: ExpiryBucket; n: number }>(
-    `SELECT CASE
-              WHEN n.cert_not_after IS NULL THEN 'none'
-              WHEN EXISTS (SELECT 1 FROM revoked_certificates rc WHERE rc.serial = lower(n.cert_serial))
-                THEN 'revoked'
-              WHEN n.cert_not_after <= now() THEN 'expired'
-              WHEN n.cert_not_after <= now() + interval '7 days' THEN 'within_7_days'
-              WHEN n.cert_not_after <= now() + interval '30 days' THEN 'within_30_days'
-              WHEN n.cert_not_after <= now() + interval '90 days' THEN 'within_90_days'
-              ELSE 'later'
-            END AS key, count(*)::int AS n
-       FROM nodes n GROUP BY 1`,
+    `SELECT ${EXPIRY_BUCKET_SQL} AS key, count(*)::int AS n FROM nodes n GROUP BY 1`,
   );
   return tally(EXPIRY_BUCKETS, rows);
 }

@@ -17,6 +17,38 @@ export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as con
 /** A node status. */
 export type NodeStatus = (typeof NODE_STATUSES)[number];
 
+/**
+ * Certificate expiry buckets, in the order the dashboard draws them. Every node is in exactly one:
+ * `expired` (not after now), `within_7_days` (up to 7 days left), `within_30_days` (7–30),
+ * `within_90_days` (30–90), `later` (more than 90), `none` (no certificate recorded) and `revoked` (its
+ * current certificate is revoked: it will never be renewed, so its expiry date means nothing).
+ */
+export const EXPIRY_BUCKETS = [
+  "expired",
+  "within_7_days",
+  "within_30_days",
+  "within_90_days",
+  "later",
+  "none",
+  "revoked",
+] as const;
+/** A certificate expiry bucket. */
+export type ExpiryBucket = (typeof EXPIRY_BUCKETS)[number];
+
+/**
+ * The bucket of node `n`, against the database clock: one expression for the dashboard's counts and the
+ * node list's filter, so a dashboard number and the list it links to agree.
+ */
+export const EXPIRY_BUCKET_SQL = `CASE
+    WHEN n.cert_not_after IS NULL THEN 'none'
+    WHEN EXISTS (SELECT 1 FROM revoked_certificates rc WHERE rc.serial = lower(n.cert_serial)) THEN 'revoked'
+    WHEN n.cert_not_after <= now() THEN 'expired'
+    WHEN n.cert_not_after <= now() + interval '7 days' THEN 'within_7_days'
+    WHEN n.cert_not_after <= now() + interval '30 days' THEN 'within_30_days'
+    WHEN n.cert_not_after <= now() + interval '90 days' THEN 'within_90_days'
+    ELSE 'later'
+  END`;
+
 /** A node in a list. */
 export interface NodeSummary {
   id: string;
@@ -128,6 +160,8 @@ export interface NodeFilter {
   search?: string;
   /** Worst compliance status over the policies that reach the node. */
   compliance?: ComplianceRollup;
+  /** Certificate expiry bucket (the dashboard's). */
+  certExpiry?: ExpiryBucket;
 }
 
 /** Lists nodes, filtered, sorted and paginated. */
@@ -159,6 +193,7 @@ export async function listNodes(
     );
   }
   if (filter.compliance) where.push(`${WORST_SQL} = ${params.add(filter.compliance)}`);
+  if (filter.certExpiry) where.push(`${EXPIRY_BUCKET_SQL} = ${params.add(filter.certExpiry)}`);
   return await selectPage<NodeListItem>(q, {
     columns: `${SUMMARY_COLUMNS}, ${ROLLUP_SQL} AS compliance_rollup`,
     from: LIST_FROM,

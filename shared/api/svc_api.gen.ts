@@ -1121,7 +1121,7 @@ export interface Operations {
       expires_at: string;
     };
   };
-  /** List nodes, filtered (status, group id or `none`, OS, agent version, desktop, search), sorted, paginated */
+  /** List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated */
   "GET /api/v1/nodes": {
     path: Record<string, never>;
     query: {
@@ -1135,6 +1135,7 @@ export interface Operations {
       compliance?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
       agent_version?: string;
       desktop?: string;
+      cert_expiry?: "expired" | "within_7_days" | "within_30_days" | "within_90_days" | "later" | "none" | "revoked";
       search?: string;
     };
     body: undefined;

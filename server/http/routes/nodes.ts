@@ -8,6 +8,8 @@ import {
   type ComplianceRollup,
   createReEnrollmentToken,
   deleteNode,
+  EXPIRY_BUCKETS,
+  type ExpiryBucket,
   getNode,
   listNodes,
   NODE_SORT_COLUMNS,
@@ -74,7 +76,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       method: "GET",
       path: "/api/v1/nodes",
       summary:
-        "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, search), sorted, paginated",
+        "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated",
       tag: "nodes",
       access: "node:view",
       query: {
@@ -93,6 +95,11 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         },
         agent_version: { type: "string", maxLength: 100 },
         desktop: { type: "string", maxLength: 100 },
+        cert_expiry: {
+          type: "string",
+          enum: EXPIRY_BUCKETS,
+          description: "Certificate expiry bucket, as the dashboard counts them",
+        },
         search: {
           type: "string",
           maxLength: 200,
@@ -130,6 +137,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
             desktop: c.req.query("desktop"),
             search: c.req.query("search"),
             compliance: c.req.query("compliance") as ComplianceRollup | undefined,
+            certExpiry: c.req.query("cert_expiry") as ExpiryBucket | undefined,
           }, listRequest(c)),
         ),
     },

@@ -10,6 +10,7 @@ import { PageElement } from "../components/page.ts";
 import type { ChartSegment } from "../components/charts.ts";
 import { statusLabel } from "../components/ui.ts";
 import type { DashboardSummary } from "../types.ts";
+import { CERT_EXPIRY_BUCKETS, type CertExpiryBucket } from "../cert_expiry.ts";
 
 const NODE_STATUS_COLORS: Record<string, string> = {
   online: "var(--sl-color-success-600)",
@@ -39,18 +40,15 @@ const BINDING_COLORS: Record<string, string> = {
   disabled: "var(--sl-color-neutral-400)",
 };
 
-/** Certificate buckets in drawing order, as the server names them. */
-const EXPIRY: ReadonlyArray<
-  { key: keyof NonNullable<DashboardSummary["certificates"]>; label: string; color: string }
-> = [
-  { key: "expired", label: "Expired", color: "var(--sl-color-danger-700)" },
-  { key: "within_7_days", label: "Within 7 days", color: "var(--sl-color-danger-500)" },
-  { key: "within_30_days", label: "Within 30 days", color: "var(--sl-color-warning-500)" },
-  { key: "within_90_days", label: "Within 90 days", color: "var(--sl-color-success-500)" },
-  { key: "later", label: "Later", color: "var(--sl-color-success-700)" },
-  { key: "none", label: "No certificate", color: "var(--sl-color-neutral-300)" },
-  { key: "revoked", label: "Revoked", color: "var(--sl-color-neutral-600)" },
-];
+const EXPIRY_COLORS: Record<CertExpiryBucket, string> = {
+  expired: "var(--sl-color-danger-700)",
+  within_7_days: "var(--sl-color-danger-500)",
+  within_30_days: "var(--sl-color-warning-500)",
+  within_90_days: "var(--sl-color-success-500)",
+  later: "var(--sl-color-success-700)",
+  none: "var(--sl-color-neutral-300)",
+  revoked: "var(--sl-color-neutral-600)",
+};
 
 function capitalize(text: string): string {
   return text[0].toUpperCase() + text.slice(1);
@@ -102,7 +100,12 @@ function dashboardCharts(summary: DashboardSummary): {
       href: `/policy-bindings?state=${s}`,
     })),
     expiry: certificates &&
-      EXPIRY.map((b) => ({ label: b.label, value: certificates[b.key], color: b.color })),
+      CERT_EXPIRY_BUCKETS.map((b) => ({
+        label: b.label,
+        value: certificates[b.key],
+        color: EXPIRY_COLORS[b.key],
+        href: `/nodes?cert_expiry=${b.key}`,
+      })),
   };
 }
 

@@ -6,19 +6,12 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api, type ListPage } from "../api.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
-import {
-  fromOptionValue,
-  relativeTime,
-  sortHeader,
-  type SortState,
-  statusBadge,
-  toOptionValue,
-  valueOf,
-} from "../components/ui.ts";
-import type { PageChange } from "../components/pager.ts";
+import { ListController } from "../components/list_page.ts";
+import { relativeTime, statusBadge, statusLabel } from "../components/ui.ts";
 import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
 import type { NodeGroup, NodeSummary } from "../types.ts";
+import { CERT_EXPIRY_BUCKETS } from "../cert_expiry.ts";
 
 interface FilterOptions {
   os: string[];
@@ -42,16 +35,12 @@ function complianceCell(n: NodeSummary): TemplateResult | string {
 class SvcNodesPage extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    page: { state: true },
     groups: { state: true },
     options: { state: true },
-    sort: { state: true },
     openNode: { state: true },
   };
-  declare page: ListPage<NodeSummary> | undefined;
   declare groups: NodeGroup[];
   declare options: FilterOptions;
-  declare sort: SortState;
   declare openNode: string;
 
   override pageTitle = "Nodes";
@@ -62,36 +51,74 @@ class SvcNodesPage extends PageElement {
     super();
     this.groups = [];
     this.options = { os: [], agent_versions: [], desktops: [] };
-    this.sort = { key: "name", dir: "asc" };
     this.openNode = "";
   }
 
+  readonly list = new ListController<NodeSummary>(this, {
+    noun: "nodes",
+    sort: { key: "name", dir: "asc" },
+    filters: [
+      { name: "search", label: "Search", kind: "search", placeholder: "Name, FQDN, IP or machine ID" },
+      {
+        name: "status",
+        label: "Status",
+        kind: "select",
+        options: () => ["online", "degraded", "offline", "unknown"].map((s) => [s, statusLabel(s)]),
+      },
+      {
+        name: "compliance",
+        label: "Compliance",
+        kind: "select",
+        options: () => [
+          ["error", "Error"],
+          ["non_compliant", "Non-compliant"],
+          ["unknown", "Not reported yet"],
+          ["compliant", "Compliant"],
+          ["inapplicable", "Inapplicable"],
+          ["none", "No policy"],
+        ],
+      },
+      {
+        name: "group",
+        label: "Node group",
+        kind: "select",
+        options: () => [["none", "(no group)"], ...this.groups.map((g) => [g.id, g.name] as const)],
+      },
+      {
+        name: "os",
+        label: "Operating system",
+        kind: "select",
+        options: () => this.options.os.map((v) => [v, v]),
+      },
+      {
+        name: "desktop",
+        label: "Desktop",
+        kind: "select",
+        options: () => this.options.desktops.map((v) => [v, v]),
+      },
+      {
+        name: "agent_version",
+        label: "Agent version",
+        kind: "select",
+        options: () => this.options.agent_versions.map((v) => [v, v]),
+      },
+      {
+        name: "cert_expiry",
+        label: "Certificate expires",
+        kind: "select",
+        options: () => CERT_EXPIRY_BUCKETS.map((b) => [b.key, b.label]),
+      },
+    ],
+  });
+
   override connectedCallback(): void {
-    const q = this.route?.query;
-    if (q?.get("sort")) this.sort = { key: q.get("sort")!, dir: q.get("order") === "desc" ? "desc" : "asc" };
-    this.openNode = q?.get("node") ?? "";
+    this.openNode = this.route?.query.get("node") ?? "";
     super.connectedCallback();
   }
 
-  #q(name: string): string {
-    return this.route?.query.get(name) ?? "";
-  }
-
   protected override async load(): Promise<void> {
-    const [page, groups, options] = await Promise.all([
-      api.get<ListPage<NodeSummary>>("/nodes", {
-        page: this.#q("page") || 1,
-        per_page: this.#q("per_page") || 25,
-        status: this.#q("status"),
-        group: this.#q("group"),
-        os: this.#q("os"),
-        agent_version: this.#q("agent_version"),
-        desktop: this.#q("desktop"),
-        compliance: this.#q("compliance"),
-        search: this.#q("search"),
-        sort: this.sort.key,
-        order: this.sort.dir,
-      }),
+    const [, groups, options] = await Promise.all([
+      this.list.load("/nodes"),
       this.groups.length
         ? Promise.resolve({ items: this.groups })
         : api.get<ListPage<NodeGroup>>("/node-groups", {
@@ -99,31 +126,9 @@ class SvcNodesPage extends PageElement {
         }).catch(() => ({ items: [] as NodeGroup[] })),
       api.get<FilterOptions>("/nodes/filter-options").catch(() => this.options),
     ]);
-    this.page = page;
     this.groups = groups.items;
     this.options = options;
   }
-
-  #filter(name: string, value: string): void {
-    if (value) this.route.query.set(name, value);
-    else this.route.query.delete(name);
-    this.route.query.delete("page");
-    setQuery({ [name]: value, page: undefined });
-    void this.reload();
-  }
-
-  #onSort = (sort: SortState) => {
-    this.sort = sort;
-    setQuery({ sort: sort.key, order: sort.dir });
-    void this.reload();
-  };
-
-  #onPage = (e: CustomEvent<PageChange>) => {
-    this.route.query.set("page", String(e.detail.page));
-    this.route.query.set("per_page", String(e.detail.perPage));
-    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
-    void this.reload();
-  };
 
   #open(id: string): void {
     this.openNode = id;
@@ -142,102 +147,47 @@ class SvcNodesPage extends PageElement {
         "Enrolled machines. Select a node for its facts, certificate and compliance.",
       )}
       ${this.renderLoadError()}
-      <div class="toolbar" role="search">
-        <sl-input label="Search" placeholder="Name, FQDN, IP or machine ID" clearable value=${this.#q(
-          "search",
-        )}
-          @sl-change=${(e: Event) => this.#filter("search", valueOf(e))}></sl-input>
-        ${this.#select("status", "Status", ["online", "degraded", "offline", "unknown"].map((s) => [s, s]))}
-        ${this.#select("compliance", "Compliance", [
-          ["error", "Error"],
-          ["non_compliant", "Non-compliant"],
-          ["unknown", "Not reported yet"],
-          ["compliant", "Compliant"],
-          ["inapplicable", "Inapplicable"],
-          ["none", "No policy"],
-        ])}
-        ${this.#select("group", "Node group", [
-          ["none", "(no group)"],
-          ...this.groups.map((g) => [g.id, g.name] as [string, string]),
-        ])}
-        ${this.#select("os", "Operating system", this.options.os.map((v) => [v, v]))}
-        ${this.#select("desktop", "Desktop", this.options.desktops.map((v) => [v, v]))}
-        ${this.#select("agent_version", "Agent version", this.options.agent_versions.map((v) => [v, v]))}
-      </div>
+      ${this.list.renderFilters()}
       ${this.#renderTable()}
       <svc-node-detail .nodeId=${this.openNode} .groups=${this.groups} @closed=${this.#closed}
         @changed=${() => this.reload()}></svc-node-detail>
     `;
   }
 
-  #select(name: string, label: string, options: Array<[string, string]>): TemplateResult {
-    return html`
-      <sl-select label=${label} clearable hoist value=${toOptionValue(this.#q(name))}
-        @sl-change=${(e: Event) => this.#filter(name, fromOptionValue(valueOf(e)))}>
-            ${options.map(([v, text]) => html`<sl-option value=${toOptionValue(v)}>${text}</sl-option>`)}
-          </sl-select>
-    `;
-  }
-
-  #renderTable(): TemplateResult {
-    const page = this.page;
-    if (!page) return this.renderSpinner();
-    if (page.items.length === 0) {
-      return html`
-        <div class="empty-state">
-          <p>No nodes match. New nodes appear here after they enroll with a token from a node group.</p>
-        </div>
-      `;
-    }
-    const s = (label: string, key: string) => sortHeader(label, key, this.sort, this.#onSort);
-    return html`
-      <div class="table-wrap">
-        <table class="data">
-          <caption class="visually-hidden">Nodes</caption>
-          <thead>
-            <tr>
-              ${s("Node", "name")} ${s("Status", "status")} <th scope="col">Compliance</th>
-              <th scope="col">Groups</th> ${s(
-                "Operating system",
-                "os",
-              )}
-              ${s("Agent", "agent_version")} ${s("Last seen", "last_seen")} ${s(
-                "Certificate expires",
-                "cert_not_after",
-              )}
-            </tr>
-          </thead>
-          <tbody>
-            ${page.items.map((n) =>
-              html`
-                <tr data-node-id=${n.id}>
-                  <td>
-                                  <button class="link" type="button" @click=${() => this.#open(n.id)}>${n
-                                    .name}</button>
-                                  ${n.fqdn && n.fqdn !== n.name
-                                    ? html`<div class="muted">${n.fqdn}</div>`
-                                    : nothing}
-                                </td>
-                  <td>${statusBadge(n.status)}</td>
-                  <td class="compliance-cell">${complianceCell(n)}</td>
-                  <td>${n.groups.length
-                    ? n.groups.map((g) => g.name).join(", ")
-                    : html`<span class="muted">none</span>`}</td>
-                  <td>${[n.os_name, n.os_version].filter(Boolean).join(" ") || "—"}</td>
-                  <td>${n.agent_version || "—"}</td>
-                  <td class="last-seen">${n.connected_since
-                    ? html`Connected since ${relativeTime(n.connected_since)}`
-                    : relativeTime(n.last_seen)}</td>
-                  <td>${n.cert_not_after ? relativeTime(n.cert_not_after) : "—"}</td>
-                </tr>
-              `
-            )}
-          </tbody>
-        </table>
-      </div>
-      <svc-pager label="nodes" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
-        @page-change=${this.#onPage}></svc-pager>
-    `;
+  #renderTable(): TemplateResult | typeof nothing {
+    const s = (label: string, key: string) => this.list.sortHeader(label, key);
+    return this.list.renderTable({
+      caption: "Nodes",
+      empty: "No nodes yet. New nodes appear here after they enroll with a token from a node group.",
+      head: html`
+        ${s("Node", "name")} ${s("Status", "status")} <th scope="col">Compliance</th>
+        <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
+        ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
+      `,
+      row: (n) =>
+        html`
+          <tr data-node-id=${n.id}>
+            <td>
+                            <button class="link" type="button" @click=${() => this.#open(n.id)}>${n
+                              .name}</button>
+                            ${n.fqdn && n.fqdn !== n.name
+                              ? html`<div class="muted">${n.fqdn}</div>`
+                              : nothing}
+                          </td>
+            <td>${statusBadge(n.status)}</td>
+            <td class="compliance-cell">${complianceCell(n)}</td>
+            <td>${n.groups.length
+              ? n.groups.map((g) => g.name).join(", ")
+              : html`<span class="muted">none</span>`}</td>
+            <td>${[n.os_name, n.os_version].filter(Boolean).join(" ") || "—"}</td>
+            <td>${n.agent_version || "—"}</td>
+            <td class="last-seen">${n.connected_since
+              ? html`Connected since ${relativeTime(n.connected_since)}`
+              : relativeTime(n.last_seen)}</td>
+            <td>${n.cert_not_after ? relativeTime(n.cert_not_after) : "—"}</td>
+          </tr>
+        `,
+    });
   }
 }
 
