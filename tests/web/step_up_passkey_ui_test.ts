@@ -1,8 +1,9 @@
 /**
  * Step-up with a passkey in the console, in Debian's Chromium against a real svc-server process with the
- * DevTools virtual authenticator: an administrator whose only second factor is a passkey deletes a role that
- * someone holds. The server refuses the first call (step-up needed), the console's step-up dialog takes the
- * password and the passkey's answer ("Use a passkey / security key"), and the call repeats and succeeds.
+ * DevTools virtual authenticator: an administrator whose only second factor is a passkey removes a member
+ * from a user group that carries a role, then deletes a role that someone holds. Each time the server refuses
+ * the first call (step-up needed), the console's step-up dialog takes the password and the passkey's answer
+ * ("Use a passkey / security key"), and the call repeats and succeeds.
  */
 import assert from "node:assert/strict";
 import puppeteer, { type Page } from "puppeteer-core";
@@ -35,7 +36,7 @@ async function waitFor(page: Page, selector: string, what: string): Promise<void
 }
 
 Deno.test({
-  name: "a passkey-only administrator passes step-up in the console to delete a role someone holds",
+  name: "a passkey-only administrator passes step-up in the console (group member, held role)",
   ignore: !haveChromium,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -98,7 +99,7 @@ Deno.test({
             headers: { "content-type": "application/json", "x-csrf-token": csrf },
             body: JSON.stringify(body),
           });
-          return { status: res.status, json: await res.json() };
+          return { status: res.status, json: res.status === 204 ? undefined : await res.json() };
         };
         const role = await send("POST", "/api/v1/roles", { name: "Helpers", permissions: ["node:view"] });
         const user = await send("POST", "/api/v1/users", {
@@ -109,9 +110,18 @@ Deno.test({
           role_id: role.json.id,
           step_up: { password: pw },
         });
-        return `${role.status} ${user.status} ${bound.status}`;
+        const group = await send("POST", "/api/v1/user-groups", { name: "Helpers group" });
+        const groupBound = await send("POST", `/api/v1/user-groups/${group.json.id}/role-bindings`, {
+          role_id: role.json.id,
+          step_up: { password: pw },
+        });
+        const member = await send("POST", `/api/v1/user-groups/${group.json.id}/members`, {
+          user_id: user.json.id,
+          step_up: { password: pw },
+        });
+        return [role, user, bound, group, groupBound].map((r) => r.status).join(" ") + ` ${member.status}`;
       }, password);
-      assert.equal(setup, "201 201 201", calls.join(", "));
+      assert.equal(setup, "201 201 201 201 201 204", calls.join(", "));
 
       // The administrator's only second factor: a passkey.
       await page.goto(`${base}/settings?tab=second-factors`, { waitUntil: "load" });
@@ -124,6 +134,39 @@ Deno.test({
       const status = await page.evaluate(async () => (await (await fetch("/api/v1/auth/mfa")).json()));
       assert.equal(status.totp, false, "no authenticator app");
       assert.equal(status.webauthn, 1, "one passkey");
+
+      // Remove a member of a group that carries a role: the step-up dialog opens over the members dialog.
+      await page.goto(`${base}/settings?tab=user-groups`, { waitUntil: "load" });
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll("svc-settings-user-groups tr")].some((tr: { innerText: string }) =>
+          tr.innerText.includes("Helpers group")
+        )
+      );
+      await page.evaluate(() => {
+        const row = [...document.querySelectorAll("svc-settings-user-groups tr")].find((
+          tr: { innerText: string },
+        ) => tr.innerText.includes("Helpers group"));
+        row.querySelector("sl-button").click();
+      });
+      const removeMember = 'svc-settings-user-groups sl-icon-button[label="Remove helper"]';
+      await waitFor(page, removeMember, "no member to remove");
+      await page.click(removeMember);
+      await waitFor(page, "svc-mfa-step-up-dialog sl-button.step-up-key", "no step-up dialog for the member");
+      await fill(page, "svc-mfa-step-up-dialog sl-input[name=step-up-password]", password);
+      await page.click("svc-mfa-step-up-dialog sl-button.step-up-key");
+      await page.waitForFunction(
+        (sel: string) => !document.querySelector(sel) && !document.querySelector("svc-mfa-step-up-dialog"),
+        {},
+        removeMember,
+      ).catch((err) => {
+        throw new Error(`the member was not removed; calls: ${calls.join(", ")}`, { cause: err });
+      });
+      const removals = calls.filter((c) => /^DELETE \/api\/v1\/user-groups\/.*\/members\//.test(c));
+      assert.ok(
+        removals.length === 2 && removals[0].endsWith(" 403") && removals[1].endsWith(" 204"),
+        `refused, then repeated with the proof: ${removals.join(", ")}`,
+      );
+      await page.keyboard.press("Escape");
 
       // Delete the held role: the console asks for the password and the passkey, then repeats the call.
       await page.goto(`${base}/settings?tab=roles`, { waitUntil: "load" });
@@ -153,7 +196,7 @@ Deno.test({
       );
       assert.ok(calls.includes("POST /api/v1/auth/step-up/webauthn/options 200"), calls.join(", "));
       const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
-      assert.ok(credentials[0].signCount >= 1, `the passkey signed: ${credentials[0].signCount}`);
+      assert.ok(credentials[0].signCount >= 2, `the passkey signed twice: ${credentials[0].signCount}`);
     } finally {
       await browser.close();
       await server.stop();
