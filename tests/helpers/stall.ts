@@ -15,7 +15,7 @@ import type { Agent, AgentServer } from "./agents.ts";
 /**
  * The longest the event loop was held: `wallMs` is the longest gap between two turns of the loop as a clock
  * sees it; `busyMs` is the processor time the loop's thread used within that gap's worst case (the longest
- * gap counted in the thread's own run time, from `/proc/self/task/<pid>/schedstat`). On a loaded machine a
+ * gap counted in the thread's own run time, from `/proc/thread-self/schedstat`). On a loaded machine a
  * thread waits for a processor too, which stretches every gap without any work of ours in it; `busyMs` leaves
  * that wait out, so it measures the work that held the loop whatever the load. Where the run time cannot be
  * read (not Linux), `busyMs` equals `wallMs`.
@@ -31,10 +31,11 @@ export interface LoopMonitor {
   stop(): Stall;
 }
 
-const SCHEDSTAT = `/proc/self/task/${Deno.pid}/schedstat`;
+/** This thread's scheduler statistics (the test runner does not run tests on the process's first thread). */
+const SCHEDSTAT = "/proc/thread-self/schedstat";
 
-/** Run time of the main thread in milliseconds, or undefined where the kernel does not tell. */
-function mainThreadRunMs(): number | undefined {
+/** Run time of this (the event loop's) thread in milliseconds, or undefined where the kernel does not tell. */
+function loopThreadRunMs(): number | undefined {
   try {
     return Number(Deno.readTextFileSync(SCHEDSTAT).split(" ")[0]) / 1e6;
   } catch {
@@ -49,11 +50,11 @@ function mainThreadRunMs(): number | undefined {
 export function monitorLoop(): LoopMonitor {
   const worst: Stall = { wallMs: 0, busyMs: 0 };
   let last = performance.now();
-  let lastRun = mainThreadRunMs();
+  let lastRun = loopThreadRunMs();
   let running = true;
   const observe = () => {
     const now = performance.now();
-    const run = mainThreadRunMs();
+    const run = loopThreadRunMs();
     const wall = now - last;
     worst.wallMs = Math.max(worst.wallMs, wall);
     worst.busyMs = Math.max(worst.busyMs, run !== undefined && lastRun !== undefined ? run - lastRun : wall);
@@ -91,6 +92,18 @@ export async function stallDuring<T>(work: () => Promise<T>): Promise<{ value: T
  */
 export async function idleStall(ms: number): Promise<Stall> {
   return (await stallDuring(() => new Promise((resolve) => setTimeout(resolve, ms)))).stall;
+}
+
+/**
+ * Processor time `work` takes on this thread, in milliseconds (the clock's time where the kernel does not
+ * tell): what the same work would hold the loop for if it ran there, the yardstick a stall is compared with.
+ */
+export function cpuTime(work: () => unknown): number {
+  const run = loopThreadRunMs();
+  const started = performance.now();
+  work();
+  const after = loopThreadRunMs();
+  return run !== undefined && after !== undefined ? after - run : performance.now() - started;
 }
 
 /** A policy stream that counts messages without decoding them. */
