@@ -7,6 +7,8 @@
  * Policy content goes through {@link checkContentOffLoop}: small content (the common case) is checked on the
  * calling thread, which takes well under a few milliseconds; larger content is checked in a worker, and the
  * result ({@link CheckedContent}) is handed to the policy domain, which then stores it without checking again.
+ * The same worker encodes large delivered content as the stream's typed member once per content
+ * (`server/hub/typed_content_cache.ts`), so no snapshot parses it on the loop.
  */
 import {
   type BundleFormat,
