@@ -4,8 +4,8 @@
  * headers, the table with its empty state, and the pager. A page declares its filters and columns and draws
  * its rows; how a list behaves is decided here, once.
  *
- * {@link ListQuery} is the pure part (URL parameters in, API query and URL changes out) so it can be tested
- * without a browser; {@link ListController} ties it to a page element.
+ * `ListQuery` (`web/src/list_query.ts`) is the pure part (URL parameters in, API query and URL changes out),
+ * tested without a browser; {@link ListController} ties it to a page element.
  */
 import {
   html,
@@ -16,128 +16,23 @@ import {
 } from "lit";
 import { api, type ListPage, type Query } from "../api.ts";
 import { setQuery } from "../router.ts";
-import { fromOptionValue, sortHeader, type SortState, toOptionValue, valueOf } from "./ui.ts";
-import { PAGE_SIZES, type PageChange } from "./pager.ts";
+import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
+import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
+import type { PageChange } from "./pager.ts";
 
-/** Changes to the URL query: a value sets the key, `undefined` removes it. */
-export type QueryChanges = Record<string, string | undefined>;
-
-/** What a list is sorted and paged by when the URL does not say. */
-export interface ListDefaults {
-  /** Undefined for lists the server sorts one way only. */
-  sort?: SortState;
-  perPage?: number;
-}
-
-/**
- * The query of one list, read from URL parameters: the declared filters, `sort`/`order`, `page` and
- * `per_page`. Every change returns the URL changes it implies (a new filter or sort goes back to page 1).
- */
-export class ListQuery {
-  readonly #params: URLSearchParams;
-  readonly #filters: readonly string[];
-  readonly #defaults: ListDefaults;
-
-  constructor(params: URLSearchParams, filters: readonly string[], defaults: ListDefaults = {}) {
-    this.#params = new URLSearchParams(params);
-    this.#filters = filters;
-    this.#defaults = defaults;
-  }
-
-  /** A filter's value, or "". */
-  get(name: string): string {
-    return this.#params.get(name) ?? "";
-  }
-
-  /** The page asked for (1 when absent or not a positive whole number). */
-  get page(): number {
-    const n = Number(this.#params.get("page"));
-    return Number.isInteger(n) && n >= 1 ? n : 1;
-  }
-
-  /** The page size asked for, one the pager offers; otherwise the list's default. */
-  get perPage(): number {
-    const n = Number(this.#params.get("per_page"));
-    return PAGE_SIZES.includes(n) ? n : this.#defaults.perPage ?? 25;
-  }
-
-  /** The sort asked for, else the list's default; undefined for lists without sorting. */
-  get sort(): SortState | undefined {
-    const fallback = this.#defaults.sort;
-    if (!fallback) return undefined;
-    const key = this.#params.get("sort");
-    if (!key) return fallback;
-    const order = this.#params.get("order");
-    return { key, dir: order === "asc" || order === "desc" ? order : fallback.dir };
-  }
-
-  /** The filters that are set, by name. */
-  filters(): Record<string, string> {
-    const out: Record<string, string> = {};
-    for (const name of this.#filters) {
-      const v = this.get(name);
-      if (v) out[name] = v;
-    }
-    return out;
-  }
-
-  /** How many filters are set (the count on the folded "Filters" button). */
-  activeCount(): number {
-    return Object.keys(this.filters()).length;
-  }
-
-  /** The API query: the set filters, the page, its size and the sort. */
-  apiQuery(): Query {
-    const sort = this.sort;
-    return {
-      ...this.filters(),
-      page: this.page,
-      per_page: this.perPage,
-      ...(sort ? { sort: sort.key, order: sort.dir } : {}),
-    };
-  }
-
-  /** Sets filters ("" clears one) and goes back to the first page. */
-  setFilters(values: Record<string, string>): QueryChanges {
-    const changes: QueryChanges = { page: undefined };
-    for (const [name, value] of Object.entries(values)) changes[name] = value || undefined;
-    return this.#apply(changes);
-  }
-
-  /** Clears every filter. */
-  clearFilters(): QueryChanges {
-    return this.setFilters(Object.fromEntries(this.#filters.map((f) => [f, ""])));
-  }
-
-  /** Sorts by another column and goes back to the first page. */
-  setSort(sort: SortState): QueryChanges {
-    return this.#apply({ sort: sort.key, order: sort.dir, page: undefined });
-  }
-
-  /** Moves to a page (page 1 and the default size leave the URL clean). */
-  setPage(page: number, perPage: number): QueryChanges {
-    return this.#apply({
-      page: page > 1 ? String(page) : undefined,
-      per_page: perPage === (this.#defaults.perPage ?? 25) ? undefined : String(perPage),
-    });
-  }
-
-  #apply(changes: QueryChanges): QueryChanges {
-    for (const [k, v] of Object.entries(changes)) {
-      if (v === undefined) this.#params.delete(k);
-      else this.#params.set(k, v);
-    }
-    return changes;
-  }
-}
+/** Something a template can hold in a slot of the filter bar. */
+type Part = TemplateResult | typeof nothing;
 
 /** One filter of a list, declared. */
 export interface FilterSpec {
   /** The URL and API query key. */
   name: string;
   label: string;
-  /** `search` and `text`: a text field; `select`: a drop-down; `radio`: buttons; `date`: a day. */
-  kind: "search" | "text" | "select" | "radio" | "date";
+  /**
+   * `search` and `text`: a text field; `select`: a drop-down; `radio`: buttons; `date`: a day; `hidden`: set
+   * only by links (no control), yet counted as active and cleared by "Clear filters".
+   */
+  kind: "search" | "text" | "select" | "radio" | "date" | "hidden";
   placeholder?: string;
   /** `[value, text]` choices, read at every render so loaded options and counts stay current. */
   options?: () => ReadonlyArray<readonly [string, string]>;
@@ -237,10 +132,12 @@ export class ListController<T> implements ReactiveController {
   }
 
   /**
-   * The filter bar. On a narrow screen it folds behind one "Filters" button that counts the active filters;
-   * `extra` goes at its end (e.g. a page's own control).
+   * The filter bar. On a narrow screen it folds behind one "Filters" button that counts the active filters.
+   * `lead` goes before the declared filters (a control that sets several of them), `extra` at the end (e.g.
+   * a page's own button).
    */
-  renderFilters(extra: TemplateResult | typeof nothing = nothing): TemplateResult {
+  renderFilters(parts: { lead?: Part; extra?: Part } = {}): TemplateResult {
+    const { lead = nothing, extra = nothing } = parts;
     const active = this.#query.activeCount();
     const open = this.#filtersOpen;
     return html`
@@ -259,7 +156,7 @@ export class ListController<T> implements ReactiveController {
             : nothing}
         </button>
         <div class="toolbar" role="search" id=${this.#barId}>
-          ${this.#options.filters.map((f) => this.#control(f))} ${active
+          ${lead} ${this.#options.filters.map((f) => this.#control(f))} ${active
             ? html`<sl-button class="clear-filters" @click=${() =>
               this.#change(this.#query.clearFilters())}>Clear filters</sl-button>`
             : nothing} ${extra}
@@ -268,10 +165,12 @@ export class ListController<T> implements ReactiveController {
     `;
   }
 
-  #control(f: FilterSpec): TemplateResult {
+  #control(f: FilterSpec): TemplateResult | typeof nothing {
     const value = this.#query.get(f.name);
     const set = (v: string) => this.setFilter(f.name, v);
     switch (f.kind) {
+      case "hidden":
+        return nothing;
       case "select":
         return html`
           <sl-select label=${f.label} placeholder=${f.placeholder ?? ""} clearable hoist

@@ -1,8 +1,6 @@
 /** `<svc-pager>`: previous/next and page size for server-side paginated lists; fires `page-change`. */
 import { html, LitElement } from "lit";
-
-/** The page sizes the pager offers. */
-export const PAGE_SIZES: readonly number[] = [10, 25, 50, 100];
+import { PAGE_SIZES } from "../list_query.ts";
 
 /** Detail of the `page-change` event. */
 export interface PageChange {

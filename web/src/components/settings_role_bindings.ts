@@ -9,25 +9,13 @@
 import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
-import { setQuery } from "../router.ts";
 import { PageElement } from "./page.ts";
-import type { PageChange } from "./pager.ts";
-import {
-  confirmAction,
-  errorAlert,
-  fieldError,
-  formatDate,
-  notify,
-  notifyError,
-  sortHeader,
-  type SortState,
-  valueOf,
-} from "./ui.ts";
+import { ListController } from "./list_page.ts";
+import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
 import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
 
 /** URL query keys this tab owns (the API's filter names). */
-const FILTERS = ["user_id", "user_group_id", "role_id", "scope_type", "scope_id", "search"] as const;
-type Filter = (typeof FILTERS)[number];
+type Filter = "user_id" | "user_group_id" | "role_id" | "scope_type" | "scope_id" | "search";
 
 /** A link to this tab with the given filters. */
 function filterHref(filters: Partial<Record<Filter, string>>): string {
@@ -47,8 +35,6 @@ interface Holder {
 class SvcSettingsRoleBindings extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    page: { state: true },
-    sort: { state: true },
     users: { state: true },
     userGroups: { state: true },
     roles: { state: true },
@@ -56,8 +42,6 @@ class SvcSettingsRoleBindings extends PageElement {
     scope: { state: true },
     addError: { state: true },
   };
-  declare page: ListPage<ListedRoleBinding> | undefined;
-  declare sort: SortState;
   declare users: User[];
   declare userGroups: UserGroup[];
   declare roles: Role[];
@@ -66,9 +50,34 @@ class SvcSettingsRoleBindings extends PageElement {
   declare scope: "global" | "node_group";
   declare addError: unknown;
 
-  /** The filters and page, read from and written to the URL. */
-  #query = new URLSearchParams(location.search);
   #optionsLoaded = false;
+
+  readonly list = new ListController<ListedRoleBinding>(this, {
+    noun: "role bindings",
+    sort: { key: "role", dir: "asc" },
+    filters: [
+      // The holder select (drawn first) sets one of these two.
+      { name: "user_id", label: "User", kind: "hidden" },
+      { name: "user_group_id", label: "User group", kind: "hidden" },
+      {
+        name: "role_id",
+        label: "Role",
+        kind: "select",
+        placeholder: "Any role",
+        options: () => this.roles.map((r) => [r.id, r.name] as const),
+      },
+      {
+        name: "scope_type",
+        label: "Scope",
+        kind: "select",
+        placeholder: "Any scope",
+        options: () => [["global", "Global"], ["node_group", "One node group"]],
+      },
+      // Set by the node-group links in the table.
+      { name: "scope_id", label: "Node group", kind: "hidden" },
+      { name: "search", label: "Search", kind: "search", placeholder: "Role or holder name" },
+    ],
+  });
 
   constructor() {
     super();
@@ -77,14 +86,10 @@ class SvcSettingsRoleBindings extends PageElement {
     this.roles = [];
     this.nodeGroups = [];
     this.scope = "global";
-    this.sort = {
-      key: this.#query.get("sort") ?? "role",
-      dir: this.#query.get("order") === "desc" ? "desc" : "asc",
-    };
   }
 
   #q(name: string): string {
-    return this.#query.get(name) ?? "";
+    return this.list.query.get(name);
   }
 
   protected override async load(): Promise<void> {
@@ -98,50 +103,12 @@ class SvcSettingsRoleBindings extends PageElement {
       list<Role>("/roles", session.can("role:view")),
       list<NodeGroup>("/node-groups", session.can("node_group:view")),
     ]);
-    const query: Record<string, string> = Object.fromEntries(FILTERS.map((f) => [f, this.#q(f)]));
-    const [page, loaded] = await Promise.all([
-      api.get<ListPage<ListedRoleBinding>>("/role-bindings", {
-        ...query,
-        page: this.#q("page") || 1,
-        per_page: this.#q("per_page") || 25,
-        sort: this.sort.key,
-        order: this.sort.dir,
-      }),
-      options,
-    ]);
-    this.page = page;
+    const [, loaded] = await Promise.all([this.list.load("/role-bindings"), options]);
     if (loaded) {
       [this.users, this.userGroups, this.roles, this.nodeGroups] = loaded;
       this.#optionsLoaded = true;
     }
   }
-
-  /** Sets filters (empty removes one), goes back to the first page and reloads. */
-  #filter(values: Partial<Record<Filter, string>>): void {
-    for (const [name, value] of Object.entries(values)) {
-      if (value) this.#query.set(name, value);
-      else this.#query.delete(name);
-    }
-    this.#query.delete("page");
-    setQuery({ ...values, page: undefined });
-    this.addError = undefined;
-    void this.reload();
-  }
-
-  #onSort = (sort: SortState) => {
-    this.sort = sort;
-    this.#query.set("sort", sort.key);
-    this.#query.set("order", sort.dir);
-    setQuery({ sort: sort.key, order: sort.dir });
-    void this.reload();
-  };
-
-  #onPage = (e: CustomEvent<PageChange>) => {
-    this.#query.set("page", String(e.detail.page));
-    this.#query.set("per_page", String(e.detail.perPage));
-    setQuery({ page: e.detail.page, per_page: e.detail.perPage });
-    void this.reload();
-  };
 
   /** The holder the list is filtered to, if exactly one. */
   #holder(): Holder | undefined {
@@ -203,69 +170,38 @@ class SvcSettingsRoleBindings extends PageElement {
   override render() {
     const holder = this.#holder();
     const holderValue = holder ? `${holder.kind}:${holder.id}` : "";
-    const filtered = FILTERS.some((f) => this.#q(f));
+    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return html`
-      ${this.renderLoadError()}
-      <div class="toolbar rb-filters" role="search">
-        <sl-select label="Holder" placeholder="Any user or group" clearable hoist value=${holderValue} style="min-width: 16rem"
-          @sl-change=${(e: Event) => {
-            const [kind, id] = valueOf(e).split(":");
-            this.#filter({
-              user_id: kind === "user" ? id : "",
-              user_group_id: kind === "user_group" ? id : "",
-            });
-          }}>
-          ${this.users.map((u) => html`<sl-option value=${`user:${u.id}`}>User: ${u.username}</sl-option>`)}
-          ${this.userGroups.map((g) =>
-            html`<sl-option value=${`user_group:${g.id}`}>Group: ${g.name}</sl-option>`
-          )}
-        </sl-select>
-        <sl-select label="Role" placeholder="Any role" clearable hoist value=${this.#q("role_id")}
-          @sl-change=${(e: Event) => this.#filter({ role_id: valueOf(e) })}>
-          ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
-        </sl-select>
-        <sl-select label="Scope" placeholder="Any scope" clearable value=${this.#q("scope_type")}
-          @sl-change=${(e: Event) => this.#filter({ scope_type: valueOf(e), scope_id: "" })}>
-          <sl-option value="global">Global</sl-option>
-          <sl-option value="node_group">One node group</sl-option>
-        </sl-select>
-        <sl-input label="Search" type="search" clearable value=${this.#q("search")}
-          placeholder="Role or holder name" @sl-change=${(e: Event) => this.#filter({ search: valueOf(e) })}>
-        </sl-input>
-        ${filtered
-          ? html`<sl-button class="clear-filters" @click=${() =>
-            this.#filter(Object.fromEntries(FILTERS.map((f) => [f, ""])))}>Clear filters</sl-button>`
-          : nothing}
-      </div>
-      ${this.#renderTable()} ${holder ? this.#renderAddForm(holder) : nothing}
-    `;
-  }
-
-  #renderTable(): TemplateResult {
-    const page = this.page;
-    if (!page) return html`<sl-spinner></sl-spinner>`;
-    if (page.items.length === 0) {
-      return html`<p class="muted empty-bindings">No role bindings${
-        FILTERS.some((f) => this.#q(f)) ? " match these filters" : ""
-      }.</p>`;
-    }
-    const s = (label: string, key: string) => sortHeader(label, key, this.sort, this.#onSort);
-    return html`
-      <div class="table-wrap">
-        <table class="data role-bindings">
-          <caption class="visually-hidden">Role bindings</caption>
-          <thead>
-            <tr>
-              ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
-              <th scope="col">Effective</th> ${s("Created", "created_at")}
-              <th scope="col"><span class="visually-hidden">Actions</span></th>
-            </tr>
-          </thead>
-          <tbody>${page.items.map((b) => this.#renderRow(b))}</tbody>
-        </table>
-      </div>
-      <svc-pager label="role bindings" .page=${page.page} .perPage=${page.per_page} .total=${page.total}
-        @page-change=${this.#onPage}></svc-pager>
+      ${this.renderLoadError()} ${this.list.renderFilters({
+        lead: html`
+          <sl-select label="Holder" placeholder="Any user or group" clearable hoist value=${holderValue}
+            style="min-width: 16rem" @sl-change=${(e: Event) => {
+              const [kind, id] = valueOf(e).split(":");
+              this.addError = undefined;
+              this.list.setFilters({
+                user_id: kind === "user" ? id : "",
+                user_group_id: kind === "user_group" ? id : "",
+              });
+            }}>
+            ${this.users.map((u) => html`<sl-option value=${`user:${u.id}`}>User: ${u.username}</sl-option>`)}
+            ${this.userGroups.map((g) =>
+              html`<sl-option value=${`user_group:${g.id}`}>Group: ${g.name}</sl-option>`
+            )}
+          </sl-select>
+        `,
+      })}
+      ${this.list.renderTable({
+        caption: "Role bindings",
+        tableClass: "role-bindings",
+        empty: "No role bindings yet.",
+        head: html`
+          ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
+          <th scope="col">Effective</th> ${s("Created", "created_at")}
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
+        row: (b) => this.#renderRow(b),
+      })}
+      ${holder ? this.#renderAddForm(holder) : nothing}
     `;
   }
 

@@ -155,7 +155,7 @@ class SvcSettingsUsers extends PageElement {
         New user</sl-button>`
       : nothing;
     return html`
-      ${this.renderLoadError()} ${this.list.renderFilters(create)} ${this.list.renderTable({
+      ${this.renderLoadError()} ${this.list.renderFilters({ extra: create })} ${this.list.renderTable({
         caption: "Users",
         empty: "No users yet.",
         head: html`

@@ -5,6 +5,7 @@
 import { html, nothing, type TemplateResult } from "lit";
 import { ApiError } from "../api.ts";
 import { errorText } from "./page.ts";
+import type { SortState } from "../list_query.ts";
 
 const TOAST_ICONS = {
   primary: { icon: "info-circle" },
@@ -127,11 +128,7 @@ export function statusBadge(value: string): TemplateResult {
   }</sl-badge>`;
 }
 
-/** Sorting state of a table. */
-export interface SortState {
-  key: string;
-  dir: "asc" | "desc";
-}
+export type { SortState };
 
 /** A table header cell that sorts on click, with `aria-sort`. */
 export function sortHeader(
