@@ -43,6 +43,7 @@ import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy, PolicyRevision } from "../types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
 import "../components/policy_rollout.ts";
+import "../components/binding_dialog.ts";
 
 const DOCS = docsJson as Record<string, { doc?: string }>;
 
@@ -98,6 +99,7 @@ class SvcPolicyEditorPage extends PageElement {
     revision: { state: true },
     releasedValue: { state: true },
     contentTouched: { state: true },
+    assigning: { state: true },
   };
   declare policy: Policy | undefined;
   declare type: string;
@@ -115,6 +117,8 @@ class SvcPolicyEditorPage extends PageElement {
   declare releasedValue: JsonObject;
   /** The settings were changed since the page opened (a new policy shows no problems before that). */
   declare contentTouched: boolean;
+  /** The "Assign to groups" dialog is open. */
+  declare assigning: boolean;
 
   override pageTitle = "Policy";
 
@@ -128,6 +132,7 @@ class SvcPolicyEditorPage extends PageElement {
     this.saving = false;
     this.releasedValue = {};
     this.contentTouched = false;
+    this.assigning = false;
   }
 
   override connectedCallback(): void {
@@ -441,6 +446,15 @@ class SvcPolicyEditorPage extends PageElement {
         })
         : nothing}
       ${this.type ? this.#content(editable) : nothing}
+      ${p && this.assigning
+        ? html`
+          <svc-binding-dialog .policy=${p} @binding-dialog-partial=${() => this.reload()}
+            @binding-dialog-done=${(e: CustomEvent<number>) => {
+              this.assigning = false;
+              if (e.detail) void this.reload();
+            }}></svc-binding-dialog>
+        `
+        : nothing}
     `;
   }
 
@@ -474,6 +488,10 @@ class SvcPolicyEditorPage extends PageElement {
       ${p && this.revision && session.can("policy:edit")
         ? html`<sl-button variant="danger" outline class="discard-revision" @click=${this.#discardRevision}>
           Discard revision</sl-button>`
+        : nothing}
+      ${p && p.state !== "archived" && session.can("binding:create")
+        ? html`<sl-button class="assign-groups" @click=${() => this.assigning = true}>
+          <sl-icon slot="prefix" name="diagram-3"></sl-icon>Assign to groups</sl-button>`
         : nothing}
       ${p && session.can("policy:create")
         ? html`<sl-button class="duplicate-policy" @click=${this.#duplicate}>
