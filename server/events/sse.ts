@@ -7,8 +7,8 @@
  * only as fast as the client takes data, so a client that stops reading leaves the queue full. Hints that
  * arrive then are not queued; they are dropped together with whatever is pending, and the client gets one
  * `resync` event as soon as it reads again (it reloads everything it shows, which is what a burst of hints
- * would have made it do anyway). A client that has not read for `stallMs` is disconnected; EventSource
- * reconnects and the page reloads.
+ * would have made it do anyway). A client whose queue stays full for `stallMs` is disconnected;
+ * EventSource reconnects and the page reloads.
  */
 import { type LiveHint, type LiveTopic, MAX_HINT_IDS, TOPIC_PERMISSIONS } from "./publish.ts";
 
@@ -20,7 +20,7 @@ export interface SseOptions {
   coalesceMs: number;
   /** Bytes the stream may hold for a client that does not read. */
   queueBytes: number;
-  /** A client that has not read for this long is disconnected. */
+  /** A client whose queue stays full this long is disconnected. */
   stallMs: number;
   /** The reconnect delay the client is told (`retry:`). */
   retryMs: number;
@@ -61,7 +61,8 @@ export function createSseStream(permissions: ReadonlySet<string>, options: SseOp
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
   let lagging = false;
-  let lastRead = performance.now();
+  /** When the client stopped taking data (the queue filled up); meaningful while `lagging`. */
+  let laggingSince = 0;
   let lastFlush = 0;
   let flushTimer: ReturnType<typeof setTimeout> | undefined;
   let checking = false;
@@ -98,6 +99,7 @@ export function createSseStream(permissions: ReadonlySet<string>, options: SseOp
     if (closed || pending.size === 0) return;
     if (lagging || !roomy()) {
       // The client is behind: forget the details, it gets one `resync` when it reads again.
+      if (!lagging) laggingSince = performance.now();
       lagging = true;
       pending.clear();
       return;
@@ -122,7 +124,7 @@ export function createSseStream(permissions: ReadonlySet<string>, options: SseOp
 
   async function beat(): Promise<void> {
     if (closed || checking) return;
-    if (lagging && performance.now() - lastRead > options.stallMs) {
+    if (lagging && performance.now() - laggingSince > options.stallMs) {
       return finish("the client stopped reading its live-event stream", "error");
     }
     checking = true;
@@ -148,7 +150,7 @@ export function createSseStream(permissions: ReadonlySet<string>, options: SseOp
         write(`retry: ${options.retryMs}\n: live events; hints only, reload what you show\n\n`);
       },
       pull() {
-        lastRead = performance.now();
+        // The client took data and the queue has room again.
         if (closed) return;
         if (lagging) {
           lagging = false;

@@ -309,7 +309,7 @@ dbTest("a user without node:view gets compliance events but never node events", 
   });
 });
 
-dbTest("the stream ends when its session ends: logout, a disabled user", async (db) => {
+dbTest("the stream ends when its session ends: logout, a disabled user, a revoked API token", async (db) => {
   await withServer(db, { events: { heartbeatSeconds: 1 } }, async (server) => {
     const http = http1(server);
     try {
@@ -340,6 +340,22 @@ dbTest("the stream ends when its session ends: logout, a disabled user", async (
       const again = await openRemote(server, alice, http);
       assert.equal(again.status, 401);
       await again.cancel();
+
+      // A script's stream with an API token ends when the token is revoked.
+      const carol = await server.test.loginAs({ permissions: ["node:view"] });
+      const made = await carol.request("POST", "/api/v1/api-tokens", { name: "watcher", expires_in_days: 1 });
+      assert.equal(made.status, 201, made.text);
+      const tokenRes = await fetch(`https://localhost:${server.webPort}/api/v1/events`, {
+        client: http,
+        headers: { authorization: `Bearer ${made.json.token}` },
+      });
+      const tokenStream = readSse(tokenRes);
+      assert.equal(tokenStream.status, 200);
+      await publishLiveHint(db, { topic: "nodes" });
+      await tokenStream.waitFor(isFor("nodes"), "an event on the token's stream");
+      const revoked = await carol.request("DELETE", `/api/v1/api-tokens/${made.json.api_token.id}`);
+      assert.equal(revoked.status, 200, revoked.text);
+      await tokenStream.ended;
       await adminStream.cancel();
     } finally {
       http.close();
