@@ -82,19 +82,14 @@ export function createWindowLimiter(db: Db, options: WindowLimiterOptions): Wind
   };
   // One statement per key: a new window (count 1, start now) when the last one ended, else one more. With
   // `full` the row is left alone (and not returned) when the key is at its limit in the current window.
+  const ended = "login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)";
   const count = async (q: Queryable, key: string, at: Date, full: boolean) =>
     await q.query<{ attempts: number }>(
       `INSERT INTO login_throttle (scope, key, attempts, last_attempt_at) VALUES ('account', $1, 1, $2)
        ON CONFLICT (scope, key) DO UPDATE SET
-         attempts = CASE WHEN login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)
-                    THEN 1 ELSE login_throttle.attempts + 1 END,
-         last_attempt_at = CASE WHEN login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)
-                           THEN $2 ELSE login_throttle.last_attempt_at END
-       ${
-        full
-          ? "WHERE login_throttle.attempts < $4 OR login_throttle.last_attempt_at <= $2::timestamptz - make_interval(secs => $3::int)"
-          : ""
-      }
+         attempts = CASE WHEN ${ended} THEN 1 ELSE login_throttle.attempts + 1 END,
+         last_attempt_at = CASE WHEN ${ended} THEN $2 ELSE login_throttle.last_attempt_at END
+       ${full ? `WHERE login_throttle.attempts < $4 OR ${ended}` : ""}
        RETURNING attempts`,
       full ? [await rowKey(key), at, window, options.max] : [await rowKey(key), at, window],
     );

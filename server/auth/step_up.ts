@@ -73,9 +73,9 @@ export const STEP_UP_PROPERTIES = { ...PROOF_PROPERTIES, ...STEP_UP_OBJECT_PROPE
 
 /**
  * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES} (or, with `objectOnly`, only
- * {@link STEP_UP_OBJECT_PROPERTY}, where the body's own fields mean something else). The codes are then masked in
- * the body the request's audit row copies (the recorder masks passwords by key, but not `code`: a backup
- * code typed wrong by one character must not end up in the audit log).
+ * {@link STEP_UP_OBJECT_PROPERTY}, where the body's own fields mean something else). The codes are then
+ * masked in the body the request's audit row copies (the recorder masks passwords by key, but not `code`: a
+ * backup code typed wrong by one character must not end up in the audit log).
  */
 export function takeStepUpProof(c: RouteContext, options: { objectOnly?: boolean } = {}): StepUpProof {
   type Fields = {

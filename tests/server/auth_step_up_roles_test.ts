@@ -87,7 +87,8 @@ dbTest("changing the permissions of a role someone holds, or deleting it, needs 
     const bare = await chief.request("PUT", path, { permissions: ["node:view", "policy:view"] });
     assert.equal(bare.json?.error?.code, "reauthentication_required", bare.text);
     const [{ permissions }] = await db.query<{ permissions: string[] }>(
-      "SELECT array_agg(permission_id ORDER BY permission_id) AS permissions FROM role_permissions WHERE role_id = $1",
+      `SELECT array_agg(permission_id ORDER BY permission_id) AS permissions
+         FROM role_permissions WHERE role_id = $1`,
       [held],
     );
     assert.deepEqual(permissions, ["node:view"], "the refused change changed nothing");

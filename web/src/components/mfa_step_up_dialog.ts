@@ -94,7 +94,8 @@ class SvcMfaStepUpDialog extends LitElement {
               this.#password = String((e.target as HTMLInputElement).value)}></sl-input>
           ${showCode
             ? html`
-              <sl-input name="step-up-code" label="Code from your app, or a backup code" autocomplete="one-time-code"
+              <sl-input name="step-up-code" label="Code from your app, or a backup code"
+                autocomplete="one-time-code"
                 help-text=${this.needCode || hasCode ? "" : "Only when you have set up an authenticator app"}
                 @sl-input=${(e: Event) =>
                   this.#code = String((e.target as HTMLInputElement).value)}></sl-input>
