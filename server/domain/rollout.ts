@@ -75,7 +75,9 @@ export async function policyRollout(
   }
   const page = await selectPage<RolloutRow>(q, {
     columns: `n.id AS node_id, n.name AS node_name, n.status AS node_status, n.last_seen,
-      ${STATE_SQL} AS state, r.policy_version AS reported_version, coalesce(r.message, '') AS message,
+      ${STATE_SQL} AS state, r.policy_version AS reported_version,
+      -- A pending row has no report on the current version: an older report's message would be stale.
+      CASE WHEN ${STATE_SQL} = 'pending' THEN '' ELSE coalesce(r.message, '') END AS message,
       r.reported_at,
       (SELECT coalesce(jsonb_agg(jsonb_build_object('binding_id', b.id, 'node_group_id', g.id,
           'node_group_name', g.name, 'priority', b.priority) ORDER BY g.name), '[]'::jsonb)

@@ -102,9 +102,18 @@ dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db
         const after = await rollout();
         assert.equal(after.version, 2);
         assert.equal(after.counts.pending, 4);
+        // The reports on version 1 carried messages; a pending row must not show them as if current.
+        assert.deepEqual(
+          after.items.map((r: { node_name: string; message: string }) => [r.node_name, r.message]),
+          [["a-ok", ""], ["b-both", ""], ["c-offline", ""], ["d-error", ""]],
+        );
         await reportOn(db, a, policy.id, "compliant", 2);
         const reported = await rollout("?state=compliant");
-        assert.deepEqual(reported.items.map((r: { node_name: string }) => r.node_name), ["a-ok"]);
+        assert.deepEqual(
+          reported.items.map((r: { node_name: string; message: string }) => [r.node_name, r.message]),
+          [["a-ok", "compliant report"]],
+          "a report on the current version shows its message",
+        );
         assert.equal(reported.counts.pending, 3);
       },
     );
