@@ -30,6 +30,16 @@ import { chromeType } from "../../shared/policy_types/chrome.ts";
 import { firefoxType } from "../../shared/policy_types/firefox.ts";
 import { thunderbirdType } from "../../shared/policy_types/thunderbird.ts";
 import docsJson from "../../web/src/editors/proto_docs.gen.json" with { type: "json" };
+import {
+  enumsOf,
+  enumValueLabel,
+  labelEnumConstants,
+  labelIssues,
+} from "../../web/src/editors/enum_labels.ts";
+import { policyTypeInfo, typesMatching } from "../../web/src/editors/type_info.ts";
+import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
+import { FirewalldTargetSchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
+import { PolkitResultSchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 
 Deno.test("client routes: the spec's routes match, anything else does not", () => {
   const names = [
@@ -488,4 +498,58 @@ Deno.test("enrollment commands use a root-only token file and name the server to
     "systemctl enable --now svc-agent",
   ]);
   assert.doesNotMatch(enrollmentCommands("t", { host: "h", port: "8443" }).split("\n")[0], /enrollment_port/);
+});
+
+Deno.test("errors name enum values by the form's label and keep the constant scripts send", () => {
+  assert.equal(enumValueLabel(FirewalldTargetSchema, "FIREWALLD_TARGET_DROP"), "Drop");
+  assert.equal(enumValueLabel(PolkitResultSchema, "POLKIT_RESULT_AUTH_ADMIN"), "Auth admin");
+  const firewalld = getPolicyType("Firewalld")!.schema;
+  assert.equal(
+    labelEnumConstants(firewalld, "target FIREWALLD_TARGET_DROP conflicts"),
+    "target Drop (FIREWALLD_TARGET_DROP) conflicts",
+  );
+  // Words that are no value of the type's enums stay as they are.
+  assert.equal(
+    labelEnumConstants(firewalld, "POLKIT_RESULT_YES and SOME_OTHER_WORD"),
+    "POLKIT_RESULT_YES and SOME_OTHER_WORD",
+  );
+  // The shared validator's hints, as the editor shows them (the same rule the server applies).
+  const polkit = labelIssues(
+    "Polkit",
+    validatePolicyContent("Polkit", JSON.stringify({ rules: [{ actionIds: ["org.example.run"] }] })),
+  );
+  assert.ok(
+    polkit.some((i) =>
+      i.field === "rules[0].result" && i.message.includes("Auth admin (POLKIT_RESULT_AUTH_ADMIN)")
+    ),
+    JSON.stringify(polkit),
+  );
+  const flatpak = labelIssues(
+    "Flatpak",
+    validatePolicyContent("Flatpak", JSON.stringify({ apps: [{ appId: "org.example.App" }] })),
+  );
+  const state = flatpak.find((i) => i.field.endsWith(".state"));
+  assert.equal(
+    state?.message,
+    "choose a state: Present (FLATPAK_APP_STATE_PRESENT), Latest (_LATEST) or Absent (_ABSENT)",
+    JSON.stringify(flatpak),
+  );
+  // Every enum constant a type's editor can produce has a label that is not the constant itself.
+  for (const t of listPolicyTypes()) {
+    for (const e of enumsOf(t.schema)) {
+      for (const v of e.values) assert.notEqual(enumValueLabel(e, v.name), v.name, `${t.wireName} ${v.name}`);
+    }
+  }
+});
+
+Deno.test("new policy tiles and the policy picker: every type has a label and one line; search matches types", () => {
+  for (const t of listPolicyTypes()) {
+    const info = policyTypeInfo(t.wireName);
+    assert.ok(info.label && info.description, `${t.wireName} is described`);
+    assert.ok(!info.description.includes("\n") && info.description.length <= 80, `${t.wireName}: one line`);
+  }
+  assert.equal(policyTypeInfo("FutureType").label, "FutureType");
+  assert.deepEqual(typesMatching("firewall"), ["Firewalld"]);
+  assert.deepEqual(typesMatching("gnome"), ["Dconf"]);
+  assert.deepEqual(typesMatching("  "), []);
 });

@@ -11,8 +11,7 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, fieldError, notify, statusBadge } from "./ui.ts";
 import { askLockoutReason } from "./session_lockout_dialog.ts";
-import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
-import { policyTypeInfo } from "../editors/type_info.ts";
+import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, Policy } from "../types.ts";
 
 /** How many matches the picker shows; more words narrow them. */
@@ -31,15 +30,6 @@ const PICKER_STYLE = html`<style>
 
 /** Pause after a keystroke before the picker asks the server. */
 const SEARCH_DELAY_MS = 200;
-
-/** Wire names of the policy types whose name or label contains `text` (case-insensitive). */
-export function typesMatching(text: string): string[] {
-  const q = text.trim().toLowerCase();
-  if (!q) return [];
-  return listPolicyTypes().map((t) => t.wireName).filter((t) =>
-    t.toLowerCase().includes(q) || policyTypeInfo(t).label.toLowerCase().includes(q)
-  );
-}
 
 /** The picker's results: name matches first, then policies of matching types; no archived policy. */
 export function mergeMatches(byName: Policy[], byType: Policy[][], limit = PICKER_LIMIT): Policy[] {

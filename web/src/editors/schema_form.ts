@@ -35,6 +35,7 @@ import {
   visibleFields,
 } from "./form_model.ts";
 import type { FormHints } from "./spec.ts";
+import { enumValueLabel } from "./enum_labels.ts";
 import docsJson from "./proto_docs.gen.json" with { type: "json" };
 
 const DOCS = docsJson as ProtoDocs;
@@ -328,7 +329,7 @@ class SvcSchemaForm extends LitElement {
           ...lbl,
           options: field.enum.values.map((v) => ({
             value: v.name,
-            label: humanize(v.name.replace(/^[A-Z0-9]+_/, "")),
+            label: enumValueLabel(field.enum, v.name),
           })),
         });
       case "message":
@@ -339,7 +340,10 @@ class SvcSchemaForm extends LitElement {
         if (field.listKind === "enum") {
           return this.#multiChoice(ctx, value, {
             ...lbl,
-            options: field.enum.values.map((v) => ({ value: v.name, label: v.name })),
+            options: field.enum.values.map((v) => ({
+              value: v.name,
+              label: enumValueLabel(field.enum, v.name),
+            })),
           });
         }
         if (lbl.options && fitsOptions(value, lbl.options)) return this.#multiChoice(ctx, value, lbl);
@@ -543,7 +547,10 @@ class SvcSchemaForm extends LitElement {
       if (field.mapKind === "enum") {
         return this.#choice(c, v, {
           name: "Value",
-          options: field.enum.values.map((x) => ({ value: x.name, label: x.name })),
+          options: field.enum.values.map((x) => ({
+            value: x.name,
+            label: enumValueLabel(field.enum, x.name),
+          })),
         });
       }
       return this.#scalar(field.scalar, c, v, { name: "Value" });

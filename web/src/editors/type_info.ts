@@ -3,6 +3,7 @@
  * type tiles of a new policy and the policy picker. A type the console does not describe (a newer server)
  * shows its wire name.
  */
+import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 
 /** An admin's name for a policy type and what it manages. */
 export interface PolicyTypeInfo {
@@ -30,4 +31,13 @@ const INFO: Record<string, Omit<PolicyTypeInfo, "wireName">> = {
 export function policyTypeInfo(wireName: string): PolicyTypeInfo {
   const info = INFO[wireName];
   return { wireName, label: info?.label ?? wireName, description: info?.description ?? "" };
+}
+
+/** Wire names of the known types whose wire name or label contains `text` (case-insensitive). */
+export function typesMatching(text: string): string[] {
+  const q = text.trim().toLowerCase();
+  if (!q) return [];
+  return listPolicyTypes().map((t) => t.wireName).filter((t) =>
+    t.toLowerCase().includes(q) || policyTypeInfo(t).label.toLowerCase().includes(q)
+  );
 }

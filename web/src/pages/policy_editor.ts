@@ -44,6 +44,24 @@ import type { Policy, PolicyRevision } from "../types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
 import "../components/policy_rollout.ts";
 import "../components/binding_dialog.ts";
+import { policyTypeInfo } from "../editors/type_info.ts";
+import { labelIssues } from "../editors/enum_labels.ts";
+
+/** The type tiles' look (the console's CSP allows inline styles). */
+const TILE_STYLE = html`<style>
+  .type-tiles { border: 0; padding: 0; margin: 0; display: grid; gap: 0.5rem;
+    grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); }
+  .type-tiles legend { font-weight: 600; margin-bottom: 0.5rem; }
+  .type-tile { display: grid; grid-template-columns: auto 1fr; column-gap: 0.5rem; align-items: start;
+    padding: 0.6rem 0.75rem; border: 1px solid var(--sl-color-neutral-300);
+    border-radius: var(--sl-border-radius-medium); cursor: pointer; }
+  .type-tile:has(input:checked) { border-color: var(--sl-color-primary-600);
+    background: var(--sl-color-primary-50); }
+  .type-tile:has(input:focus-visible) { outline: 2px solid var(--sl-color-primary-600); outline-offset: 2px; }
+  .type-tile input { margin-top: 0.2rem; }
+  .type-tile-label { font-weight: 600; }
+  .type-tile-description { grid-column: 2; color: var(--sl-color-neutral-700); font-size: 0.875rem; }
+</style>`;
 
 const DOCS = docsJson as Record<string, { doc?: string }>;
 
@@ -74,12 +92,15 @@ function typeForm(
     @value-change=${props.onChange}></${name}>`;
 }
 
-/** Problems of `value` for `type`, by the shared validator; paths without the `content.` prefix. */
+/**
+ * Problems of `value` for `type`, by the shared validator; paths without the `content.` prefix, enum
+ * constants with the labels the form shows for them.
+ */
 export function validate(type: string, value: JsonObject): ValidationIssue[] {
   try {
-    return validatePolicyContent(type, JSON.stringify(value));
+    return labelIssues(type, validatePolicyContent(type, JSON.stringify(value)));
   } catch (err) {
-    return [{ field: "", message: (err as Error).message }];
+    return labelIssues(type, [{ field: "", message: (err as Error).message }]);
   }
 }
 
@@ -266,10 +287,10 @@ class SvcPolicyEditorPage extends PageElement {
         // Content problems come back as `content.<path>`; show them in the form like local ones.
         const content = err.fields.filter((f) => f.field === "content" || f.field.startsWith("content."));
         if (content.length) {
-          this.issues = content.map((f) => ({
-            field: f.field.replace(/^content\.?/, ""),
-            message: f.message,
-          }));
+          this.issues = labelIssues(
+            this.type,
+            content.map((f) => ({ field: f.field.replace(/^content\.?/, ""), message: f.message })),
+          );
         }
       }
     } finally {
@@ -283,20 +304,33 @@ class SvcPolicyEditorPage extends PageElement {
       notify("Save or discard your changes first.", "warning");
       return;
     }
+    // A revision only makes sense on a released policy: leaving "released" discards it, said up front, so it
+    // is never stranded on an archived or draft policy (where it could not be released).
+    const dropsRevision = target !== "released" && !!p.revision_pending;
+    const message = target === "released"
+      ? "The policy becomes read-only. Nodes receive it once an enabled binding links it to their group."
+      : target === "archived"
+      ? "Archived policies stop reaching nodes."
+      : "The policy becomes editable again and reaches no node while it is a draft.";
     const ok = await confirmAction({
       title: `${label}: ${p.name}`,
-      message: target === "released"
-        ? "The policy becomes read-only. Nodes receive it once an enabled binding links it to their group."
-        : target === "archived"
-        ? "Archived policies stop reaching nodes."
-        : "The policy becomes editable again and reaches no node while it is a draft.",
-      confirmLabel: label,
+      message: dropsRevision
+        ? html`${message} <strong class="drops-revision">The revision in progress is discarded; version
+          ${p.version} is kept as it is.</strong>`
+        : message,
+      confirmLabel: dropsRevision ? `Discard revision and ${label.toLowerCase()}` : label,
+      danger: dropsRevision,
     });
     if (!ok) return;
     let body: { state: string; lockout_reason?: string } = { state: target };
     for (;;) {
       try {
         await api.put(`/policies/all/${p.id}/state`, body);
+        if (dropsRevision) {
+          await api.delete(`/policies/all/${p.id}/revision`).catch((err) => {
+            if (!(err instanceof ApiError && err.status === 404)) throw err;
+          });
+        }
         notify(`${p.name}: ${label.toLowerCase()} done`, "success");
         await this.reload();
         return;
@@ -525,22 +559,38 @@ class SvcPolicyEditorPage extends PageElement {
             "description",
           )}
           @sl-input=${() => this.dirty = true}></sl-textarea>
-        ${this.#isNew
-          ? html`
-            <sl-select name="type" label="Type" required hoist value=${this.type}
-              class=${fieldError(err, "type") ? "has-error" : ""}
-              help-text=${fieldError(err, "type") || "The type cannot be changed once the policy exists."}
-              @sl-change=${(e: Event) => this.#setType(String((e.target as HTMLSelectElement).value))}>
-                        ${types.map((t) => html`<sl-option value=${t.wireName}>${t.wireName}</sl-option>`)}
-                      </sl-select>
-          `
-          : nothing}
+        ${this.#isNew ? this.#typeTiles(types.map((t) => t.wireName), fieldError(err, "type")) : nothing}
         ${this.type
           ? html`<div class="muted type-summary">${
             typeSummary(this.type).map((p) => html`<p>${p}</p>`)
           }</div>`
           : nothing}
       </section>
+    `;
+  }
+
+  /**
+   * The type of a new policy, chosen from tiles naming what each type manages (native radio buttons: Tab
+   * reaches the group, arrows move between types).
+   */
+  #typeTiles(types: string[], error: string): TemplateResult {
+    return html`
+      ${TILE_STYLE}
+      <fieldset class="type-tiles ${error ? "has-error" : ""}">
+        <legend>Type <span class="muted">(cannot be changed once the policy exists)</span></legend>
+        ${types.map((t) => {
+          const info = policyTypeInfo(t);
+          return html`
+            <label class="type-tile" data-type=${t}>
+              <input type="radio" name="type" value=${t} .checked=${this.type === t}
+                @change=${() => this.#setType(t)}>
+              <span class="type-tile-label">${info.label}</span>
+              <span class="type-tile-description">${info.description}</span>
+            </label>
+          `;
+        })}
+        ${error ? html`<p class="field-error">${error}</p>` : nothing}
+      </fieldset>
     `;
   }
 
