@@ -310,7 +310,7 @@ Deno.test({
       );
       assert.match(
         await page.$eval("svc-policy-rollout .rollout-updated", (e) => e.textContent ?? ""),
-        /Updated/,
+        /Live|Updated/,
       );
       await page.click('svc-policy-rollout sl-button.rollout-filter[data-state="pending"]');
       await page.waitForFunction(
