@@ -11,7 +11,7 @@ import tls from "node:tls";
 import * as grpc from "@grpc/grpc-js";
 import { createClient, type ServiceClient } from "../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
-import { PolicyService } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { PolicyService } from "./gen/svc/policy/v1/policy_pb.ts";
 import { readFileIfExists } from "./fs.ts";
 
 /** Typed client of the policy service. */

@@ -11,7 +11,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GrpcError } from "../shared/grpc/adapter.ts";
-import { ComplianceStatus } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { ComplianceStatus } from "./gen/svc/policy/v1/policy_pb.ts";
 import { Backoff, type BackoffOptions, sleep } from "./backoff.ts";
 import { GSettingsCatalogueReporter, PolkitCatalogueReporter } from "./catalogue.ts";
 import { createPolicyClient, type Identity, type PolicyClient } from "./client.ts";

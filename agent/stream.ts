@@ -10,7 +10,7 @@
  * @module
  */
 
-import { EventType, type Policy, type PolicyUpdate } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { EventType, type Policy, type PolicyUpdate } from "./gen/svc/policy/v1/policy_pb.ts";
 import type { PolicyClient } from "./client.ts";
 import type { Logger } from "./log.ts";
 import type { PolicyEvent, SyncEngine } from "./sync/engine.ts";
@@ -28,7 +28,9 @@ export function toCachedPolicy(policy: Policy): CachedPolicy {
     version: policy.version,
     priority: policy.priority,
     content: policy.content,
-    typed: policy.typedContent.case === undefined ? undefined : policy.typedContent.value,
+    typed: policy.typedContent.case === undefined
+      ? undefined
+      : { case: policy.typedContent.case, value: policy.typedContent.value },
   };
 }
 

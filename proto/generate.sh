@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Generates the TypeScript protobuf code in shared/gen/ from proto/.
+# Generates the TypeScript protobuf code in shared/gen/ from proto/, and the
+# agent's own policy service in agent/gen/.
 #
-#   bash proto/generate.sh          regenerate shared/gen/ (deno task proto)
-#   bash proto/generate.sh --check  fail if shared/gen/ differs from what
-#                                   proto/ generates (used by CI)
+#   bash proto/generate.sh          regenerate shared/gen/ and agent/gen/
+#                                   (deno task proto)
+#   bash proto/generate.sh --check  fail if either differs from what proto/
+#                                   generates (used by CI)
+#
+# agent/gen/ is svc/policy/v1/policy.proto with every member of the
+# Policy.typed_content oneof declared `bytes` instead of its type's message (the
+# same wire encoding) and without the type imports: an agent then holds only
+# the schemas of the types it enforces, each decoded by its enforcer when it
+# loads (agent/sync/content.ts), not every type's messages from the start.
 #
 # Needs protoc (with the google/protobuf well-known .proto files) and
 # @bufbuild/protoc-gen-es, which `deno install` puts into node_modules.
@@ -14,6 +22,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out_dir="$root/shared/gen"
+agent_out_dir="$root/agent/gen"
 plugin_opts="target=ts,import_extension=ts"
 
 mode="generate"
@@ -82,21 +91,53 @@ mkdir -p "$generated"
     "${protos[@]}"
 ) || die "protoc failed (see the messages above)"
 
+# The agent's policy.proto: typed_content members become bytes, type imports go.
+agent_proto="$work/agent_proto"
+mkdir -p "$agent_proto/svc/policy/v1"
+awk '
+  /^import "svc\/policy\/v1\// { next }
+  /^  oneof typed_content \{/ { inside = 1; print; next }
+  inside && /^  \}/ { inside = 0 }
+  inside && /^    [A-Z][A-Za-z0-9]* [a-z_0-9]+ = [0-9]+;/ { sub(/^    [A-Z][A-Za-z0-9]* /, "    bytes "); members++ }
+  { print }
+  END { if (members == 0) exit 3 }
+' "$root/proto/svc/policy/v1/policy.proto" >"$agent_proto/svc/policy/v1/policy.proto" ||
+  die "no member of Policy.typed_content found in svc/policy/v1/policy.proto for the agent's copy"
+agent_generated="$work/agent_gen"
+mkdir -p "$agent_generated"
+(
+  cd "$agent_proto"
+  "$protoc_bin" \
+    -I . \
+    -I "$wkt_include" \
+    --plugin=protoc-gen-es="$plugin" \
+    --es_out="$agent_generated" \
+    --es_opt="$plugin_opts" \
+    svc/policy/v1/policy.proto
+) || die "protoc failed on the agent's policy.proto (see the messages above)"
+
 if [[ "$mode" == "check" ]]; then
-  if ! diff -r -q "$out_dir" "$generated" >"$work/diff" 2>&1; then
-    echo "proto/generate.sh: shared/gen/ is out of date with proto/." >&2
-    echo "Run 'deno task proto' and commit the result (this run used $("$protoc_bin" --version);" >&2
-    echo "a different protoc version can also cause differences). Differences:" >&2
-    sed -e "s#$generated#<generated>#g" -e "s#$root/##g" "$work/diff" >&2
-    diff -r -u "$out_dir" "$generated" 2>/dev/null | head -n 40 |
-      sed -e "s#$generated#<generated>#g" -e "s#$root/##g" >&2 || true
-    exit 1
-  fi
-  echo "shared/gen/ is up to date (${#protos[@]} proto files, $("$protoc_bin" --version))."
+  stale=0
+  for pair in "$out_dir:$generated" "$agent_out_dir:$agent_generated"; do
+    dir="${pair%%:*}"
+    fresh="${pair#*:}"
+    if ! diff -r -q "$dir" "$fresh" >"$work/diff" 2>&1; then
+      stale=1
+      echo "proto/generate.sh: ${dir#"$root/"}/ is out of date with proto/." >&2
+      echo "Run 'deno task proto' and commit the result (this run used $("$protoc_bin" --version);" >&2
+      echo "a different protoc version can also cause differences). Differences:" >&2
+      sed -e "s#$fresh#<generated>#g" -e "s#$root/##g" "$work/diff" >&2
+      diff -r -u "$dir" "$fresh" 2>/dev/null | head -n 40 |
+        sed -e "s#$fresh#<generated>#g" -e "s#$root/##g" >&2 || true
+    fi
+  done
+  [[ $stale -eq 0 ]] || exit 1
+  echo "shared/gen/ and agent/gen/ are up to date (${#protos[@]} proto files, $("$protoc_bin" --version))."
   exit 0
 fi
 
-rm -rf "$out_dir"
+rm -rf "$out_dir" "$agent_out_dir"
 mkdir -p "$(dirname "$out_dir")"
 cp -R "$generated" "$out_dir"
-echo "Generated shared/gen/ from ${#protos[@]} proto files ($("$protoc_bin" --version))."
+cp -R "$agent_generated" "$agent_out_dir"
+echo "Generated shared/gen/ and agent/gen/ from ${#protos[@]} proto files ($("$protoc_bin" --version))."

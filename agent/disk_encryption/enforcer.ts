@@ -9,23 +9,16 @@
  *
  * @module
  */
-import { toJsonString } from "@bufbuild/protobuf";
 import { join } from "node:path";
-import {
-  type DiskEncryptionPolicy,
-  DiskEncryptionPolicySchema,
-} from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import { type DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
 import { diskEncryptionType, volumeRequirementIssues } from "../../shared/policy_types/disk_encryption.ts";
 import { readFileIfExists } from "../fs.ts";
 import { type CachedPolicy, type Enforcer, type ItemResult, rollupStatus } from "../sync/types.ts";
 import { collectInventory } from "./inventory.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 function parsePolicy(policy: CachedPolicy): DiskEncryptionPolicy {
-  const typed = policy.typed?.$typeName === DiskEncryptionPolicySchema.typeName
-    ? policy.typed as DiskEncryptionPolicy
-    : undefined;
-  const text = typed ? toJsonString(DiskEncryptionPolicySchema, typed) : policy.content;
-  return diskEncryptionType.parse(text, { ignoreUnknownFields: true });
+  return parsePolicyContent(policy, diskEncryptionType);
 }
 
 /** The DiskEncryption enforcer (read-only; see the module documentation). */

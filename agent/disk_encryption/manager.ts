@@ -27,7 +27,7 @@ import {
   DiskEncryptionTaskKind,
   LuksKeySlotKind,
   type ReportDiskEncryptionStateRequest,
-} from "../../shared/gen/svc/policy/v1/policy_pb.ts";
+} from "../gen/svc/policy/v1/policy_pb.ts";
 import type { PolicyClient } from "../client.ts";
 import { readFileIfExists, type RootFs, writeFileAtomic } from "../fs.ts";
 import type { Logger } from "../log.ts";
@@ -37,12 +37,9 @@ import { collectInventory, type SlotKind, type Volume } from "./inventory.ts";
 import { generateRecoveryKey } from "./recovery_key.ts";
 import { bindTang, enrollTpm2 } from "./protectors.ts";
 import { type CachedPolicy, sortPolicies } from "../sync/types.ts";
-import { toJsonString } from "@bufbuild/protobuf";
-import {
-  type DiskEncryptionPolicy,
-  DiskEncryptionPolicySchema,
-} from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import { type DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
 import { diskEncryptionType } from "../../shared/policy_types/disk_encryption.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Steps of one escrow, in order. */
 export const ESCROW_STEPS = ["generated", "escrowed", "slotted", "replaced", "confirmed"] as const;
@@ -95,13 +92,7 @@ export interface DiskEncryptionOptions {
 function effectivePolicy(policies: readonly CachedPolicy[]): DiskEncryptionPolicy | undefined {
   const [top] = sortPolicies(policies.filter((p) => p.type === "DiskEncryption"));
   if (!top) return undefined;
-  const typed = top.typed?.$typeName === DiskEncryptionPolicySchema.typeName
-    ? top.typed as DiskEncryptionPolicy
-    : undefined;
-  return diskEncryptionType.parse(
-    typed ? toJsonString(DiskEncryptionPolicySchema, typed) : top.content,
-    { ignoreUnknownFields: true },
-  );
+  return parsePolicyContent(top, diskEncryptionType);
 }
 
 const KIND: Record<SlotKind, LuksKeySlotKind> = {

@@ -19,7 +19,6 @@
  * @module
  */
 
-import { toJsonString } from "@bufbuild/protobuf";
 import { ADDITIONAL_KEY, type BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { messageJson } from "../../shared/policy_types/define.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -33,6 +32,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** One file an installed browser reads. */
 export interface BrowserTarget {
@@ -79,11 +79,7 @@ export interface BrowserFamily {
  * @throws {PolicyContentError} naming the problem.
  */
 export function browserPolicyValues(def: BrowserTypeDef, policy: CachedPolicy): Record<string, unknown> {
-  const typed = policy.typed?.$typeName === def.schema.typeName ? policy.typed : undefined;
-  // The typed message is the server's parse; round-trip it through the guarded parser anyway.
-  // deno-lint-ignore no-explicit-any -- the schema and the message belong together (checked above)
-  const text = typed ? toJsonString(def.schema as any, typed) : policy.content;
-  const message = def.parse(text, { ignoreUnknownFields: true });
+  const message = parsePolicyContent(policy, def);
   const issues = def.validate(message);
   if (issues.length) {
     throw new PolicyContentError(

@@ -55,8 +55,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { toJsonString } from "@bufbuild/protobuf";
-import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Directory of the system databases (node path). */
 export const DCONF_DB_DIR = "/etc/dconf/db";
@@ -112,11 +111,7 @@ function mergeId(p: { db: string; dir: string; key: string }): string {
  * @throws {PolicyContentError} naming the problem.
  */
 export function dconfPolicyContent(policy: CachedPolicy): DconfPolicy {
-  const typed = policy.typed?.$typeName === DconfPolicySchema.typeName
-    ? policy.typed as DconfPolicy
-    : undefined;
-  const text = typed ? toJsonString(DconfPolicySchema, typed) : policy.content;
-  const message = dconfType.parse(text, { ignoreUnknownFields: true });
+  const message = parsePolicyContent(policy, dconfType);
   const issues = dconfType.validate(message);
   if (issues.length) {
     throw new PolicyContentError(

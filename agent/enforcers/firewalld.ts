@@ -26,12 +26,7 @@
  */
 
 import { revalidate } from "./revalidate.ts";
-import { toJsonString } from "@bufbuild/protobuf";
-import {
-  type FirewalldPolicy,
-  FirewalldPolicySchema,
-  FirewalldTarget,
-} from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
+import { type FirewalldPolicy, FirewalldTarget } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { canonicalRichRule, parseRichRule, richRuleElement } from "../../shared/firewalld_rich_rule.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -46,6 +41,7 @@ import {
   type SyncResult,
 } from "../sync/types.ts";
 import { childText, parseXml, serializeXml, type XmlElement, type XmlNode } from "../xml.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Node paths firewalld reads. */
 export const FIREWALLD_ETC = "/etc/firewalld";
@@ -107,11 +103,7 @@ interface Intent {
 }
 
 function message(policy: CachedPolicy): FirewalldPolicy {
-  const typed = policy.typed?.$typeName === FirewalldPolicySchema.typeName
-    ? policy.typed as FirewalldPolicy
-    : undefined;
-  const text = typed ? toJsonString(FirewalldPolicySchema, typed) : policy.content;
-  const parsed = firewalldType.parse(text, { ignoreUnknownFields: true });
+  const parsed = parsePolicyContent(policy, firewalldType);
   const issues = firewalldType.validate(parsed);
   if (issues.length) {
     throw new PolicyContentError(

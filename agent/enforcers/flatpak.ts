@@ -27,12 +27,10 @@
  * @module
  */
 
-import { toJsonString } from "@bufbuild/protobuf";
 import {
   type FlatpakApp,
   FlatpakAppState,
   type FlatpakPolicy,
-  FlatpakPolicySchema,
   type FlatpakRemote,
 } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import { flatpakType } from "../../shared/policy_types/flatpak.ts";
@@ -49,6 +47,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Node directory of the key and filter files svc writes. */
 export const FLATPAK_FILES_DIR = "/etc/svc/flatpak";
@@ -133,14 +132,9 @@ function isEmptyState(state: FlatpakState): boolean {
 
 /** The checked, typed content of a cached policy, or what is wrong with it. */
 function policyContent(policy: CachedPolicy): FlatpakPolicy | string {
-  const typed = policy.typed?.$typeName === FlatpakPolicySchema.typeName
-    ? policy.typed as FlatpakPolicy
-    : undefined;
   let message: FlatpakPolicy;
   try {
-    message = flatpakType.parse(typed ? toJsonString(FlatpakPolicySchema, typed) : policy.content, {
-      ignoreUnknownFields: true,
-    });
+    message = parsePolicyContent(policy, flatpakType);
   } catch (err) {
     return (err as Error).message;
   }

@@ -31,12 +31,7 @@
  */
 
 import { revalidate } from "./revalidate.ts";
-import { toJsonString } from "@bufbuild/protobuf";
-import {
-  type KconfigPolicy,
-  KconfigPolicySchema,
-  KconfigUrlAction,
-} from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
+import { type KconfigPolicy, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import { kconfigType } from "../../shared/policy_types/kconfig.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
 import {
@@ -57,6 +52,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** System configuration directory KDE reads before the user's (node path). */
 export const KDE_SYSTEM_DIR = "/etc/xdg";
@@ -104,11 +100,7 @@ function mergeId(w: { path: string; group: string[]; key: string }): string {
  * @throws {PolicyContentError} naming the problem.
  */
 export function kconfigPolicyContent(policy: CachedPolicy): KconfigPolicy {
-  const typed = policy.typed?.$typeName === KconfigPolicySchema.typeName
-    ? policy.typed as KconfigPolicy
-    : undefined;
-  const text = typed ? toJsonString(KconfigPolicySchema, typed) : policy.content;
-  const message = kconfigType.parse(text, { ignoreUnknownFields: true });
+  const message = parsePolicyContent(policy, kconfigType);
   const issues = kconfigType.validate(message);
   if (issues.length) {
     throw new PolicyContentError(

@@ -19,9 +19,8 @@
  * @module
  */
 
-import { toJsonString } from "@bufbuild/protobuf";
 import * as acorn from "acorn";
-import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
+import { type PolkitPolicy } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { polkitType } from "../../shared/policy_types/polkit.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
 import {
@@ -41,6 +40,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Generated JavaScript that is not the expected shape. */
 export class PolkitScriptError extends Error {
@@ -176,11 +176,7 @@ export function checkPolkitScript(text: string, ruleCount: number): void {
 }
 
 function message(policy: CachedPolicy): PolkitPolicy {
-  const typed = policy.typed?.$typeName === PolkitPolicySchema.typeName
-    ? policy.typed as PolkitPolicy
-    : undefined;
-  const text = typed ? toJsonString(PolkitPolicySchema, typed) : policy.content;
-  const parsed = polkitType.parse(text, { ignoreUnknownFields: true });
+  const parsed = parsePolicyContent(policy, polkitType);
   const issues = polkitType.validate(parsed);
   if (issues.length) {
     throw new PolicyContentError(

@@ -28,11 +28,7 @@
  * @module
  */
 
-import { toJsonString } from "@bufbuild/protobuf";
-import {
-  type SessionAccessPolicy,
-  SessionAccessPolicySchema,
-} from "../../shared/gen/svc/policy/v1/session_access_pb.ts";
+import { type SessionAccessPolicy } from "../../shared/gen/svc/policy/v1/session_access_pb.ts";
 import { sessionAccessType } from "../../shared/policy_types/session_access.ts";
 import {
   compileSessionAccess,
@@ -55,6 +51,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 
 /** Node paths svc manages for pam_time. */
 export const TIME_CONF = "/etc/security/time.conf";
@@ -104,15 +101,9 @@ export interface SessionAccessEnforcer extends Enforcer {
 }
 
 function contentOf(policy: CachedPolicy): SessionAccessPolicy | string {
-  const typed = policy.typed?.$typeName === SessionAccessPolicySchema.typeName
-    ? policy.typed as SessionAccessPolicy
-    : undefined;
   let message: SessionAccessPolicy;
   try {
-    message = sessionAccessType.parse(
-      typed ? toJsonString(SessionAccessPolicySchema, typed) : policy.content,
-      { ignoreUnknownFields: true },
-    );
+    message = parsePolicyContent(policy, sessionAccessType);
   } catch (err) {
     return (err as Error).message;
   }

@@ -15,6 +15,13 @@ import type { Runner } from "../runner.ts";
 /** Compliance outcome names, as in the spec (without the `COMPLIANCE_STATUS_` prefix). */
 export type ComplianceStatusName = "COMPLIANT" | "NON_COMPLIANT" | "INAPPLICABLE" | "ERROR" | "UNKNOWN";
 
+/** A `Policy.typed_content` member as the agent receives it: its protobuf-es name and encoded message. */
+export interface EncodedTypedContent {
+  /** e.g. `firefoxPolicy`. */
+  case: string;
+  value: Uint8Array;
+}
+
 /** A policy as the agent keeps it in its cache. */
 export interface CachedPolicy {
   id: string;
@@ -26,8 +33,12 @@ export interface CachedPolicy {
   priority: number;
   /** Stored protojson content (untrusted). */
   content: string;
-  /** The server's parse of `content` (untrusted); undefined when the server could not parse it. */
-  typed?: Message;
+  /**
+   * The server's parse of `content` (untrusted); undefined when the server could not parse it. From the
+   * stream it is the `Policy.typed_content` member as received (its name and encoded message), decoded
+   * by the type's enforcer (agent/sync/content.ts); a decoded message is accepted too.
+   */
+  typed?: Message | EncodedTypedContent;
 }
 
 /** Result of one item (setting, rule, key) of a policy. */

@@ -9,19 +9,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { dbTest } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
-import {
-  bind,
-  createGroup,
-  enrollAgent,
-  policyClient,
-  releasedPolicy,
-  startAgentServer,
-} from "../helpers/agents.ts";
+import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from "../helpers/agents.ts";
 import { createTestServer } from "../helpers/app.ts";
 import { diskEncryptionRoutes } from "../../server/http/routes/disk_encryption.ts";
 import { keyringFor } from "../../server/disk_encryption/kek.ts";
 import { openRecoveryKey } from "../../server/disk_encryption/envelope.ts";
 import { RootFs } from "../../agent/fs.ts";
+import { agentPolicyClient } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import {
@@ -74,7 +68,7 @@ async function setup(db: Db, policy: Record<string, unknown> | undefined): Promi
     );
   }
   const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-  const client = policyClient(server, agent);
+  const client = agentPolicyClient(server, agent);
   const admin = await rest.loginAs({ superAdmin: true });
   await Deno.mkdir(join(root, "node/images"), { recursive: true });
   await Deno.mkdir(join(root, "node/etc/svc/luks-keys"), { recursive: true, mode: 0o700 });

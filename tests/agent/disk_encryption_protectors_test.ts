@@ -8,16 +8,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  enrollAgent,
-  policyClient,
-  releasedPolicy,
-  startAgentServer,
-} from "../helpers/agents.ts";
+import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from "../helpers/agents.ts";
 import { freePort } from "../helpers/process.ts";
 import { RootFs } from "../../agent/fs.ts";
+import { agentPolicyClient } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 import { createLogger } from "../../agent/log.ts";
 import { DiskEncryptionManager } from "../../agent/disk_encryption/manager.ts";
@@ -146,7 +140,7 @@ dbTest(
       });
       await bind(db, policyId, group);
       const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const client = policyClient(server, agent);
+      const client = agentPolicyClient(server, agent);
       const root = join(base, "node");
       await Deno.mkdir(join(root, "images"), { recursive: true });
       await Deno.mkdir(join(root, "etc/svc/luks-keys"), { recursive: true, mode: 0o700 });

@@ -14,6 +14,8 @@ import { SyncEngine, type SyncEngineOptions } from "../../agent/sync/engine.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { createPolicyClient, type PolicyClient } from "../../agent/client.ts";
+import type { AgentServer } from "../helpers/agents.ts";
 
 /** The original policies.json a node had before svc. */
 export const ORIGINAL_POLICIES = `{"policies": {"DisableAppUpdate": false}}\n`;
@@ -111,4 +113,12 @@ export async function readFirefoxFile(node: TempNode): Promise<Record<string, un
     if (err instanceof Deno.errors.NotFound) return undefined;
     throw err;
   }
+}
+
+/** The agent's own policy-port client (agent/client.ts) for an agent enrolled on a test server. */
+export function agentPolicyClient(
+  server: AgentServer,
+  cert: { certPem: string; keyPem: string },
+): PolicyClient {
+  return createPolicyClient("localhost", server.policyPort, { ...cert, caPem: server.ctx.ca.certPem });
 }
