@@ -5,8 +5,8 @@
  * arrive, and falls back to polling whenever the stream is down (not opened yet, refused, disconnected).
  *
  * The stream is opened with the first subscriber and closed a little after the last one leaves (so moving
- * between pages keeps it). After a reconnect every subscriber reloads once: hints sent while the stream was
- * down are not replayed.
+ * between pages keeps it). Whenever it (re)opens every subscriber reloads once: hints sent while the stream
+ * was down are not replayed.
  */
 import type { ReactiveController, ReactiveControllerHost } from "lit";
 import { api, apiUrl } from "./api.ts";
@@ -41,7 +41,6 @@ class LiveEvents {
   #source: EventSource | undefined;
   #subscribers = new Set<Subscriber>();
   #state: LiveState = "connecting";
-  #wasLive = false;
   #failures = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
@@ -93,11 +92,11 @@ class LiveEvents {
     source.addEventListener("open", () => {
       if (source !== this.#source) return;
       this.#failures = 0;
-      const reconnected = this.#wasLive || this.#state === "down";
-      this.#wasLive = true;
       this.#setState("live");
-      // Whatever changed while the stream was away (or before it first opened) was not sent: reload once.
-      if (reconnected) this.#deliver({ topic: "resync" });
+      // Whatever changed before the stream (re)opened was not sent: every subscriber that was already
+      // waiting reloads once (on a tab's first page, a change between its first load and the stream
+      // opening would otherwise go unseen until the next hint).
+      this.#deliver({ topic: "resync" });
     });
     for (const topic of [...TOPICS, "resync"]) {
       source.addEventListener(topic, (event) => {
@@ -140,7 +139,6 @@ class LiveEvents {
     this.#retryTimer = undefined;
     this.#source?.close();
     this.#source = undefined;
-    this.#wasLive = false;
     this.#setState("down");
     this.#state = "connecting";
   }
