@@ -5,13 +5,14 @@
  *
  * Enroll consumes the token in its own committed statement before anything else can fail, so a token is
  * single use even under concurrent calls and is gone even when enrollment then fails (spec). The node, its
- * membership and its certificate record are then written in one transaction.
+ * membership, its certificate record and the audit row are then written in one transaction.
  */
 import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServerContext } from "../context.ts";
+import type { Queryable } from "../db/db.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import type { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { PkiError, validateCommonName } from "../pki/mod.ts";
@@ -64,6 +65,39 @@ async function secretsEqual(given: string, expected: string): Promise<boolean> {
   const digest = async (s: string) =>
     new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)));
   return timingSafeEqual(await digest(given), await digest(expected));
+}
+
+/**
+ * Inserts a newly enrolled node with its group membership and certificate record in one statement (one
+ * round trip). A taken name fails on the unique index (23505), which the caller answers as ALREADY_EXISTS.
+ *
+ * @throws {GrpcError} FAILED_PRECONDITION when the token's node group was deleted
+ */
+async function insertEnrolledNode(
+  q: Queryable,
+  params: {
+    nodeId: string;
+    nodeName: string;
+    groupId: string;
+    cert: { serial: string; notBefore: Date; notAfter: Date };
+  },
+): Promise<{ groupName: string }> {
+  const { nodeId, nodeName, groupId, cert } = params;
+  const [row] = await q.query<{ name: string }>(
+    `WITH g AS (SELECT id, name FROM node_groups WHERE id = $2),
+          n AS (INSERT INTO nodes (id, name, cert_serial, cert_not_after) SELECT $1, $3, $4, $5 FROM g RETURNING id),
+          m AS (INSERT INTO node_group_members (node_id, node_group_id) SELECT n.id, g.id FROM n, g),
+          c AS (INSERT INTO node_certificates (serial, node_id, not_before, not_after) SELECT $4, n.id, $6, $5 FROM n)
+     SELECT g.name FROM g, n`,
+    [nodeId, groupId, nodeName, cert.serial, cert.notAfter, cert.notBefore],
+  );
+  if (!row) {
+    throw new GrpcError(
+      grpc.status.FAILED_PRECONDITION,
+      "the node group of this enrollment token was deleted; create a new token",
+    );
+  }
+  return { groupName: row.name };
 }
 
 /** Builds the EnrollmentService handlers. */
@@ -125,52 +159,35 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       }
       let result: { nodeId: string; groupName: string };
       try {
-        // The node, its membership, its certificate record and the success audit row commit together.
+        // The node, its membership, its certificate record and the success audit row commit together. The
+        // statements after BEGIN go out together (postgres.js pipelines a transaction's concurrent queries):
+        // the node's id is chosen here so the audit row need not wait for the insert's answer.
         result = await db.unitOfWork(async () => {
-          const made = await db.transaction(async (tx) => {
-            if (consumed.node_id) {
-              // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
-              const nodeId = consumed.node_id;
-              const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
-              return { nodeId, ...await reEnrollNode(tx, { nodeId, nodeName, cert }) };
-            }
-            const [group] = await tx.query<{ name: string }>("SELECT name FROM node_groups WHERE id = $1", [
-              consumed.node_group_id,
-            ]);
-            if (!group) {
-              throw new GrpcError(
-                grpc.status.FAILED_PRECONDITION,
-                "the node group of this enrollment token was deleted; create a new token",
-              );
-            }
-            const [taken] = await tx.query("SELECT 1 FROM nodes WHERE name = $1", [nodeName]);
-            if (taken) throw new GrpcError(grpc.status.ALREADY_EXISTS, nodeExistsMessage(nodeName));
-            const [node] = await tx.query<{ id: string }>(
-              "INSERT INTO nodes (name, cert_serial, cert_not_after) VALUES ($1, $2, $3) RETURNING id",
-              [nodeName, signed.serial, signed.notAfter],
-            );
-            await tx.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
-              node.id,
-              consumed.node_group_id,
-            ]);
-            await tx.query(
-              "INSERT INTO node_certificates (serial, node_id, not_before, not_after) VALUES ($1, $2, $3, $4)",
-              [signed.serial, node.id, signed.notBefore, signed.notAfter],
-            );
-            await publishLiveHint(tx, { topic: "nodes", ids: [node.id] });
-            return { nodeId: node.id, groupName: group.name };
-          });
-          await ctx.audit.record({
-            action: "node.enroll",
-            outcome: "success",
-            actor: { nodeId: made.nodeId, username: nodeName },
-            resource: { type: "node", id: made.nodeId, name: nodeName },
-            details: consumed.node_id
-              ? { re_enrolled: true, serial: signed.serial }
-              : { node_group_id: consumed.node_group_id, serial: signed.serial },
-            sourceIp: peer.remoteAddr,
-          });
-          return made;
+          const reEnrolling = consumed.node_id;
+          const nodeId = reEnrolling ?? crypto.randomUUID();
+          const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
+          const settled = await Promise.allSettled([
+            // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
+            reEnrolling
+              ? reEnrollNode(db, { nodeId, nodeName, cert })
+              : insertEnrolledNode(db, { nodeId, nodeName, groupId: consumed.node_group_id, cert }),
+            reEnrolling ? undefined : publishLiveHint(db, { topic: "nodes", ids: [nodeId] }),
+            ctx.audit.record({
+              action: "node.enroll",
+              outcome: "success",
+              actor: { nodeId, username: nodeName },
+              resource: { type: "node", id: nodeId, name: nodeName },
+              details: reEnrolling
+                ? { re_enrolled: true, serial: signed.serial }
+                : { node_group_id: consumed.node_group_id, serial: signed.serial },
+              sourceIp: peer.remoteAddr,
+            }),
+          ]);
+          // Every statement has answered before the unit ends; the first failure (in statement order) decides.
+          const failed = settled.find((s) => s.status === "rejected");
+          if (failed) throw failed.reason;
+          const made = settled[0] as PromiseFulfilledResult<{ groupName: string }>;
+          return { nodeId, groupName: made.value.groupName };
         });
       } catch (err) {
         // Two different tokens racing for the same name: the unique index decides, with the same answer.

@@ -8,6 +8,7 @@ import { formatSerial, toPem, x509 } from "../../shared/pki/csr.ts";
 import type { PemStruct, Pkcs10CertificateRequest } from "@peculiar/x509";
 import { PkiError } from "./errors.ts";
 import { BACKDATE_MS, type CaCredentials, DAY_MS, issueCertificate } from "./issue.ts";
+import { type ClientCertIssuer, prepareClientCertIssuer } from "./client_cert_issuer.ts";
 
 /** Validity of agent certificates when the caller does not say otherwise. */
 export const AGENT_CERT_VALIDITY_DAYS = 90;
@@ -68,22 +69,64 @@ export async function signCsr(
   csrPem: string,
   options: SignCsrOptions,
 ): Promise<SignedCertificate> {
-  const { commonName, validityDays = AGENT_CERT_VALIDITY_DAYS, now = new Date() } = options;
+  const { commonName, validityDays = AGENT_CERT_VALIDITY_DAYS } = options;
   validateCommonName(commonName);
   if (!Number.isInteger(validityDays) || validityDays < 1) {
     throw new Error(`validityDays must be a positive whole number, got ${validityDays}`);
   }
+  const spki = await checkCsr(csrPem);
+  return await issueClientCert(ca, spki, options);
+}
+
+/**
+ * The public key (SubjectPublicKeyInfo, DER) of a certificate request whose key type is the one agents use
+ * and whose signature proves possession of the key.
+ *
+ * @throws {PkiError} naming what is wrong with the request
+ */
+export async function checkCsr(csrPem: string): Promise<Uint8Array<ArrayBuffer>> {
   const csr = parseCsr(csrPem);
   checkKeyType(csr);
   if (!(await signatureIsValid(csr))) {
     throw new PkiError("certificate request signature is invalid");
   }
+  return new Uint8Array(csr.publicKey.rawData);
+}
 
+/** Issuers prepared per CA, so the CA's fixed parts are encoded once, not per certificate. */
+const issuers = new WeakMap<CaCredentials, Promise<ClientCertIssuer | undefined>>();
+
+/**
+ * Issues the client certificate of {@linkcode signCsr} for a public key already checked with
+ * {@linkcode checkCsr}. `options.commonName` must already be valid.
+ */
+export async function issueClientCert(
+  ca: CaCredentials,
+  spki: Uint8Array<ArrayBuffer>,
+  options: SignCsrOptions,
+): Promise<SignedCertificate> {
+  const { commonName, validityDays = AGENT_CERT_VALIDITY_DAYS, now = new Date() } = options;
   const notBefore = new Date(now.getTime() - BACKDATE_MS);
   const notAfter = new Date(now.getTime() + validityDays * DAY_MS);
+  let issuer = issuers.get(ca);
+  if (!issuer) {
+    issuer = prepareClientCertIssuer(ca);
+    issuers.set(ca, issuer);
+  }
+  const fast = await issuer;
+  if (fast) {
+    const cert = await fast.issue({ commonName, spki, notBefore, notAfter });
+    return {
+      certPem: toPem(cert.der, "CERTIFICATE"),
+      serial: formatSerial(cert.serial),
+      notBefore: cert.notBefore,
+      notAfter: cert.notAfter,
+    };
+  }
+  // A CA key type without a fast path (e.g. RSA-PSS): the general encoder.
   const cert = await issueCertificate(ca, {
     subject: [{ CN: [commonName] }],
-    publicKey: csr.publicKey,
+    publicKey: new x509.PublicKey(spki),
     notBefore,
     notAfter,
     extensions: [
