@@ -76,8 +76,13 @@ async function choose(page: Page, select: string, text: string): Promise<void> {
 
 async function newPolicy(page: Page, base: string, type: string, name: string): Promise<void> {
   await page.goto(`${base}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector("svc-policy-editor-page sl-select[name=type]", { visible: true });
-  await choose(page, "svc-policy-editor-page sl-select[name=type]", type);
+  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
+  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
+  await page.waitForFunction(
+    (t: string) => document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+    {},
+    type,
+  );
   await fill(page, ".policy-details sl-input[name=name]", name);
 }
 

@@ -91,12 +91,14 @@ Deno.test({
 
       // The Flatpak editor: search the catalogue, add the app.
       await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-      await page.waitForSelector("svc-policy-editor-page sl-select[name=type]", { visible: true });
-      await page.$eval("svc-policy-editor-page sl-select[name=type]", (e: { value: string }) => {
-        e.value = "Flatpak";
-        // deno-lint-ignore no-explicit-any
-        (e as any).dispatchEvent(new Event("sl-change", { bubbles: true }));
-      });
+      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Flatpak"]', { visible: true });
+      await page.click(`svc-policy-editor-page .type-tile[data-type="Flatpak"] input`);
+      await page.waitForFunction(
+        (t: string) =>
+          document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+        {},
+        "Flatpak",
+      );
       await page.waitForSelector("svc-flatpak-form sl-input.flatpak-search", { visible: true });
       await fill(page, "svc-flatpak-form sl-input.flatpak-search", "hello");
       const hit = 'li.flatpak-hit[data-app-id="org.svc.Hello"]';

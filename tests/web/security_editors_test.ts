@@ -62,12 +62,13 @@ async function textOf(page: Page, selector: string): Promise<string> {
 
 async function newPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
   await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector("svc-policy-editor-page sl-select[name=type]", { visible: true });
-  await page.$eval("svc-policy-editor-page sl-select[name=type]", (e: { value: string }, t: string) => {
-    e.value = t;
-    // deno-lint-ignore no-explicit-any
-    (e as any).dispatchEvent(new Event("sl-change", { bubbles: true }));
-  }, type);
+  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
+  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
+  await page.waitForFunction(
+    (t: string) => document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+    {},
+    type,
+  );
   await fill(page, ".policy-details sl-input[name=name]", name);
 }
 

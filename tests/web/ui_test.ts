@@ -481,8 +481,13 @@ Deno.test({
       await navTo(page, "Policies");
       // The link exists once the button rendered its shadow tree.
       await page.click("sl-button.new-policy >>> a");
-      await page.waitForSelector("svc-policy-editor-page sl-select[name=type]", { visible: true });
-      await choose(page, "svc-policy-editor-page sl-select[name=type]", "Firefox");
+      // The type tiles are radio buttons: reachable and chosen with the keyboard.
+      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Firefox"]', { visible: true });
+      await page.focus('svc-policy-editor-page .type-tile[data-type="Firefox"] input');
+      await page.keyboard.press("Space");
+      await page.waitForFunction(() =>
+        document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === "Firefox"
+      );
       await fill(page, ".policy-details sl-input[name=name]", state.policyName);
       await page.waitForSelector("svc-schema-form sl-input.setting-search", { visible: true });
       // Empty content cannot be saved, but is not shown as an error before the first change.
@@ -532,8 +537,31 @@ Deno.test({
       async () => {
         await navTo(page, "Policy bindings");
         await page.click("sl-button[variant=primary]");
-        await choose(page, ".binding-form sl-select[name=policy_id]", state.policyName);
-        await choose(page, ".binding-form sl-select[name=node_group_id]", "lab");
+        // The policy picker searches as one types; Enter takes the highlighted match.
+        await fill(page, ".binding-form sl-input[name=policy_search]", state.policyName.slice(0, 8));
+        await page.waitForFunction(
+          (name: string) =>
+            document.querySelector(".binding-form li[role=option][aria-selected=true]")?.textContent.includes(
+              name,
+            ),
+          {},
+          state.policyName,
+        );
+        await page.focus(".binding-form sl-input[name=policy_search]");
+        await page.keyboard.press("Enter");
+        await page.waitForFunction(
+          (name: string) =>
+            (document.querySelector(".binding-form sl-input[name=policy_search]") as El | null)?.value ===
+              name,
+          {},
+          state.policyName,
+        );
+        await page.$eval(".binding-form sl-select[name=node_group_id]", (select: El) => {
+          const option = [...(select as unknown as { querySelectorAll(s: string): El[] }).querySelectorAll(
+            "sl-option",
+          )].find((o) => o.textContent!.includes("lab"))!;
+          (select as unknown as { value: string[] }).value = [option.value];
+        });
         await fill(page, ".binding-form sl-input[name=priority]", "10");
         await page.click("sl-dialog[open] sl-button[variant=primary]");
         const row = await page.waitForSelector("tr[data-binding-id]");
