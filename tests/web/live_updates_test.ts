@@ -3,7 +3,8 @@
  * `svc-server` (web port with the console, policy port, hub): the nodes page says "Live", its polling is
  * switched off (interval set far beyond the test), and a node going online through a real agent policy
  * stream still appears, in place (no navigation), because the server's hint made the page reload. A burst
- * of hundreds of compliance hints costs about one reload per second, not one per hint.
+ * of hundreds of compliance hints costs about one reload per second, not one per hint. When the stream goes
+ * away the header says "Updated … ago" again and the page polls.
  */
 import assert from "node:assert/strict";
 import puppeteer from "puppeteer-core";
@@ -11,6 +12,7 @@ import { startServer } from "../../server/server.ts";
 import { resolveConfig } from "../../server/config/config.ts";
 import { createLogger } from "../../server/log.ts";
 import { publishLiveHint } from "../../server/events/publish.ts";
+import { stopLiveEvents } from "../../server/events/broker.ts";
 import { type AgentServer, createGroup, enrollAgent, subscribe } from "../helpers/agents.ts";
 import { freePort } from "../helpers/process.ts";
 
@@ -141,7 +143,26 @@ Deno.test({
         reloads <= Math.ceil(seconds) + 2,
         `${reloads} reloads for 300 hints in ${seconds.toFixed(1)} s: hints are not coalesced`,
       );
+
+      // The stream goes away (the server stops serving live events, as at shutdown): the header falls back
+      // to "Updated … ago" and the page polls again, so the node going offline still shows.
+      await stopLiveEvents(server.ctx);
+      await page.waitForFunction(() =>
+        /Updated/.test(document.querySelector("svc-nodes-page .page-header .updated-at")?.textContent ?? "")
+      );
+      await page.evaluate(() => document.querySelector("svc-nodes-page").autoRefreshMs = 1_000);
       watcher.cancel();
+      await page.waitForFunction(
+        () =>
+          document.querySelector("svc-nodes-page tbody tr[data-node-id] sl-badge.status")?.textContent
+            .trim() ===
+            "Offline",
+      );
+      assert.equal(
+        await page.evaluate(() => (globalThis as unknown as { svcMarker?: number }).svcMarker),
+        1,
+        "still the same page",
+      );
       assert.deepEqual(pageErrors, []);
     } finally {
       agent?.close();
