@@ -183,6 +183,15 @@ async function main(): Promise<void> {
       "audit deep",
       "/api/v1/audit-logs?per_page=50&page=2000&action=policy.update,node.enroll&outcome=success",
     );
+    // The same depth by keyset (the console's and an API client's way through a large log).
+    const [deep] = await db.query<{ id: string }>(
+      `SELECT id::text FROM audit_logs WHERE action IN ('policy.update', 'node.enroll') AND outcome = 'success'
+        ORDER BY id DESC OFFSET 49950 LIMIT 1`,
+    );
+    get(
+      "audit deep cursor",
+      `/api/v1/audit-logs?per_page=50&cursor=${deep.id}&action=policy.update,node.enroll&outcome=success`,
+    );
     get("audit user+time", "/api/v1/audit-logs?per_page=50&page=20&user=alice&from=2000-01-01T00:00:00Z");
     get("node detail", `/api/v1/nodes/${node.id}`);
     get("node compliance", `/api/v1/nodes/${node.id}/compliance`);

@@ -169,6 +169,22 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- Deleting a group or a policy cascades to several tables at once, and PostgreSQL fires the row triggers of
+-- those cascades only after all of them ran: a membership's trigger would find the group's bindings already
+-- gone (and the other way round), and a reached pair's trigger would find its result already gone. Removing
+-- the rows that carry reach first, as statements of their own, lets their triggers see the rest in place.
+CREATE FUNCTION node_groups_drop_reach() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM node_group_members WHERE node_group_id = OLD.id;
+  RETURN OLD;
+END $$;
+
+CREATE FUNCTION policies_drop_reach() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  DELETE FROM policy_reach WHERE policy_id = OLD.id;
+  RETURN OLD;
+END $$;
+
 CREATE FUNCTION node_compliance_node() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO node_compliance_counts (node_id) VALUES (NEW.id);
@@ -177,6 +193,10 @@ END $$;
 
 CREATE TRIGGER nodes_compliance_counts AFTER INSERT ON nodes
   FOR EACH ROW EXECUTE FUNCTION node_compliance_node();
+CREATE TRIGGER node_groups_reach BEFORE DELETE ON node_groups
+  FOR EACH ROW EXECUTE FUNCTION node_groups_drop_reach();
+CREATE TRIGGER policies_reach_delete BEFORE DELETE ON policies
+  FOR EACH ROW EXECUTE FUNCTION policies_drop_reach();
 CREATE TRIGGER node_group_members_reach AFTER INSERT OR UPDATE OR DELETE ON node_group_members
   FOR EACH ROW EXECUTE FUNCTION policy_reach_membership();
 CREATE TRIGGER policy_bindings_reach AFTER INSERT OR UPDATE OR DELETE ON policy_bindings

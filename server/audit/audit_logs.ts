@@ -62,7 +62,7 @@ export interface AuditLogPage extends Page<AuditLogRow> {
 }
 
 /** Up to this many matches are counted exactly; beyond, the total is the planner's estimate. */
-const EXACT_COUNT_LIMIT = 10_000;
+const EXACT_COUNT_LIMIT = 1_000;
 
 /**
  * A page of rows, newest first: after `cursor` (the previous page's `next_cursor`, keyset: stable while rows

@@ -113,7 +113,8 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
             },
             total_estimated: {
               type: "boolean",
-              description: "True when `total` is an estimate (more than 10,000 matches of a narrow filter)",
+              description:
+                "True when `total` is an estimate (more than 1,000 matches of a filter other than by action)",
             },
           }),
         },

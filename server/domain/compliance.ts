@@ -133,7 +133,8 @@ export async function listCompliance(
     where.push(`(n.name ILIKE ${like} ESCAPE '\\' OR p.name ILIKE ${like} ESCAPE '\\')`);
   }
   const from = filter.includeUnreported ? REACHED_PAIRS_SQL : REPORTED_PAIRS_SQL;
-  const status = "coalesce(r.status, 'unknown')";
+  // A reported result always has a status; only unreported pairs need the default (and lose the index).
+  const status = filter.includeUnreported ? "coalesce(r.status, 'unknown')" : "r.status";
   // The whole fleet's counts come from the per-node counters; a narrowed list counts its own rows.
   const statusCounts = where.length === 0
     ? await fleetStatusCounts(q, { includeUnreported: filter.includeUnreported === true })

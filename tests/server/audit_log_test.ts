@@ -319,6 +319,77 @@ dbTest("retention purges rows older than audit.retention_days, at start and on d
   }
 });
 
+dbTest(
+  "keyset paging returns every row exactly once while rows are added; totals without a full count",
+  async (db) => {
+    const server = await createTestServer({ db });
+    try {
+      const admin = await server.loginAs({ superAdmin: true, username: "keyset-admin" });
+      await db.query(
+        `INSERT INTO audit_logs (action, resource_type, outcome)
+       SELECT 'keyset.seed', 'thing', CASE WHEN i % 3 = 0 THEN 'failure' ELSE 'success' END
+         FROM generate_series(1, 3200) i`,
+      );
+      const before = await db.query<{ id: string }>(
+        "SELECT a.id::text AS id FROM audit_logs a ORDER BY a.id DESC",
+      );
+      const addRows = (n: number) =>
+        db.query(
+          `INSERT INTO audit_logs (action, resource_type, outcome)
+         SELECT 'keyset.later', 'thing', 'success' FROM generate_series(1, ${n})`,
+        );
+
+      // Newer rows land on top while the pages are read: offset pages would shift and repeat rows.
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const path: string = `/api/v1/audit-logs?per_page=97${cursor ? `&cursor=${cursor}` : ""}`;
+        const [res] = await Promise.all([admin.request("GET", path), addRows(13)]);
+        assert.equal(res.status, 200, res.text);
+        seen.push(...res.json.items.map((r: { id: number }) => String(r.id)));
+        cursor = res.json.next_cursor;
+        pages++;
+      } while (cursor !== null && pages < 200);
+      assert.equal(new Set(seen).size, seen.length, "no row twice");
+      const older = seen.filter((id) => BigInt(id) <= BigInt(before[0].id));
+      assert.deepEqual(older, before.map((r) => r.id), "every row present at the start, once, newest first");
+      for (let i = 1; i < seen.length; i++) assert.ok(BigInt(seen[i]) < BigInt(seen[i - 1]), "newest first");
+
+      // Offset pages still work, and a cursor beats a page number.
+      const page2 = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10&page=2");
+      assert.equal(page2.status, 200);
+      const first = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10");
+      const viaCursor = await admin.request(
+        "GET",
+        `/api/v1/audit-logs?action=keyset.seed&per_page=10&page=7&cursor=${first.json.next_cursor}`,
+      );
+      assert.deepEqual(viaCursor.json.items, page2.json.items);
+      assert.equal(
+        (await admin.request("GET", "/api/v1/audit-logs?cursor=-1")).status,
+        400,
+        "a cursor is the next_cursor of a page",
+      );
+
+      // By action: exact, from the per-action counts. Narrower filters: exact up to 1,000, estimated beyond.
+      assert.equal(first.json.total, 3200);
+      assert.equal(first.json.total_estimated, false);
+      const failures = await admin.request("GET", "/api/v1/audit-logs?outcome=failure&resource_type=thing");
+      assert.equal(failures.json.total_estimated, true);
+      assert.ok(failures.json.total > 1000, String(failures.json.total));
+      const few = await admin.request(
+        "GET",
+        "/api/v1/audit-logs?outcome=failure&action=keyset.seed&per_page=5",
+      );
+      assert.equal(few.json.total_estimated, true);
+      const none = await admin.request("GET", "/api/v1/audit-logs?user=nobody-at-all");
+      assert.deepEqual([none.json.total, none.json.total_estimated, none.json.next_cursor], [0, false, null]);
+    } finally {
+      await server.close();
+    }
+  },
+);
+
 /** RFC 4180 parser (quoted cells, doubled quotes, CRLF), independent of the exporter. */
 function parseCsv(text: string): string[][] {
   const rows: string[][] = [];
