@@ -515,6 +515,10 @@ Deno.test("operator CA files load in PKCS#8, SEC1 and PKCS#1 form and sign verif
     "SEC1 P-256": (out) => ["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", out],
     "PKCS#8 RSA": (out) => ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", out],
     "PKCS#1 RSA": (out) => ["genrsa", "-traditional", "-out", out, "2048"],
+    "PKCS#8 P-521": (
+      out,
+    ) => ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-521", "-out", out],
+    "PKCS#8 Ed25519": (out) => ["genpkey", "-algorithm", "ED25519", "-out", out],
   };
   for (const [label, keyArgs] of Object.entries(variants)) {
     await withTempDir(async (dir) => {
@@ -637,5 +641,125 @@ Deno.test("a CA created by one call is the one a racing second call loads", asyn
     const [a, b] = await Promise.all([loadOrCreateCa({ dataDir }), loadOrCreateCa({ dataDir })]);
     assert.equal(a.certPem, b.certPem);
     assert.deepEqual([a.generated, b.generated].sort(), [false, true]);
+  });
+});
+
+Deno.test("agent certificates carry what the general encoder would write, byte-exact issuer and key ids", async () => {
+  const ca = await testCa();
+  const { csrPem } = await generateKeyAndCsr("node-1");
+  const signed = await ca.signCsr(csrPem, { commonName: "node-1" });
+  const cert = decodeCertificate(signed.certPem);
+  const expectedKeyId = await x509.SubjectKeyIdentifierExtension.create(cert.publicKey);
+  assert.equal(cert.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId, expectedKeyId.keyId);
+  assert.equal(cert.getExtension(x509.SubjectKeyIdentifierExtension)?.critical, false);
+  assert.equal(cert.getExtension(x509.BasicConstraintsExtension)?.critical, true);
+  assert.equal(cert.getExtension(x509.ExtendedKeyUsageExtension)?.critical, false);
+  assert.deepEqual(
+    Array.from(cert.extensions, (e) => e.type),
+    ["2.5.29.19", "2.5.29.15", "2.5.29.37", "2.5.29.14", "2.5.29.35"],
+  );
+  assert.deepEqual(
+    new Uint8Array(cert.issuerName.toArrayBuffer()),
+    new Uint8Array(ca.cert.subjectName.toArrayBuffer()),
+  );
+  assert.equal(await cert.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }), true);
+  const text = await run("sh", ["-c", `printf '%s' "$0" | openssl x509 -noout -text`, signed.certPem]);
+  assert.match(text.output, /Version: 3 \(0x2\)/);
+  assert.match(text.output, /Signature Algorithm: ecdsa-with-SHA384/);
+  assert.match(text.output, /TLS Web Client Authentication/);
+});
+
+Deno.test("a 253-character node name and validity past 2049 encode as openssl reads them", async () => {
+  const ca = await testCa();
+  const name = "n" + "a".repeat(252);
+  const { csrPem } = await generateKeyAndCsr("x");
+  // From 2049-12-01 for 90 days: notBefore is a UTCTime, notAfter (2050) must be a GeneralizedTime.
+  const now = new Date("2049-12-01T12:34:56.789Z");
+  const signed = await ca.signCsr(csrPem, { commonName: name, now });
+  assert.equal(signed.notBefore.toISOString(), "2049-12-01T12:33:56.000Z");
+  assert.equal(signed.notAfter.toISOString(), "2050-03-01T12:34:56.000Z");
+  assert.deepEqual(parseCertificate(signed.certPem), {
+    serial: signed.serial,
+    commonName: name,
+    notBefore: signed.notBefore,
+    notAfter: signed.notAfter,
+    issuer: "O=svc, CN=svc Internal CA",
+  });
+  const dates = await run("sh", [
+    "-c",
+    `printf '%s' "$0" | openssl x509 -noout -subject -startdate -enddate -nameopt RFC2253`,
+    signed.certPem,
+  ]);
+  assert.match(dates.output, new RegExp(`subject=CN=${name}\n`));
+  assert.match(dates.output, /notBefore=Dec {2}1 12:33:56 2049 GMT/);
+  assert.match(dates.output, /notAfter=Mar {2}1 12:34:56 2050 GMT/);
+  await withTempDir(async (dir) => {
+    await Deno.writeTextFile(join(dir, "ca.crt"), ca.certPem);
+    await Deno.writeTextFile(join(dir, "cert.pem"), signed.certPem);
+    // The certificate is not valid yet (and outlives the test CA): openssl checks everything but the time.
+    const verified = await run("openssl", [
+      "verify",
+      "-no_check_time",
+      "-CAfile",
+      join(dir, "ca.crt"),
+      join(dir, "cert.pem"),
+    ]);
+    assert.match(verified.output, /cert\.pem: OK/);
+  });
+});
+
+Deno.test("an intermediate operator CA issues agent certificates that openssl verifies up to the root", async () => {
+  await withTempDir(async (dir) => {
+    const at = (f: string) => join(dir, f);
+    await openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", at("root.key"));
+    await openssl(
+      ...[
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        at("root.key"),
+        "-days",
+        "30",
+        "-subj",
+        "/O=Example/CN=Example Root",
+      ],
+      ...["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
+      ...["-out", at("root.crt")],
+    );
+    await openssl(
+      "genpkey",
+      "-algorithm",
+      "EC",
+      "-pkeyopt",
+      "ec_paramgen_curve:P-384",
+      "-out",
+      at("inter.key"),
+    );
+    await openssl(
+      ...["req", "-new", "-key", at("inter.key"), "-subj", "/O=Example/CN=Example Agents Intermediate"],
+      ...["-out", at("inter.csr")],
+    );
+    await Deno.writeTextFile(
+      at("inter.ext"),
+      "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n" +
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n",
+    );
+    await openssl(
+      ...["x509", "-req", "-in", at("inter.csr"), "-CA", at("root.crt"), "-CAkey", at("root.key")],
+      ...["-CAcreateserial", "-days", "30", "-extfile", at("inter.ext"), "-out", at("inter.crt")],
+    );
+    const chain = await Deno.readTextFile(at("inter.crt")) + await Deno.readTextFile(at("root.crt"));
+    await Deno.writeTextFile(at("chain.crt"), chain);
+    const ca = await loadOrCreateCa({ dataDir: dir, certFile: at("chain.crt"), keyFile: at("inter.key") });
+    const { csrPem } = await generateKeyAndCsr("node-1");
+    const signed = await ca.signCsr(csrPem, { commonName: "node-1" });
+    await Deno.writeTextFile(at("agent.crt"), signed.certPem);
+    const verified = await openssl(
+      ...["verify", "-purpose", "sslclient", "-CAfile", at("root.crt"), "-untrusted", at("inter.crt")],
+      at("agent.crt"),
+    );
+    assert.match(verified, /agent\.crt: OK/);
+    assert.equal(decodeCertificate(signed.certPem).issuer, "O=Example, CN=Example Agents Intermediate");
   });
 });
