@@ -43,6 +43,8 @@ export interface ServerProcessOptions {
 }
 
 const MAIN = new URL("../../server/main.ts", import.meta.url).pathname;
+/** How long a started server may take to answer its first request. */
+const START_DEADLINE_MS = 240_000;
 
 /**
  * Starts `deno run -A server/main.ts --config <temp yaml>`. Ports picked here are free when picked but may be
@@ -121,7 +123,10 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
   if (options.wait === false) return proc;
   let client: Deno.HttpClient | undefined;
   try {
-    for (let i = 0; i < 600; i++) {
+    // One overall deadline, generous: on a loaded machine (a full suite on 2 cores) loading and compiling the
+    // server's modules alone can take over a minute; the loop returns as soon as the server answers.
+    const deadline = Date.now() + START_DEADLINE_MS;
+    while (Date.now() < deadline) {
       if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${out}`);
       try {
         // An operator CA (ca.cert_file) is never copied into the data dir.
@@ -137,7 +142,7 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
       } catch { /* not up yet */ }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`svc-server did not answer within 60 s:\n${out}`);
+    throw new Error(`svc-server did not answer within ${START_DEADLINE_MS / 1000} s:\n${out}`);
   } catch (err) {
     await proc.stop("SIGKILL");
     throw err;

@@ -9,7 +9,15 @@ import { api, ApiError } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
-import { confirmAction, formatDate, notify, notifyError, relativeTime, statusBadge } from "./ui.ts";
+import {
+  complianceBadge,
+  confirmAction,
+  formatDate,
+  notify,
+  notifyError,
+  relativeTime,
+  statusBadge,
+} from "./ui.ts";
 import "./provenance.ts";
 import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
 
@@ -370,10 +378,10 @@ class SvcNodeDetail extends LitElement {
     return html`
       <p>${c.results.length} polic${c.results.length === 1 ? "y reaches" : "ies reach"} this node:
         ${c.summary.compliant} compliant, ${c.summary.non_compliant} non-compliant, ${c.summary.error} error,
-        ${c.summary.inapplicable} inapplicable, ${c.summary.unknown} not reported yet.</p>
+        ${c.summary.inapplicable} inapplicable, ${c.summary.unknown} pending.</p>
       ${c.results.map((r) =>
         html`<sl-details class="compliance-row" data-policy-id=${r.policy_id}>
-          <span slot="summary">${statusBadge(r.status)} <strong>${r.policy_name}</strong>
+          <span slot="summary">${complianceBadge(r.status)} <strong>${r.policy_name}</strong>
             <span class="muted">${r.policy_type} · ${
           r.reported_at
             ? `reported ${relativeTime(r.reported_at)} for version ${r.reported_version}`

@@ -120,6 +120,22 @@ export function normalizeStatus(value: string): string {
   return (value ?? "unknown").toLowerCase().replace(/^compliance_status_/, "");
 }
 
+/**
+ * A compliance status as the console words it. A policy that reaches a node with no report on its current
+ * version is stored and filtered as `unknown`; the console calls it "Pending", the rollout's word for it.
+ */
+export function complianceLabel(value: string): string {
+  const v = normalizeStatus(value);
+  return v === "unknown" ? "Pending" : statusLabel(v);
+}
+
+/** A compliance status as a badge, worded by {@link complianceLabel} (pending looks as in the rollout). */
+export function complianceBadge(value: string): TemplateResult {
+  const v = normalizeStatus(value);
+  if (v !== "unknown") return statusBadge(v);
+  return html`<sl-badge class="status" variant="warning" pill>${complianceLabel(v)}</sl-badge>`;
+}
+
 /** A status as a coloured badge with text (colour is never the only signal). */
 export function statusBadge(value: string): TemplateResult {
   const v = normalizeStatus(value);

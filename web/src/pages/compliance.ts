@@ -6,7 +6,7 @@ import { html, nothing, type TemplateResult } from "lit";
 import type { ListPage } from "../api.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
-import { relativeTime, statusBadge, statusLabel } from "../components/ui.ts";
+import { complianceBadge, complianceLabel, relativeTime } from "../components/ui.ts";
 import { itemTable } from "../components/node_detail.ts";
 import type { ComplianceRow, StatusCounts } from "../types.ts";
 
@@ -36,7 +36,7 @@ class SvcCompliancePage extends PageElement {
         anyLabel: () => `All ${this.#counts ? `(${this.#counts.total})` : ""}`,
         options: () =>
           STATUSES.map((s) =>
-            [s, `${statusLabel(s)} ${this.#counts ? `(${this.#counts[s]})` : ""}`] as const
+            [s, `${complianceLabel(s)} ${this.#counts ? `(${this.#counts[s]})` : ""}`] as const
           ),
       },
     ],
@@ -70,7 +70,7 @@ class SvcCompliancePage extends PageElement {
       ${this.renderHeader(
         html`<sl-button @click=${() =>
           this.reload()}><sl-icon slot="prefix" name="arrow-clockwise"></sl-icon>Refresh</sl-button>`,
-        "Every policy on every node it reaches, problems first; Unknown means the node has not reported on it yet. Expand a row for the per-key breakdown.",
+        "Every policy on every node it reaches, problems first; Pending means the node has not reported on its current version yet. Expand a row for the per-key breakdown.",
       )}
       ${this.renderLoadError()}
       ${this.list.renderFilters()}
@@ -102,7 +102,7 @@ class SvcCompliancePage extends PageElement {
             <td><a href=${`/nodes?node=${r.node_id}`}>${r.node_name}</a></td>
             <td><a href=${`/policies/${r.policy_id}/edit`}>${r.policy_name}</a> <span class="muted">${r
               .policy_type}</span></td>
-            <td>${statusBadge(r.status)}</td>
+            <td>${complianceBadge(r.status)}</td>
             <td>${r.message}</td>
             <td>${relativeTime(
               r.reported_at,

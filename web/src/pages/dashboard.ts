@@ -8,7 +8,7 @@ import { html, nothing } from "lit";
 import { api } from "../api.ts";
 import { PageElement } from "../components/page.ts";
 import type { ChartSegment } from "../components/charts.ts";
-import { statusLabel } from "../components/ui.ts";
+import { complianceLabel } from "../components/ui.ts";
 import type { DashboardSummary } from "../types.ts";
 import { CERT_EXPIRY_BUCKETS, type CertExpiryBucket } from "../cert_expiry.ts";
 
@@ -74,7 +74,7 @@ function dashboardCharts(summary: DashboardSummary): {
     })),
     compliance: compliance &&
       (["compliant", "non_compliant", "error", "inapplicable", "unknown"] as const).map((s) => ({
-        label: statusLabel(s),
+        label: complianceLabel(s),
         value: compliance.results[s],
         color: COMPLIANCE_COLORS[s],
         href: `/compliance?status=${s}`,

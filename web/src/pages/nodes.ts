@@ -7,7 +7,7 @@ import { api, type ListPage } from "../api.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
-import { relativeTime, statusBadge, statusLabel } from "../components/ui.ts";
+import { complianceBadge, relativeTime, statusBadge, statusLabel } from "../components/ui.ts";
 import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
 import type { NodeGroup, NodeSummary } from "../types.ts";
@@ -27,9 +27,9 @@ function complianceCell(n: NodeSummary): TemplateResult | string {
   const detail = r.problems
     ? `${r.problems} of ${r.total} failing`
     : r.unknown
-    ? `${r.unknown} of ${r.total} not reported`
+    ? `${r.unknown} of ${r.total} pending`
     : `${r.total} ${r.total === 1 ? "policy" : "policies"}`;
-  return html`${statusBadge(r.worst)} <span class="muted">${detail}</span>`;
+  return html`${complianceBadge(r.worst)} <span class="muted">${detail}</span>`;
 }
 
 class SvcNodesPage extends PageElement {
@@ -72,7 +72,7 @@ class SvcNodesPage extends PageElement {
         options: () => [
           ["error", "Error"],
           ["non_compliant", "Non-compliant"],
-          ["unknown", "Not reported yet"],
+          ["unknown", "Pending"],
           ["compliant", "Compliant"],
           ["inapplicable", "Inapplicable"],
           ["none", "No policy"],
