@@ -3,10 +3,11 @@
  * permission catalogue. Built-in roles are read-only; the server refuses granting what the caller lacks.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
+import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { Role } from "../types.ts";
 
@@ -15,12 +16,10 @@ const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
 class SvcSettingsRoles extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    roles: { state: true },
     editing: { state: true },
     chosen: { state: true },
     editError: { state: true },
   };
-  declare roles: Role[] | undefined;
   declare editing: Partial<Role> | undefined;
   declare chosen: Set<string>;
   declare editError: unknown;
@@ -30,8 +29,11 @@ class SvcSettingsRoles extends PageElement {
     this.chosen = new Set();
   }
 
+  /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
+  readonly list = new ListController<Role>(this, { noun: "roles", syncUrl: false, filters: [] });
+
   protected override async load(): Promise<void> {
-    this.roles = (await api.get<ListPage<Role>>("/roles", { per_page: 200 })).items;
+    await this.list.load("/roles");
   }
 
   #open(role: Partial<Role>): void {
@@ -94,42 +96,36 @@ class SvcSettingsRoles extends PageElement {
             New role</sl-button>`
           : nothing}
       </div>
-      ${!this.roles ? html`<sl-spinner></sl-spinner>` : html`
-        <div class="table-wrap">
-          <table class="data">
-            <caption class="visually-hidden">Roles</caption>
-            <thead>
-              <tr>
-                <th scope="col">Role</th>
-                <th scope="col">Description</th>
-                <th scope="col">Permissions</th>
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>${this.roles.map((r) =>
-              html`
-                <tr>
-                  <td><strong>${r.name}</strong> ${r.builtin
-                    ? html`<sl-badge variant="neutral" pill>built-in</sl-badge>`
-                    : nothing}</td>
-                  <td>${r.description}</td>
-                  <td class="num">${r.permissions.length}</td>
-                  <td class="row-actions">
-                                  <sl-button size="small" @click=${() => this.#open(r)}>
-                                    ${r.builtin || !session.can("role:edit") ? "View" : "Edit"}</sl-button>
-                                  ${session.can("role:delete") && !r.builtin
-                                    ? html`
-                                      <sl-icon-button name="trash" label=${`Delete role ${r.name}`} @click=${() =>
-                                        this.#delete(r)}></sl-icon-button>
-                                    `
-                                    : nothing}
-                                </td>
-                </tr>
-              `
-            )}</tbody>
-          </table>
-        </div>
-      `}
+      ${this.list.renderTable({
+        caption: "Roles",
+        empty: "No roles yet.",
+        head: html`
+          <th scope="col">Role</th>
+          <th scope="col">Description</th>
+          <th scope="col">Permissions</th>
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
+        row: (r) =>
+          html`
+            <tr>
+              <td><strong>${r.name}</strong> ${r.builtin
+                ? html`<sl-badge variant="neutral" pill>built-in</sl-badge>`
+                : nothing}</td>
+              <td>${r.description}</td>
+              <td class="num">${r.permissions.length}</td>
+              <td class="row-actions">
+                              <sl-button size="small" @click=${() => this.#open(r)}>
+                                ${r.builtin || !session.can("role:edit") ? "View" : "Edit"}</sl-button>
+                              ${session.can("role:delete") && !r.builtin
+                                ? html`
+                                  <sl-icon-button name="trash" label=${`Delete role ${r.name}`} @click=${() =>
+                                    this.#delete(r)}></sl-icon-button>
+                                `
+                                : nothing}
+                            </td>
+            </tr>
+          `,
+      })}
       ${this.#renderEditor()}
     `;
   }

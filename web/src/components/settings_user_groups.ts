@@ -3,20 +3,19 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
+import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { User, UserGroup } from "../types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    groups: { state: true },
     editing: { state: true },
     editError: { state: true },
     membersOf: { state: true },
     members: { state: true },
     users: { state: true },
   };
-  declare groups: UserGroup[] | undefined;
   declare editing: Partial<UserGroup> | undefined;
   declare editError: unknown;
   declare membersOf: UserGroup | undefined;
@@ -28,8 +27,11 @@ class SvcSettingsUserGroups extends PageElement {
     this.users = [];
   }
 
+  /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
+  readonly list = new ListController<UserGroup>(this, { noun: "user groups", syncUrl: false, filters: [] });
+
   protected override async load(): Promise<void> {
-    this.groups = (await api.get<ListPage<UserGroup>>("/user-groups", { per_page: 200 })).items;
+    await this.list.load("/user-groups");
   }
 
   async #save(): Promise<void> {
@@ -116,52 +118,39 @@ class SvcSettingsUserGroups extends PageElement {
           `
           : nothing}
       </div>
-      ${!this.groups ? html`<sl-spinner></sl-spinner>` : this.groups.length === 0
-        ? html`
-          <div class="empty-state">
-            <p>No user groups yet.</p>
-          </div>
-        `
-        : html`
-          <div class="table-wrap">
-            <table class="data">
-              <caption class="visually-hidden">User groups</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Group</th>
-                  <th scope="col">Description</th>
-                  <th scope="col">Members</th>
-                  <th scope="col"><span class="visually-hidden">Actions</span></th>
-                </tr>
-              </thead>
-              <tbody>${this.groups.map((g) =>
-                html`
-                  <tr>
-                    <td><strong>${g.name}</strong></td>
-                    <td>${g.description}</td>
-                    <td class="num">${g.member_count ?? "—"}</td>
-                    <td class="row-actions">
-                                    <sl-button size="small" @click=${() =>
-                                      this.#openMembers(g)}>Members</sl-button>
-                                    ${session.can("user_group:edit")
-                                      ? html`<sl-icon-button name="pencil" label=${`Edit ${g.name}`} @click=${() => {
-                                        this.editing = g;
-                                        this.editError = undefined;
-                                      }}></sl-icon-button>`
-                                      : nothing}
-                                    ${session.can("user_group:delete")
-                                      ? html`
-                                        <sl-icon-button name="trash" label=${`Delete ${g.name}`} @click=${() =>
-                                          this.#delete(g)}></sl-icon-button>
-                                      `
-                                      : nothing}
-                                  </td>
-                  </tr>
-                `
-              )}</tbody>
-            </table>
-          </div>
-        `}
+      ${this.list.renderTable({
+        caption: "User groups",
+        empty: "No user groups yet.",
+        head: html`
+          <th scope="col">Group</th>
+          <th scope="col">Description</th>
+          <th scope="col">Members</th>
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
+        row: (g) =>
+          html`
+            <tr>
+              <td><strong>${g.name}</strong></td>
+              <td>${g.description}</td>
+              <td class="num">${g.member_count ?? "—"}</td>
+              <td class="row-actions">
+                              <sl-button size="small" @click=${() => this.#openMembers(g)}>Members</sl-button>
+                              ${session.can("user_group:edit")
+                                ? html`<sl-icon-button name="pencil" label=${`Edit ${g.name}`} @click=${() => {
+                                  this.editing = g;
+                                  this.editError = undefined;
+                                }}></sl-icon-button>`
+                                : nothing}
+                              ${session.can("user_group:delete")
+                                ? html`
+                                  <sl-icon-button name="trash" label=${`Delete ${g.name}`} @click=${() =>
+                                    this.#delete(g)}></sl-icon-button>
+                                `
+                                : nothing}
+                            </td>
+            </tr>
+          `,
+      })}
       ${this.#renderEdit()} ${this.#renderMembers()}
     `;
   }

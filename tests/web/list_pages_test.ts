@@ -1,0 +1,312 @@
+/**
+ * The list pages in a real browser (Debian's Chromium, puppeteer-core) against an in-process server with a
+ * seeded fleet:
+ *
+ * - every number of the dashboard links to a list whose total is that number (nodes by status and by
+ *   certificate expiry, compliance by status, policies by state and type, bindings by state);
+ * - on a phone (390×844) no list page is wider than the screen, the filters fold behind one "Filters" button
+ *   that counts the active filters and opens them, and axe-core finds no serious or critical violation,
+ *   folded or open;
+ * - the users table shows each user's roles.
+ *
+ * Screenshots go to `test-artifacts/list-pages/`.
+ */
+import assert from "node:assert/strict";
+import puppeteer, { type Page } from "puppeteer-core";
+import { resolveConfig } from "../../server/config/config.ts";
+import { startServer } from "../../server/server.ts";
+import { createLogger } from "../../server/log.ts";
+import { freePort } from "../helpers/process.ts";
+import { DRIVERS, freshDb } from "../helpers/db.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const DRIVER = DRIVERS[DRIVERS.length - 1];
+const ADMIN_PASSWORD = "Admin-Passw0rd-for-list-tests";
+const SHOTS = new URL("../../test-artifacts/list-pages/", import.meta.url);
+const AXE_SOURCE = await Deno.readTextFile(
+  new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
+);
+const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+if (!haveChromium) {
+  console.log("skipped: the list page browser test needs Debian's chromium at /usr/bin/chromium");
+}
+
+// Functions passed to page.evaluate run in the browser; the test is type-checked without the DOM library.
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+type El = any;
+// deno-lint-ignore no-explicit-any
+declare const getComputedStyle: any;
+
+async function shot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(SHOTS, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
+}
+
+/** Serious and critical axe-core violations on the current page. */
+async function axeViolations(page: Page): Promise<unknown[]> {
+  await page.evaluate(AXE_SOURCE);
+  return await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
+      .map((v: { id: string; nodes: { target: unknown }[] }) => ({
+        id: v.id,
+        targets: v.nodes.slice(0, 5).map((n) => n.target),
+      }));
+  }) as unknown[];
+}
+
+/** Calls the API from the logged-in page (cookies and the CSRF header, as the app does). */
+// deno-lint-ignore no-explicit-any
+async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await page.evaluate(
+    async (m: string, p: string, b: string | undefined) => {
+      const csrf = document.cookie.split(";").map((c: string) => c.trim())
+        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
+      const r = await fetch(p, {
+        method: m,
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
+        body: b,
+      });
+      return { status: r.status, text: await r.text() };
+    },
+    method,
+    path,
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
+  return res.text ? JSON.parse(res.text) : undefined;
+}
+
+/** The total the list page shows once loaded: its pager's, or 0 for its empty state. */
+async function listTotal(page: Page, tag: string): Promise<number> {
+  const handle = await page.waitForFunction(
+    (t: string) => {
+      const host = document.querySelector(t);
+      if (!host || host.loading || !host.loadedAt) return null;
+      if (host.querySelector(".empty-state")) return { total: 0 };
+      const pager = host.querySelector("svc-pager");
+      return pager ? { total: pager.total } : null;
+    },
+    { timeout: 30_000 },
+    tag,
+  );
+  return ((await handle.jsonValue()) as { total: number }).total;
+}
+
+const LIST_TAGS: Record<string, string> = {
+  "/nodes": "svc-nodes-page",
+  "/compliance": "svc-compliance-page",
+  "/policies": "svc-policies-page",
+  "/policy-bindings": "svc-policy-bindings-page",
+};
+
+Deno.test({
+  name: `list pages: dashboard numbers land on their rows, phone layout, filters fold (${DRIVER})`,
+  ignore: !haveChromium,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
+    const profile = await Deno.makeTempDir({ prefix: "svc-list-chromium-" });
+    const config = resolveConfig({
+      "server.data_dir": dataDir,
+      "server.enrollment_port": freePort(),
+      "server.policy_port": freePort(),
+      "server.hostnames": ["localhost"],
+      "metrics.listen_addr": `127.0.0.1:${freePort()}`,
+      "security.admin_password": ADMIN_PASSWORD,
+      "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
+    }, {});
+    const database = await freshDb(DRIVER);
+    const server = await startServer(config, { db: database.db, log: createLogger("warn") });
+    const browser = await puppeteer.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        `--user-data-dir=${profile}`,
+        "--ignore-certificate-errors",
+      ],
+    });
+    try {
+      const base = `https://localhost:${server.ports.web}`;
+      const page = await browser.newPage();
+      page.setDefaultTimeout(30_000);
+      await page.setViewport({ width: 1280, height: 900 });
+      await page.goto(`${base}/`, { waitUntil: "load" });
+      for (const [name, value] of [["username", "admin"], ["password", ADMIN_PASSWORD]]) {
+        const input = await page.waitForSelector(`svc-login-page sl-input[name=${name}] >>> input`, {
+          visible: true,
+        });
+        await input!.type(value);
+      }
+      await page.keyboard.press("Enter");
+      await page.waitForSelector("svc-app .masthead", { visible: true });
+
+      // The fleet: two groups, policies in every state, one enabled binding, nodes of every status and
+      // certificate bucket (some in the bound group, so compliance has pending pairs).
+      const office = await call(page, "POST", "/api/v1/node-groups", { name: "office" });
+      const lab = await call(page, "POST", "/api/v1/node-groups", { name: "lab" });
+      const policy = async (name: string, type: string, content: unknown, state: string) => {
+        const p = await call(page, "POST", "/api/v1/policies/all", {
+          name,
+          type,
+          content: JSON.stringify(content),
+        });
+        if (state !== "draft") {
+          await call(page, "PUT", `/api/v1/policies/all/${p.id}/state`, { state: "released" });
+        }
+        if (state === "archived") await call(page, "PUT", `/api/v1/policies/all/${p.id}/state`, { state });
+        return p;
+      };
+      const firefox = await policy("Browser hardening", "Firefox", { DisableTelemetry: true }, "released");
+      await policy("Firefox draft", "Firefox", { DisableTelemetry: false }, "draft");
+      await policy("Chrome old", "Chrome", { HomepageLocation: "https://old.example" }, "archived");
+      await policy("Chrome new", "Chrome", { HomepageLocation: "https://new.example" }, "released");
+      const enabled = await call(page, "POST", "/api/v1/policy-bindings", {
+        policy_id: firefox.id,
+        node_group_id: office.id,
+      });
+      await call(page, "PUT", `/api/v1/policy-bindings/${enabled.id}`, { state: "enabled" });
+      await call(page, "POST", "/api/v1/policy-bindings", { policy_id: firefox.id, node_group_id: lab.id });
+
+      // Seeded nodes have no policy stream, so the hub would turn "online" or "degraded" into "offline"
+      // at any moment (between reading the dashboard and its list); only statuses it leaves alone are used.
+      const nodes: Array<[string, string, string | null, string]> = [
+        ["n-later", "offline", "200 days", office.id],
+        ["n-month", "unknown", "20 days", office.id],
+        ["n-week", "offline", "5 days", office.id],
+        ["n-expired", "offline", "-1 days", lab.id],
+        ["n-none", "unknown", null, lab.id],
+        ["n-quarter", "offline", "60 days", ""],
+      ];
+      for (const [name, status, expiry, group] of nodes) {
+        const [row] = await database.db.query<{ id: string }>(
+          `INSERT INTO nodes (name, status, os_name, cert_serial, cert_not_after)
+           VALUES ($1, $2, 'Debian GNU/Linux', $3, now() + $4::interval) RETURNING id`,
+          [name, status, expiry ? `${name}-serial` : null, expiry],
+        );
+        if (group) {
+          await database.db.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
+            row.id,
+            group,
+          ]);
+        }
+      }
+
+      // Every dashboard number, and the list its link opens.
+      await page.goto(`${base}/`, { waitUntil: "load" });
+      await page.waitForSelector("svc-dashboard-page svc-bar-chart");
+      const numbers = await page.evaluate(() =>
+        [...document.querySelectorAll("svc-dashboard-page .charts li a")].map((a: El) => ({
+          href: a.getAttribute("href"),
+          value: Number(a.closest("li").querySelector("strong").textContent),
+        }))
+      ) as Array<{ href: string; value: number }>;
+      const kinds = new Set(numbers.map((n) => n.href.replace(/=.*/, "")));
+      assert.deepEqual(
+        [...kinds].sort(),
+        [
+          "/compliance?status",
+          "/nodes?cert_expiry",
+          "/nodes?status",
+          "/policies?state",
+          "/policies?type",
+          "/policy-bindings?state",
+        ],
+        "every chart's numbers are links",
+      );
+      assert.ok(numbers.some((n) => n.value > 1), "the fleet is not trivially empty");
+      for (const { href, value } of numbers) {
+        await page.goto(`${base}${href}`, { waitUntil: "load" });
+        const total = await listTotal(page, LIST_TAGS[href.replace(/\?.*/, "")]);
+        assert.equal(total, value, `${href} lists ${total} rows; the dashboard says ${value}`);
+      }
+
+      // At desktop width the filters are open and the button is hidden.
+      await page.goto(`${base}/nodes?status=offline&os=Debian%20GNU%2FLinux`, { waitUntil: "load" });
+      await listTotal(page, "svc-nodes-page");
+      assert.equal(
+        await page.$eval("svc-nodes-page .list-filters .toolbar", (e: El) => e.checkVisibility()),
+        true,
+      );
+      assert.equal(await page.$eval("svc-nodes-page .filters-toggle", (e: El) => e.checkVisibility()), false);
+
+      // The users table shows roles.
+      await page.goto(`${base}/settings?tab=users`, { waitUntil: "load" });
+      await page.waitForFunction(() =>
+        document.querySelector("svc-settings-users td.roles-cell")?.textContent.includes("Super Admin")
+      );
+
+      // A phone.
+      await page.setViewport({ width: 390, height: 844 });
+      const lists: Array<[string, string]> = [
+        ["/nodes?status=offline&os=Debian%20GNU%2FLinux", "svc-nodes-page"],
+        ["/node-groups", "svc-node-groups-page"],
+        ["/policies", "svc-policies-page"],
+        ["/policy-bindings", "svc-policy-bindings-page"],
+        ["/compliance", "svc-compliance-page"],
+        ["/audit-logs", "svc-audit-logs-page"],
+        ["/settings?tab=users", "svc-settings-users"],
+        ["/settings?tab=role-bindings", "svc-settings-role-bindings"],
+      ];
+      for (const [path, tag] of lists) {
+        await page.goto(`${base}${path}`, { waitUntil: "load" });
+        await page.waitForFunction(
+          (t: string) => document.querySelector(`${t} table.data tbody tr, ${t} .empty-state`),
+          {},
+          tag,
+        );
+        const width = await page.evaluate(() => document.documentElement.scrollWidth);
+        const wide = width <= 390 ? [] : await page.evaluate(() =>
+          [...document.querySelectorAll("svc-app *")]
+            // Inside a table's scrolling box is fine unless it escapes the box (absolutely positioned).
+            .filter((e: El) =>
+              e.getBoundingClientRect().right > 392 &&
+              (!e.closest(".table-wrap") || getComputedStyle(e).position === "absolute")
+            )
+            .slice(0, 8)
+            .map((e: El) => `${e.tagName.toLowerCase()}.${e.className}`)
+        );
+        assert.ok(width <= 390, `${path} is ${width} px wide at 390 px: ${wide.join(", ")}`);
+        const toolbar = `${tag} .list-filters .toolbar`;
+        const toggle = `${tag} .filters-toggle`;
+        assert.equal(
+          await page.$eval(toolbar, (e: El) => e.checkVisibility()),
+          false,
+          `${path}: filters folded`,
+        );
+        assert.equal(await page.$eval(toggle, (e: El) => e.getAttribute("aria-expanded")), "false");
+        assert.deepEqual(await axeViolations(page), [], `axe on ${path}, filters folded`);
+        const label = await page.$eval(toggle, (e: El) => e.textContent.replace(/\s+/g, " ").trim());
+        assert.equal(label, path.startsWith("/nodes") ? "Filters 2 active" : "Filters", path);
+        await page.click(toggle);
+        await page.waitForFunction(
+          (sel: string) => document.querySelector(sel).checkVisibility(),
+          {},
+          toolbar,
+        );
+        assert.equal(await page.$eval(toggle, (e: El) => e.getAttribute("aria-expanded")), "true");
+        const openWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+        assert.ok(openWidth <= 390, `${path} with open filters is ${openWidth} px wide`);
+        assert.deepEqual(await axeViolations(page), [], `axe on ${path}, filters open`);
+        await shot(page, `phone${path.replace(/[/?=&%]+/g, "-")}`);
+      }
+    } finally {
+      await browser.close();
+      await server.stop();
+      await database.dispose();
+      await Deno.remove(profile, { recursive: true }).catch(() => {});
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    }
+  },
+});
