@@ -152,3 +152,25 @@ export function ecdsaSignatureToDer(raw: Uint8Array): Uint8Array<ArrayBuffer> {
   const half = raw.length / 2;
   return sequence(unsignedInteger(raw.subarray(0, half)), unsignedInteger(raw.subarray(half)));
 }
+
+/**
+ * Converts a DER `Ecdsa-Sig-Value` to WebCrypto's r‖s, each `size` bytes.
+ *
+ * @throws {Error} when the bytes are not two INTEGERs that fit `size`
+ */
+export function ecdsaSignatureFromDer(der: Uint8Array, size: number): Uint8Array<ArrayBuffer> {
+  const outer = readElement(der, 0);
+  const parts = children(der, outer);
+  if (outer.tag !== TAG.sequence || outer.end !== der.length || parts.length !== 2) {
+    throw new Error("ECDSA signature is not a SEQUENCE of two INTEGERs");
+  }
+  const raw = new Uint8Array(size * 2);
+  for (const [i, part] of parts.entries()) {
+    if (part.tag !== TAG.integer) throw new Error("ECDSA signature part is not an INTEGER");
+    let value = der.subarray(part.contentStart, part.end);
+    while (value.length > size && value[0] === 0) value = value.subarray(1);
+    if (value.length > size) throw new Error("ECDSA signature part is too long for the curve");
+    raw.set(value, (i + 1) * size - value.length);
+  }
+  return raw;
+}

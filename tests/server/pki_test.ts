@@ -235,24 +235,17 @@ Deno.test("generateKeyAndCsr produces a P-256 PKCS#8 key and a CSR openssl accep
   }
 });
 
-Deno.test("signCsr signs an openssl-made ECDSA P-256 request", async () => {
+Deno.test("signCsr signs openssl-made ECDSA P-256 requests (SHA-256 and SHA-384 signatures)", async () => {
   const ca = await testCa();
-  const csrPem = await openssl(
-    "req",
-    "-new",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-keyout",
-    "/dev/null",
-    "-subj",
-    "/CN=whatever/O=other",
-  );
-  const signed = await ca.signCsr(csrPem, { commonName: "node-x" });
-  assert.equal(decodeCertificate(signed.certPem).subject, "CN=node-x");
-  assert.match(await opensslVerify(ca.certPem, signed.certPem, "sslclient"), /OK/);
+  for (const digest of ["-sha256", "-sha384"]) {
+    const csrPem = await openssl(
+      ...["req", "-new", digest, "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
+      ...["-keyout", "/dev/null", "-subj", "/CN=whatever/O=other"],
+    );
+    const signed = await ca.signCsr(csrPem, { commonName: "node-x" });
+    assert.equal(decodeCertificate(signed.certPem).subject, "CN=node-x", digest);
+    assert.match(await opensslVerify(ca.certPem, signed.certPem, "sslclient"), /OK/, digest);
+  }
 });
 
 Deno.test("signCsr refuses P-384, P-521 and Ed25519 keys, naming the key and the one required", async () => {
