@@ -125,6 +125,19 @@ function readSse(res: Response): SseReader {
   };
 }
 
+/** Resolves with `promise`, or fails naming `what` after a generous deadline (never hangs the suite). */
+async function within<T>(promise: Promise<T>, what: string, timeoutMs = 60_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Waits until a synchronous condition holds. */
 function until(check: () => boolean, options: { what: string; timeoutMs?: number }): Promise<void> {
   return eventually(() => Promise.resolve(check()), options);
@@ -323,10 +336,10 @@ dbTest("the stream ends when its session ends: logout, a disabled user, a revoke
       await until(() => liveBroker(server.ctx).stats().streams === 3, { what: "three streams" });
 
       assert.equal((await alice.request("POST", "/api/v1/auth/logout")).status, 204);
-      await aliceStream.ended;
+      await within(aliceStream.ended, "alice's stream to end after logout");
       const disabled = await admin.request("PUT", `/api/v1/users/${bob.user.id}`, { enabled: false });
       assert.equal(disabled.status, 200, disabled.text);
-      await bobStream.ended;
+      await within(bobStream.ended, "bob's stream to end after he was disabled");
       await until(() => liveBroker(server.ctx).stats().streams === 1, {
         what: "only the admin's stream left",
       });
@@ -355,7 +368,7 @@ dbTest("the stream ends when its session ends: logout, a disabled user, a revoke
       await tokenStream.waitFor(isFor("nodes"), "an event on the token's stream");
       const revoked = await carol.request("DELETE", `/api/v1/api-tokens/${made.json.api_token.id}`);
       assert.equal(revoked.status, 200, revoked.text);
-      await tokenStream.ended;
+      await within(tokenStream.ended, "the token's stream to end after revocation");
       await adminStream.cancel();
     } finally {
       http.close();
