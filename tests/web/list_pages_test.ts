@@ -12,21 +12,18 @@
  * Screenshots go to `test-artifacts/list-pages/`.
  */
 import assert from "node:assert/strict";
-import puppeteer, { type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
 import { createLogger } from "../../server/log.ts";
 import { freePort } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
+import { haveChromium, launchChromium, seriousAxeViolations } from "../helpers/browser.ts";
+import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const DRIVER = DRIVERS[DRIVERS.length - 1];
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-list-tests";
 const SHOTS = new URL("../../test-artifacts/list-pages/", import.meta.url);
-const AXE_SOURCE = await Deno.readTextFile(
-  new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
-);
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
 if (!haveChromium) {
   console.log("skipped: the list page browser test needs Debian's chromium at /usr/bin/chromium");
 }
@@ -42,21 +39,6 @@ declare const getComputedStyle: any;
 async function shot(page: Page, name: string): Promise<void> {
   await Deno.mkdir(SHOTS, { recursive: true });
   await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
-}
-
-/** Serious and critical axe-core violations on the current page. */
-async function axeViolations(page: Page): Promise<unknown[]> {
-  await page.evaluate(AXE_SOURCE);
-  return await page.evaluate(async () => {
-    // deno-lint-ignore no-explicit-any
-    const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
-    return r.violations
-      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
-      .map((v: { id: string; nodes: { target: unknown }[] }) => ({
-        id: v.id,
-        targets: v.nodes.slice(0, 5).map((n) => n.target),
-      }));
-  }) as unknown[];
 }
 
 /** Calls the API from the logged-in page (cookies and the CSRF header, as the app does). */
@@ -111,7 +93,6 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
-    const profile = await Deno.makeTempDir({ prefix: "svc-list-chromium-" });
     const config = resolveConfig({
       "server.data_dir": dataDir,
       "server.enrollment_port": freePort(),
@@ -123,34 +104,13 @@ Deno.test({
     }, {});
     const database = await freshDb(DRIVER);
     const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
+    const chromium = await launchChromium();
     try {
       const base = `https://localhost:${server.ports.web}`;
-      const page = await browser.newPage();
+      const page = await chromium.browser.newPage();
       page.setDefaultTimeout(30_000);
       await page.setViewport({ width: 1280, height: 900 });
-      await page.goto(`${base}/`, { waitUntil: "load" });
-      for (const [name, value] of [["username", "admin"], ["password", ADMIN_PASSWORD]]) {
-        const input = await page.waitForSelector(`svc-login-page sl-input[name=${name}] >>> input`, {
-          visible: true,
-        });
-        await input!.type(value);
-      }
-      await page.keyboard.press("Enter");
-      await page.waitForSelector("svc-app .masthead", { visible: true });
+      await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
 
       // The fleet: two groups, policies in every state, one enabled binding, nodes of every status and
       // certificate bucket (some in the bound group, so compliance has pending pairs).
@@ -286,7 +246,7 @@ Deno.test({
           `${path}: filters folded`,
         );
         assert.equal(await page.$eval(toggle, (e: El) => e.getAttribute("aria-expanded")), "false");
-        assert.deepEqual(await axeViolations(page), [], `axe on ${path}, filters folded`);
+        assert.deepEqual(await seriousAxeViolations(page), [], `axe on ${path}, filters folded`);
         const label = await page.$eval(toggle, (e: El) => e.textContent.replace(/\s+/g, " ").trim());
         assert.equal(label, path.startsWith("/nodes") ? "Filters 2 active" : "Filters", path);
         await page.click(toggle);
@@ -298,14 +258,13 @@ Deno.test({
         assert.equal(await page.$eval(toggle, (e: El) => e.getAttribute("aria-expanded")), "true");
         const openWidth = await page.evaluate(() => document.documentElement.scrollWidth);
         assert.ok(openWidth <= 390, `${path} with open filters is ${openWidth} px wide`);
-        assert.deepEqual(await axeViolations(page), [], `axe on ${path}, filters open`);
+        assert.deepEqual(await seriousAxeViolations(page), [], `axe on ${path}, filters open`);
         await shot(page, `phone${path.replace(/[/?=&%]+/g, "-")}`);
       }
     } finally {
-      await browser.close();
+      await chromium.close();
       await server.stop();
       await database.dispose();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
       await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     }
   },
