@@ -32,7 +32,8 @@ import { afterCommit } from "../../server/db/db.ts";
 import { MAX_JSON_BODY } from "../../server/http/route.ts";
 import { typedContentFor, validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { checkContent } from "../../server/domain/bundle_codec.ts";
-import { createGroup, enrollAgent, startAgentServer } from "../helpers/agents.ts";
+import { createGroup, enrollAgent, startAgentServer, subscribe } from "../helpers/agents.ts";
+import { typedContentCacheStats } from "../../server/hub/typed_content_cache.ts";
 import { countingStream, cpuTime, idleStall, type Stall, stallDuring } from "../helpers/stall.ts";
 
 /** Requests that must complete while the import is still in flight. */
@@ -412,6 +413,7 @@ dbTest(
       await stream.waitFor(2);
 
       // A snapshot with the large policy (typed content encoded once, off the loop), sent on every change.
+      const encodings = typedContentCacheStats().encodings;
       const delivered = await leastStall({
         boundMs: parseMs / 2,
         step: async (attempt) => {
@@ -425,6 +427,18 @@ dbTest(
       });
       const parsing = context("parsing the content", parseMs);
       assert.ok(delivered.passed, `snapshot delivery held the loop: ${delivered.stalls}; ${parsing}`);
+      assert.equal(typedContentCacheStats().encodings, encodings, "the unchanged content was encoded again");
+
+      // What the agent receives decodes to the typed member the worker encoded (a reading agent this time).
+      const reader = subscribe(agent.policy);
+      try {
+        const [policy] = (await reader.nextSnapshot(120_000)).policies;
+        assert.equal(policy?.typedContent.case, "firefoxPolicy");
+        const additional = (policy.typedContent.value as { additional: Record<string, unknown> }).additional;
+        assert.equal(Object.keys(additional).length, Object.keys(JSON.parse(content).additional).length);
+      } finally {
+        reader.cancel();
+      }
 
       const variant = (n: number) => content.replace('"k1":1', `"k1":${n}`);
       const saved = await leastStall({
