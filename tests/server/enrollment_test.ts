@@ -10,9 +10,11 @@ import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
 import {
   type AgentServer,
+  bind,
   createGroup,
   enrollmentClient,
   enrollmentToken,
+  releasedPolicy,
   startAgentServer,
 } from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
@@ -64,6 +66,8 @@ async function tokenCount(db: Db): Promise<number> {
 dbTest("Enroll issues a certificate for the node name and stores node, membership and serial", async (db) => {
   await withServer(db, async (server) => {
     const group = await createGroup(db, "lab");
+    const policy = await releasedPolicy(db, { name: "lab-policy" });
+    await bind(db, policy, group);
     const token = await enrollmentToken(db, group);
     // The CSR asks for another name; the server forces the Common Name to node_name.
     const { csrPem } = await generateKeyAndCsr("something-else");
@@ -100,10 +104,28 @@ dbTest("Enroll issues a certificate for the node name and stores node, membershi
     );
     assert.deepEqual(certs, [{ serial: cert.serial, node_id: node.id }]);
     assert.equal(await tokenCount(db), 0);
-    const [audit] = await db.query<{ outcome: string; resource_name: string; source_ip: string }>(
-      "SELECT outcome, resource_name, source_ip FROM audit_logs WHERE action = 'node.enroll'",
+    const [audit] = await db.query<
+      { outcome: string; resource_name: string; source_ip: string; node_id: string; resource_id: string }
+    >(
+      "SELECT outcome, resource_name, source_ip, node_id, resource_id FROM audit_logs WHERE action = 'node.enroll'",
     );
-    assert.deepEqual(audit, { outcome: "success", resource_name: "pc-1", source_ip: "127.0.0.1" });
+    assert.deepEqual(audit, {
+      outcome: "success",
+      resource_name: "pc-1",
+      source_ip: "127.0.0.1",
+      node_id: node.id,
+      resource_id: node.id,
+    });
+    // The membership's triggers ran with the node in place: the bound policy reaches it, not yet reported.
+    const reach = await db.query("SELECT paths FROM policy_reach WHERE policy_id = $1 AND node_id = $2", [
+      policy,
+      node.id,
+    ]);
+    assert.deepEqual(reach, [{ paths: 1 }]);
+    const counts = await db.query("SELECT unreported FROM node_compliance_counts WHERE node_id = $1", [
+      node.id,
+    ]);
+    assert.deepEqual(counts, [{ unreported: 1 }]);
   });
 });
 
