@@ -28,6 +28,8 @@ export function notify(
   icon.slot = "icon";
   icon.setAttribute("name", TOAST_ICONS[variant].icon);
   alert.append(icon, document.createTextNode(message));
+  // While it fades out the alert is aria-hidden; its close button must not stay focusable meanwhile.
+  alert.addEventListener("sl-hide", () => alert.inert = true, { once: true });
   document.body.append(alert);
   void (alert as unknown as { toast(): Promise<void> }).toast();
 }
