@@ -140,7 +140,7 @@ async function within<T>(promise: Promise<T>, what: string, timeoutMs = 60_000):
 
 /** Waits until a synchronous condition holds. */
 function until(check: () => boolean, options: { what: string; timeoutMs?: number }): Promise<void> {
-  return eventually(() => Promise.resolve(check()), options);
+  return eventually(() => Promise.resolve(check()), { timeoutMs: 60_000, ...options });
 }
 
 function cookieHeader(client: TestClient): string {
@@ -347,7 +347,9 @@ dbTest("the stream ends when its session ends: logout, a disabled user, a revoke
       // The admin's stream lives on and still carries events.
       await publishLiveHint(db, { topic: "nodes", ids: ["00000000-0000-4000-8000-000000000001"] });
       await adminStream.waitFor(isFor("nodes"), "an event on the surviving stream");
-      assert.match(adminStream.text(), /: heartbeat\n\n/, "heartbeat comments while idle");
+      await until(() => /: heartbeat\n\n/.test(adminStream.text()), {
+        what: "heartbeat comments while idle",
+      });
 
       // An ended session cannot open a new stream.
       const again = await openRemote(server, alice, http);
