@@ -115,48 +115,71 @@ export function withUnitsOfWork<D extends DriverDb>(base: D): D & Db {
     },
     async unitOfWork<T>(fn: () => Promise<T>): Promise<T> {
       if (current()) return await fn();
-      let begun: Promise<Queryable> | undefined;
-      let settle: (commit: boolean) => void = () => {};
-      // Never rejects (an unawaited rejection would end the process); the outcome is read after `fn`.
-      let done: Promise<{ ok: true } | { ok: false; err: unknown }> | undefined;
-      const scope: UnitScope = {
-        owner,
-        open: true,
-        afterCommit: [],
-        afterUnit: [],
-        tx() {
-          begun ??= new Promise<Queryable>((resolveTx, rejectTx) => {
-            const decided = new Promise<boolean>((resolve) => settle = resolve);
-            done = base.transaction(async (tx) => {
-              resolveTx(tx);
-              if (!(await decided)) throw new UnitRolledBack();
-            }).then(() => ({ ok: true as const }), (err) => {
-              rejectTx(err);
-              return { ok: false as const, err };
-            });
-          });
-          return begun;
-        },
-      };
-      let result: T;
-      try {
-        result = await ambient.run(scope, fn);
-      } catch (err) {
-        scope.open = false;
-        settle(false);
-        await done;
-        await runAfterUnit(scope);
-        throw err;
+      // PostgreSQL ends one of two transactions that wait on each other (deadlock) or that cannot both
+      // hold under their isolation (serialization failure); nothing of the loser was kept, so the unit is
+      // run again from the start rather than answering a 500 for a request that was never wrong.
+      for (let attempt = 1;; attempt++) {
+        try {
+          return await runUnit(fn);
+        } catch (err) {
+          if (attempt >= UNIT_ATTEMPTS || !isTransientConflict(err)) throw err;
+          await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+        }
       }
-      scope.open = false;
-      settle(true);
-      const outcome = await done;
-      await runAfterUnit(scope);
-      if (outcome && !outcome.ok) throw outcome.err;
-      for (const task of scope.afterCommit) task();
-      return result;
     },
   };
+
+  async function runUnit<T>(fn: () => Promise<T>): Promise<T> {
+    let begun: Promise<Queryable> | undefined;
+    let settle: (commit: boolean) => void = () => {};
+    // Never rejects (an unawaited rejection would end the process); the outcome is read after `fn`.
+    let done: Promise<{ ok: true } | { ok: false; err: unknown }> | undefined;
+    const scope: UnitScope = {
+      owner,
+      open: true,
+      afterCommit: [],
+      afterUnit: [],
+      tx() {
+        begun ??= new Promise<Queryable>((resolveTx, rejectTx) => {
+          const decided = new Promise<boolean>((resolve) => settle = resolve);
+          done = base.transaction(async (tx) => {
+            resolveTx(tx);
+            if (!(await decided)) throw new UnitRolledBack();
+          }).then(() => ({ ok: true as const }), (err) => {
+            rejectTx(err);
+            return { ok: false as const, err };
+          });
+        });
+        return begun;
+      },
+    };
+    let result: T;
+    try {
+      result = await ambient.run(scope, fn);
+    } catch (err) {
+      scope.open = false;
+      settle(false);
+      await done;
+      await runAfterUnit(scope);
+      throw err;
+    }
+    scope.open = false;
+    settle(true);
+    const outcome = await done;
+    await runAfterUnit(scope);
+    if (outcome && !outcome.ok) throw outcome.err;
+    for (const task of scope.afterCommit) task();
+    return result;
+  }
+}
+
+/** How often a unit of work is tried when PostgreSQL ends it for a conflict with a concurrent one. */
+const UNIT_ATTEMPTS = 4;
+
+/** SQLSTATE 40001 (serialization_failure) and 40P01 (deadlock_detected): safe to run the unit again. */
+export function isTransientConflict(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === "40001" || code === "40P01";
 }
 
 /** Thrown inside a unit's transaction to roll it back after `fn` failed (never leaves the unit). */

@@ -117,5 +117,16 @@ function fromDatabaseError(err: unknown): HttpError | undefined {
   if (code === "23514") {
     return badRequest("a value in the request is not allowed (it failed a database check)");
   }
+  // Only reached when the unit of work already ran again and lost every time: the request was fine, so
+  // tell the client to send it again rather than call it a server bug.
+  if (code === "40001" || code === "40P01") {
+    return new HttpError(
+      503,
+      "conflict_retry",
+      "the change collided with concurrent changes to the same items several times; send it again",
+      undefined,
+      { "Retry-After": "1" },
+    );
+  }
   return undefined;
 }
