@@ -32,8 +32,12 @@ export interface Db extends Queryable {
    * `NOTIFY`s issued inside (see {@link notifyIn}) are delivered only if the transaction commits.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
-  /** Subscribes to a channel; resolves to an unsubscribe function. */
-  listen(channel: string, handler: NotifyHandler): Promise<() => Promise<void>>;
+  /**
+   * Subscribes to a channel; resolves to an unsubscribe function. `onRelisten` runs each time the
+   * subscription is set up again after its connection was lost (PostgreSQL): notifications sent in between
+   * were never delivered, so a listener that cannot catch up from a log must assume everything changed.
+   */
+  listen(channel: string, handler: NotifyHandler, onRelisten?: () => void): Promise<() => Promise<void>>;
   /** Sends a notification outside any transaction. */
   notify(channel: string, payload: string): Promise<void>;
   /** Closes every connection. */
@@ -105,9 +109,9 @@ export function withUnitsOfWork<D extends DriverDb>(base: D): D & Db {
       const scope = current();
       return scope ? await savepoint(await scope.tx(), fn) : await base.transaction(fn);
     },
-    listen(channel: string, handler: NotifyHandler) {
+    listen(channel: string, handler: NotifyHandler, onRelisten?: () => void) {
       // PGlite delivers notifications while the committing caller's context is still current.
-      return base.listen(channel, (payload) => ambient.exit(() => handler(payload)));
+      return base.listen(channel, (payload) => ambient.exit(() => handler(payload)), onRelisten);
     },
     async notify(channel: string, payload: string): Promise<void> {
       const scope = current();

@@ -34,8 +34,15 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       return classified(() => sql.begin((tx) => fn(wrap(tx))) as Promise<T>);
     },
-    async listen(channel: string, handler: NotifyHandler) {
-      const sub = await classified(() => sql.listen(channel, (payload) => handler(payload)));
+    async listen(channel: string, handler: NotifyHandler, onRelisten?: () => void) {
+      // postgres.js calls its listen callback when the LISTEN is first in place and again after every
+      // reconnect of the dedicated listening connection; only the later calls mean notices were missed.
+      let listened = false;
+      const onListen = () => {
+        if (listened) onRelisten?.();
+        listened = true;
+      };
+      const sub = await classified(() => sql.listen(channel, (payload) => handler(payload), onListen));
       return () => sub.unlisten();
     },
     async notify(channel: string, payload: string) {

@@ -12,7 +12,7 @@ import type { ServerContext } from "../context.ts";
 import { HttpError } from "../http/errors.ts";
 import { HUB_CHANNEL, type HubNotice } from "../hub/publish.ts";
 import { incLiveEventStreamsOpen } from "../metrics/counters.ts";
-import { LIVE_CHANNEL, type LiveHint, MAX_HINT_IDS, parseLiveHint } from "./publish.ts";
+import { LIVE_CHANNEL, LIVE_TOPICS, type LiveHint, MAX_HINT_IDS, parseLiveHint } from "./publish.ts";
 import { createSseStream, type SseOptions, type SseStream } from "./sse.ts";
 
 /** Stream tunables that are not configuration (tests shorten them). */
@@ -89,8 +89,20 @@ function createBroker(ctx: ServerContext, tuning: BrokerTuning): LiveBroker {
     fanOut({ topic: "policies", ids: ids?.length ? ids : undefined, revision: notice.revision });
   }
 
+  /**
+   * The listening connection was lost and is back: hints sent meanwhile are gone (they have no log, unlike
+   * the hub's resyncs), so every stream hears that anything may have changed and its pages reload.
+   */
+  function onRelisten(): void {
+    log.info("live events: notifications may have been missed while the database connection was down");
+    for (const topic of LIVE_TOPICS) fanOut({ topic });
+  }
+
   function listen(): Promise<Array<() => Promise<void>>> {
-    listening ??= Promise.all([db.listen(LIVE_CHANNEL, onLive), db.listen(HUB_CHANNEL, onHub)]).catch(
+    listening ??= Promise.all([
+      db.listen(LIVE_CHANNEL, onLive, onRelisten),
+      db.listen(HUB_CHANNEL, onHub, onRelisten),
+    ]).catch(
       (err) => {
         listening = undefined;
         throw err;

@@ -545,3 +545,46 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "when the database drops the listening connection, open streams hear that anything may have changed",
+  ignore: !TEST_DATABASE_URL,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const { freshDb } = await import("../helpers/db.ts");
+    const info = await freshDb("postgres");
+    const server = await startAgentServer(info.db, { routes: buildRoutes });
+    const http = http2(server);
+    const killer = await openPostgres(info.url, { max: 1 });
+    let stream: SseReader | undefined;
+    try {
+      const admin = await server.test.loginAs({ superAdmin: true });
+      stream = await openRemote(server, admin, http);
+      assert.equal(stream.status, 200);
+      // Hints published while the LISTEN connection is gone are never delivered, so the broker must say
+      // "anything may have changed" (a hint per topic without ids) once it listens again.
+      const listeners = async () =>
+        await killer.query<{ pid: number }>(
+          "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'listen%'",
+        );
+      await eventually(async () => (await listeners()).length > 0, { what: "a LISTEN connection" });
+      for (const { pid } of await listeners()) {
+        await killer.query("SELECT pg_terminate_backend($1)", [pid]);
+      }
+      for (const topic of ["nodes", "compliance", "policies"]) {
+        await stream.waitFor(
+          (e) => e.event === topic && e.data.ids === undefined,
+          `an "any ${topic}" hint after the listening connection came back`,
+          60_000,
+        );
+      }
+    } finally {
+      await stream?.cancel();
+      http.close();
+      await server.stop();
+      await killer.close();
+      await info.dispose();
+    }
+  },
+});
