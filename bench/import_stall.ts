@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import { migrate, openPglite } from "../server/db/mod.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../tests/helpers/agents.ts";
 import { countingStream, idleStall, stallDuring } from "../tests/helpers/stall.ts";
-import { closeBundleWorkers } from "../server/domain/bundle_job.ts";
+import { closeBundleWorkers, keepBundleWorkerWarm } from "../server/domain/bundle_job.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../server/domain/export_import.ts";
 import { MAX_JSON_BODY } from "../server/http/route.ts";
 import { domainRoutes } from "../server/http/routes/mod.ts";
@@ -145,6 +145,8 @@ const server = await startAgentServer(db, {
   routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
   logLevel: "error",
 });
+// As svc-server does at start (server/server.ts): one worker stays started, so no request pays for `new Worker`.
+const releaseBundleWorker = keepBundleWorkerWarm();
 const admin = await server.test.loginAs({ superAdmin: true });
 const groupId = await createGroup(db, "bench");
 const agent = await enrollAgent(server, { name: "bench-agent", groupId });
@@ -239,6 +241,7 @@ for (const [label, row] of results) {
 stream.close();
 agent.close();
 await server.stop();
+releaseBundleWorker();
 if (testDb) await testDb.dispose();
 else await db.close();
 closeBundleWorkers();

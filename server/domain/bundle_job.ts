@@ -208,23 +208,58 @@ function takeWorker(): PooledWorker | undefined {
 
 function giveBack(pooled: PooledWorker): void {
   pooled.worker.onmessage = null;
-  pooled.worker.onerror = null;
-  const timer = setTimeout(() => {
-    const at = idleWorkers.indexOf(pooled);
-    if (at >= 0) idleWorkers.splice(at, 1);
-    pooled.worker.terminate();
-  }, BUNDLE_WORKER_IDLE_MS);
+  // An idle worker that fails (say its module cannot load) leaves the pool instead of failing the process.
+  pooled.worker.onerror = (event) => {
+    event.preventDefault();
+    dropIdle(pooled);
+  };
+  if (warmHolders > 0 && !idleWorkers.some((idle) => idle.idleTimer === undefined)) {
+    // The one warm worker waits without a deadline: starting a worker later would stall the loop.
+    pooled.idleTimer = undefined;
+    idleWorkers.push(pooled);
+    return;
+  }
+  const timer = setTimeout(() => dropIdle(pooled), BUNDLE_WORKER_IDLE_MS);
   Deno.unrefTimer(timer);
   pooled.idleTimer = timer;
   idleWorkers.push(pooled);
 }
 
+function dropIdle(pooled: PooledWorker): void {
+  clearTimeout(pooled.idleTimer);
+  const at = idleWorkers.indexOf(pooled);
+  if (at >= 0) idleWorkers.splice(at, 1);
+  pooled.worker.terminate();
+}
+
+/** Running servers that asked for a warm worker ({@link keepBundleWorkerWarm}). */
+let warmHolders = 0;
+
+/**
+ * Keeps one idle worker ready until the returned function is called (a server calls this at start and the
+ * returned function at stop). `new Worker` blocks the starting thread for 100–160 ms on a loaded machine, so
+ * a server that let its last worker time out would stall every other request at the next large import; the
+ * warm worker costs an idle isolate's memory instead. The worker starts now, while the server is starting.
+ */
+export function keepBundleWorkerWarm(): () => void {
+  warmHolders++;
+  if (!workerUnavailable && !idleWorkers.some((idle) => idle.idleTimer === undefined)) {
+    // An idle worker with a deadline becomes the warm one; otherwise a new one starts.
+    const pooled = takeWorker();
+    if (pooled) giveBack(pooled);
+  }
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    warmHolders--;
+    if (warmHolders === 0) closeBundleWorkers();
+  };
+}
+
 /** Stops the idle workers now (at shutdown, or at the end of a benchmark, so the process can exit). */
 export function closeBundleWorkers(): void {
-  for (const pooled of idleWorkers.splice(0)) {
-    clearTimeout(pooled.idleTimer);
-    pooled.worker.terminate();
-  }
+  for (const pooled of [...idleWorkers]) dropIdle(pooled);
 }
 
 /** The worker's answer, or undefined when no worker could be started. */
