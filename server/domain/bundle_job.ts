@@ -232,6 +232,14 @@ function dropIdle(pooled: PooledWorker): void {
   pooled.worker.terminate();
 }
 
+/** The idle workers: how many, and how many of them wait without a deadline (the warm one). */
+export function bundleWorkerPool(): { idle: number; warm: number } {
+  return {
+    idle: idleWorkers.length,
+    warm: idleWorkers.filter((idle) => idle.idleTimer === undefined).length,
+  };
+}
+
 /** Running servers that asked for a warm worker ({@link keepBundleWorkerWarm}). */
 let warmHolders = 0;
 
