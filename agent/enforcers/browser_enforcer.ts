@@ -29,6 +29,7 @@ import {
   type EnforcerIO,
   type ItemResult,
   type PolicyResult,
+  rollupMessage,
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
@@ -120,7 +121,6 @@ export async function firstExisting(io: EnforcerIO, paths: readonly string[]): P
 function summarize(items: ItemResult[], where: string): { status: PolicyResult["status"]; message: string } {
   const status = rollupStatus(items);
   const count = (s: string) => items.filter((i) => i.status === s).length;
-  const bad = items.filter((i) => i.status === "NON_COMPLIANT" || i.status === "ERROR");
   switch (status) {
     case "COMPLIANT": {
       const skipped = count("INAPPLICABLE");
@@ -144,8 +144,7 @@ function summarize(items: ItemResult[], where: string): { status: PolicyResult["
     default:
       return {
         status,
-        message: `${bad.length} of ${items.length} setting(s) not in effect: ` +
-          bad.slice(0, 3).map((i) => `${i.key} (${i.message})`).join("; "),
+        message: rollupMessage(items, "setting(s)"),
       };
   }
 }

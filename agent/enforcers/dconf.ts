@@ -31,7 +31,7 @@
  * @module
  */
 
-import { revalidate } from "./revalidate.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 import { dconfType } from "../../shared/policy_types/dconf.ts";
 import type { DconfPolicy } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -52,10 +52,10 @@ import {
   type EnforcerIO,
   type ItemResult,
   type PolicyResult,
+  rollupMessage,
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { parsePolicyContent } from "../sync/content.ts";
 
 /** Directory of the system databases (node path). */
 export const DCONF_DB_DIR = "/etc/dconf/db";
@@ -111,13 +111,7 @@ function mergeId(p: { db: string; dir: string; key: string }): string {
  * @throws {PolicyContentError} naming the problem.
  */
 export function dconfPolicyContent(policy: CachedPolicy): DconfPolicy {
-  const message = parsePolicyContent(policy, dconfType);
-  const issues = dconfType.validate(message);
-  if (issues.length) {
-    throw new PolicyContentError(
-      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
-    );
-  }
+  const message = checkedContent(policy, dconfType);
   for (
     const [field, value, check] of [
       ["db_name", message.dbName || "local", NAME],
@@ -357,7 +351,6 @@ async function readSession(
 
 function summarize(items: ItemResult[]): { status: ComplianceStatusName; message: string } {
   const status = rollupStatus(items);
-  const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
   switch (status) {
     case "COMPLIANT": {
       const ok = items.filter((i) => i.status === "COMPLIANT").length;
@@ -374,8 +367,7 @@ function summarize(items: ItemResult[]): { status: ComplianceStatusName; message
     default:
       return {
         status,
-        message: `${bad.length} of ${items.length} key(s) not in effect: ` +
-          bad.slice(0, 3).map((i) => `${i.schemaId} ${i.key}: ${i.message}`).join("; "),
+        message: rollupMessage(items, "key(s)", (i) => `${i.schemaId} ${i.key}`),
       };
   }
 }

@@ -25,11 +25,10 @@
  * @module
  */
 
-import { revalidate } from "./revalidate.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 import { type FirewalldPolicy, FirewalldTarget } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { canonicalRichRule, parseRichRule, richRuleElement } from "../../shared/firewalld_rich_rule.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
-import { PolicyContentError } from "../../shared/policy_types/errors.ts";
 import { sha256Hex } from "../sync/managed_files.ts";
 import {
   type CachedPolicy,
@@ -37,11 +36,11 @@ import {
   type EnforcerIO,
   type ItemResult,
   type PolicyResult,
+  rollupMessage,
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
 import { childText, parseXml, serializeXml, type XmlElement, type XmlNode } from "../xml.ts";
-import { parsePolicyContent } from "../sync/content.ts";
 
 /** Node paths firewalld reads. */
 export const FIREWALLD_ETC = "/etc/firewalld";
@@ -103,14 +102,7 @@ interface Intent {
 }
 
 function message(policy: CachedPolicy): FirewalldPolicy {
-  const parsed = parsePolicyContent(policy, firewalldType);
-  const issues = firewalldType.validate(parsed);
-  if (issues.length) {
-    throw new PolicyContentError(
-      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
-    );
-  }
-  return parsed;
+  return checkedContent(policy, firewalldType);
 }
 
 function portKey(port: string, protocol: string): string {
@@ -587,7 +579,6 @@ export const firewalldEnforcer: Enforcer = {
       const where = running
         ? "in the running firewalld"
         : "in the configuration (firewalld is not running; it applies at start)";
-      const bad = items.filter((i) => i.status === "NON_COMPLIANT" || i.status === "ERROR");
       results.push({
         policyId: policy.id,
         status,
@@ -598,8 +589,7 @@ export const firewalldEnforcer: Enforcer = {
               : "")
           : status === "INAPPLICABLE"
           ? "every setting is overridden by higher-priority policies"
-          : `${bad.length} of ${items.length} setting(s) not in effect: ` +
-            bad.slice(0, 3).map((i) => `${i.key} (${i.message})`).join("; "),
+          : rollupMessage(items, "setting(s)"),
         items,
       });
     }

@@ -30,7 +30,6 @@
 import {
   type FlatpakApp,
   FlatpakAppState,
-  type FlatpakPolicy,
   type FlatpakRemote,
 } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import { flatpakType } from "../../shared/policy_types/flatpak.ts";
@@ -44,10 +43,11 @@ import {
   type EnforcerIO,
   type ItemResult,
   type PolicyResult,
+  rollupMessage,
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { parsePolicyContent } from "../sync/content.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 
 /** Node directory of the key and filter files svc writes. */
 export const FLATPAK_FILES_DIR = "/etc/svc/flatpak";
@@ -128,21 +128,6 @@ async function saveState(io: EnforcerIO, state: FlatpakState): Promise<void> {
 
 function isEmptyState(state: FlatpakState): boolean {
   return Object.keys(state.remotes).length === 0 && state.refs.length === 0;
-}
-
-/** The checked, typed content of a cached policy, or what is wrong with it. */
-function policyContent(policy: CachedPolicy): FlatpakPolicy | string {
-  let message: FlatpakPolicy;
-  try {
-    message = parsePolicyContent(policy, flatpakType);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  const issues = flatpakType.validate(message);
-  if (issues.length) {
-    return issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ");
-  }
-  return message;
 }
 
 /** One value of a `--columns` table; flatpak prints "-" for an unset one. */
@@ -588,20 +573,12 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
   async function syncNow(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     updatePlan = undefined;
     const changed: string[] = [];
-    const results: PolicyResult[] = [];
-    const valid: { policy: CachedPolicy; content: FlatpakPolicy }[] = [];
-    for (const policy of policies) {
-      const content = policyContent(policy);
-      if (typeof content === "string") {
-        io.logger.warn("Flatpak policy rejected by the agent", { policy: policy.id, error: content });
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `policy content rejected by the agent: ${content}`,
-          items: [],
-        });
-      } else valid.push({ policy, content });
-    }
+    const checked = revalidate("Flatpak", policies, {
+      check: (policy) => checkedContent(policy, flatpakType),
+      logger: io.logger,
+    });
+    const results: PolicyResult[] = checked.rejected;
+    const valid = checked.valid.map(({ policy, message }) => ({ policy, content: message }));
     const state = await loadState(io);
 
     if (!(await io.runner.which("flatpak"))) {
@@ -753,8 +730,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
         policyId: policy.id,
         status,
         message: bad.length
-          ? `${bad.length} of ${list.length} item(s) not in effect: ` +
-            bad.slice(0, 3).map((i) => `${i.key} (${i.message})`).join("; ")
+          ? rollupMessage(list, "item(s)")
           : `${list.filter((i) => i.status === "COMPLIANT").length} remote(s) and app(s) in effect`,
         items: list,
       });

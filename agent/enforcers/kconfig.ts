@@ -30,7 +30,7 @@
  * @module
  */
 
-import { revalidate } from "./revalidate.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 import { type KconfigPolicy, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import { kconfigType } from "../../shared/policy_types/kconfig.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -49,10 +49,10 @@ import {
   type EnforcerIO,
   type ItemResult,
   type PolicyResult,
+  rollupMessage,
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { parsePolicyContent } from "../sync/content.ts";
 
 /** System configuration directory KDE reads before the user's (node path). */
 export const KDE_SYSTEM_DIR = "/etc/xdg";
@@ -100,13 +100,7 @@ function mergeId(w: { path: string; group: string[]; key: string }): string {
  * @throws {PolicyContentError} naming the problem.
  */
 export function kconfigPolicyContent(policy: CachedPolicy): KconfigPolicy {
-  const message = parsePolicyContent(policy, kconfigType);
-  const issues = kconfigType.validate(message);
-  if (issues.length) {
-    throw new PolicyContentError(
-      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
-    );
-  }
+  const message = checkedContent(policy, kconfigType);
   message.entries.forEach((e, i) => {
     const problem = kconfigFileProblem(e.file) ?? [e.group, ...e.subgroups, e.key].map(kconfigNameProblem)
       .find((p) => p) ??
@@ -303,7 +297,6 @@ async function readBack(
 
 function summarize(items: ItemResult[]): { status: ComplianceStatusName; message: string } {
   const status = rollupStatus(items);
-  const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
   if (status === "COMPLIANT") {
     const skipped = items.filter((i) => i.status === "INAPPLICABLE").length;
     return {
@@ -320,8 +313,7 @@ function summarize(items: ItemResult[]): { status: ComplianceStatusName; message
   }
   return {
     status,
-    message: `${bad.length} of ${items.length} KDE setting(s) not in effect: ` +
-      bad.slice(0, 3).map((i) => `${i.schemaId} ${i.key}: ${i.message}`).join("; "),
+    message: rollupMessage(items, "KDE setting(s)", (i) => `${i.schemaId} ${i.key}`),
   };
 }
 

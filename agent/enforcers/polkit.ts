@@ -40,7 +40,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { parsePolicyContent } from "../sync/content.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 
 /** Generated JavaScript that is not the expected shape. */
 export class PolkitScriptError extends Error {
@@ -175,15 +175,20 @@ export function checkPolkitScript(text: string, ruleCount: number): void {
   });
 }
 
-function message(policy: CachedPolicy): PolkitPolicy {
-  const parsed = parsePolicyContent(policy, polkitType);
-  const issues = polkitType.validate(parsed);
-  if (issues.length) {
-    throw new PolicyContentError(
-      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
-    );
+/**
+ * A policy's content and the rules file it becomes, rendered and its script checked before anything is written;
+ * a script the checker refuses is rejected content like any other.
+ */
+function rendered(policy: CachedPolicy): { message: PolkitPolicy; path: string; text: string } {
+  const message = checkedContent(policy, polkitType);
+  const text = renderPolkitRules(message, { policyId: policy.id, policyName: policy.name });
+  try {
+    checkPolkitScript(text, message.rules.length);
+  } catch (err) {
+    if (err instanceof PolkitScriptError) throw new PolicyContentError(err.message);
+    throw err;
   }
-  return parsed;
+  return { message, path: `${POLKIT_RULES_DIR}/${polkitFileName(policy.id, policy.priority)}`, text };
 }
 
 /** Whether a rules file is svc's own. */
@@ -285,31 +290,11 @@ export const polkitEnforcer: Enforcer = {
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];
     const results: PolicyResult[] = [];
-    const planned: { policy: CachedPolicy; message: PolkitPolicy; path: string; text: string }[] = [];
     const installed = (await io.fs.stat("/etc/polkit-1"))?.isDirectory === true ||
       (await io.fs.stat("/usr/share/polkit-1"))?.isDirectory === true;
-    for (const policy of policies) {
-      try {
-        const m = message(policy);
-        const text = renderPolkitRules(m, { policyId: policy.id, policyName: policy.name });
-        checkPolkitScript(text, m.rules.length);
-        planned.push({
-          policy,
-          message: m,
-          path: `${POLKIT_RULES_DIR}/${polkitFileName(policy.id, policy.priority)}`,
-          text,
-        });
-      } catch (err) {
-        if (!(err instanceof PolicyContentError) && !(err instanceof PolkitScriptError)) throw err;
-        io.logger.warn("Polkit policy rejected by the agent", { policy: policy.id, error: err.message });
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `policy content rejected by the agent: ${err.message}`,
-          items: [],
-        });
-      }
-    }
+    const { valid, rejected } = revalidate("Polkit", policies, { check: rendered, logger: io.logger });
+    results.push(...rejected);
+    const planned = valid.map(({ policy, message }) => ({ policy, ...message }));
     const wanted = new Set(installed ? planned.map((p) => p.path) : []);
     for (const path of io.managedPaths()) {
       if (!wanted.has(path) && await io.releaseManaged(path)) changed.push(path);

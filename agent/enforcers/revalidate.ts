@@ -6,7 +6,9 @@
  * @module
  */
 
+import type { PolicyTypeDef } from "../../shared/policy_types/define.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
+import { parsePolicyContent } from "../sync/content.ts";
 import type { Logger } from "../log.ts";
 import type { CachedPolicy, PolicyResult } from "../sync/types.ts";
 
@@ -17,7 +19,25 @@ export interface Revalidated<T> {
 }
 
 /**
- * Runs `check` (which throws {@link PolicyContentError} for bad content) on every policy of `type`; any other
+ * `policy`'s content parsed and validated by `def`, the shared registry's checks every enforcer starts from.
+ *
+ * @throws {PolicyContentError} naming the first problems (at most five).
+ */
+export function checkedContent<M>(policy: CachedPolicy, def: PolicyTypeDef<M>): M {
+  const message = parsePolicyContent(policy, def);
+  const issues = def.validate(message);
+  if (issues.length) {
+    throw new PolicyContentError(
+      issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; "),
+    );
+  }
+  return message;
+}
+
+/**
+ * Runs `check` (usually {@link checkedContent} plus whatever else the enforcer must prove of one policy before
+ * using it, such as rendering its file; it names a failure by throwing {@link PolicyContentError}, the message
+ * an admin reads after "policy content rejected by the agent: ") (which throws {@link PolicyContentError} for bad content) on every policy of `type`; any other
  * error is a bug and propagates.
  */
 export function revalidate<T>(

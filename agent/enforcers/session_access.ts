@@ -28,7 +28,6 @@
  * @module
  */
 
-import { type SessionAccessPolicy } from "../../shared/gen/svc/policy/v1/session_access_pb.ts";
 import { sessionAccessType } from "../../shared/policy_types/session_access.ts";
 import {
   compileSessionAccess,
@@ -51,7 +50,7 @@ import {
   rollupStatus,
   type SyncResult,
 } from "../sync/types.ts";
-import { parsePolicyContent } from "../sync/content.ts";
+import { checkedContent, revalidate } from "./revalidate.ts";
 
 /** Node paths svc manages for pam_time. */
 export const TIME_CONF = "/etc/security/time.conf";
@@ -98,20 +97,6 @@ export interface SessionAccessEnforcer extends Enforcer {
   tick(): Promise<void>;
   /** Whether the session timer runs. */
   readonly active: boolean;
-}
-
-function contentOf(policy: CachedPolicy): SessionAccessPolicy | string {
-  let message: SessionAccessPolicy;
-  try {
-    message = parsePolicyContent(policy, sessionAccessType);
-  } catch (err) {
-    return (err as Error).message;
-  }
-  const issues = sessionAccessType.validate(message);
-  if (issues.length) {
-    return issues.slice(0, 5).map((i) => (i.field ? `${i.field}: ${i.message}` : i.message)).join("; ");
-  }
-  return message;
 }
 
 /** Local accounts and their groups, from `/etc/passwd` and `/etc/group` under the root. */
@@ -346,19 +331,12 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
     async sync(policies: CachedPolicy[], syncIo: EnforcerIO): Promise<SyncResult> {
       io = syncIo;
       const changed: string[] = [];
-      const results: PolicyResult[] = [];
-      const valid: { policy: CachedPolicy; content: SessionAccessPolicy }[] = [];
-      for (const policy of policies) {
-        const content = contentOf(policy);
-        if (typeof content === "string") {
-          results.push({
-            policyId: policy.id,
-            status: "ERROR",
-            message: `policy content rejected by the agent: ${content}`,
-            items: [],
-          });
-        } else valid.push({ policy, content });
-      }
+      const checked = revalidate(sessionAccessType.wireName, policies, {
+        check: (policy) => checkedContent(policy, sessionAccessType),
+        logger: syncIo.logger,
+      });
+      const results: PolicyResult[] = checked.rejected;
+      const valid = checked.valid.map(({ policy, message }) => ({ policy, content: message }));
       let ruleSet: SessionRuleSet | undefined;
       if (valid.length) {
         try {

@@ -145,6 +145,20 @@ export function rollupStatus(items: readonly ItemResult[]): ComplianceStatusName
   return worst;
 }
 
+/**
+ * The message of a policy some of whose items are not in effect: how many of how many `noun`s, then the first
+ * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema).
+ */
+export function rollupMessage(
+  items: readonly ItemResult[],
+  noun: string,
+  label: (item: ItemResult) => string = (i) => i.key,
+): string {
+  const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
+  return `${bad.length} of ${items.length} ${noun} not in effect: ` +
+    bad.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
+}
+
 /** Sorts policies the one way every enforcer sees them: priority descending, then id ascending. */
 export function sortPolicies(policies: readonly CachedPolicy[]): CachedPolicy[] {
   return [...policies].sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
