@@ -5,7 +5,7 @@
 import { hostname } from "node:os";
 import type { ServerConfig } from "./config/config.ts";
 import type { ServerContext } from "./context.ts";
-import { type Db, migrate, openDatabase } from "./db/mod.ts";
+import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
 import { type AcmeManager, startAcme } from "./acme/acme.ts";
@@ -104,6 +104,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
 
     const replicaTimeoutMs = config.server.replicaTimeoutSeconds * 1000;
     const hub = createHub(ctx, {
+      heartbeatDb: await openHeartbeatDatabase(db, config.database.url),
       replicaTimeoutMs,
       heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
       ...options.hub,

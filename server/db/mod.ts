@@ -47,3 +47,13 @@ export async function openDatabase(options: { url: string; dataDir: string }): P
     },
   });
 }
+
+/**
+ * A handle for a replica's liveness heartbeat, which must not wait behind the main pool's work (a busy replica
+ * would be declared dead): a one-connection pool of its own on PostgreSQL; on the embedded database, `db`
+ * itself (one connection in all). A caller closes the handle only when it is not `db`.
+ */
+export async function openHeartbeatDatabase(db: Db, url: string): Promise<Db> {
+  if (db.driver !== "postgres" || !url) return db;
+  return await openPostgres(url, { max: 1 });
+}

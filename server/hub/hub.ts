@@ -20,6 +20,7 @@ import { hostname } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServerContext } from "../context.ts";
+import type { Db } from "../db/mod.ts";
 import { GrpcError, type ServerStreamCall } from "../../shared/grpc/adapter.ts";
 import {
   EventType,
@@ -57,6 +58,11 @@ export interface HubOptions {
   eventRetention?: number;
   /** How long an unused snapshot stays cached (default 30 s). */
   snapshotCacheMs?: number;
+  /**
+   * The handle the liveness heartbeat uses, so that it does not queue behind the main pool (see
+   * `openHeartbeatDatabase`); the hub closes it on stop unless it is the main handle. Default: the main pool.
+   */
+  heartbeatDb?: Db;
 }
 
 /** The hub of one replica. */
@@ -143,6 +149,7 @@ const COMMAND_EVENTS: Partial<Record<NodeCommand, EventType>> = {
 export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   const { db, log, replicaId } = ctx;
   const heartbeatMs = options.heartbeatIntervalMs ?? 5_000;
+  const heartbeatDb = options.heartbeatDb ?? db;
   const replicaTimeoutMs = options.replicaTimeoutMs ?? 30_000;
   const retention = options.eventRetention ?? 1_000;
   const cacheMs = options.snapshotCacheMs ?? 30_000;
@@ -156,6 +163,8 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   let unlisten: (() => Promise<void>) | undefined;
   let timer: ReturnType<typeof setTimeout> | undefined;
   let tickRunning: Promise<void> | undefined;
+  let beatTimer: ReturnType<typeof setTimeout> | undefined;
+  let beatRunning: Promise<void> | undefined;
   let running = false;
 
   // --- snapshots -------------------------------------------------------------------------------------
@@ -447,9 +456,12 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   }
 
   async function heartbeat(): Promise<void> {
-    const rows = await db.query("UPDATE server_replicas SET last_seen = now() WHERE id = $1 RETURNING id", [
-      replicaId,
-    ]);
+    const rows = await heartbeatDb.query(
+      "UPDATE server_replicas SET last_seen = now() WHERE id = $1 RETURNING id",
+      [
+        replicaId,
+      ],
+    );
     if (rows.length > 0) return;
     // Another replica declared us dead and removed our stream rows: record our live streams again.
     log.warn("hub: this replica was considered dead by another one; registering its streams again", {
@@ -581,7 +593,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
 
   async function tick(): Promise<void> {
     for (
-      const step of [heartbeat, reapDeadReplicas, reconcileOwnStreams, catchUp, recheckCertificates, compact]
+      const step of [reapDeadReplicas, reconcileOwnStreams, catchUp, recheckCertificates, compact]
     ) {
       if (!running) return;
       try {
@@ -590,6 +602,20 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
         log.error(`hub: ${step.name} failed`, { error: String(err) });
       }
     }
+  }
+
+  // The heartbeat has its own timer (and handle): checks that wait on a busy database must not stop this
+  // replica from saying it is alive, or survivors would mark its nodes offline.
+  function scheduleHeartbeat(): void {
+    beatTimer = setTimeout(() => {
+      beatRunning = heartbeat().catch((err) => log.error("hub: heartbeat failed", { error: String(err) }))
+        .finally(
+          () => {
+            beatRunning = undefined;
+            if (running) scheduleHeartbeat();
+          },
+        );
+    }, heartbeatMs);
   }
 
   function schedule(): void {
@@ -610,13 +636,16 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       await reapPreviousProcesses();
       running = true;
       schedule();
+      scheduleHeartbeat();
       log.info("hub: started", { replicaId, revision: latestRevision });
     },
     async stop() {
       if (!running) return;
       running = false;
       clearTimeout(timer);
+      clearTimeout(beatTimer);
       await tickRunning;
+      await beatRunning;
       await closeStreams(
         () => true,
         new GrpcError(grpc.status.UNAVAILABLE, "server is shutting down; reconnect"),
@@ -626,6 +655,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       await db.query("DELETE FROM server_replicas WHERE id = $1", [replicaId]).catch((err) =>
         log.warn("hub: removing the replica row failed", { error: String(err) })
       );
+      if (heartbeatDb !== db) await heartbeatDb.close().catch(() => {});
     },
     serveStream,
     async closeAllStreams(reason) {

@@ -8,7 +8,7 @@
  * @module
  */
 import type { ServerContext } from "../context.ts";
-import { openDatabase } from "../db/mod.ts";
+import { openDatabase, openHeartbeatDatabase } from "../db/mod.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../log.ts";
 import { openServerPki } from "../pki/server_pki.ts";
 import { VERSION } from "../../shared/version.ts";
@@ -60,6 +60,7 @@ export async function runPolicyWorker(): Promise<never> {
     const ctx: ServerContext = { ...base, audit };
     const replicaTimeoutMs = config.server.replicaTimeoutSeconds * 1000;
     const hub = createHub(ctx, {
+      heartbeatDb: await openHeartbeatDatabase(db, config.database.url),
       replicaTimeoutMs,
       heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
       ...boot.hub,

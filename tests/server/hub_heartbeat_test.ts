@@ -1,0 +1,51 @@
+/** The replica heartbeat keeps the liveness row fresh while the main pool is exhausted (issue #22). */
+import assert from "node:assert/strict";
+import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
+import { eventually, startAgentServer } from "../helpers/agents.ts";
+import { openHeartbeatDatabase } from "../../server/db/mod.ts";
+
+Deno.test({
+  name: "hub heartbeat: the liveness row advances while every main-pool connection is held [postgres]",
+  ignore: !TEST_DATABASE_URL,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const info = await freshDb("postgres");
+    const observer = await openHeartbeatDatabase(info.db, info.url);
+    const server = await startAgentServer(info.db, {
+      hub: { heartbeatIntervalMs: 200, heartbeatDb: await openHeartbeatDatabase(info.db, info.url) },
+    });
+    let release!: () => void;
+    const held = new Promise<void>((r) => release = r);
+    const holders: Promise<unknown>[] = [];
+    try {
+      const replicaId = server.ctx.replicaId;
+      const lastSeen = async () =>
+        (await observer.query<{ t: string }>(
+          "SELECT last_seen::text AS t FROM server_replicas WHERE id = $1",
+          [
+            replicaId,
+          ],
+        ))[0]?.t;
+      // Hold every connection of the main pool (max 5) in an open transaction.
+      let open = 0;
+      for (let i = 0; i < 5; i++) {
+        holders.push(info.db.transaction(async (tx) => {
+          await tx.query("SELECT 1");
+          open++;
+          await held;
+        }));
+      }
+      await eventually(() => Promise.resolve(open === 5), { what: "all main-pool connections held" });
+      const before = await lastSeen();
+      assert.ok(before, "the replica registered its liveness row");
+      await eventually(async () => (await lastSeen())! > before!, { what: "the liveness row advanced" });
+    } finally {
+      release();
+      await Promise.all(holders);
+      await server.stop();
+      await observer.close();
+      await info.dispose();
+    }
+  },
+});
