@@ -9,6 +9,7 @@ import { api, ApiError } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
+import { itemMessage, itemTitle } from "../compliance_items.ts";
 import {
   complianceBadge,
   confirmAction,
@@ -408,21 +409,24 @@ export function itemTable(r: ComplianceRow): TemplateResult {
         <caption class="visually-hidden">Items of ${r.policy_name}</caption>
         <thead>
           <tr>
-            <th scope="col">Key</th>
+            <th scope="col">Setting</th>
             <th scope="col">Status</th>
             <th scope="col">Details</th>
           </tr>
         </thead>
         <tbody>
-          ${r.items.map((i) =>
-            html`
+          ${r.items.map((i) => {
+            const { title, key } = itemTitle(r.policy_type, i.schema_id, i.key);
+            return html`
               <tr>
-                <td><code>${i.schema_id ? `${i.schema_id}/` : ""}${i.key}</code></td>
+                <td>${key
+                  ? html`${title}<br><code class="muted">${key}</code>`
+                  : html`<code>${title}</code>`}</td>
                 <td>${statusBadge(i.status)}</td>
-                <td>${i.message}</td>
+                <td>${itemMessage(r.policy_type, i.message)}</td>
               </tr>
-            `
-          )}
+            `;
+          })}
         </tbody>
       </table>
     </div>
