@@ -226,14 +226,17 @@ dbTest("nodes streaming from a replica that stopped updating its liveness row go
     await eventually(async () => (await streamRows(db, local.nodeId)) === 1, {
       what: "local stream recorded",
     });
-    // Another replica, silent for a minute, holds pc-1's stream.
-    await db.query(
-      "INSERT INTO server_replicas (id, last_seen) VALUES ('dead-replica', now() - interval '1 minute')",
-    );
-    await db.query("INSERT INTO node_streams (node_id, replica_id) VALUES ($1, 'dead-replica')", [
-      agent.nodeId,
-    ]);
-    await db.query("UPDATE nodes SET status = 'online' WHERE id = $1", [agent.nodeId]);
+    // Another replica, silent for a minute, holds pc-1's stream. One transaction: the reaper runs every
+    // 100 ms and would otherwise remove the replica row between the inserts.
+    await db.transaction(async (tx) => {
+      await tx.query(
+        "INSERT INTO server_replicas (id, last_seen) VALUES ('dead-replica', now() - interval '1 minute')",
+      );
+      await tx.query("INSERT INTO node_streams (node_id, replica_id) VALUES ($1, 'dead-replica')", [
+        agent.nodeId,
+      ]);
+      await tx.query("UPDATE nodes SET status = 'online' WHERE id = $1", [agent.nodeId]);
+    });
     await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", {
       what: "pc-1 offline",
     });
