@@ -6,11 +6,10 @@
  * ("Use a passkey / security key"), and the call repeats and succeeds.
  */
 import assert from "node:assert/strict";
-import puppeteer, { type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { startServerProcess } from "../helpers/process.ts";
+import { haveChromium, launchChromium } from "../helpers/browser.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
 if (!haveChromium) {
   console.warn("passkey step-up browser test skipped: needs Debian's chromium at /usr/bin/chromium");
 }
@@ -44,21 +43,8 @@ Deno.test({
     const server = await startServerProcess({
       env: { JWT_SECRET: "step-up-passkey-ui-test-secret-0123456789" },
     });
-    const profile = await Deno.makeTempDir({ prefix: "svc-step-up-chromium-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
+    const chromium = await launchChromium();
+    const { browser } = chromium;
     try {
       const page = await browser.newPage();
       await page.setViewport({ width: 1280, height: 1100 });
@@ -198,9 +184,8 @@ Deno.test({
       const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
       assert.ok(credentials[0].signCount >= 2, `the passkey signed twice: ${credentials[0].signCount}`);
     } finally {
-      await browser.close();
+      await chromium.close();
       await server.stop();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
     }
   },
 });
