@@ -22,6 +22,7 @@ import { ensureDataDir, loadIdentity } from "./identity.ts";
 import type { Logger } from "./log.ts";
 import { Notifier } from "./notify.ts";
 import { renewIfDue } from "./renew.ts";
+import { ColdPageRelease } from "./cold_pages.ts";
 import { RevocationNotice } from "./revocation.ts";
 import { Runner } from "./runner.ts";
 import { runStreamSession } from "./stream.ts";
@@ -53,6 +54,8 @@ export interface DaemonOptions {
   enforcers?: readonly Enforcer[];
   /** Milliseconds between checks of the disk-encryption inventory for changes; default ten minutes. */
   diskEncryptionCheckMs?: number;
+  /** Quiet milliseconds after a sync before the runtime's cold pages are given back; default 30 s. */
+  coldPagesQuietMs?: number;
 }
 
 const UNARY_TIMEOUT_MS = 15_000;
@@ -100,6 +103,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   let pendingReports = false;
   /** Node paths of tamper events whose restoring sync has not been logged yet. */
   const restoring = new Set<string>();
+  const coldPages = new ColdPageRelease({ logger, quietMs: options.coldPagesQuietMs });
 
   // Fails early (and the agent exits with the reason) when the enrollment data is unusable.
   let identity: Identity = await loadIdentity(dataDir);
@@ -163,6 +167,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
     onSynced: async (summary: SyncSummary) => {
       logSync(summary);
+      coldPages.activity();
       try {
         await watcher.setWatched(summary.managed);
         problems.delete("tamper watcher");
@@ -406,6 +411,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       await sleep(delay, signal);
     }
   } finally {
+    coldPages.stop();
     clearInterval(renewTimer);
     clearInterval(catalogueTimer);
     clearInterval(diskEncryptionTimer);
