@@ -18,8 +18,9 @@
  * Numbers, not pass/fail. Parsing, content checks and typed-content encoding run in a worker
  * (server/domain/bundle_job.ts) before the request's unit of work opens; what remains on the loop is reading
  * the body, the database statements, copying the worker's answer back, encoding the stream message and the
- * TLS write. The agent's stream only counts messages (tests/helpers/stall.ts), so decoding them is not
- * counted; the in-process REST client does parse each JSON response (a few ms for 1 MiB).
+ * TLS write. The agent's stream only counts messages and runs in its own process (tests/helpers/stall.ts), as
+ * a real agent does, so receiving a 1 MiB message is not counted; the in-process REST client does parse each
+ * JSON response (a few ms for 1 MiB).
  */
 import { parseArgs } from "node:util";
 import { migrate, openPglite } from "../server/db/mod.ts";
@@ -150,7 +151,7 @@ const releaseBundleWorker = keepBundleWorkerWarm();
 const admin = await server.test.loginAs({ superAdmin: true });
 const groupId = await createGroup(db, "bench");
 const agent = await enrollAgent(server, { name: "bench-agent", groupId });
-const stream = countingStream(server, agent);
+const stream = countingStream(server, agent, { ownProcess: true });
 await stream.waitFor(1);
 console.log(
   `${RUNS} run(s) each on ${testDb ? "PostgreSQL" : "PGlite"}, load average ${Deno.loadavg().join(" ")}.\n` +

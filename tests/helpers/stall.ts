@@ -4,12 +4,7 @@
  * waited), and a policy stream that only counts what it receives, so that decoding a large message on the
  * test's side (the same thread as the server) is not mistaken for a stall of the server.
  */
-import * as grpc from "@grpc/grpc-js";
-import { create, toBinary } from "@bufbuild/protobuf";
-import {
-  PolicyService,
-  SubscribePolicyUpdatesRequestSchema,
-} from "../../shared/gen/svc/policy/v1/policy_pb.ts";
+import { openSubscribeCall, type StreamTarget } from "./counting_stream_client.ts";
 import type { Agent, AgentServer } from "./agents.ts";
 
 /**
@@ -115,62 +110,118 @@ export interface CountingStream {
   close(): void;
 }
 
+/** Options of {@linkcode countingStream}. */
+export interface CountingStreamOptions {
+  /**
+   * Receive in a child process (tests/helpers/counting_stream_client.ts), as a real agent does on its own
+   * machine: receiving a 1 MiB message (TLS, HTTP/2 frames, reassembly) then costs the measured thread nothing.
+   */
+  ownProcess?: boolean;
+}
+
 /** Opens `SubscribePolicyUpdates` for `agent` on `server` (revision 0: a full snapshot first). */
-export function countingStream(server: AgentServer, agent: Agent): CountingStream {
-  const client = new grpc.Client(
-    `localhost:${server.policyPort}`,
-    grpc.credentials.createSsl(
-      Buffer.from(server.ctx.ca.certPem),
-      Buffer.from(agent.keyPem),
-      Buffer.from(agent.certPem),
-    ),
-    { "grpc.max_receive_message_length": -1 },
-  );
-  const method = PolicyService.method.subscribePolicyUpdates;
-  const call = client.makeServerStreamRequest(
-    `/${PolicyService.typeName}/${method.name}`,
-    (request: Uint8Array) => Buffer.from(request),
-    (bytes: Buffer) => bytes,
-    toBinary(SubscribePolicyUpdatesRequestSchema, create(SubscribePolicyUpdatesRequestSchema)),
-  );
-  let received = 0;
-  let ended: unknown = null;
-  const waiters = new Set<() => void>();
-  const wake = () => waiters.forEach((w) => w());
-  call.on("data", () => {
-    received++;
-    wake();
-  });
-  call.on("error", (err) => {
-    ended = err;
-    wake();
-  });
-  call.on("end", () => {
-    ended ??= new Error("stream ended");
-    wake();
-  });
+export function countingStream(
+  server: AgentServer,
+  agent: Agent,
+  options: CountingStreamOptions = {},
+): CountingStream {
+  const counter = options.ownProcess ? childCounter(server, agent) : inProcessCounter(server, agent);
   return {
-    count: () => received,
+    count: () => counter.received,
     async waitFor(n, timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
-      while (received < n) {
-        if (ended !== null && ended !== undefined) throw new Error(`policy stream ended: ${String(ended)}`);
+      while (counter.received < n) {
+        if (counter.ended !== undefined) throw new Error(`policy stream ended: ${String(counter.ended)}`);
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`timed out waiting for policy message #${n} (got ${received})`);
+        if (left <= 0) {
+          throw new Error(`timed out waiting for policy message #${n} (got ${counter.received})`);
+        }
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
-            waiters.delete(done);
+            counter.waiters.delete(done);
             resolve();
           };
           const timer = setTimeout(done, left);
-          waiters.add(done);
+          counter.waiters.add(done);
         });
       }
     },
-    close() {
-      call.cancel();
-      client.close();
+    close: () => counter.close(),
+  };
+}
+
+/** What both kinds of counter share: the count, how the stream ended, who waits for news. */
+interface Counter {
+  received: number;
+  ended: unknown;
+  waiters: Set<() => void>;
+  close(): void;
+}
+
+function newCounter(close: () => void): Counter & { onMessage(): void; onEnd(err: unknown): void } {
+  const counter = {
+    received: 0,
+    ended: undefined as unknown,
+    waiters: new Set<() => void>(),
+    close,
+    onMessage() {
+      counter.received++;
+      counter.waiters.forEach((w) => w());
     },
+    onEnd(err: unknown) {
+      counter.ended ??= err;
+      counter.waiters.forEach((w) => w());
+    },
+  };
+  return counter;
+}
+
+function childCounter(server: AgentServer, agent: Agent): Counter {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--quiet", new URL("./counting_stream_client.ts", import.meta.url).pathname],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const counter = newCounter(() => {
+    try {
+      child.kill("SIGKILL");
+    } catch { /* already gone */ }
+  });
+  const writer = child.stdin.getWriter();
+  void writer.write(new TextEncoder().encode(JSON.stringify(streamTarget(server, agent))))
+    .then(() => writer.close());
+  void (async () => {
+    let buffered = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      let nl;
+      while ((nl = buffered.indexOf("\n")) >= 0) {
+        buffered = buffered.slice(nl + 1);
+        counter.onMessage();
+      }
+    }
+    const why = await new Response(child.stderr).text();
+    counter.onEnd(new Error(why.trim() || "stream client exited"));
+  })();
+  return counter;
+}
+
+function inProcessCounter(server: AgentServer, agent: Agent): Counter {
+  const stream = openSubscribeCall(streamTarget(server, agent));
+  const counter = newCounter(() => stream.close());
+  stream.call.on("data", () => counter.onMessage());
+  stream.call.on("error", (err) => counter.onEnd(err));
+  stream.call.on("end", () => counter.onEnd(new Error("stream ended")));
+  return counter;
+}
+
+function streamTarget(server: AgentServer, agent: Agent): StreamTarget {
+  return {
+    port: server.policyPort,
+    caPem: server.ctx.ca.certPem,
+    keyPem: agent.keyPem,
+    certPem: agent.certPem,
   };
 }
