@@ -7,7 +7,7 @@
  * Policy content goes through {@link checkContentOffLoop}: small content (the common case) is checked on the
  * calling thread, which takes well under a few milliseconds; larger content is checked in a worker, and the
  * result ({@link CheckedContent}) is handed to the policy domain, which then stores it without checking again.
- * The same worker encodes large delivered content as the stream's typed member once per content
+ * The same worker encodes large delivered content as the stream's content and typed members once per content
  * (`server/hub/typed_content_cache.ts`), so no snapshot parses it on the loop.
  */
 import {
@@ -23,14 +23,14 @@ import {
 } from "./bundle_codec.ts";
 import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
-import { type EncodedTypedContent, encodeTypedContent } from "../hub/typed_content.ts";
+import { type EncodedMembers, encodeMembers } from "../hub/typed_content.ts";
 
 /** A unit of pure bundle work. */
 export type BundleJob =
   | { op: "check"; text: string; format?: BundleFormat }
   | { op: "content"; type: string; content: string }
-  /** Stored content as the stream's typed member (server/hub/typed_content.ts); null for an unknown type. */
-  | { op: "typed"; type: string; content: string }
+  /** Stored content as the stream's encoded content and typed members (server/hub/typed_content.ts). */
+  | { op: "members"; type: string; content: string }
   | {
     op: "render";
     policies: ExportPolicyRow[];
@@ -39,7 +39,7 @@ export type BundleJob =
   };
 
 /** What a job returns. */
-export type BundleJobValue = CheckedBundle | RenderedExport | CheckedContent | EncodedTypedContent | null;
+export type BundleJobValue = CheckedBundle | RenderedExport | CheckedContent | EncodedMembers | null;
 
 /**
  * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; content that
@@ -56,8 +56,8 @@ export function runBundleJob(job: BundleJob): BundleJobAnswer {
       ? withoutParsedContent(checkBundle(job.text, job.format))
       : job.op === "content"
       ? checkContent(job.type, job.content)
-      : job.op === "typed"
-      ? encodeTypedContent(job.type, job.content) ?? null
+      : job.op === "members"
+      ? encodeMembers(job.type, job.content)
       : renderExport(job.policies, job.bindings, job.format);
     return { ok: true, value };
   } catch (err) {

@@ -9,11 +9,12 @@
  * | lower, events compacted or one is a resync signal     | full snapshot       |
  * | equal                                                 | nothing             |
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { Queryable } from "../db/db.ts";
 import type { Logger } from "../log.ts";
 import { EventType, PolicyUpdateSchema } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { currentRevision, loadDeliveredPolicies, toPolicyMessages } from "./snapshot.ts";
+import { encodePolicyUpdate } from "./stream_message.ts";
 
 /** A row of `hub_events`. */
 export interface HubEvent {
@@ -79,8 +80,7 @@ export async function encodeReplay(
       : e.kind === "created"
       ? EventType.CREATED
       : EventType.UPDATED;
-    return toBinary(
-      PolicyUpdateSchema,
+    return encodePolicyUpdate(
       create(PolicyUpdateSchema, {
         type,
         policy: type === EventType.DELETED

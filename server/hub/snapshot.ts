@@ -15,9 +15,10 @@ import {
   PolicyState,
   PolicyUpdateSchema,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { typedContentOf } from "./typed_content_cache.ts";
-import { withTypedContent } from "./typed_content.ts";
+import { encodedMembersOf } from "./typed_content_cache.ts";
+import { withEncodedMembers } from "./typed_content.ts";
 import { yieldAfterLongWork } from "../loop_turn.ts";
+import { encodePolicyUpdate } from "./stream_message.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {
@@ -102,8 +103,7 @@ export async function encodeSnapshot(policies: readonly Policy[], revision: numb
   const messages: Uint8Array[] = [];
   for (const [i, policy] of policies.entries()) {
     const started = performance.now();
-    messages.push(toBinary(
-      PolicyUpdateSchema,
+    messages.push(encodePolicyUpdate(
       create(PolicyUpdateSchema, {
         type: EventType.SNAPSHOT,
         policy,
@@ -117,23 +117,22 @@ export async function encodeSnapshot(policies: readonly Policy[], revision: numb
 }
 
 /**
- * The stream `Policy` messages of delivered policies, each with its typed content when the type is known
- * and the content parses (typed_content_cache.ts: encoded once per content, large content off the loop;
- * content that fails to parse is sent without it and logged).
+ * The stream `Policy` messages of delivered policies: content and typed content (when the type is known and
+ * the content parses) as ready bytes (typed_content_cache.ts: encoded once per content, large content off the
+ * loop; content that fails to parse is sent without its typed member and logged).
  */
 export async function toPolicyMessages(
   policies: readonly DeliveredPolicy[],
   log: Logger,
 ): Promise<Policy[]> {
-  const typed = await Promise.all(policies.map((p) => typedContentOf(p, log)));
+  const members = await Promise.all(policies.map((p) => encodedMembersOf(p, log)));
   return policies.map((p, i) =>
-    withTypedContent(
+    withEncodedMembers(
       create(PolicySchema, {
         id: p.id,
         name: p.name,
         description: p.description,
         type: p.type,
-        content: p.content,
         version: p.version,
         state: PolicyState.RELEASED,
         priority: p.priority,
@@ -141,7 +140,7 @@ export async function toPolicyMessages(
         deprecationMessage: p.deprecation_message,
         replacementPolicyId: p.replacement_policy_id ?? "",
       }),
-      typed[i],
+      members[i],
     )
   );
 }

@@ -38,13 +38,41 @@ export interface EncodedTypedContent {
   payload: Uint8Array;
 }
 
+/** Field number of `Policy.content`, which {@link encodeContentField} encodes. */
+const CONTENT_FIELD = PolicySchema.fields.find((f) => f.localName === "content")!.number;
+
 /**
- * Puts the encoded member into `policy` (whose `typedContent` is unset): protobuf-es writes it as it writes a
- * field it does not know, byte for byte, and every reader decodes it as the typed member it is.
+ * `Policy.content` as a length-delimited field carries it (UTF-8 behind its length). Encoding a 1 MiB text
+ * takes several milliseconds; done once per content and written into every message as bytes, no snapshot
+ * repeats it.
  */
-export function withTypedContent(policy: Policy, typed: EncodedTypedContent | undefined): Policy {
-  if (typed) {
-    policy.$unknown = [{ no: typed.fieldNumber, wireType: WireType.LengthDelimited, data: typed.payload }];
+export function encodeContentField(content: string): Uint8Array {
+  return new BinaryWriter().string(content).finish();
+}
+
+/** What a delivered policy's stream messages carry as ready bytes: its content, and its typed member. */
+export interface EncodedMembers {
+  /** `Policy.content` from {@link encodeContentField}. */
+  content: Uint8Array;
+  /** Undefined for an unknown type and for content that does not parse. */
+  typed?: EncodedTypedContent;
+}
+
+/** Both encoded members of stored content; throws `PolicyContentError` when the content does not parse. */
+export function encodeMembers(type: string, content: string): EncodedMembers {
+  return { typed: encodeTypedContent(type, content), content: encodeContentField(content) };
+}
+
+/**
+ * Puts the encoded members into `policy` (whose `content` is empty and `typedContent` unset): protobuf-es
+ * writes them as it writes fields it does not know, byte for byte, after the known ones, and every reader
+ * decodes them as the members they are (field order does not matter on the wire).
+ */
+export function withEncodedMembers(policy: Policy, members: EncodedMembers): Policy {
+  policy.$unknown = [{ no: CONTENT_FIELD, wireType: WireType.LengthDelimited, data: members.content }];
+  if (members.typed) {
+    const { fieldNumber, payload } = members.typed;
+    policy.$unknown.push({ no: fieldNumber, wireType: WireType.LengthDelimited, data: payload });
   }
   return policy;
 }

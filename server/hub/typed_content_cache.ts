@@ -1,9 +1,10 @@
 /**
- * The encoded typed content of delivered policies ({@link encodeTypedContent}), kept per policy for as long
- * as its type and content stay the same. Parsing a large policy costs hundreds of milliseconds (about 300 ms
+ * The encoded members of delivered policies ({@link encodeMembers}: the content text as UTF-8 and the typed
+ * content), kept per policy for as long as its type and content stay the same. Parsing a large policy costs hundreds of milliseconds (about 300 ms
  * for 1 MiB on a loaded machine); done for every snapshot on the server's thread, it held up every other
- * request and stream that long. Now content is parsed once per change, and large content in the bundle
- * worker (`runOffLoop`), so a snapshot build only copies bytes.
+ * request and stream that long; encoding 1 MiB of text as UTF-8 took several milliseconds more per snapshot.
+ * Now content is parsed and encoded once per change, and large content in the bundle worker (`runOffLoop`),
+ * so a snapshot build only copies bytes.
  *
  * The cache belongs to the process: every replica fills its own on first use, and an entry is used only
  * when the content read from the database is the very text it was made from.
@@ -12,7 +13,7 @@ import { DomainError } from "../domain/errors.ts";
 import { INLINE_CONTENT_LENGTH, runOffLoop } from "../domain/bundle_job.ts";
 import type { Logger } from "../log.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
-import { type EncodedTypedContent, encodeTypedContent } from "./typed_content.ts";
+import { encodeContentField, type EncodedMembers, encodeMembers } from "./typed_content.ts";
 
 /**
  * Most bytes the cache holds (content text as UTF-16 plus the encoded message), beyond which the least
@@ -23,7 +24,7 @@ export const TYPED_CONTENT_CACHE_BYTES = 128 * 1024 * 1024;
 interface Entry {
   type: string;
   content: string;
-  typed: Promise<EncodedTypedContent | undefined>;
+  members: Promise<EncodedMembers>;
   /** Bytes counted against {@link TYPED_CONTENT_CACHE_BYTES} (an estimate until the encoding is done). */
   size: number;
 }
@@ -33,7 +34,7 @@ const entries = new Map<string, Entry>();
 let cachedBytes = 0;
 let encodings = 0;
 
-/** A policy whose typed content the stream needs. */
+/** A policy whose encoded members the stream needs. */
 export interface TypedContentSource {
   id: string;
   type: string;
@@ -41,59 +42,57 @@ export interface TypedContentSource {
 }
 
 /**
- * The typed member of `policy`, from the cache or encoded now (on this thread for short content, in the
- * bundle worker for longer). Undefined for an unknown type, and for content that does not parse: that is
- * logged once per content and the policy is sent without its typed member, so one bad policy never keeps
- * the others from a node.
+ * The encoded members of `policy`, from the cache or encoded now (on this thread for short content, in the
+ * bundle worker for longer). The typed member is undefined for an unknown type, and for content that does
+ * not parse: that is logged once per content and the policy is sent without its typed member, so one bad
+ * policy never keeps the others from a node.
  */
-export function typedContentOf(
-  policy: TypedContentSource,
-  log: Logger,
-): Promise<EncodedTypedContent | undefined> {
+export function encodedMembersOf(policy: TypedContentSource, log: Logger): Promise<EncodedMembers> {
   const hit = entries.get(policy.id);
   if (hit && hit.type === policy.type && hit.content === policy.content) {
     entries.delete(policy.id);
     entries.set(policy.id, hit);
-    return hit.typed;
+    return hit.members;
   }
   if (hit) forget(policy.id, hit);
   const entry: Entry = {
     type: policy.type,
     content: policy.content,
-    typed: Promise.resolve(undefined),
-    size: policy.content.length * 4,
+    members: Promise.resolve({ content: new Uint8Array() }),
+    size: policy.content.length * 5,
   };
-  entry.typed = encode(policy, log).then(({ typed, lasting }) => {
+  entry.members = encode(policy, log).then(({ members, lasting }) => {
     if (!lasting) forget(policy.id, entry);
     else if (entries.get(policy.id) === entry) {
-      cachedBytes += policy.content.length * 2 + (typed?.payload.length ?? 0) - entry.size;
-      entry.size = policy.content.length * 2 + (typed?.payload.length ?? 0);
+      const size = policy.content.length * 2 + members.content.length + (members.typed?.payload.length ?? 0);
+      cachedBytes += size - entry.size;
+      entry.size = size;
       trim(entry);
     }
-    return typed;
+    return members;
   });
   entries.set(policy.id, entry);
   cachedBytes += entry.size;
   trim(entry);
-  return entry.typed;
+  return entry.members;
 }
 
-/** Encodes `policy`'s typed content; `lasting` is false for a failure worth trying again (a worker failed). */
+/** Encodes `policy`'s members; `lasting` is false for a failure worth trying again (a worker failed). */
 async function encode(
   policy: TypedContentSource,
   log: Logger,
-): Promise<{ typed: EncodedTypedContent | undefined; lasting: boolean }> {
+): Promise<{ members: EncodedMembers; lasting: boolean }> {
   encodings++;
   try {
     if (policy.content.length <= INLINE_CONTENT_LENGTH) {
-      return { typed: encodeTypedContent(policy.type, policy.content), lasting: true };
+      return { members: encodeMembers(policy.type, policy.content), lasting: true };
     }
-    const typed = await runOffLoop<EncodedTypedContent | null>({
-      op: "typed",
+    const members = await runOffLoop<EncodedMembers>({
+      op: "members",
       type: policy.type,
       content: policy.content,
     });
-    return { typed: typed ?? undefined, lasting: true };
+    return { members, lasting: true };
   } catch (err) {
     log.warn("hub: policy content does not parse; sending it without typed content", {
       policy: policy.id,
@@ -101,7 +100,10 @@ async function encode(
       error: (err as Error).message,
     });
     // Content that does not parse stays so until it changes; anything else is tried again next time.
-    return { typed: undefined, lasting: err instanceof PolicyContentError || err instanceof DomainError };
+    return {
+      members: { content: encodeContentField(policy.content) },
+      lasting: err instanceof PolicyContentError || err instanceof DomainError,
+    };
   }
 }
 

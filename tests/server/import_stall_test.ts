@@ -500,7 +500,7 @@ Deno.test("a server keeps one bundle worker warm from start to stop", async () =
   try {
     assert.deepEqual(bundleWorkerPool(), { idle: 1, warm: 1 }, "the worker starts with the server");
     // An unknown type answers null: the job only has to run in a worker.
-    const typed = { op: "typed", type: "no-such-type", content: "{}" } as const;
+    const typed = { op: "members", type: "no-such-type", content: "{}" } as const;
     await runOffLoop(typed);
     await Promise.all([runOffLoop(typed), runOffLoop(typed)]);
     const pool = bundleWorkerPool();
