@@ -60,7 +60,8 @@ export interface HubOptions {
   snapshotCacheMs?: number;
   /**
    * The handle the liveness heartbeat uses, so that it does not queue behind the main pool (see
-   * `openHeartbeatDatabase`); the hub closes it on stop unless it is the main handle. Default: the main pool.
+   * `openHeartbeatDatabase`); the hub closes it on stop, or when start fails, unless it is the main handle.
+   * Default: the main pool.
    */
   heartbeatDb?: Db;
 }
@@ -630,10 +631,18 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   return {
     async start() {
       if (running) return;
-      unlisten = await db.listen(HUB_CHANNEL, onNotice);
-      latestRevision = await currentRevision(db);
-      await registerReplica();
-      await reapPreviousProcesses();
+      try {
+        unlisten = await db.listen(HUB_CHANNEL, onNotice);
+        latestRevision = await currentRevision(db);
+        await registerReplica();
+        await reapPreviousProcesses();
+      } catch (err) {
+        // stop() does nothing for a hub that never ran: what start opened is closed here.
+        await unlisten?.().catch(() => {});
+        unlisten = undefined;
+        if (heartbeatDb !== db) await heartbeatDb.close().catch(() => {});
+        throw err;
+      }
       running = true;
       schedule();
       scheduleHeartbeat();

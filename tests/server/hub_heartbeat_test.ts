@@ -49,3 +49,23 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "hub heartbeat: a hub that fails to start closes its heartbeat pool [postgres]",
+  ignore: !TEST_DATABASE_URL,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const info = await freshDb("postgres");
+    const heartbeatDb = await openHeartbeatDatabase(info.db, info.url);
+    try {
+      // The hub reads its revision at start: without the table, start fails after LISTEN was set up.
+      await info.db.query("DROP TABLE hub_state CASCADE");
+      await assert.rejects(startAgentServer(info.db, { hub: { heartbeatDb } }), /hub_state/);
+      await assert.rejects(heartbeatDb.query("SELECT 1"), "the heartbeat pool was closed");
+    } finally {
+      await heartbeatDb.close().catch(() => {});
+      await info.dispose();
+    }
+  },
+});
