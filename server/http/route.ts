@@ -148,7 +148,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         if (!user) throw unauthorized();
         c.set("reauthenticate", () => hooks.authenticate(c));
         if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
-          await auditRefusal(c, route, hooks, 403);
+          await auditRefusal(c, route, hooks, 403, "denied");
           throw forbidden(`permission ${route.access} is required for this action`);
         }
       }
@@ -171,11 +171,23 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         });
       } catch (err) {
         if (err instanceof RefusedResponse) {
-          await auditRefusal(c, route, hooks, err.response.status);
+          await auditRefusal(
+            c,
+            route,
+            hooks,
+            err.response.status,
+            err.response.status === 403 ? "denied" : "failure",
+          );
           return err.response;
         }
         // The status the client will see, so the audit row agrees with the response.
-        await auditRefusal(c, route, hooks, toHttpError(err)?.status ?? 500);
+        const refusal = toHttpError(err);
+        // Only a missing permission is an access denial; other 403s from inside the handler (step-up missing
+        // or failed, a wrong current password) come from a caller who holds the route's permission: a failed
+        // attempt at the action, recorded under the action with the refusal's code.
+        const denied = refusal?.status === 403 && refusal.code === "forbidden";
+        if (refusal && !denied) c.set("auditDetails", { ...c.get("auditDetails"), error: refusal.code });
+        await auditRefusal(c, route, hooks, refusal?.status ?? 500, denied ? "denied" : "failure");
         throw err;
       }
     });
@@ -192,9 +204,16 @@ class RefusedResponse extends Error {
 /**
  * Writes the failure/denied row of a refused request, in its own transaction (the request's own changes are
  * already rolled back). The hooks log a row that cannot be written rather than replace the client's answer.
+ * `denied` (an `access_denied` row naming the permission) only when the caller lacks the route's permission.
  */
-async function auditRefusal(c: RouteContext, route: RouteSpec, hooks: RouteHooks, status: number) {
-  await hooks.audit(c, route, status === 403 ? "denied" : "failure", status);
+async function auditRefusal(
+  c: RouteContext,
+  route: RouteSpec,
+  hooks: RouteHooks,
+  status: number,
+  outcome: "failure" | "denied",
+) {
+  await hooks.audit(c, route, outcome, status);
 }
 
 /** Reads and validates a JSON body. */

@@ -14,11 +14,24 @@ async function roleId(client: TestClient, name: string, permissions: string[]): 
   return res.json.id;
 }
 
-async function deniedRows(db: Parameters<Parameters<typeof dbTest>[1]>[0], path: string) {
-  return await db.query<{ details: { body?: unknown; status: number } }>(
-    "SELECT details FROM audit_logs WHERE outcome = 'denied' AND details->>'path' = $1",
+/**
+ * The audit rows of refused step-ups on `path`. The caller holds the route's permission, so a refusal is a
+ * failed attempt at the action carrying the refusal's code, never an access denial.
+ */
+async function stepUpRefusals(db: Parameters<Parameters<typeof dbTest>[1]>[0], path: string) {
+  const rows = await db.query<
+    { action: string; outcome: string; details: { error?: string; status: number } }
+  >(
+    `SELECT action, outcome, details FROM audit_logs
+      WHERE details->>'path' = $1 AND details->>'error' LIKE 'reauthentication_%'`,
     [path],
   );
+  for (const row of rows) {
+    assert.equal(row.outcome, "failure", JSON.stringify(row));
+    assert.notEqual(row.action, "access_denied", JSON.stringify(row));
+    assert.equal(row.details.status, 403);
+  }
+  return rows;
 }
 
 dbTest("creating a user with roles needs step-up, in step_up (password is the new user's)", async (db) => {
@@ -61,7 +74,7 @@ dbTest("creating a user with roles needs step-up, in step_up (password is the ne
     });
     assert.equal(plain.status, 201, plain.text);
 
-    const denied = await deniedRows(db, "/api/v1/users");
+    const denied = await stepUpRefusals(db, "/api/v1/users");
     assert.equal(denied.length, 3, "each refusal is audited");
     const text = JSON.stringify(await db.query("SELECT details FROM audit_logs"));
     assert.ok(!text.includes(chief.password), "the proof is masked in every audit row");
@@ -115,7 +128,7 @@ dbTest("changing the permissions of a role someone holds, or deleting it, needs 
     const unusedGone = await chief.request("DELETE", `/api/v1/roles/${unused}`);
     assert.equal(unusedGone.status, 204, unusedGone.text);
 
-    assert.equal((await deniedRows(db, path)).length, 2, "both refusals are audited");
+    assert.equal((await stepUpRefusals(db, path)).length, 2, "both refusals are audited");
   } finally {
     await server.close();
   }
@@ -169,7 +182,7 @@ dbTest("changing the members of a user group that carries roles needs step-up", 
     // Empty now: deleting it takes nothing from anyone.
     const gone = await chief.request("DELETE", `/api/v1/user-groups/${powerful}`);
     assert.equal(gone.status, 204, gone.text);
-    assert.equal((await deniedRows(db, members)).length, 1);
+    assert.equal((await stepUpRefusals(db, members)).length, 1);
   } finally {
     await server.close();
   }

@@ -316,12 +316,17 @@ dbTest("escrow, reveal with all three checks, rotation: real LUKS2 header", asyn
         ["access_denied", "denied", "viewer"],
         ["disk_encryption.reveal", "failure", "officer"],
         ["disk_encryption.reveal", "failure", "officer"],
-        ["access_denied", "denied", "officer"],
-        ["access_denied", "denied", "officer"],
+        // The officer holds the permission: a reveal without (or with a failed) step-up is a failed reveal,
+        // with the refusal's code, not an access denial naming a permission the officer has.
+        ["disk_encryption.reveal", "failure", "officer"],
+        ["disk_encryption.reveal", "failure", "officer"],
       ],
     );
     assert.equal(rows[0].details.required_permission, "disk_encryption:reveal");
     assert.equal(rows[3].details.status, 403);
+    assert.equal(rows[3].details.error, "reauthentication_required");
+    assert.equal(rows[3].details.required_permission, undefined);
+    assert.equal(rows[4].details.error, "reauthentication_failed");
     assert.equal((rows[4].details.body as Record<string, unknown>).password, "[REDACTED]");
 
     const revealsBefore = await counterValue("svc_luks_recovery_key_reveals_total");

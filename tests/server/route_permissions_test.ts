@@ -89,6 +89,7 @@ dbTest("every route checks its permission on every request", async (db) => {
     const anyUser = await server.loginAs({ permissions: [] });
 
     let denials = 0;
+    let stepUps = 0;
     for (const route of routes) {
       const name = key(route);
       const path = concretePath(route.path);
@@ -107,8 +108,9 @@ dbTest("every route checks its permission on every request", async (db) => {
       if (route.access === "authenticated") {
         const res = await call(anyUser, route, path);
         assert.notEqual(res.status, 401, `${name} refused a logged-in user`);
-        // A route behind step-up re-authentication refuses an empty body: that refusal is audited as denied.
-        if (res.status === 403 && res.json?.error?.code === "reauthentication_required") denials++;
+        // A route behind step-up re-authentication refuses an empty body: a failed attempt at the action (the
+        // caller may do it), audited with the refusal's code, not as an access denial.
+        if (res.status === 403 && res.json?.error?.code === "reauthentication_required") stepUps++;
         continue;
       }
       const permission = route.access;
@@ -129,13 +131,20 @@ dbTest("every route checks its permission on every request", async (db) => {
         allowed.status !== 401 && !isPermissionGate(allowed, permission),
         `${name} with ${permission} still refused: ${allowed.status} ${allowed.text}`,
       );
-      if (allowed.status === 403 && allowed.json?.error?.code === "reauthentication_required") denials++;
+      if (allowed.status === 403 && allowed.json?.error?.code === "reauthentication_required") stepUps++;
     }
 
     const rows = await db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM audit_logs WHERE action = 'access_denied' AND outcome = 'denied'",
     );
-    assert.equal(rows[0].n, denials, "every 403 left an access_denied audit row");
+    assert.equal(rows[0].n, denials, "every 403 for a missing permission left an access_denied audit row");
+    const failed = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM audit_logs
+        WHERE outcome = 'failure' AND details->>'error' = 'reauthentication_required'
+          AND action <> 'access_denied' AND details->>'required_permission' IS NULL`,
+    );
+    assert.ok(stepUps > 0, "some routes are behind step-up");
+    assert.equal(failed[0].n, stepUps, "every step-up refusal left a failure row of its action");
   } finally {
     await server.close();
   }

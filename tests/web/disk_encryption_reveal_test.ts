@@ -240,7 +240,8 @@ Deno.test({
           AND action <> 'disk_encryption.key_confirmed' ORDER BY id`,
       );
       assert.deepEqual(rows.map((r) => [r.action, r.outcome]), [
-        ["access_denied", "denied"],
+        // The wrong password: a failed reveal by someone allowed to reveal, not an access denial.
+        ["disk_encryption.reveal", "failure"],
         ["disk_encryption.reveal", "success"],
         ["disk_encryption.reveal", "success"],
       ]);
