@@ -12,7 +12,8 @@
  * Printed per driver: enrollments per second; the server's processor time per enrollment (user+system of the
  * server process over the run) and this process's; and the mean time of each phase: TLS handshake (client
  * side: connect until the channel is ready), the Enroll call as the client sees it, and inside the server's
- * handler CSR parse/verify, signing, the database work (token consumption and the transaction) and the
+ * handler CSR parse/verify, signing, the database work (a read of the token before signing, then the one
+ * transaction that consumes it and records the node) and the
  * audit row's insert within that transaction (sent together with the node's statements, so it overlaps them). Phase times are wall-clock, so under concurrency they include waiting for the loop;
  * a sequential pass (concurrency 1, `--count`/10 agents) gives the uncontended figures next to them.
  */
@@ -34,6 +35,7 @@ import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";
 import { createTestServer } from "../tests/helpers/app.ts";
 import type { Driver } from "../tests/helpers/db.ts";
+import { machineCpu, programCpu } from "./proc_stats.ts";
 
 const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 const SERVER_PHASES = ["handler", "csr", "sign", "db", "audit"] as const;
@@ -47,6 +49,7 @@ const { values: args } = parseArgs({
     concurrency: { type: "string", default: "32" },
     driver: { type: "string", default: "both" },
     serve: { type: "string" },
+    "cpu-prof-dir": { type: "string" },
   },
 });
 
@@ -176,6 +179,8 @@ async function runDriver(driver: Driver, count: number, concurrency: number): Pr
     args: [
       "run",
       "-A",
+      // `--cpu-prof-dir DIR`: the server process writes a V8 CPU profile there when it ends.
+      ...(args["cpu-prof-dir"] ? [`--cpu-prof-dir=${args["cpu-prof-dir"]}`] : []),
       new URL(import.meta.url).pathname,
       "--serve",
       driver,
@@ -211,6 +216,7 @@ async function runDriver(driver: Driver, count: number, concurrency: number): Pr
     await command("reset");
     const client = { tls: 0, call: 0 };
     const cpu0 = cpuMs();
+    const [pg0, machine0] = await Promise.all([programCpu("postgres"), machineCpu()]);
     const started = performance.now();
     let next = from;
     const worker = async () => {
@@ -238,6 +244,12 @@ async function runDriver(driver: Driver, count: number, concurrency: number): Pr
     await Promise.all(Array.from({ length: parallel }, worker));
     const seconds = (performance.now() - started) / 1000;
     const clientCpu = cpuMs() - cpu0;
+    const [pg1, machine1] = await Promise.all([programCpu("postgres"), machineCpu()]);
+    // PostgreSQL's processes (all of the machine's, so other users of it count too), and how busy the machine
+    // was: when it is near 100%, the rate is bounded by the processors, and the per-enrollment CPU figures
+    // say who spends them.
+    const pgMs = (pg1 - pg0) * 1000;
+    const busy = (machine1.busy - machine0.busy) / Math.max(0.01, machine1.total - machine0.total);
     const server: ServerStats = await command("stats");
     const m = server.mean;
     const f = (x: number) => x.toFixed(1);
@@ -246,12 +258,16 @@ async function runDriver(driver: Driver, count: number, concurrency: number): Pr
         (n / seconds).toFixed(1)
       } enrollments/s ` +
         `(${n} in ${seconds.toFixed(1)} s); CPU per enrollment: server ${f(server.cpuMs / n)} ms, ` +
-        `clients ${f(clientCpu / n)} ms`,
+        `clients ${f(clientCpu / n)} ms` +
+        (driver === "postgres" ? `, PostgreSQL ${f(pgMs / n)} ms` : "") +
+        `; machine busy ${(busy * 100).toFixed(0)}%`,
     );
     console.log(
       `           mean ms: TLS handshake ${f(client.tls / n)}, Enroll call ${f(client.call / n)} ` +
         `[server handler ${f(m.handler)}: CSR parse/verify ${f(m.csr)}, signing ${f(m.sign)}, ` +
-        `DB ${f(m.db)} (token statement + transaction, which includes the audit row's ${f(m.audit)})]`,
+        `DB ${f(m.db - m.csr - m.sign)} (the one transaction: token, node and audit row, the last ${
+          f(m.audit)
+        })]`,
     );
   };
   try {

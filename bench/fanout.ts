@@ -45,6 +45,7 @@ import {
 import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { PolicyService, type PolicyUpdate } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";
+import { childPids, processStats } from "./proc_stats.ts";
 
 const USAGE =
   `usage: deno run -A bench/fanout.ts [--nodes N] [--procs P] [--policies K] [--policy-bytes B] [--rounds R]
@@ -341,28 +342,6 @@ async function expect<E extends Report["event"]>(
   return r as Extract<Report, { event: E }>;
 }
 
-/** CPU seconds (user + system) and RSS of a process, from /proc. */
-async function processStats(pid: number): Promise<{ cpu: number; rssMiB: number }> {
-  const stat = (await Deno.readTextFile(`/proc/${pid}/stat`)).split(") ")[1].split(" ");
-  const ticks = Number(stat[11]) + Number(stat[12]);
-  const status = await Deno.readTextFile(`/proc/${pid}/status`);
-  const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return { cpu: ticks / 100, rssMiB: rssKiB / 1024 };
-}
-
-/** Direct children of `pid` (the policy workers of a server process). */
-async function childPids(pid: number): Promise<number[]> {
-  const children: number[] = [];
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = (await Deno.readTextFile(`/proc/${entry.name}/stat`)).split(") ")[1].split(" ");
-      if (Number(stat[1]) === pid) children.push(Number(entry.name));
-    } catch { /* gone meanwhile */ }
-  }
-  return children;
-}
-
 /** CPU and RSS summed over the server process and its workers. */
 async function serverStats(pid: number): Promise<{ cpu: number; rssMiB: number; processes: number }> {
   const pids = [pid, ...await childPids(pid)];
@@ -492,14 +471,23 @@ async function startTarget(options: Options): Promise<Target> {
   };
 }
 
-/** Runs one measured round: arm the workers, trigger, collect arrival times relative to the trigger. */
-async function measure(workers: WorkerHandle[], trigger: () => Promise<void>): Promise<number[]> {
+/**
+ * Runs one measured round: arm the workers, trigger, collect arrival times relative to the commit the trigger
+ * returns (when its transaction's COMMIT was acknowledged), or to the trigger's start when it returns none.
+ * `commitMs` is how long the trigger took until then: the change's own transaction in PostgreSQL (for a
+ * binding that reaches every node, the triggers that keep `policy_reach` write a row per node), which is not
+ * delivery work.
+ */
+async function measure(
+  workers: WorkerHandle[],
+  trigger: () => Promise<number | void>,
+): Promise<{ latencies: number[]; commitMs: number }> {
   for (const w of workers) await w.send({ cmd: "arm" });
   for (const w of workers) await expect(w, "armed");
-  const t0 = now();
-  await trigger();
+  const start = now();
+  const t0 = (await trigger()) ?? start;
   const reports = await Promise.all(workers.map((w) => expect(w, "arrivals")));
-  return reports.flatMap((r) => r.times.map((t) => t - t0));
+  return { latencies: reports.flatMap((r) => r.times.map((t) => t - t0)), commitMs: t0 - start };
 }
 
 /** The ceiling: a bare grpc-js server with the policy port's TLS and limits, writing pre-encoded bytes. */
@@ -560,7 +548,7 @@ async function rawCeiling(
     for (let round = 1; round <= rounds; round++) {
       // The bare server runs in this process: its CPU is this process's during the round.
       const before = await processStats(Deno.pid);
-      const latencies = await measure(workers, () => {
+      const { latencies } = await measure(workers, () => {
         for (const call of calls) for (const m of messages) call.write(m);
         return Promise.resolve();
       });
@@ -648,17 +636,23 @@ async function main(): Promise<void> {
     for (let round = 1; round <= options.rounds; round++) {
       const before = target.pid ? await serverStats(target.pid) : undefined;
       const windowStart = now();
-      const latencies = await measure(workers, async () => {
+      const { latencies, commitMs } = await measure(workers, async () => {
         await db.transaction(async (tx) => {
           for (const id of bindings) {
             await updateBinding(tx, id, round === 1 ? { state: "enabled" } : { priority: round });
           }
         });
+        return now();
       });
       const after = target.pid ? await serverStats(target.pid) : undefined;
       const window = (now() - windowStart) / 1000;
       all.push(...latencies);
       summarize(`svc round ${round}`, latencies);
+      console.log(
+        `${"".padEnd(14)}(after the change's own transaction, which took ${
+          commitMs.toFixed(0)
+        } ms to commit)`,
+      );
       if (before && after) {
         const cpu = after.cpu - before.cpu;
         svcCpu += cpu;

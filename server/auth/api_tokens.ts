@@ -53,7 +53,7 @@ export async function createApiToken(
     [
       input.userId,
       input.name,
-      await sha256Hex(token),
+      sha256Hex(token),
       token.slice(0, API_TOKEN_PREFIX.length + 4),
       input.createdBy,
       input.days,
@@ -117,7 +117,7 @@ export async function authenticateApiToken(
                    AND (rb.user_id = u.id OR rb.user_group_id IN (
                          SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = u.id)))
               ORDER BY 1) AS permissions`,
-    [await sha256Hex(token)],
+    [sha256Hex(token)],
   );
   if (!row) return undefined;
   return {

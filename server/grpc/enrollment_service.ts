@@ -3,9 +3,9 @@
  * They know nothing about the transport: each takes the decoded request and the caller as an
  * {@link EnrollmentPeer}.
  *
- * Enroll consumes the token in its own committed statement before anything else can fail, so a token is
- * single use even under concurrent calls and is gone even when enrollment then fails (spec). The node, its
- * membership, its certificate record and the audit row are then written in one transaction.
+ * Enroll consumes the token, and writes the node, its membership, its certificate record and the audit row, in
+ * one transaction: a token is single use even under concurrent calls. When the enrollment then fails, the
+ * token is burnt in a statement of its own, so it is gone even then (spec).
  */
 import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
@@ -136,36 +136,57 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
         }, peer);
         return new GrpcError(grpc.status.UNAUTHENTICATED, message);
       };
-      // Its own statement, committed at once: the token is burnt before anything below can fail.
-      const [consumed] = await db.query<{ node_group_id: string; node_id: string | null; expired: boolean }>(
-        "DELETE FROM enrollment_tokens WHERE token_hash = $1 RETURNING node_group_id, node_id, expires_at <= now() AS expired",
-        [await sha256Hex(token)],
+      const tokenHash = sha256Hex(token);
+      // One commit per enrollment: the token is consumed in the transaction that records the node. A concurrent
+      // call with the same token waits on the deleted row and then finds it gone, so exactly one wins. The
+      // certificate is signed before that transaction, after a read that the token exists and is current (so
+      // no one makes the CA sign without a token, and the single connection of the embedded database is not
+      // held while signing). When anything after that read fails, the token is burnt in a statement of its
+      // own: a token is gone even when its enrollment fails (spec).
+      const burn = () =>
+        db.query("DELETE FROM enrollment_tokens WHERE token_hash = $1", [tokenHash]).catch((burnErr) =>
+          // The database is failing (the enrollment's own error says so); the token expires anyway.
+          ctx.log.error("enrollment: could not burn the token of a failed enrollment", {
+            error: String(burnErr),
+          })
+        );
+      const [known] = await db.query<{ expired: boolean }>(
+        "SELECT expires_at <= now() AS expired FROM enrollment_tokens WHERE token_hash = $1",
+        [tokenHash],
       );
-      if (!consumed) {
-        throw await refused("enrollment token is invalid or was already used; create a new token");
-      }
-      if (consumed.expired) {
+      if (!known) throw await refused("enrollment token is invalid or was already used; create a new token");
+      if (known.expired) {
+        await burn();
         throw await refused(
           "enrollment token has expired (tokens are valid for 5 minutes); create a new token",
         );
       }
-
-      let signed;
+      let signed: Awaited<ReturnType<ServerContext["ca"]["signCsr"]>>;
       try {
         signed = await ctx.ca.signCsr(request.csrPem, { commonName: nodeName });
       } catch (err) {
+        await burn();
         if (err instanceof PkiError) throw invalid("csr_pem", err.message);
         throw err;
       }
-      let result: { nodeId: string; groupName: string };
+      let refusal: string | undefined;
+      let result: { nodeId: string; groupName: string } | undefined;
       try {
-        // The node, its membership, its certificate record and the success audit row commit together. The
-        // statements after BEGIN go out together (postgres.js pipelines a transaction's concurrent queries):
-        // the node's id is chosen here so the audit row need not wait for the insert's answer.
         result = await db.unitOfWork(async () => {
+          const [consumed] = await db.query<{ node_group_id: string; node_id: string | null }>(
+            "DELETE FROM enrollment_tokens WHERE token_hash = $1 AND expires_at > now() RETURNING node_group_id, node_id",
+            [tokenHash],
+          );
+          if (!consumed) {
+            // Used by a concurrent call since the read above (or it expired meanwhile; then burnt below).
+            refusal = "enrollment token is invalid or was already used; create a new token";
+            return undefined;
+          }
           const reEnrolling = consumed.node_id;
           const nodeId = reEnrolling ?? crypto.randomUUID();
           const cert = { serial: signed.serial, notBefore: signed.notBefore, notAfter: signed.notAfter };
+          // The statements go out together (postgres.js pipelines a transaction's concurrent queries): the
+          // node's id is chosen here so the audit row need not wait for the insert's answer.
           const settled = await Promise.allSettled([
             // A re-enrollment token (Nodes → Re-enroll): the same node record gets the new certificate.
             reEnrolling
@@ -190,6 +211,7 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
           return { nodeId, groupName: made.value.groupName };
         });
       } catch (err) {
+        await burn();
         // Two different tokens racing for the same name: the unique index decides, with the same answer.
         const code = (err as { code?: string }).code;
         const failure = code === "23505"
@@ -207,6 +229,10 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
           }, peer);
         }
         throw failure;
+      }
+      if (!result) {
+        await burn();
+        throw await refused(refusal ?? "enrollment token is invalid or was already used; create a new token");
       }
       return {
         nodeId: result.nodeId,

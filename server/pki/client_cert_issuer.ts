@@ -8,6 +8,7 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
 import { x509 } from "../../shared/pki/csr.ts";
 import {
   bitString,
@@ -117,19 +118,19 @@ function rawSubject(certDer: Uint8Array): Uint8Array {
 }
 
 /** SHA-1 of the subjectPublicKey bits of a SubjectPublicKeyInfo (RFC 5280 4.2.1.2, method 1). */
-async function keyIdentifier(spki: Uint8Array): Promise<Uint8Array> {
+function keyIdentifier(spki: Uint8Array): Uint8Array {
   const outer = readElement(spki, 0);
   const bits = children(spki, outer)[1];
   if (bits?.tag !== TAG.bitString) throw new Error("SubjectPublicKeyInfo has no public key bit string");
   const key = spki.slice(bits.contentStart + 1, bits.end);
-  return new Uint8Array(await crypto.subtle.digest("SHA-1", key));
+  return new Uint8Array(createHash("sha1").update(key).digest());
 }
 
 /**
  * Prepares `ca` for issuing client certificates; undefined when its key type has no fast path (the caller
  * then issues through `@peculiar/x509`).
  */
-export async function prepareClientCertIssuer(ca: CaCredentials): Promise<ClientCertIssuer | undefined> {
+export function prepareClientCertIssuer(ca: CaCredentials): ClientCertIssuer | undefined {
   const scheme = signatureScheme(ca.privateKey);
   if (!scheme) return undefined;
   const caDer = new Uint8Array(ca.cert.rawData);
@@ -138,7 +139,7 @@ export async function prepareClientCertIssuer(ca: CaCredentials): Promise<Client
   const caKeyIdHex = ca.cert.getExtension(x509.SubjectKeyIdentifierExtension)?.keyId;
   const caKeyId = caKeyIdHex
     ? Uint8Array.from(caKeyIdHex.match(/../g) ?? [], (h) => parseInt(h, 16))
-    : await keyIdentifier(new Uint8Array(ca.cert.publicKey.rawData));
+    : keyIdentifier(new Uint8Array(ca.cert.publicKey.rawData));
   const authorityKeyId = extension("2.5.29.35", false, sequence(tlv(TAG.implicit0, caKeyId)));
   const version3 = tlv(TAG.context0, tlv(TAG.integer, Uint8Array.of(2)));
 
@@ -147,7 +148,7 @@ export async function prepareClientCertIssuer(ca: CaCredentials): Promise<Client
       const serial = crypto.getRandomValues(new Uint8Array(16));
       const notBefore = wholeSeconds(request.notBefore);
       const notAfter = wholeSeconds(request.notAfter);
-      const subjectKeyId = extension("2.5.29.14", false, octetString(await keyIdentifier(request.spki)));
+      const subjectKeyId = extension("2.5.29.14", false, octetString(keyIdentifier(request.spki)));
       const tbs = sequence(
         version3,
         unsignedInteger(serial),

@@ -105,7 +105,7 @@ export async function checkCsr(csrPem: string): Promise<Uint8Array<ArrayBuffer>>
 }
 
 /** Issuers prepared per CA, so the CA's fixed parts are encoded once, not per certificate. */
-const issuers = new WeakMap<CaCredentials, Promise<ClientCertIssuer | undefined>>();
+const issuers = new WeakMap<CaCredentials, { issuer: ClientCertIssuer | undefined }>();
 
 /**
  * Issues the client certificate of {@linkcode signCsr} for a public key already checked with
@@ -119,12 +119,12 @@ export async function issueClientCert(
   const { commonName, validityDays = AGENT_CERT_VALIDITY_DAYS, now = new Date() } = options;
   const notBefore = new Date(now.getTime() - BACKDATE_MS);
   const notAfter = new Date(now.getTime() + validityDays * DAY_MS);
-  let issuer = issuers.get(ca);
-  if (!issuer) {
-    issuer = prepareClientCertIssuer(ca);
-    issuers.set(ca, issuer);
+  let prepared = issuers.get(ca);
+  if (!prepared) {
+    prepared = { issuer: prepareClientCertIssuer(ca) };
+    issuers.set(ca, prepared);
   }
-  const fast = await issuer;
+  const fast = prepared.issuer;
   if (fast) {
     const cert = await fast.issue({ commonName, spki, notBefore, notAfter });
     return {

@@ -149,6 +149,10 @@ dbTest(
         }
         const [{ n }] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM nodes");
         assert.equal(n, 0, "no node was created for a refused key");
+        const [{ left }] = await db.query<{ left: number }>(
+          "SELECT count(*)::int AS left FROM enrollment_tokens",
+        );
+        assert.equal(left, 0, "the token of a refused request is burnt");
 
         const accepted = [(await generateKeyAndCsr("pc")).csrPem];
         if (HAVE_OPENSSL) {
