@@ -72,6 +72,15 @@ dbTest("node list: filters, search, sort allow-list and pagination", async (db, 
       assert.deepEqual(await names("desktop=KDE"), ["beta"]);
       assert.deepEqual(await names("search=CORP.example"), ["beta"]);
       assert.deepEqual(await names("search=_"), ["gamma_1"], "_ is matched literally");
+      assert.deepEqual(await names("search=ta.CORP"), ["beta"], "within the FQDN");
+      const spanning = await admin.request("GET", "/api/v1/nodes?search=a%1Fbeta");
+      assert.equal(
+        spanning.status,
+        400,
+        "a control character in a search is refused, so no match spans fields",
+      );
+      assert.match(JSON.stringify(spanning.json), /search/);
+      assert.deepEqual(await names("search=abeta.corp"), [], "nor joins them");
     });
 
     await t.step("sort and pagination", async () => {

@@ -23,7 +23,7 @@ import {
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
-import { changeById, DATE_TIME, noContent, readById, TEXT_PATTERN } from "./common.ts";
+import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 
 const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
@@ -103,6 +103,8 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         search: {
           type: "string",
           maxLength: 200,
+          // What is searched is single-line text; control characters could only make odd matches.
+          pattern: OPTIONAL_NAME_PATTERN,
           description: "Substring of name, FQDN, IP address or machine id",
         },
       },
