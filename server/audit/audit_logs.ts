@@ -61,6 +61,13 @@ export interface AuditLogPage extends Page<AuditLogRow> {
   total_estimated: boolean;
 }
 
+/**
+ * Deepest row a page number may reach. An offset makes the database read and drop every row before the page,
+ * so one request deep into a log of millions of rows costs as much as reading them; beyond this, pages are
+ * read by cursor, which costs the same at any depth.
+ */
+export const MAX_OFFSET_ROWS = 10_000;
+
 /** Up to this many matches are counted exactly; beyond, the total is the planner's estimate. */
 const EXACT_COUNT_LIMIT = 1_000;
 

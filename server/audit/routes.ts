@@ -4,7 +4,13 @@ import { badRequest } from "../http/errors.ts";
 import type { JsonSchema } from "../http/json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../http/pagination.ts";
 import { callerEvent, type RouteContext, type RouteSpec } from "../http/route.ts";
-import { type AuditFilter, type AuditLogRow, iterateAuditLogs, listAuditLogs } from "./audit_logs.ts";
+import {
+  type AuditFilter,
+  type AuditLogRow,
+  iterateAuditLogs,
+  listAuditLogs,
+  MAX_OFFSET_ROWS,
+} from "./audit_logs.ts";
 import { csvLine } from "./csv.ts";
 
 const FILTER_QUERY: Record<string, JsonSchema> = {
@@ -28,7 +34,8 @@ const FILTER_QUERY: Record<string, JsonSchema> = {
 const CURSOR_QUERY: JsonSchema = {
   type: "string",
   pattern: "^[1-9][0-9]{0,18}$",
-  description: "The next_cursor of the previous page (keyset paging; page is then ignored)",
+  description:
+    "The next_cursor of the previous page (keyset paging; page is then ignored). Page numbers reach the newest 10,000 entries; deeper pages are read by cursor",
 };
 
 const ROW_SCHEMA: JsonSchema = {
@@ -121,7 +128,20 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
       },
       async handler(c) {
         const cursor = c.req.query("cursor") || undefined;
-        return c.json(await listAuditLogs(ctx.db, filterOf(c), { ...pageRequest(c), cursor }));
+        const page = pageRequest(c);
+        if (cursor === undefined && (page.page - 1) * page.perPage >= MAX_OFFSET_ROWS) {
+          throw badRequest(
+            `page: audit entries beyond the newest ${
+              MAX_OFFSET_ROWS.toLocaleString("en")
+            } are read by cursor; ` +
+              "pass the previous page's next_cursor as cursor",
+            [{
+              field: "page",
+              message: `(page - 1) × per_page must be below ${MAX_OFFSET_ROWS}; use cursor`,
+            }],
+          );
+        }
+        return c.json(await listAuditLogs(ctx.db, filterOf(c), { ...page, cursor }));
       },
     },
     {

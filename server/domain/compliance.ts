@@ -67,6 +67,16 @@ export const REACHED_PAIRS_SQL =
   `policy_reach pr JOIN nodes n ON n.id = pr.node_id JOIN policies p ON p.id = pr.policy_id
   LEFT JOIN compliance_results r ON r.node_id = pr.node_id AND r.policy_id = pr.policy_id`;
 
+/**
+ * {@link REACHED_PAIRS_SQL} and {@link REPORTED_PAIRS_SQL} without nodes and policies, for choosing a page
+ * by a result column: `policy_reach` rows are removed with their node or policy (foreign keys), so those
+ * joins never drop a row.
+ */
+const REACHED_KEYS_SQL = `policy_reach pr
+  LEFT JOIN compliance_results r ON r.node_id = pr.node_id AND r.policy_id = pr.policy_id`;
+const REPORTED_KEYS_SQL = `compliance_results r
+  JOIN policy_reach pr ON pr.node_id = r.node_id AND pr.policy_id = r.policy_id`;
+
 /** Reported results whose policy still reaches the node, as `r`, `n`, `p`. */
 const REPORTED_PAIRS_SQL = `compliance_results r
   JOIN policy_reach pr ON pr.node_id = r.node_id AND pr.policy_id = r.policy_id
@@ -126,8 +136,8 @@ export async function listCompliance(
 ): Promise<Page<ComplianceRow> & { status_counts: StatusCounts }> {
   const params = new Params();
   const where: string[] = [];
-  if (filter.nodeId) where.push(`n.id = ${params.add(filter.nodeId)}`);
-  if (filter.policyId) where.push(`p.id = ${params.add(filter.policyId)}`);
+  if (filter.nodeId) where.push(`pr.node_id = ${params.add(filter.nodeId)}`);
+  if (filter.policyId) where.push(`pr.policy_id = ${params.add(filter.policyId)}`);
   if (filter.search) {
     const like = params.add(likePattern(filter.search));
     where.push(`(n.name ILIKE ${like} ESCAPE '\\' OR p.name ILIKE ${like} ESCAPE '\\')`);
@@ -145,15 +155,25 @@ export async function listCompliance(
       ),
     );
   if (filter.status) where.push(`${status} = ${params.add(filter.status)}`);
+  const field = options.sort?.field && Object.hasOwn(COMPLIANCE_SORT_COLUMNS, options.sort.field)
+    ? options.sort.field
+    : "reported_at";
+  // Report times almost never tie, so ties there are broken by the pair's ids, and the page is then chosen
+  // without reading node and policy names (every match is sorted to find a deep page). Sorts with many ties
+  // (status, severity) list them by node and policy name, as a reader expects.
+  const byTime = field === "reported_at";
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
     from,
+    keyFrom: byTime && !filter.search
+      ? (filter.includeUnreported ? REACHED_KEYS_SQL : REPORTED_KEYS_SQL)
+      : from,
     where,
     params: params.values,
     orderBy: orderBy(options.sort ?? {}, {
       columns: COMPLIANCE_SORT_COLUMNS,
       fallback: "reported_at",
-      tiebreak: "n.name, p.name, n.id, p.id",
+      tiebreak: byTime ? "pr.node_id, pr.policy_id" : "n.name, p.name, n.id, p.id",
       defaultOrder: options.sort?.field ? "asc" : "desc",
     }),
     page: options.page,

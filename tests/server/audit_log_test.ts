@@ -370,6 +370,17 @@ dbTest(
         400,
         "a cursor is the next_cursor of a page",
       );
+      // Page numbers reach the newest 10,000 rows; deeper, the answer names the cursor instead of scanning.
+      assert.equal((await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=100")).status, 200);
+      const deep = await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=101");
+      assert.equal(deep.status, 400);
+      assert.match(JSON.stringify(deep.json), /by cursor/);
+      assert.match(JSON.stringify(deep.json), /"page"/);
+      const deepCursor = await admin.request(
+        "GET",
+        `/api/v1/audit-logs?per_page=100&page=101&cursor=${first.json.next_cursor}`,
+      );
+      assert.equal(deepCursor.status, 200, "with a cursor the page number is ignored");
 
       // By action: exact, from the per-action counts. Narrower filters: exact up to 1,000, estimated beyond.
       assert.equal(first.json.total, 3200);

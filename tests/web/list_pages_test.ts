@@ -18,6 +18,7 @@ import { startServer } from "../../server/server.ts";
 import { createLogger } from "../../server/log.ts";
 import { freePort } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
+import type { Db } from "../../server/db/db.ts";
 import { haveChromium, launchChromium, seriousAxeViolations } from "../helpers/browser.ts";
 import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
@@ -86,32 +87,43 @@ const LIST_TAGS: Record<string, string> = {
   "/policy-bindings": "svc-policy-bindings-page",
 };
 
+/** Runs `fn` with a server on a fresh database and a console page logged in as the admin. */
+async function withConsole(fn: (page: Page, base: string, db: Db) => Promise<void>): Promise<void> {
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
+  const config = resolveConfig({
+    "server.data_dir": dataDir,
+    "server.enrollment_port": freePort(),
+    "server.policy_port": freePort(),
+    "server.hostnames": ["localhost"],
+    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
+    "security.admin_password": ADMIN_PASSWORD,
+    "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
+  }, {});
+  const database = await freshDb(DRIVER);
+  const server = await startServer(config, { db: database.db, log: createLogger("warn") });
+  const chromium = await launchChromium();
+  try {
+    const base = `https://localhost:${server.ports.web}`;
+    const page = await chromium.browser.newPage();
+    page.setDefaultTimeout(30_000);
+    await page.setViewport({ width: 1280, height: 900 });
+    await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
+    await fn(page, base, database.db);
+  } finally {
+    await chromium.close();
+    await server.stop();
+    await database.dispose();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+}
+
 Deno.test({
   name: `list pages: dashboard numbers land on their rows, phone layout, filters fold (${DRIVER})`,
   ignore: !haveChromium,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
-    const config = resolveConfig({
-      "server.data_dir": dataDir,
-      "server.enrollment_port": freePort(),
-      "server.policy_port": freePort(),
-      "server.hostnames": ["localhost"],
-      "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-      "security.admin_password": ADMIN_PASSWORD,
-      "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
-    }, {});
-    const database = await freshDb(DRIVER);
-    const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-    const chromium = await launchChromium();
-    try {
-      const base = `https://localhost:${server.ports.web}`;
-      const page = await chromium.browser.newPage();
-      page.setDefaultTimeout(30_000);
-      await page.setViewport({ width: 1280, height: 900 });
-      await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
-
+    await withConsole(async (page, base, db) => {
       // The fleet: two groups, policies in every state, one enabled binding, nodes of every status and
       // certificate bucket (some in the bound group, so compliance has pending pairs).
       const office = await call(page, "POST", "/api/v1/node-groups", { name: "office" });
@@ -150,13 +162,13 @@ Deno.test({
         ["n-quarter", "offline", "60 days", ""],
       ];
       for (const [name, status, expiry, group] of nodes) {
-        const [row] = await database.db.query<{ id: string }>(
+        const [row] = await db.query<{ id: string }>(
           `INSERT INTO nodes (name, status, os_name, cert_serial, cert_not_after)
            VALUES ($1, $2, 'Debian GNU/Linux', $3, now() + $4::interval) RETURNING id`,
           [name, status, expiry ? `${name}-serial` : null, expiry],
         );
         if (group) {
-          await database.db.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
+          await db.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
             row.id,
             group,
           ]);
@@ -261,11 +273,109 @@ Deno.test({
         assert.deepEqual(await seriousAxeViolations(page), [], `axe on ${path}, filters open`);
         await shot(page, `phone${path.replace(/[/?=&%]+/g, "-")}`);
       }
-    } finally {
-      await chromium.close();
-      await server.stop();
-      await database.dispose();
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-    }
+    });
+  },
+});
+
+Deno.test({
+  name: `audit log console pages by cursor: next, previous, reload, no offsets (${DRIVER})`,
+  ignore: !haveChromium,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await withConsole(async (page, base, db) => {
+      // 35 entries of one action, newest numbered highest; 10 per page is 4 pages.
+      await db.query(
+        `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_name, outcome, details)
+         SELECT now() - (100 - i) * interval '1 second', 'alice', 'paging.seed', 'policy', 'entry-' || i,
+                'success', '{}'::jsonb
+           FROM generate_series(1, 35) i`,
+      );
+      const asked: string[] = [];
+      page.on("request", (r) => {
+        if (r.url().includes("/api/v1/audit-logs")) asked.push(new URL(r.url()).search);
+      });
+      const rows = async (expectFirst: string) => {
+        const handle = await page.waitForFunction(
+          (first: string) => {
+            const cells = [
+              ...document.querySelectorAll("svc-audit-logs-page table.data tbody tr td:nth-child(4)"),
+            ]
+              .map((td: El) => td.textContent.replace(/\s+/g, " ").trim());
+            return cells.length > 0 && cells[0].endsWith(first) ? cells : null;
+          },
+          {},
+          expectFirst,
+        );
+        return (await handle.jsonValue()) as string[];
+      };
+      const pagerText = () =>
+        page.$eval("svc-audit-logs-page svc-pager", (e: El) => e.textContent.replace(/\s+/g, " ").trim());
+      const click = (label: string) =>
+        page.evaluate((l: string) => {
+          const button = [...document.querySelectorAll("svc-audit-logs-page svc-pager sl-button")]
+            .find((b: El) => b.textContent.trim() === l);
+          button.click();
+        }, label);
+      const disabled = (label: string) =>
+        page.evaluate((l: string) =>
+          [...document.querySelectorAll("svc-audit-logs-page svc-pager sl-button")]
+            .find((b: El) => b.textContent.trim() === l).disabled, label);
+
+      await page.goto(`${base}/audit-logs?action=paging.seed&per_page=10`, { waitUntil: "load" });
+      assert.equal((await rows("entry-35")).length, 10);
+      assert.match(await pagerText(), /1–10 of 35 entries/);
+      assert.doesNotMatch(await pagerText(), /of 4/, "no page count: pages are not numbered on the server");
+      await click("Next");
+      assert.deepEqual((await rows("entry-25")).slice(-1), ["policy: entry-16"]);
+      assert.match(await pagerText(), /11–20 of 35 entries/);
+      await click("Next");
+      await rows("entry-15");
+      // A reload (or a shared link) of page 3 shows the same rows, and Previous still walks back.
+      await page.reload({ waitUntil: "load" });
+      await rows("entry-15");
+      await click("Next");
+      assert.equal((await rows("entry-5")).length, 5);
+      assert.equal(await disabled("Next"), true, "the last page has no next cursor");
+      await click("Previous");
+      await rows("entry-15");
+      await click("Previous");
+      await rows("entry-25");
+      await click("Previous");
+      await rows("entry-35");
+      assert.equal(await disabled("Previous"), true);
+      assert.ok(asked.length >= 7, asked.join(" "));
+      assert.ok(asked.every((q) => !/[?&]page=/.test(q)), `no request by page number: ${asked.join(" ")}`);
+      assert.ok(asked.some((q) => /[?&]cursor=\d+/.test(q)), asked.join(" "));
+
+      // 20 entries, 10 per page: the second page is full, so the API still gives a next cursor, but the
+      // exact total says it is the end; Next must not lead to an empty page.
+      await db.query(
+        `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_name, outcome, details)
+         SELECT now() - (100 - i) * interval '1 second', 'alice', 'paging.even', 'policy', 'entry-' || i,
+                'success', '{}'::jsonb
+           FROM generate_series(1, 20) i`,
+      );
+      await page.goto(`${base}/audit-logs?action=paging.even&per_page=10`, { waitUntil: "load" });
+      await rows("entry-20");
+      await click("Next");
+      await rows("entry-10");
+      assert.match(await pagerText(), /11–20 of 20 entries/);
+      assert.equal(await disabled("Next"), true, "a full last page offers no Next");
+
+      // A link past the end (a bookmark whose rows were since purged) says so and leads back.
+      const secondPage = new URL(page.url()).searchParams.get("cursor");
+      await page.goto(`${base}/audit-logs?action=paging.even&per_page=10&cursor=1&prev=${secondPage}`, {
+        waitUntil: "load",
+      });
+      await page.waitForFunction(() =>
+        document.querySelector("svc-audit-logs-page .empty-state")?.textContent.includes("No more entries")
+      );
+      await page.evaluate(() =>
+        [...document.querySelectorAll("svc-audit-logs-page .empty-state sl-button")]
+          .find((b: El) => b.textContent.trim() === "Previous").click()
+      );
+      await rows("entry-10");
+    });
   },
 });

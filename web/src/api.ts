@@ -41,6 +41,10 @@ export interface ListPage<T> {
   total: number;
   page: number;
   per_page: number;
+  /** Lists paged by cursor: pass as `cursor` for the next page; null on the last page. */
+  next_cursor?: string | null;
+  /** True when `total` is the database's estimate rather than a count. */
+  total_estimated?: boolean;
 }
 
 /** Query values; `undefined` and empty strings are left out. */

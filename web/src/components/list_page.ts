@@ -123,7 +123,7 @@ export class ListController<T> implements ReactiveController {
   }
 
   #onPage = (e: CustomEvent<PageChange>) =>
-    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage));
+    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage, this.page?.next_cursor));
 
   /** A header cell that sorts the list by `key`. */
   sortHeader(label: string, key: string): TemplateResult {
@@ -215,7 +215,20 @@ export class ListController<T> implements ReactiveController {
    */
   renderTable(spec: TableSpec<T>): TemplateResult | typeof nothing {
     const page = this.page;
+    // By cursor the answer does not know its page number; the URL does (pages before + 1).
+    const byCursor = this.#options.paging === "cursor";
     if (!page) return this.#host.loadError ? nothing : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
+    if (page.items.length === 0 && byCursor && this.#query.page > 1) {
+      // A cursor past the last row (a link kept while the rows after it were deleted, or a full last page
+      // whose total is only an estimate): the list is not empty, so offer the way back, not "none yet".
+      return html`
+        <div class="empty-state">
+          <p>No more ${this.#options.noun}.</p>
+          <sl-button size="small" @click=${() =>
+            this.#change(this.#query.setPage(this.#query.page - 1, this.#query.perPage))}>Previous</sl-button>
+        </div>
+      `;
+    }
     if (page.items.length === 0) {
       const filtered = this.#query.activeCount() > 0;
       return html`
@@ -238,7 +251,11 @@ export class ListController<T> implements ReactiveController {
           <tbody>${page.items.map(spec.row)}</tbody>
         </table>
       </div>
-      <svc-pager label=${this.#options.noun} .page=${page.page} .perPage=${page.per_page} .total=${page.total}
+      <svc-pager label=${this.#options.noun} .page=${byCursor ? this.#query.page : page.page} .perPage=${page
+        .per_page}
+        .total=${page.total} .byCursor=${byCursor} .nextCursor=${page.next_cursor ??
+          null}
+        .estimated=${page.total_estimated === true} .count=${page.items.length}
         @page-change=${this.#onPage}></svc-pager>
     `;
   }
