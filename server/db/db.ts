@@ -76,6 +76,11 @@ export function afterCommit(fn: () => void): void {
   else fn();
 }
 
+/** Whether the caller runs inside an open unit of work (its statements join a transaction). */
+export function inUnitOfWork(): boolean {
+  return ambient.getStore()?.open === true;
+}
+
 /**
  * Runs `fn` once the current unit of work has ended, committed or rolled back, outside it; at once when no
  * unit is open. For writes that must outlive a refused request (a failure counter), which a rolled-back unit

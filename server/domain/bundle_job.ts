@@ -24,11 +24,17 @@ import {
 import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
 import { type EncodedMembers, encodeMembers } from "../hub/typed_content.ts";
+import { type ParsedBody, parseJsonBody } from "../http/json_body.ts";
+import type { JsonSchema } from "../http/json_schema.ts";
 
 /** A unit of pure bundle work. */
 export type BundleJob =
   | { op: "check"; text: string; format?: BundleFormat }
   | { op: "content"; type: string; content: string }
+  /** A large request body (UTF-8) parsed and checked against its route's schema (server/http/json_body.ts). */
+  | { op: "body"; bytes: Uint8Array; schema: JsonSchema }
+  /** A large answer serialized as JSON, returned as UTF-8 (moved back to the caller, not copied). */
+  | { op: "stringify"; value: unknown }
   /** Stored content as the stream's encoded content and typed members (server/hub/typed_content.ts). */
   | { op: "members"; type: string; content: string }
   | {
@@ -39,7 +45,22 @@ export type BundleJob =
   };
 
 /** What a job returns. */
-export type BundleJobValue = CheckedBundle | RenderedExport | CheckedContent | EncodedMembers | null;
+export type BundleJobValue =
+  | CheckedBundle
+  | RenderedExport
+  | CheckedCanonical
+  | EncodedMembers
+  | ParsedBody
+  | Uint8Array<ArrayBuffer>
+  | null;
+
+/**
+ * A content check's answer from a worker: the canonical form, or null when it is the content itself. The
+ * caller holds the content already; sending it back would cost the loop a copy of it.
+ */
+export interface CheckedCanonical {
+  canonical: string | null;
+}
 
 /**
  * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; content that
@@ -55,7 +76,11 @@ export function runBundleJob(job: BundleJob): BundleJobAnswer {
     const value = job.op === "check"
       ? withoutParsedContent(checkBundle(job.text, job.format))
       : job.op === "content"
-      ? checkContent(job.type, job.content)
+      ? canonicalOnly(checkContent(job.type, job.content))
+      : job.op === "body"
+      ? parseJsonBody(new TextDecoder().decode(job.bytes), job.schema)
+      : job.op === "stringify"
+      ? new TextEncoder().encode(JSON.stringify(job.value))
       : job.op === "members"
       ? encodeMembers(job.type, job.content)
       : renderExport(job.policies, job.bindings, job.format);
@@ -70,6 +95,15 @@ export function runBundleJob(job: BundleJob): BundleJobAnswer {
     }
     return { ok: false, kind: "internal", message: (err as Error).message };
   }
+}
+
+function canonicalOnly(checked: CheckedContent): CheckedCanonical {
+  return { canonical: checked.canonical === checked.content ? null : checked.canonical };
+}
+
+/** `content` as checked: the worker's answer ({@link CheckedCanonical}) with the content the caller holds. */
+function withContent(type: string, content: string, answer: CheckedCanonical): CheckedContent {
+  return { type, content, canonical: answer.canonical ?? content };
 }
 
 /**
@@ -95,7 +129,7 @@ export const INLINE_CONTENT_LENGTH = 8 * 1024;
  */
 export async function checkContentOffLoop(type: string, content: string): Promise<CheckedContent> {
   if (content.length <= INLINE_CONTENT_LENGTH) return checkContent(type, content);
-  return await runOffLoop<CheckedContent>({ op: "content", type, content });
+  return withContent(type, content, await runOffLoop<CheckedCanonical>({ op: "content", type, content }));
 }
 
 /**
@@ -106,7 +140,10 @@ export async function checkContentOffLoop(type: string, content: string): Promis
  */
 export async function precheckContent(type: string, content: string): Promise<CheckedContent | undefined> {
   if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
-  return await runOffLoop<CheckedContent>({ op: "content", type, content }).catch(() => undefined);
+  return await runOffLoop<CheckedCanonical>({ op: "content", type, content }).then(
+    (answer) => withContent(type, content, answer),
+    () => undefined,
+  );
 }
 
 /**

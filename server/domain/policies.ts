@@ -121,6 +121,22 @@ export async function getPolicy(
   return found(row, `policy ${id}`);
 }
 
+/**
+ * Reads one policy without its content; throws not_found. For what needs its name, type or state, or holds
+ * the content already: a 1 MiB content read back costs the loop its decoding for nothing.
+ */
+export async function getPolicySummary(
+  q: Queryable,
+  id: string,
+  options: { lock?: boolean } = {},
+): Promise<PolicySummary> {
+  if (options.lock) await lockRow(q, { table: "policies", id, what: `policy ${id}` });
+  const row = await queryOne<PolicySummary>(q, `SELECT ${SUMMARY_COLUMNS} FROM policies p WHERE p.id = $1`, [
+    id,
+  ]);
+  return found(row, `policy ${id}`);
+}
+
 /** Finds a policy by its exact name. */
 export async function findPolicyByName(q: Queryable, name: string): Promise<PolicyRecord | undefined> {
   return await queryOne<PolicyRecord>(
@@ -179,7 +195,7 @@ export async function createPolicy(q: Queryable, input: CreatePolicyInput): Prom
     `INSERT INTO policies (name, description, type, content, created_by) VALUES ($1, $2, $3, $4, $5) RETURNING id`,
     [input.name, input.description ?? "", input.type, content, input.createdBy],
   );
-  return await getPolicy(q, row.id);
+  return { ...(await getPolicySummary(q, row.id)), content };
 }
 
 /** Input of {@link updatePolicy}; absent fields keep their value. */
@@ -204,7 +220,11 @@ export async function updatePolicy(
   id: string,
   input: UpdatePolicyInput,
 ): Promise<PolicyRecord> {
-  const current = await getPolicy(q, id, { lock: true });
+  // The stored content is read only when it is kept or re-checked for a new type.
+  const keepsContent = input.content === undefined;
+  const current: PolicySummary & { content?: string } = keepsContent
+    ? await getPolicy(q, id, { lock: true })
+    : await getPolicySummary(q, id, { lock: true });
   if (current.state !== "draft") {
     throw conflictError(
       `policy can only be edited in draft state (current state: ${current.state}); move it to draft first`,
@@ -216,9 +236,10 @@ export async function updatePolicy(
     );
   }
   const type = input.type ?? current.type;
+  const stored = current.content ?? "";
   const content = input.content !== undefined || input.type !== undefined
-    ? normalizeContent(type, input.content ?? current.content, input.checked)
-    : current.content;
+    ? normalizeContent(type, input.content ?? stored, input.checked)
+    : stored;
   if (input.name !== undefined) {
     await assertNameFree(q, { table: "policies", noun: "policy", name: input.name, exceptId: id });
   }
@@ -228,7 +249,7 @@ export async function updatePolicy(
     [id, input.name ?? current.name, input.description ?? current.description, type, content],
   );
   await publishResync(q, await reachedGroups(q, id));
-  return await getPolicy(q, id);
+  return { ...(await getPolicySummary(q, id)), content };
 }
 
 /** Result of a state change. */

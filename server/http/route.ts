@@ -30,7 +30,16 @@ import type { Context, Hono } from "hono";
 import type { Permission } from "../../shared/permissions.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { badRequest, type FieldError, forbidden, HttpError, toHttpError, unauthorized } from "./errors.ts";
-import { isUuid, type JsonSchema, unstorableFields, unstorableReason, validateJson } from "./json_schema.ts";
+import { isUuid, type JsonSchema, unstorableReason, validateJson } from "./json_schema.ts";
+import {
+  isLargeJson,
+  LARGE_JSON_BYTES,
+  type ParsedBody,
+  parseJsonBody,
+  summarizeFields,
+} from "./json_body.ts";
+import { runOffLoop } from "../domain/bundle_job.ts";
+import { inUnitOfWork } from "../db/db.ts";
 
 /** The authenticated caller. */
 export interface AuthUser {
@@ -62,6 +71,8 @@ export type AppEnv = {
      * live-event stream, which must end with the session that opened it.
      */
     reauthenticate: () => Promise<AuthUser | null>;
+    /** A large answer decided inside the request's unit of work, serialized once it ends (see respondJson). */
+    largeAnswer: { value: unknown; status: 200 | 201 } | undefined;
   };
 };
 
@@ -163,12 +174,14 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         validateRequest(c, route);
         if (route.body) c.set("body", await readJsonBody(c, route.body));
         if (route.prepare) c.set("prepared", await route.prepare(c));
-        return await hooks.atomically(async () => {
+        const res = await hooks.atomically(async () => {
           const res = await route.handler(c);
           if (res.status >= 400) throw new RefusedResponse(res);
           await hooks.audit(c, route, "success", res.status);
           return res;
         });
+        const large = c.get("largeAnswer");
+        return large ? await serializedOffLoop(c, large.value, large.status) : res;
       } catch (err) {
         if (err instanceof RefusedResponse) {
           await auditRefusal(
@@ -216,7 +229,10 @@ async function auditRefusal(
   await hooks.audit(c, route, outcome, status);
 }
 
-/** Reads and validates a JSON body. */
+/**
+ * Reads and validates a JSON body: on the loop when it is small, in a bundle worker when it is large
+ * (json_body.ts says why), with the same answers either way.
+ */
 async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknown> {
   const type = c.req.header("content-type") ?? "";
   // An action route whose body is all optional (e.g. revoke with an optional reason) may be called bare.
@@ -228,21 +244,15 @@ async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknow
       "send the request body as JSON (Content-Type: application/json)",
     );
   }
-  const text = await c.req.text();
-  if (text.length > MAX_JSON_BODY) {
+  const bytes = new Uint8Array(await c.req.arrayBuffer());
+  if (bytes.length > MAX_JSON_BODY) {
     throw new HttpError(413, "payload_too_large", `request body exceeds ${MAX_JSON_BODY} bytes`);
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw badRequest("request body is not valid JSON");
-  }
-  const unstorable = unstorableFields(value);
-  if (unstorable.length > 0) throw badRequest(summarize(unstorable), unstorable);
-  const errors = validateJson(schema, value);
-  if (errors.length > 0) throw badRequest(summarize(errors), errors);
-  return value;
+  const parsed = bytes.length < LARGE_JSON_BYTES
+    ? parseJsonBody(new TextDecoder().decode(bytes), schema)
+    : await runOffLoop<ParsedBody>({ op: "body", bytes, schema });
+  if (!parsed.ok) throw badRequest(parsed.message, parsed.fields);
+  return parsed.value;
 }
 
 /**
@@ -261,7 +271,7 @@ function validateRequest(c: RouteContext, route: RouteSpec): void {
       if (reason) errors.push({ field: name, message: reason });
     }
   }
-  if (errors.length > 0) throw badRequest(summarize(errors), errors);
+  if (errors.length > 0) throw badRequest(summarizeFields(errors), errors);
   if (route.query) validateQuery(c, route.query);
 }
 
@@ -278,13 +288,7 @@ function validateQuery(c: RouteContext, schemas: Record<string, JsonSchema>): vo
   for (const name of Object.keys(c.req.query())) {
     if (!(name in schemas)) errors.push({ field: name, message: "is not a known query parameter" });
   }
-  if (errors.length > 0) throw badRequest(summarize(errors), errors);
-}
-
-function summarize(errors: FieldError[]): string {
-  const first = errors[0];
-  const more = errors.length > 1 ? ` (and ${errors.length - 1} more)` : "";
-  return `${first.field}: ${first.message}${more}`;
+  if (errors.length > 0) throw badRequest(summarizeFields(errors), errors);
 }
 
 /** Reads a typed query integer with a default (after validation). */
@@ -349,7 +353,31 @@ export async function created<T extends { id: string; name: string }>(
   auditResource(c, { name: options.name });
   const record = await options.create();
   auditResource(c, { id: record.id, name: record.name });
-  return c.json(record as object, 201);
+  return await respondJson(c, record, 201);
+}
+
+/**
+ * Answers `value` as JSON; a large one (a policy with 1 MiB of content) is serialized in a bundle worker, so
+ * the escaping of every quote in it does not hold the loop.
+ */
+export async function respondJson(
+  c: RouteContext,
+  value: unknown,
+  status: 200 | 201 = 200,
+): Promise<Response> {
+  if (!isLargeJson(value)) return c.json(value as object, status);
+  if (inUnitOfWork()) {
+    // Inside the request's unit of work (an audited change): serialized by mountRoutes once it has committed,
+    // so the transaction is not held open while the worker runs.
+    c.set("largeAnswer", { value, status });
+    return new Response(null, { status });
+  }
+  return await serializedOffLoop(c, value, status);
+}
+
+async function serializedOffLoop(c: RouteContext, value: unknown, status: 200 | 201): Promise<Response> {
+  const bytes = await runOffLoop<Uint8Array<ArrayBuffer>>({ op: "stringify", value });
+  return c.body(bytes, status, { "content-type": "application/json" });
 }
 
 /**

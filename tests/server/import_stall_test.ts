@@ -326,7 +326,8 @@ dbTest("no transaction is open while the worker parses an import or checks large
     });
     assert.equal(posted.status, 201, posted.text.slice(0, 300));
 
-    assert.deepEqual(seen.map((s) => s.op), ["check", "content"]);
+    // The POST's body is parsed, its content checked and its answer serialized in the worker.
+    assert.deepEqual(seen.map((s) => s.op), ["check", "body", "content", "stringify"]);
     for (const s of seen) {
       assert.equal(s.unitOpen, false, `a unit of work was open while the worker ran ${s.op}`);
       if (observer) {

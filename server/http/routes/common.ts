@@ -5,7 +5,7 @@
  */
 import type { Db, Queryable } from "../../db/db.ts";
 import type { JsonSchema } from "../json_schema.ts";
-import { auditResource, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { auditResource, respondJson, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 
 type Handler = RouteSpec["handler"];
 type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
@@ -13,7 +13,7 @@ type Respond<T> = (c: RouteContext, record: T) => Response | Promise<Response>;
 
 /** Handler answering with the record named by the `:id` path parameter (`read` throws not_found). */
 export function readById<T>(db: Db, read: (q: Queryable, id: string) => Promise<T>): Handler {
-  return async (c) => c.json(await read(db, uuidParam(c, "id")));
+  return async (c) => await respondJson(c, await read(db, uuidParam(c, "id")));
 }
 
 /** Answers 204 without a body (what a delete returns). */
@@ -43,7 +43,7 @@ export function changeById<T>(
   options: { respond?: Respond<T>; auditName?: (record: T) => string } = {},
 ): Handler {
   const auditName = options.auditName ?? ((record: T) => (record as { name: string }).name);
-  const respond = options.respond ?? ((c: RouteContext, record: T) => c.json(record as object));
+  const respond = options.respond ?? ((c: RouteContext, record: T) => respondJson(c, record));
   return async (c) => {
     const id = uuidParam(c, "id");
     const record = await db.transaction((tx) => change(tx, id, c));

@@ -9,6 +9,7 @@ import {
   deletePolicy,
   deprecatePolicy,
   getPolicy,
+  getPolicySummary,
   listPolicies,
   POLICY_SORT_COLUMNS,
   POLICY_STATES,
@@ -45,6 +46,7 @@ import {
   created,
   prepared,
   queryBool,
+  respondJson,
   type RouteContext,
   type RouteSpec,
   uuidParam,
@@ -308,7 +310,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       prepare: async (c) => {
         const input = body<{ type?: string; content?: string }>(c);
         if (input.content === undefined || input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        const type = input.type ?? (await getPolicy(db, uuidParam(c, "id"))).type;
+        const type = input.type ?? (await getPolicySummary(db, uuidParam(c, "id"))).type;
         return await checkContentOffLoop(type, input.content);
       },
       handler: changeById(db, (tx, id, c) => {
@@ -385,7 +387,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           to: state,
           ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
         });
-        return c.json(policy);
+        return await respondJson(c, policy);
       },
     },
     {
@@ -415,7 +417,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       prepare: async (c) => {
         const { content } = body<{ content?: string }>(c);
         if (content === undefined || content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop((await getPolicy(db, uuidParam(c, "id"))).type, content);
+        return await checkContentOffLoop((await getPolicySummary(db, uuidParam(c, "id"))).type, content);
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -423,11 +425,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const checked = prepared<CheckedContent | undefined>(c);
         const revision = await db.transaction(async (tx) => {
           const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username, checked });
-          auditResource(c, { id, name: (await getPolicy(tx, id)).name });
+          auditResource(c, { id, name: (await getPolicySummary(tx, id)).name });
           return saved;
         });
         c.set("auditDetails", { base_version: revision.base_version });
-        return c.json(revision);
+        return await respondJson(c, revision);
       },
     },
     {
@@ -475,7 +477,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           to_version: policy.version,
           ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
         });
-        return c.json(policy);
+        return await respondJson(c, policy);
       },
     },
     {
