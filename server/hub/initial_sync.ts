@@ -72,7 +72,7 @@ export async function encodeReplay(
   );
   // Policies delivered now, as stream messages (one per policy however many events name it).
   const reaching = ids.flatMap((id) => delivered.get(id) ?? []);
-  const messages = new Map((await toPolicyMessages(reaching, options.log)).map((m) => [m.id, m]));
+  const messages = new Map((await toPolicyMessages(q, reaching, options.log)).map((m) => [m.id, m]));
   return relevant.map((e) => {
     const policy = delivered.get(e.policy_id!);
     const type = e.kind === "deleted" || !policy

@@ -19,6 +19,7 @@ import { encodedMembersOf } from "./typed_content_cache.ts";
 import { withEncodedMembers } from "./typed_content.ts";
 import { yieldAfterLongWork } from "../loop_turn.ts";
 import { encodePolicyUpdate } from "./stream_message.ts";
+import { INLINE_CONTENT_LENGTH } from "../domain/bundle_job.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {
@@ -26,7 +27,13 @@ export interface DeliveredPolicy {
   name: string;
   description: string;
   type: string;
-  content: string;
+  /**
+   * The content when it is short; null when it is longer than {@link INLINE_CONTENT_LENGTH}: the encoded
+   * members are then found by `content_sha256` in the cache, and the content is read only on a miss.
+   */
+  content: string | null;
+  /** Hex SHA-256 of the content's UTF-8 (kept by a trigger, migration 0016). */
+  content_sha256: string;
   version: number;
   deprecated: boolean;
   deprecation_message: string;
@@ -60,7 +67,9 @@ export async function loadDeliveredPolicies(
 ): Promise<DeliveredPolicy[]> {
   if (groupIds.length === 0) return [];
   return await q.query<DeliveredPolicy>(
-    `SELECT p.id, p.name, p.description, p.type, p.content, p.version, p.deprecated, p.deprecation_message,
+    `SELECT p.id, p.name, p.description, p.type,
+       CASE WHEN length(p.content) <= ${INLINE_CONTENT_LENGTH} THEN p.content END AS content,
+       encode(p.content_sha256, 'hex') AS content_sha256, p.version, p.deprecated, p.deprecation_message,
        p.replacement_policy_id, max(b.priority)::int AS priority
      FROM policies p JOIN policy_bindings b ON b.policy_id = p.id
      WHERE p.state = 'released' AND b.state = 'enabled' AND b.node_group_id = ANY($1::uuid[])
@@ -81,7 +90,7 @@ export async function buildSnapshot(
 ): Promise<Snapshot> {
   const revision = await currentRevision(q);
   const policies = await loadDeliveredPolicies(q, groupIds);
-  return await encodeSnapshot(await toPolicyMessages(policies, log), revision);
+  return await encodeSnapshot(await toPolicyMessages(q, policies, log), revision);
 }
 
 /**
@@ -122,10 +131,11 @@ export async function encodeSnapshot(policies: readonly Policy[], revision: numb
  * loop; content that fails to parse is sent without its typed member and logged).
  */
 export async function toPolicyMessages(
+  q: Queryable,
   policies: readonly DeliveredPolicy[],
   log: Logger,
 ): Promise<Policy[]> {
-  const members = await Promise.all(policies.map((p) => encodedMembersOf(p, log)));
+  const members = await Promise.all(policies.map((p) => encodedMembersOf(q, p, log)));
   return policies.map((p, i) =>
     withEncodedMembers(
       create(PolicySchema, {

@@ -7,11 +7,13 @@
  * so a snapshot build only copies bytes.
  *
  * The cache belongs to the process: every replica fills its own on first use, and an entry is used only
- * when the content read from the database is the very text it was made from.
+ * when the content's digest in the database (`policies.content_sha256`) is the one it was made from, so a
+ * snapshot of a cached large policy does not read its content at all.
  */
 import { DomainError } from "../domain/errors.ts";
 import { INLINE_CONTENT_LENGTH, runOffLoop } from "../domain/bundle_job.ts";
 import type { Logger } from "../log.ts";
+import type { Queryable } from "../db/db.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
 import { encodeContentField, type EncodedMembers, encodeMembers } from "./typed_content.ts";
 
@@ -23,7 +25,8 @@ export const TYPED_CONTENT_CACHE_BYTES = 128 * 1024 * 1024;
 
 interface Entry {
   type: string;
-  content: string;
+  /** What the entry was made from: hex SHA-256 of the content's UTF-8. */
+  digest: string;
   members: Promise<EncodedMembers>;
   /** Bytes counted against {@link TYPED_CONTENT_CACHE_BYTES} (an estimate until the encoding is done). */
   size: number;
@@ -33,23 +36,34 @@ interface Entry {
 const entries = new Map<string, Entry>();
 let cachedBytes = 0;
 let encodings = 0;
+let contentReads = 0;
 
 /** A policy whose encoded members the stream needs. */
 export interface TypedContentSource {
   id: string;
   type: string;
-  content: string;
+  /** The content, or null when the caller did not read it (large content: read here on a cache miss). */
+  content: string | null;
+  /** Hex SHA-256 of the content's UTF-8 (`policies.content_sha256`). */
+  content_sha256: string;
 }
 
 /**
  * The encoded members of `policy`, from the cache or encoded now (on this thread for short content, in the
- * bundle worker for longer). The typed member is undefined for an unknown type, and for content that does
- * not parse: that is logged once per content and the policy is sent without its typed member, so one bad
- * policy never keeps the others from a node.
+ * bundle worker for longer). An entry is used when it was made from the same type and content digest, so a
+ * snapshot of a cached large policy never reads its content; on a miss, content the caller did not read is
+ * read from `q` (whatever is current: a newer content is announced again by its own notice). The typed
+ * member is undefined for an unknown type, and for content that does not parse: that is logged once per
+ * content and the policy is sent without its typed member, so one bad policy never keeps the others from a
+ * node.
  */
-export function encodedMembersOf(policy: TypedContentSource, log: Logger): Promise<EncodedMembers> {
+export function encodedMembersOf(
+  q: Queryable,
+  policy: TypedContentSource,
+  log: Logger,
+): Promise<EncodedMembers> {
   const hit = entries.get(policy.id);
-  if (hit && hit.type === policy.type && hit.content === policy.content) {
+  if (hit && hit.type === policy.type && hit.digest === policy.content_sha256) {
     entries.delete(policy.id);
     entries.set(policy.id, hit);
     return hit.members;
@@ -57,19 +71,26 @@ export function encodedMembersOf(policy: TypedContentSource, log: Logger): Promi
   if (hit) forget(policy.id, hit);
   const entry: Entry = {
     type: policy.type,
-    content: policy.content,
+    digest: policy.content_sha256,
     members: Promise.resolve({ content: new Uint8Array() }),
-    size: policy.content.length * 5,
+    size: (policy.content?.length ?? INLINE_CONTENT_LENGTH) * 3,
   };
-  entry.members = encode(policy, log).then(({ members, lasting }) => {
+  entry.members = withContent(q, policy).then((source) => {
+    // Read just now and changed since the caller's row: the entry describes what it was made from.
+    entry.digest = source.content_sha256;
+    return encode(source as TypedContentSource & { content: string }, log);
+  }).then(({ members, lasting }) => {
     if (!lasting) forget(policy.id, entry);
     else if (entries.get(policy.id) === entry) {
-      const size = policy.content.length * 2 + members.content.length + (members.typed?.payload.length ?? 0);
+      const size = members.content.length + (members.typed?.payload.length ?? 0);
       cachedBytes += size - entry.size;
       entry.size = size;
       trim(entry);
     }
     return members;
+  }, (err) => {
+    forget(policy.id, entry);
+    throw err;
   });
   entries.set(policy.id, entry);
   cachedBytes += entry.size;
@@ -77,9 +98,21 @@ export function encodedMembersOf(policy: TypedContentSource, log: Logger): Promi
   return entry.members;
 }
 
+/** `policy` with its content, read from the database when the caller left it out. */
+async function withContent(q: Queryable, policy: TypedContentSource): Promise<TypedContentSource> {
+  if (policy.content !== null) return policy;
+  contentReads++;
+  const [row] = await q.query<{ type: string; content: string; content_sha256: string }>(
+    "SELECT type, content, encode(content_sha256, 'hex') AS content_sha256 FROM policies WHERE id = $1",
+    [policy.id],
+  );
+  if (!row) throw new Error(`policy ${policy.id} was deleted while its snapshot was built`);
+  return { id: policy.id, ...row };
+}
+
 /** Encodes `policy`'s members; `lasting` is false for a failure worth trying again (a worker failed). */
 async function encode(
-  policy: TypedContentSource,
+  policy: TypedContentSource & { content: string },
   log: Logger,
 ): Promise<{ members: EncodedMembers; lasting: boolean }> {
   encodings++;
@@ -121,7 +154,15 @@ function trim(keep: Entry): void {
   }
 }
 
-/** Counters for tests and benchmarks: entries held, bytes counted and encodings done since start. */
-export function typedContentCacheStats(): { entries: number; bytes: number; encodings: number } {
-  return { entries: entries.size, bytes: cachedBytes, encodings };
+/**
+ * Counters for tests and benchmarks: entries held, bytes counted, encodings done and large contents read
+ * (cache misses of content the snapshot query left out) since start.
+ */
+export function typedContentCacheStats(): {
+  entries: number;
+  bytes: number;
+  encodings: number;
+  contentReads: number;
+} {
+  return { entries: entries.size, bytes: cachedBytes, encodings, contentReads };
 }

@@ -420,7 +420,7 @@ dbTest(
       await stream.waitFor(2);
 
       // A snapshot with the large policy (typed content encoded once, off the loop), sent on every change.
-      const encodings = typedContentCacheStats().encodings;
+      const { encodings, contentReads } = typedContentCacheStats();
       const delivered = await leastStall({
         boundMs: parseMs / 2,
         step: async (attempt) => {
@@ -435,6 +435,11 @@ dbTest(
       const parsing = context("parsing the content", parseMs);
       assert.ok(delivered.passed, `snapshot delivery held the loop: ${delivered.stalls}; ${parsing}`);
       assert.equal(typedContentCacheStats().encodings, encodings, "the unchanged content was encoded again");
+      assert.equal(
+        typedContentCacheStats().contentReads,
+        contentReads,
+        "a snapshot of cached content read the content (its digest says it is unchanged)",
+      );
 
       // What the agent receives decodes to the typed member the worker encoded (a reading agent this time).
       const reader = subscribe(agent.policy);
@@ -481,6 +486,26 @@ dbTest(
         releasedRevision.passed,
         `releasing a revision (and delivering it) held the loop: ${releasedRevision.stalls}; ${validating}`,
       );
+      // A new content of the same large policy reaches the agent (the cache goes by the content's digest).
+      const last = await admin.request("PUT", `/api/v1/policies/all/${id}/revision`, {
+        content: variant(42),
+      });
+      assert.equal(last.status, 200, last.text.slice(0, 300));
+      const latest = await admin.request("POST", `/api/v1/policies/all/${id}/revision/release`, {});
+      assert.equal(latest.status, 200, latest.text.slice(0, 300));
+      const newReader = subscribe(agent.policy);
+      try {
+        const [policy] = (await newReader.nextSnapshot(120_000)).policies;
+        assert.ok(policy, "the snapshot holds the policy");
+        assert.equal(policy.typedContent.case, "firefoxPolicy");
+        const typed =
+          (policy.typedContent.value as { additional: Record<string, { kind: { value: unknown } }> })
+            .additional;
+        assert.equal(typed.k1?.kind.value, 42, "the typed member is the released revision's");
+        assert.equal(JSON.parse(policy.content).additional.k1, 42);
+      } finally {
+        newReader.cancel();
+      }
       // The numbers, for whoever reads the test output (bench/import_stall.ts prints them for every phase).
       console.log(
         `worst stalls: snapshot ${delivered.stalls} (${parsing}); revision save ${saved.stalls} (${checking}); ` +
