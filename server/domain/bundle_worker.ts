@@ -7,8 +7,26 @@ import { type BundleJob, type BundleJobAnswer, runBundleJob } from "./bundle_job
 
 self.onmessage = (event: MessageEvent<BundleJob>) => {
   const answer: BundleJobAnswer = runBundleJob(event.data);
-  // Serialized JSON goes back by moving its buffer: a copy would cost the server's thread as much as the
-  // serializing this worker just took off it.
-  const moved = answer.ok && answer.value instanceof Uint8Array ? [answer.value.buffer] : [];
-  self.postMessage(answer, moved);
+  self.postMessage(answer, answer.ok ? movableBuffers(answer.value) : []);
 };
+
+/**
+ * The buffers of the byte arrays in an answer (serialized JSON, encoded stream members), found up to two
+ * levels deep: they go back by moving, not copying. A copy of a 1 MiB answer would cost the server's thread
+ * the very milliseconds this worker took off it, plus the first touch of the fresh memory. Nothing here
+ * keeps an answer after sending it. Arrays that are views into a larger buffer are copied as before.
+ */
+function movableBuffers(value: unknown, depth = 0): ArrayBuffer[] {
+  if (value instanceof Uint8Array) {
+    // Only a buffer the array has to itself: a view into a shared pool (Node's Buffer pool) must stay.
+    const own = value.buffer instanceof ArrayBuffer && value.byteOffset === 0 &&
+      value.byteLength === value.buffer.byteLength;
+    return own ? [value.buffer as ArrayBuffer] : [];
+  }
+  if (depth >= 2 || value === null || typeof value !== "object") return [];
+  const buffers = new Set<ArrayBuffer>();
+  for (const member of Object.values(value)) {
+    for (const buffer of movableBuffers(member, depth + 1)) buffers.add(buffer);
+  }
+  return [...buffers];
+}
