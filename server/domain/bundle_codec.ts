@@ -49,8 +49,8 @@ export interface BindingDoc {
 /** A checked bundle with every policy's content validated. */
 export interface CheckedBundle {
   docs: (PolicyDoc | BindingDoc)[];
-  /** Per document: the content as JSON text and its canonical form, or the first validation problem. */
-  contents: ({ json: string; canonical: string } | { problem: string } | null)[];
+  /** Per document: the content's canonical form (what is stored), or the first validation problem. */
+  contents: ({ canonical: string } | { problem: string } | null)[];
 }
 
 /** A policy row to export. */
@@ -179,7 +179,7 @@ export function checkBundle(text: string, format?: BundleFormat): CheckedBundle 
       const first = issues[0];
       return { problem: `spec.content${first.field ? `.${first.field}` : ""}: ${first.message}` };
     }
-    return { json, canonical: canonical ?? json };
+    return { canonical: canonical ?? json };
   });
   return { docs, contents };
 }

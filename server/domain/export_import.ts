@@ -202,7 +202,7 @@ async function applyBundle(
   // Pass 1: everything that can be checked without writing.
   const slugs = new Map<string, number>();
   const names = new Map<string, number>();
-  const contents = new Map<number, { json: string; canonical: string }>();
+  const contents = new Map<number, { canonical: string }>();
   for (const [i, doc] of docs.entries()) {
     if (doc.kind !== "Policy") continue;
     const name = doc.metadata.displayName;
@@ -261,8 +261,11 @@ async function applyBundle(
     // An embedded database answers without giving timers a turn: let other requests in between documents.
     await yieldToLoop();
     const name = doc.metadata.displayName;
-    const { json: content, canonical } = contents.get(i)!;
-    // Checked in the worker already: the policy domain stores it without checking it again.
+    // Checked in the worker already, which answers only the canonical form (the text as written in the bundle
+    // is not stored, and sending both would cost the loop a copy of each): the policy domain stores it
+    // without checking it again.
+    const { canonical } = contents.get(i)!;
+    const content = canonical;
     const checkedContent: CheckedContent = { type: doc.spec.type, content, canonical };
     const existing = await findPolicyByName(tx, name);
     if (!existing) {
