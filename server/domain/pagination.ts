@@ -78,12 +78,14 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
   const limit = `LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`;
   // The count and the page are read at the same time: on PostgreSQL on two connections (a filter no index
   // serves, such as a substring search, makes each a full scan), inside a transaction pipelined on its one.
+  // A page past a total known in advance (kept counters) is empty: no need to sort every match to find that.
+  const pastTheEnd = query.total !== undefined && (page - 1) * perPage >= query.total;
   const [counted, rows] = await Promise.allSettled([
     query.total ?? q.query<{ total: number }>(
       `SELECT count(*)::int AS total FROM ${query.from} ${where}`,
       query.params,
     ).then((rows) => rows[0].total),
-    q.query<T>(
+    pastTheEnd ? Promise.resolve([] as T[]) : q.query<T>(
       query.pageKey
         ? `SELECT ${query.columns} FROM ${query.from}
           WHERE (${query.pageKey}) IN (SELECT ${query.pageKey} FROM ${
