@@ -16,6 +16,11 @@ CREATE FUNCTION node_compliance_reach_pairs() RETURNS trigger LANGUAGE plpgsql A
 DECLARE
   d integer := CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
+  -- A statement trigger runs even when its statement changed no row (a node joining a group without
+  -- bindings): nothing to count then.
+  IF NOT EXISTS (SELECT 1 FROM pairs) THEN
+    RETURN NULL;
+  END IF;
   -- Counters of nodes being deleted are gone already: nothing to count for them.
   PERFORM 1 FROM node_compliance_counts
     WHERE node_id IN (SELECT node_id FROM pairs) ORDER BY node_id FOR UPDATE;
