@@ -87,17 +87,20 @@ export async function listAuditLogs(
   if (page.cursor !== undefined) rowsWhere.push(`id < ${params.add(page.cursor)}::bigint`);
   // Numbers only (validated integers), so safe to inline.
   const offset = page.cursor === undefined ? (page.page - 1) * page.perPage : 0;
-  const items = await q.query<AuditLogRow>(
+  // One row more than the page: whether another page follows, so the last page says so (next_cursor null)
+  // even when it is exactly full, and no client asks for an empty page after it.
+  const rows = await q.query<AuditLogRow>(
     `SELECT ${COLUMNS} FROM audit_logs ${rowsWhere.length ? `WHERE ${rowsWhere.join(" AND ")}` : ""}
-     ORDER BY id DESC LIMIT ${page.perPage} OFFSET ${offset}`,
+     ORDER BY id DESC LIMIT ${page.perPage + 1} OFFSET ${offset}`,
     params.values,
   );
+  const items = rows.slice(0, page.perPage);
   return {
     items,
     total,
     page: page.page,
     per_page: page.perPage,
-    next_cursor: items.length === page.perPage ? String(items[items.length - 1].id) : null,
+    next_cursor: rows.length > page.perPage ? String(items[items.length - 1].id) : null,
     total_estimated: estimated,
   };
 }

@@ -356,6 +356,19 @@ dbTest(
       assert.deepEqual(older, before.map((r) => r.id), "every row present at the start, once, newest first");
       for (let i = 1; i < seen.length; i++) assert.ok(BigInt(seen[i]) < BigInt(seen[i - 1]), "newest first");
 
+      // A page that ends exactly at the last row says there is no next one (3,200 seed rows = 32 x 100).
+      let exact: string | null = null;
+      for (let i = 0; i < 32; i++) {
+        const res = await admin.request(
+          "GET",
+          `/api/v1/audit-logs?action=keyset.seed&per_page=100${exact ? `&cursor=${exact}` : ""}`,
+        );
+        assert.equal(res.json.items.length, 100, `page ${i + 1} is full`);
+        exact = res.json.next_cursor;
+        if (i < 31) assert.notEqual(exact, null, `page ${i + 1} has a next page`);
+      }
+      assert.equal(exact, null, "the exactly full last page has no next_cursor");
+
       // Offset pages still work, and a cursor beats a page number.
       const page2 = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10&page=2");
       assert.equal(page2.status, 200);
