@@ -12,6 +12,25 @@ export function freePort(): number {
   return port;
 }
 
+/**
+ * Settings of an in-process test server on this machine: `dataDir`, free ports for the enrollment, policy and
+ * metrics listeners, and `localhost` as its host name (the browser tests' origin); `extra` adds to or replaces
+ * them.
+ */
+export function localServerSettings(
+  dataDir: string,
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    "server.data_dir": dataDir,
+    "server.enrollment_port": freePort(),
+    "server.policy_port": freePort(),
+    "server.hostnames": ["localhost"],
+    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
+    ...extra,
+  };
+}
+
 /** A running server process. */
 export interface ServerProcess {
   webPort: number;

@@ -10,7 +10,7 @@ import puppeteer from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
 import { createLogger } from "../../server/log.ts";
-import { freePort } from "../helpers/process.ts";
+import { localServerSettings } from "../helpers/process.ts";
 import { freshDb } from "../helpers/db.ts";
 import { VERSION } from "../../shared/version.ts";
 
@@ -65,15 +65,13 @@ Deno.test({
 }, async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-deploy-ui-" });
   const repoDir = await repo();
-  const config = resolveConfig({
-    "server.data_dir": dataDir,
-    "server.enrollment_port": freePort(),
-    "server.policy_port": freePort(),
-    "server.hostnames": ["localhost"],
-    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-    "security.admin_password": ADMIN_PASSWORD,
-    "agent_repo.dir": repoDir,
-  }, {});
+  const config = resolveConfig(
+    localServerSettings(dataDir, {
+      "security.admin_password": ADMIN_PASSWORD,
+      "agent_repo.dir": repoDir,
+    }),
+    {},
+  );
   const database = await freshDb("pglite");
   const server = await startServer(config, { db: database.db, log: createLogger("warn") });
   const profile = await Deno.makeTempDir({ prefix: "svc-deploy-ui-chromium-" });

@@ -19,7 +19,7 @@ import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment
 import { LuksKeySlotKind, PolicyService } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
 import { createEnrollmentToken, createNodeGroup } from "../../server/domain/node_groups.ts";
-import { freePort } from "../helpers/process.ts";
+import { localServerSettings } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
 import { generateRecoveryKey } from "../../agent/disk_encryption/recovery_key.ts";
 import { Runner } from "../../agent/runner.ts";
@@ -72,17 +72,15 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const base = await Deno.makeTempDir({ prefix: "svc-de-ui-" });
-    const config = resolveConfig({
-      "server.data_dir": join(base, "data"),
-      "server.enrollment_port": freePort(),
-      "server.policy_port": freePort(),
-      "server.hostnames": ["localhost"],
-      "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-      "security.admin_password": ADMIN_PASSWORD,
-      "security.jwt_secret": "reveal-test-jwt-secret-0123456789abcdef012345",
-      "disk_encryption.kek_file": join(base, "kek"),
-      "disk_encryption.create_kek_file": true,
-    }, {});
+    const config = resolveConfig(
+      localServerSettings(join(base, "data"), {
+        "security.admin_password": ADMIN_PASSWORD,
+        "security.jwt_secret": "reveal-test-jwt-secret-0123456789abcdef012345",
+        "disk_encryption.kek_file": join(base, "kek"),
+        "disk_encryption.create_kek_file": true,
+      }),
+      {},
+    );
     const database = await freshDb(DRIVERS[DRIVERS.length - 1]);
     const server = await startServer(config, { db: database.db, log: createLogger("warn") });
     const browser = await puppeteer.launch({

@@ -16,7 +16,7 @@ import type { Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
 import { createLogger } from "../../server/log.ts";
-import { freePort } from "../helpers/process.ts";
+import { localServerSettings } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
 import { haveChromium, launchChromium, seriousAxeViolations } from "../helpers/browser.ts";
@@ -90,15 +90,13 @@ const LIST_TAGS: Record<string, string> = {
 /** Runs `fn` with a server on a fresh database and a console page logged in as the admin. */
 async function withConsole(fn: (page: Page, base: string, db: Db) => Promise<void>): Promise<void> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
-  const config = resolveConfig({
-    "server.data_dir": dataDir,
-    "server.enrollment_port": freePort(),
-    "server.policy_port": freePort(),
-    "server.hostnames": ["localhost"],
-    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-    "security.admin_password": ADMIN_PASSWORD,
-    "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
-  }, {});
+  const config = resolveConfig(
+    localServerSettings(dataDir, {
+      "security.admin_password": ADMIN_PASSWORD,
+      "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
+    }),
+    {},
+  );
   const database = await freshDb(DRIVER);
   const server = await startServer(config, { db: database.db, log: createLogger("warn") });
   const chromium = await launchChromium();

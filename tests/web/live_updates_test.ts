@@ -14,7 +14,7 @@ import { createLogger } from "../../server/log.ts";
 import { publishLiveHint } from "../../server/events/publish.ts";
 import { stopLiveEvents } from "../../server/events/broker.ts";
 import { type AgentServer, createGroup, enrollAgent, subscribe } from "../helpers/agents.ts";
-import { freePort } from "../helpers/process.ts";
+import { localServerSettings } from "../helpers/process.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
@@ -34,15 +34,13 @@ Deno.test({
   async fn() {
     const dataDir = await Deno.makeTempDir({ prefix: "svc-live-ui-" });
     const profile = await Deno.makeTempDir({ prefix: "svc-live-chromium-" });
-    const config = resolveConfig({
-      "server.data_dir": dataDir,
-      "server.address": "127.0.0.1",
-      "server.enrollment_port": freePort(),
-      "server.policy_port": freePort(),
-      "server.hostnames": ["localhost"],
-      "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-      "security.admin_password": PASSWORD,
-    }, {});
+    const config = resolveConfig(
+      localServerSettings(dataDir, {
+        "server.address": "127.0.0.1",
+        "security.admin_password": PASSWORD,
+      }),
+      {},
+    );
     const server = await startServer(config, { log: createLogger("warn"), print: () => {} });
     // The agent helpers need only the context and the two ports.
     const ports = {

@@ -30,7 +30,7 @@ import {
   type PolicyUpdate,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
-import { freePort } from "../helpers/process.ts";
+import { localServerSettings } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -76,16 +76,14 @@ interface Harness {
 
 async function startHarness(): Promise<Harness> {
   const dataDir = await Deno.makeTempDir({ prefix: "svc-ui-test-" });
-  const config = resolveConfig({
-    "server.data_dir": dataDir,
-    "server.enrollment_port": freePort(),
-    "server.policy_port": freePort(),
-    "server.hostnames": ["localhost"],
-    "metrics.listen_addr": `127.0.0.1:${freePort()}`,
-    "security.admin_password": ADMIN_PASSWORD,
-    "security.jwt_secret": "ui-test-jwt-secret-0123456789abcdef0123456789",
-    "security.access_token_ttl_seconds": ACCESS_TTL_SECONDS,
-  }, {});
+  const config = resolveConfig(
+    localServerSettings(dataDir, {
+      "security.admin_password": ADMIN_PASSWORD,
+      "security.jwt_secret": "ui-test-jwt-secret-0123456789abcdef0123456789",
+      "security.access_token_ttl_seconds": ACCESS_TTL_SECONDS,
+    }),
+    {},
+  );
   const database = await freshDb(DRIVER);
   const server = await startServer(config, { db: database.db, log: createLogger("warn") }).catch(
     async (err) => {
