@@ -112,13 +112,7 @@ export async function getPolicy(
   id: string,
   options: { lock?: boolean } = {},
 ): Promise<PolicyRecord> {
-  if (options.lock) await lockRow(q, { table: "policies", id, what: `policy ${id}` });
-  const row = await queryOne<PolicyRecord>(
-    q,
-    `SELECT ${SUMMARY_COLUMNS}, p.content FROM policies p WHERE p.id = $1`,
-    [id],
-  );
-  return found(row, `policy ${id}`);
+  return await readPolicy<PolicyRecord>(q, id, `${SUMMARY_COLUMNS}, p.content`, options);
 }
 
 /**
@@ -130,10 +124,17 @@ export async function getPolicySummary(
   id: string,
   options: { lock?: boolean } = {},
 ): Promise<PolicySummary> {
+  return await readPolicy<PolicySummary>(q, id, SUMMARY_COLUMNS, options);
+}
+
+async function readPolicy<T>(
+  q: Queryable,
+  id: string,
+  columns: string,
+  options: { lock?: boolean },
+): Promise<T> {
   if (options.lock) await lockRow(q, { table: "policies", id, what: `policy ${id}` });
-  const row = await queryOne<PolicySummary>(q, `SELECT ${SUMMARY_COLUMNS} FROM policies p WHERE p.id = $1`, [
-    id,
-  ]);
+  const row = await queryOne<T>(q, `SELECT ${columns} FROM policies p WHERE p.id = $1`, [id]);
   return found(row, `policy ${id}`);
 }
 

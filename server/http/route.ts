@@ -159,7 +159,8 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         if (!user) throw unauthorized();
         c.set("reauthenticate", () => hooks.authenticate(c));
         if (route.access !== "authenticated" && !user.permissions.has(route.access)) {
-          await auditRefusal(c, route, hooks, 403, "denied");
+          // The refused request's row, in its own transaction (nothing of the request was written).
+          await hooks.audit(c, route, "denied", 403);
           throw forbidden(`permission ${route.access} is required for this action`);
         }
       }
@@ -184,12 +185,12 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         return large ? await serializedOffLoop(c, large.value, large.status) : res;
       } catch (err) {
         if (err instanceof RefusedResponse) {
-          await auditRefusal(
+          // Rows of refusals are written in their own transaction (the request's changes are rolled back).
+          await hooks.audit(
             c,
             route,
-            hooks,
-            err.response.status,
             err.response.status === 403 ? "denied" : "failure",
+            err.response.status,
           );
           return err.response;
         }
@@ -200,7 +201,7 @@ export function mountRoutes(app: Hono<AppEnv>, routes: readonly RouteSpec[], hoo
         // attempt at the action, recorded under the action with the refusal's code.
         const denied = refusal?.status === 403 && refusal.code === "forbidden";
         if (refusal && !denied) c.set("auditDetails", { ...c.get("auditDetails"), error: refusal.code });
-        await auditRefusal(c, route, hooks, refusal?.status ?? 500, denied ? "denied" : "failure");
+        await hooks.audit(c, route, denied ? "denied" : "failure", refusal?.status ?? 500);
         throw err;
       }
     });
@@ -212,21 +213,6 @@ class RefusedResponse extends Error {
   constructor(readonly response: Response) {
     super(`refused with ${response.status}`);
   }
-}
-
-/**
- * Writes the failure/denied row of a refused request, in its own transaction (the request's own changes are
- * already rolled back). The hooks log a row that cannot be written rather than replace the client's answer.
- * `denied` (an `access_denied` row naming the permission) only when the caller lacks the route's permission.
- */
-async function auditRefusal(
-  c: RouteContext,
-  route: RouteSpec,
-  hooks: RouteHooks,
-  status: number,
-  outcome: "failure" | "denied",
-) {
-  await hooks.audit(c, route, outcome, status);
 }
 
 /**
