@@ -2,6 +2,7 @@
  * Enrollment throughput and where its time goes (numbers, not pass/fail).
  *
  *   deno run -A bench/enroll.ts [--count 600] [--concurrency 32] [--driver both|pglite|postgres]
+ *     [--ca-key-type P-256|P-384]
  *
  * For each database driver, a server process (the real enrollment handlers on the real web port, with the
  * hub, on a fresh migrated database: embedded PGlite, or PostgreSQL from `SVC_TEST_DATABASE_URL`, default
@@ -30,6 +31,7 @@ import { createEnrollmentHandlers } from "../server/grpc/enrollment_service.ts";
 import { startWebPort } from "../server/web_port.ts";
 import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
 import { checkCsr, issueClientCert } from "../server/pki/sign_csr.ts";
+import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../server/pki/ca_key_type.ts";
 import { createClient } from "../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";
@@ -50,8 +52,13 @@ const { values: args } = parseArgs({
     driver: { type: "string", default: "both" },
     serve: { type: "string" },
     "cpu-prof-dir": { type: "string" },
+    "ca-key-type": { type: "string", default: DEFAULT_CA_KEY_TYPE },
   },
 });
+if (!(CA_KEY_TYPES as readonly string[]).includes(args["ca-key-type"])) {
+  throw new Error(`--ca-key-type must be one of ${CA_KEY_TYPES.join(", ")}`);
+}
+const caKeyType = args["ca-key-type"] as CaKeyType;
 
 /** The lines of a byte stream. */
 async function* linesOf(stream: ReadableStream<Uint8Array>): AsyncGenerator<string> {
@@ -80,7 +87,14 @@ async function serve(driver: Driver, tokenCount: number): Promise<void> {
   const info = await freshDb(driver);
   // The server's own pool size, not the tests' small one.
   const db: Db = driver === "postgres" ? await openPostgres(info.url, { max: 20 }) : info.db;
-  const test = await createTestServer({ db, logLevel: "warn", config: { server: { address: "127.0.0.1" } } });
+  const test = await createTestServer({
+    db,
+    logLevel: "warn",
+    config: {
+      server: { address: "127.0.0.1" },
+      ca: { keyType: caKeyType },
+    },
+  });
   const hub = createHub(test.ctx);
   await hub.start();
 
@@ -186,6 +200,8 @@ async function runDriver(driver: Driver, count: number, concurrency: number): Pr
       driver,
       "--count",
       `${count + sequential}`,
+      "--ca-key-type",
+      caKeyType,
     ],
     env: { SVC_TEST_DATABASE_URL: Deno.env.get("SVC_TEST_DATABASE_URL") ?? DEFAULT_DATABASE_URL },
     stdin: "piped",

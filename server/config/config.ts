@@ -6,6 +6,7 @@
  * the key and say how to fix it, and stop the server before anything listens.
  */
 import { parse as parseYaml } from "yaml";
+import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../pki/ca_key_type.ts";
 
 /** The whole server configuration after defaults, file and environment are merged. */
 export interface ServerConfig {
@@ -24,7 +25,7 @@ export interface ServerConfig {
   database: { url: string };
   tls: { certFile: string; keyFile: string };
   /** `keyEncryptionKeyFile` seals the CA key and session secret kept in the database (see server/pki/secret_store.ts). */
-  ca: { certFile: string; keyFile: string; keyEncryptionKeyFile: string };
+  ca: { certFile: string; keyFile: string; keyEncryptionKeyFile: string; keyType: CaKeyType };
   security: {
     adminToken: string;
     adminPassword: string;
@@ -126,6 +127,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "ca.cert_file", kind: "string", default: "" },
   { key: "ca.key_file", kind: "string", default: "" },
   { key: "ca.key_encryption_key_file", kind: "string", default: "" },
+  { key: "ca.key_type", kind: "string", default: DEFAULT_CA_KEY_TYPE, oneOf: [...CA_KEY_TYPES] },
   { key: "security.admin_token", kind: "string", default: "", check: checkAdminToken },
   { key: "security.admin_password", kind: "string", default: "", env: "SVC_ADMIN_PASSWORD" },
   { key: "security.jwt_secret", kind: "string", default: "", env: "JWT_SECRET", check: checkJwtSecret },
@@ -282,6 +284,7 @@ export function resolveConfig(
       certFile: v("ca.cert_file"),
       keyFile: v("ca.key_file"),
       keyEncryptionKeyFile: v("ca.key_encryption_key_file"),
+      keyType: v("ca.key_type") as CaKeyType,
     },
     security: {
       adminToken: v("security.admin_token"),

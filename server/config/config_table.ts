@@ -42,6 +42,9 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
       "Key file sealing the CA key and session secret kept in the database; same file on every replica",
     default: "`{data_dir}/pki/secrets.kek`, created on first start",
   },
+  "ca.key_type": {
+    meaning: "Curve of the internal CA when the server creates it; an existing CA keeps its own",
+  },
   "security.admin_token": { meaning: "`x-admin-token` for `CreateEnrollmentToken`", default: "empty = off" },
   "security.admin_password": {
     meaning: "Initial Super Admin password",

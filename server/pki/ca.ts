@@ -22,8 +22,8 @@ import { BACKDATE_MS, type CaCredentials, randomSerialHex } from "./issue.ts";
 import { exportPrivateKeyPem, importPrivateKeyPem, keyMatchesCertificate, signingAlgorithm } from "./keys.ts";
 import { signCsr, type SignCsrOptions, type SignedCertificate } from "./sign_csr.ts";
 import { isPkcs11Uri, openTokenKey, parsePkcs11Uri } from "./pkcs11.ts";
+import { type CaKeyType, DEFAULT_CA_KEY_TYPE } from "./ca_key_type.ts";
 
-const CA_CURVE = { name: "ECDSA", namedCurve: "P-384" } as const;
 const CA_VALIDITY_YEARS = 10;
 const CA_CERT_FILE = "ca.crt";
 const CA_KEY_FILE = "ca.key";
@@ -57,12 +57,14 @@ export interface LoadOrCreateCaOptions {
   certFile?: string;
   /** `ca.key_file`: PEM private key of the CA (PKCS#8, or SEC1/PKCS#1 as openssl writes them). */
   keyFile?: string;
+  /** `ca.key_type`: the curve of a CA created here; a CA that exists keeps its own. */
+  keyType?: CaKeyType;
 }
 
 /**
  * Loads the CA from `certFile` and `keyFile` when both are set; otherwise
  * loads `{dataDir}/pki/ca/ca.crt` and `ca.key`, creating them on first start:
- * an ECDSA P-384 self-signed CA "svc Internal CA" valid 10 years, allowed to
+ * an ECDSA self-signed CA "svc Internal CA" (`keyType`, P-256 by default) valid 10 years, allowed to
  * sign end-entity certificates only (path length 0). The directory is 0700
  * and the key 0600; the pair appears at once (staged in a temporary directory
  * and renamed), so a crash or a second server starting at the same moment
@@ -92,7 +94,7 @@ export async function loadOrCreateCa(options: LoadOrCreateCaOptions): Promise<Ca
   let generated = false;
   if (!(await caFilesPresent(caDir))) {
     await ensurePrivateDir(pkiDir);
-    generated = await createCaDir(pkiDir, caDir);
+    generated = await createCaDir(pkiDir, caDir, options.keyType);
   }
   const certFile = join(caDir, CA_CERT_FILE);
   const keyFile = join(caDir, CA_KEY_FILE);
@@ -129,8 +131,8 @@ async function caFilesPresent(caDir: string): Promise<boolean> {
  * Writes a new CA into a temporary directory next to `caDir` and renames it
  * into place. Returns false when another process created the CA first.
  */
-async function createCaDir(pkiDir: string, caDir: string): Promise<boolean> {
-  const { certPem, keyPem } = await generateCaPem();
+async function createCaDir(pkiDir: string, caDir: string, keyType?: CaKeyType): Promise<boolean> {
+  const { certPem, keyPem } = await generateCaPem(keyType);
   const staging = await Deno.makeTempDir({ dir: pkiDir, prefix: ".ca-" });
   try {
     await Deno.chmod(staging, PRIVATE_DIR_MODE);
@@ -145,9 +147,12 @@ async function createCaDir(pkiDir: string, caDir: string): Promise<boolean> {
   }
 }
 
-/** A new self-signed CA (ECDSA P-384, 10 years, path length 0) as PEM. */
-export async function generateCaPem(): Promise<{ certPem: string; keyPem: string }> {
-  const keys = await crypto.subtle.generateKey(CA_CURVE, true, ["sign", "verify"]);
+/** A new self-signed CA (ECDSA on `keyType`, 10 years, path length 0) as PEM. */
+export async function generateCaPem(
+  keyType: CaKeyType = DEFAULT_CA_KEY_TYPE,
+): Promise<{ certPem: string; keyPem: string }> {
+  const algorithm = { name: "ECDSA", namedCurve: keyType };
+  const keys = await crypto.subtle.generateKey(algorithm, true, ["sign", "verify"]);
   const now = new Date();
   const notAfter = new Date(now);
   notAfter.setUTCFullYear(notAfter.getUTCFullYear() + CA_VALIDITY_YEARS);

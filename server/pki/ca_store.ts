@@ -14,6 +14,7 @@
 import { join } from "node:path";
 import { decodeCertificate } from "../../shared/pki/csr.ts";
 import { type Ca, generateCaPem, loadCa, loadOrCreateCa } from "./ca.ts";
+import type { CaKeyType } from "./ca_key_type.ts";
 import { ensurePrivateDir, exists, PUBLIC_FILE_MODE, readConfiguredFile, writeFileAtomic } from "./files.ts";
 import type { SecretStore } from "./secret_store.ts";
 
@@ -28,6 +29,8 @@ export interface SharedCaOptions {
   dataDir: string;
   certFile?: string;
   keyFile?: string;
+  /** `ca.key_type`: the curve of a CA created by this call; a CA that exists keeps its own. */
+  keyType?: CaKeyType;
 }
 
 /** How the CA was obtained, for the start-up log. */
@@ -76,7 +79,7 @@ export async function loadSharedCa(options: SharedCaOptions): Promise<{ ca: Ca; 
       });
       return { publicPem: legacy.certPem, secret: new TextEncoder().encode(legacy.keyPem) };
     }
-    const fresh = await generateCaPem();
+    const fresh = await generateCaPem(options.keyType);
     return { publicPem: fresh.certPem, secret: new TextEncoder().encode(fresh.keyPem) };
   });
   const keyPem = new TextDecoder().decode(stored.secret);

@@ -271,7 +271,7 @@ const keyObjects = new WeakMap<CryptoKey, KeyObject>();
  * The WebCrypto `sign` that also knows token keys: what {@linkcode openTokenKey} installed. A software ECDSA
  * key (a real `CryptoKey`; a token key is a stand-in object) signs through node:crypto instead, with the same
  * result format (r‖s): the same implementation without the asynchronous operation's overhead, ~25% less CPU
- * for the P-384 signature every enrollment and renewal costs.
+ * for the CA signature every enrollment and renewal costs.
  */
 export function signWithProvider(
   algorithm: EcdsaParams,

@@ -38,6 +38,7 @@ export async function openServerPki(config: ServerConfig, db: Db): Promise<Serve
     dataDir: config.server.dataDir,
     certFile: config.ca.certFile || undefined,
     keyFile: config.ca.keyFile || undefined,
+    keyType: config.ca.keyType,
   });
   const effective = config.security.jwtSecret ? config : {
     ...config,

@@ -23,6 +23,7 @@ import type { ServerContext } from "../../server/context.ts";
 import { resolveConfig, type ServerConfig } from "../../server/config/config.ts";
 import { createLogger, type LogLevel } from "../../server/log.ts";
 import { type Ca, ensureInternalServerCert, loadOrCreateCa } from "../../server/pki/mod.ts";
+import type { CaKeyType } from "../../server/pki/ca_key_type.ts";
 import { createApp } from "../../server/http/app.ts";
 import type { AppEnv, RouteSpec } from "../../server/http/route.ts";
 import { CSRF_COOKIE, CSRF_HEADER } from "../../server/http/csrf.ts";
@@ -138,24 +139,30 @@ export const TEST_ORIGIN = "https://svc.test";
 /** Password of the initial admin in test servers. */
 export const TEST_ADMIN_PASSWORD = "test-admin-password-0123";
 
-let sharedPki: Promise<{ ca: Ca; cert: { certPem: string; keyPem: string }; dir: string }> | undefined;
+const sharedPki = new Map<
+  CaKeyType,
+  Promise<{ ca: Ca; cert: { certPem: string; keyPem: string }; dir: string }>
+>();
 
-/** One CA and server certificate per test process (creating keys is the slow part). */
-function pki() {
-  sharedPki ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "svc-test-pki-" });
-    globalThis.addEventListener("unload", () => {
-      try {
-        Deno.removeSync(dir, { recursive: true });
-      } catch {
-        // already gone
-      }
-    });
-    const ca = await loadOrCreateCa({ dataDir: dir });
-    const cert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
-    return { ca, cert: { certPem: cert.certPem, keyPem: cert.keyPem }, dir };
-  })();
-  return sharedPki;
+/** One CA and server certificate per test process and CA curve (creating keys is the slow part). */
+function pki(keyType: CaKeyType) {
+  let shared = sharedPki.get(keyType);
+  if (!shared) sharedPki.set(keyType, shared = createPki(keyType));
+  return shared;
+}
+
+async function createPki(keyType: CaKeyType) {
+  const dir = await Deno.makeTempDir({ prefix: "svc-test-pki-" });
+  globalThis.addEventListener("unload", () => {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  });
+  const ca = await loadOrCreateCa({ dataDir: dir, keyType });
+  const cert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
+  return { ca, cert: { certPem: cert.certPem, keyPem: cert.keyPem }, dir };
 }
 
 /** Builds the app; call `close()` when done. */
@@ -181,7 +188,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     events: { ...base.events, ...o.events },
   };
   const logs: string[] = [];
-  const { ca, cert } = await pki();
+  const { ca, cert } = await pki(config.ca.keyType);
   const partial: Omit<ServerContext, "audit"> = {
     config,
     db: options.db,

@@ -66,6 +66,7 @@ const BAD: Array<[Record<string, unknown>, Record<string, string>, RegExp]> = [
   [{ "database.url": "mysql://x" }, {}, /database\.url: must be a postgres:\/\//],
   [{}, { JWT_SECRET: "short" }, /JWT_SECRET: must be at least 32 bytes/],
   [{ "audit.syslog.format": "xml" }, {}, /audit\.syslog\.format: "xml" is not one of cef, ocsf/],
+  [{ "ca.key_type": "P-521" }, {}, /ca\.key_type: "P-521" is not one of P-256, P-384/],
   [{ "audit.syslog.enabled": "maybe" }, {}, /audit\.syslog\.enabled: "maybe" is not a boolean/],
   [{ "server.hostnames": { a: 1 } }, {}, /server\.hostnames: expected a list/],
   [{ "server.polcy_port": 1 }, {}, /unknown configuration key "server\.polcy_port"/],

@@ -120,7 +120,7 @@ Deno.test("CA is created with private permissions and reloaded identically", asy
     const cert = first.cert;
     assert.equal(cert.subject, "O=svc, CN=svc Internal CA");
     assert.equal(cert.issuer, cert.subject);
-    assert.deepEqual(first.privateKey.algorithm, { name: "ECDSA", namedCurve: "P-384" });
+    assert.deepEqual(first.privateKey.algorithm, { name: "ECDSA", namedCurve: "P-256" }, "P-256 by default");
     assert.equal(first.privateKey.extractable, false);
     const basic = cert.getExtension(x509.BasicConstraintsExtension)!;
     assert.deepEqual([basic.ca, basic.pathLength, basic.critical], [true, 0, true]);
@@ -141,6 +141,22 @@ Deno.test("CA is created with private permissions and reloaded identically", asy
     const text = await openssl("x509", "-in", join(caDir, "ca.crt"), "-noout", "-text");
     assert.match(text, /CA:TRUE, pathlen:0/);
     assert.match(text, /Certificate Sign, CRL Sign/);
+  });
+});
+
+Deno.test("ca.key_type P-384 creates a P-384 CA signing with SHA-384; an existing CA keeps its curve", async () => {
+  await withTempDir(async (dataDir) => {
+    const created = await loadOrCreateCa({ dataDir, keyType: "P-384" });
+    assert.deepEqual(created.privateKey.algorithm, { name: "ECDSA", namedCurve: "P-384" });
+    const { csrPem } = await generateKeyAndCsr("node-1");
+    const signed = await created.signCsr(csrPem, { commonName: "node-1" });
+    await Deno.writeTextFile(join(dataDir, "agent.crt"), signed.certPem);
+    const text = await openssl("x509", "-noout", "-text", "-in", join(dataDir, "agent.crt"));
+    assert.match(text, /Signature Algorithm: ecdsa-with-SHA384/);
+    assert.match(await opensslVerify(created.certPem, signed.certPem, "sslclient"), /OK/);
+    const reloaded = await loadOrCreateCa({ dataDir, keyType: "P-256" });
+    assert.equal(reloaded.generated, false);
+    assert.deepEqual(reloaded.privateKey.algorithm, { name: "ECDSA", namedCurve: "P-384" });
   });
 });
 
@@ -658,7 +674,7 @@ Deno.test("agent certificates carry what the general encoder would write, byte-e
   assert.equal(await cert.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }), true);
   const text = await run("sh", ["-c", `printf '%s' "$0" | openssl x509 -noout -text`, signed.certPem]);
   assert.match(text.output, /Version: 3 \(0x2\)/);
-  assert.match(text.output, /Signature Algorithm: ecdsa-with-SHA384/);
+  assert.match(text.output, /Signature Algorithm: ecdsa-with-SHA256/);
   assert.match(text.output, /TLS Web Client Authentication/);
 });
 
