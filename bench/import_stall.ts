@@ -5,7 +5,8 @@
  * refused, or refused by the pre-parse limits); then the life of the largest policy the JSON body limit
  * accepts (~860 KiB): create, edit, release, binding enabled and the snapshot delivered to an enrolled agent
  * (typed content encoded), a priority change (snapshot with the typed content cached), a revision saved and
- * released (snapshot with the new content), and its export. A timer chain records the longest gap between
+ * released (snapshot with the new content), and its export; and a login with the right and a wrong password
+ * (argon2id, in a worker as well). A timer chain records the longest gap between
  * two turns of the loop; that gap is how long every other request (REST and the agents' gRPC) waited. The
  * idle baseline is what the machine alone costs the timer chain.
  *
@@ -16,7 +17,7 @@
  * encoding, the WASM database's work and the garbage collection of the copies).
  *
  * Numbers, not pass/fail. Parsing, content checks and typed-content encoding run in a worker
- * (server/domain/bundle_job.ts) before the request's unit of work opens; what remains on the loop is reading
+ * (server/offloop/jobs.ts) before the request's unit of work opens; what remains on the loop is reading
  * the body, the database statements, copying the worker's answer back, encoding the stream message and the
  * TLS write. The agent's stream only counts messages and runs in its own process (tests/helpers/stall.ts), as
  * a real agent does, so receiving a 1 MiB message is not counted; the in-process REST client sends bodies
@@ -26,12 +27,12 @@ import { parseArgs } from "node:util";
 import { migrate, openPglite } from "../server/db/mod.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../tests/helpers/agents.ts";
 import { countingStream, idleStall, stallDuring } from "../tests/helpers/stall.ts";
-import { closeBundleWorkers, keepBundleWorkerWarm } from "../server/domain/bundle_job.ts";
+import { closeWorkers, keepWorkerWarm } from "../server/offloop/jobs.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../server/domain/export_import.ts";
 import { MAX_JSON_BODY } from "../server/http/route.ts";
 import { domainRoutes } from "../server/http/routes/mod.ts";
 import { systemRoutes } from "../server/http/system_routes.ts";
-import type { TestClient, TestResponse } from "../tests/helpers/app.ts";
+import { TEST_ADMIN_PASSWORD, type TestClient, type TestResponse } from "../tests/helpers/app.ts";
 import { freshDb, TEST_DATABASE_URL } from "../tests/helpers/db.ts";
 
 const { values: args } = parseArgs({
@@ -147,7 +148,7 @@ const server = await startAgentServer(db, {
   logLevel: "error",
 });
 // As svc-server does at start (server/server.ts): one worker stays started, so no request pays for `new Worker`.
-const releaseBundleWorker = keepBundleWorkerWarm();
+const releaseWarmWorker = keepWorkerWarm();
 const admin = await server.test.loginAs({ superAdmin: true });
 const groupId = await createGroup(db, "bench");
 const agent = await enrollAgent(server, { name: "bench-agent", groupId });
@@ -171,6 +172,14 @@ const size = bytes(postContent);
 for (let run = 0; run < RUNS; run++) {
   const name = `largest-${run}`;
   await measure("baseline: idle for 1 s (machine noise)", 0, () => idleStall(1_000).then(() => {}));
+  // argon2id (about 70 ms of a processor) runs in a worker: a login costs the loop only its own handling.
+  const login = (password: string, address: number) => () =>
+    server.test.anonymous({ ip: `127.0.0.${address}` }).request("POST", "/api/v1/auth/login", {
+      username: "admin",
+      password,
+    });
+  await measure("login (argon2id check)", 0, login(TEST_ADMIN_PASSWORD, 10 + run));
+  await measure("login, wrong password (argon2id check)", 0, login("not the password", 100 + run), true);
   for (const [label, bundleSize, request] of INPUTS) {
     await measure(label, bundleSize, () => request(admin, run), true);
   }
@@ -247,7 +256,7 @@ for (const [label, row] of results) {
 stream.close();
 agent.close();
 await server.stop();
-releaseBundleWorker();
+releaseWarmWorker();
 if (testDb) await testDb.dispose();
 else await db.close();
-closeBundleWorkers();
+closeWorkers();

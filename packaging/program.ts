@@ -7,7 +7,7 @@
  * - portable (`--portable`, no denort): `<app>` is a launcher script, `lib/deno` the Deno runtime of the
  *   target arch, `lib/<app>.js` the whole program bundled (npm packages included; the agent's lazily
  *   loaded parts as chunk modules beside it, see `BUNDLE`), its worker modules bundled beside it (the
- *   server's `lib/bundle_worker.js`), and
+ *   server's `lib/worker.js`), and
  *   for the server the data files PGlite loads next to its module (`pglite.wasm`, `initdb.wasm`,
  *   `pglite.data`). The web UI is already a generated module, protobuf code is generated TypeScript, and
  *   the migrations are compiled into the bundle, so nothing is read from a checkout.
@@ -90,10 +90,10 @@ const ENTRY: Record<App, string> = { "svc-server": "server/main.ts", "svc-agent"
 /**
  * Worker modules a program starts with `new Worker(new URL(…, import.meta.url))`. A compiled build includes
  * the source module; the portable build bundles each into `lib/<name>.js` beside the program's bundle, where
- * the program looks for it (server/domain/bundle_job.ts). Without it the server would parse bundles and large
+ * the program looks for it (server/offloop/jobs.ts). Without it the server would parse bundles and large
  * policy content on its event loop.
  */
-const WORKERS: Record<App, string[]> = { "svc-server": ["server/domain/bundle_worker.ts"], "svc-agent": [] };
+const WORKERS: Record<App, string[]> = { "svc-server": ["server/offloop/worker.ts"], "svc-agent": [] };
 
 /**
  * The module graph's entry for `app`: the agent's own `main.ts`; for the server, a generated module that
@@ -134,7 +134,7 @@ const BUNDLE: Record<App, { split: boolean; external: string[] }> = {
   "svc-agent": { split: true, external: ["@grpc/proto-loader"] },
 };
 
-/** `server/domain/bundle_worker.ts` → `bundle_worker.js`. */
+/** `server/offloop/worker.ts` → `worker.js`. */
 function moduleFileName(module: string): string {
   return module.slice(module.lastIndexOf("/") + 1).replace(/\.ts$/, ".js");
 }

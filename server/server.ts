@@ -28,7 +28,7 @@ import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
 import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
 import { type PolicyWorkers, startPolicyWorkers } from "./workers/supervisor.ts";
-import { keepBundleWorkerWarm } from "./domain/bundle_job.ts";
+import { keepWorkerWarm } from "./offloop/jobs.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {
@@ -76,7 +76,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     const applied = await migrate(db);
     if (applied.length > 0) log.info("database migrated", { applied: applied.join(",") });
     // Large imports and policy content are checked in a worker; one stays started so no request pays for it.
-    const releaseBundleWorker = keepBundleWorkerWarm();
+    const releaseBundleWorker = keepWorkerWarm();
     cleanups.unshift(() => Promise.resolve(releaseBundleWorker()));
     await checkKekAtStart(config, db);
     // The CA and (when security.jwt_secret is empty) the session secret are shared through the database.

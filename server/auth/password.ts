@@ -1,21 +1,18 @@
 /**
- * Password hashing with argon2id (WASM, so it also works in a compiled binary) and the password rules.
- * Parameters follow the OWASP baseline for argon2id: 19 MiB of memory, 2 passes, 1 lane.
+ * Password hashing with argon2id (`argon2.ts`), run in an off-loop worker so that no login holds up other
+ * requests, and the password rules.
  */
-import { argon2id, argon2Verify } from "hash-wasm";
 import { badRequest } from "../http/errors.ts";
+import { runOffLoop } from "../offloop/jobs.ts";
 
 /** Shortest password the server accepts. */
 export const MIN_PASSWORD_LENGTH = 12;
 /** Longest password the server hashes (bounds the work an unauthenticated caller can ask for). */
 export const MAX_PASSWORD_LENGTH = 1024;
 
-const PARAMS = { parallelism: 1, iterations: 2, memorySize: 19456, hashLength: 32 } as const;
-
 /** Hashes a password into the PHC string form (`$argon2id$v=19$m=…`). */
 export async function hashPassword(password: string): Promise<string> {
-  const salt = crypto.getRandomValues(new Uint8Array(16));
-  return await argon2id({ password, salt, ...PARAMS, outputType: "encoded" });
+  return await runOffLoop<string>({ op: "password-hash", password });
 }
 
 /** A valid hash of a random password: verifying against it costs the same time as a real check. */
@@ -29,14 +26,10 @@ export async function verifyPassword(password: string, hash: string | undefined)
   if (password.length > MAX_PASSWORD_LENGTH) return false;
   if (!hash || !hash.startsWith("$argon2id$")) {
     dummyHash ??= hashPassword(crypto.randomUUID());
-    await argon2Verify({ password, hash: await dummyHash });
+    await runOffLoop<boolean>({ op: "password-verify", password, hash: await dummyHash });
     return false;
   }
-  try {
-    return await argon2Verify({ password, hash });
-  } catch {
-    return false;
-  }
+  return await runOffLoop<boolean>({ op: "password-verify", password, hash });
 }
 
 /** Throws a 400 naming `field` when the password breaks the rules. */

@@ -1,7 +1,7 @@
 /**
  * The pure half of export and import: parsing and checking bundles, validating their policy content and
  * rendering exports. Nothing here touches the database, so the work runs in a worker
- * (`bundle_worker.ts`) and never holds up the server's event loop; `export_import.ts` does the database part.
+ * (`server/offloop/worker.ts`) and never holds up the server's event loop; `export_import.ts` does the database part.
  *
  * Work is bounded before the parser sees a byte: size, documents, flow nesting and an upper bound of the
  * keys and items. Duplicate keys are found with one set per mapping (linear), not by the parser's pairwise

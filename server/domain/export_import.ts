@@ -7,7 +7,7 @@
  * strict (unknown fields, unknown types, anchors, aliases and tags refused; size, document and depth limits),
  * validates every document before writing anything, and writes all or nothing in one transaction; a dry run
  * does the whole import and rolls it back. Parsing, content validation and rendering run in a worker
- * (`bundle_job.ts`), so a large or hostile bundle never holds up other requests, and content checked there
+ * (`server/offloop/jobs.ts`), so a large or hostile bundle never holds up other requests, and content checked there
  * is stored without being checked again; this module does the database part.
  */
 import type { Db, Queryable } from "../db/db.ts";
@@ -22,7 +22,7 @@ import {
   type PolicyDoc,
   type RenderedExport,
 } from "./bundle_codec.ts";
-import { runOffLoop } from "./bundle_job.ts";
+import { runOffLoop } from "../offloop/jobs.ts";
 import { createBinding } from "./bindings.ts";
 import { DomainError, forbiddenError, invalidError, notFoundError } from "./errors.ts";
 import { createPolicy, findPolicyByName, type PolicyRecord, updatePolicy } from "./policies.ts";

@@ -1,7 +1,7 @@
 /**
  * JSON request bodies and responses that may be large. Parsing and checking a body is a pure function of its
  * text and the route's schema ({@link parseJsonBody}), so it runs on the event loop for ordinary bodies and
- * in a bundle worker (server/domain/bundle_job.ts) for large ones; {@link isLargeJson} decides the same for
+ * in an off-loop worker (server/offloop/jobs.ts) for large ones; {@link isLargeJson} decides the same for
  * answers. A 1 MiB policy body costs the loop ~10 ms to decode and parse, and its answer as much to
  * serialize (every quote of JSON content inside a string is escaped): meanwhile every other request and
  * every agent's stream waits.

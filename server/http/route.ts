@@ -38,7 +38,7 @@ import {
   parseJsonBody,
   summarizeFields,
 } from "./json_body.ts";
-import { runOffLoop } from "../domain/bundle_job.ts";
+import { runOffLoop } from "../offloop/jobs.ts";
 import { inUnitOfWork } from "../db/db.ts";
 
 /** The authenticated caller. */
@@ -216,7 +216,7 @@ class RefusedResponse extends Error {
 }
 
 /**
- * Reads and validates a JSON body: on the loop when it is small, in a bundle worker when it is large
+ * Reads and validates a JSON body: on the loop when it is small, in an off-loop worker when it is large
  * (json_body.ts says why), with the same answers either way.
  */
 async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknown> {
@@ -343,7 +343,7 @@ export async function created<T extends { id: string; name: string }>(
 }
 
 /**
- * Answers `value` as JSON; a large one (a policy with 1 MiB of content) is serialized in a bundle worker, so
+ * Answers `value` as JSON; a large one (a policy with 1 MiB of content) is serialized in an off-loop worker, so
  * the escaping of every quote in it does not hold the loop.
  */
 export async function respondJson(

@@ -1,7 +1,7 @@
 /**
  * `Policy.typed_content` as bytes: the type's content message in protobuf binary, encoded once and written
  * into every stream message that carries the policy, so building a snapshot copies bytes instead of parsing
- * the content again. Pure (no database, no cache): it runs in the bundle worker for large content
+ * the content again. Pure (no database, no cache): it runs in an off-loop worker for large content
  * (`typed_content_cache.ts` decides where).
  */
 import { type DescField, type Message, toBinary } from "@bufbuild/protobuf";

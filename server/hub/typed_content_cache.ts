@@ -3,7 +3,7 @@
  * content), kept per policy for as long as its type and content stay the same. Parsing a large policy costs hundreds of milliseconds (about 300 ms
  * for 1 MiB on a loaded machine); done for every snapshot on the server's thread, it held up every other
  * request and stream that long; encoding 1 MiB of text as UTF-8 took several milliseconds more per snapshot.
- * Now content is parsed and encoded once per change, and large content in the bundle worker (`runOffLoop`),
+ * Now content is parsed and encoded once per change, and large content in an off-loop worker (`runOffLoop`),
  * so a snapshot build only copies bytes.
  *
  * The cache belongs to the process: every replica fills its own on first use, and an entry is used only
@@ -11,7 +11,7 @@
  * snapshot of a cached large policy does not read its content at all.
  */
 import { DomainError } from "../domain/errors.ts";
-import { INLINE_CONTENT_LENGTH, runOffLoop } from "../domain/bundle_job.ts";
+import { INLINE_CONTENT_LENGTH, runOffLoop } from "../offloop/jobs.ts";
 import type { Logger } from "../log.ts";
 import type { Queryable } from "../db/db.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";

@@ -101,6 +101,34 @@ export function cpuTime(work: () => unknown): number {
   return run !== undefined && after !== undefined ? after - run : performance.now() - started;
 }
 
+/** Attempts of a measured step; it passes when one of them stays under its bound (see `leastStall`). */
+const ATTEMPTS = 3;
+
+/**
+ * Runs `step` (after `before`, which is not measured) up to {@link ATTEMPTS} times under the stall monitor,
+ * until its worst stall on the processor stays under `boundMs`; returns every stall seen. Work that holds the
+ * loop does so on every attempt, whereas a garbage collection or the machine's noise rarely lands on all.
+ */
+export async function leastStall(options: {
+  before?: (attempt: number) => Promise<void>;
+  step: (attempt: number) => Promise<void>;
+  boundMs: number;
+}): Promise<{ passed: boolean; stalls: string }> {
+  const seen: Stall[] = [];
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    await options.before?.(attempt);
+    const { stall } = await stallDuring(() => options.step(attempt));
+    seen.push(stall);
+    if (stall.busyMs < options.boundMs) break;
+  }
+  return {
+    passed: seen.some((s) => s.busyMs < options.boundMs),
+    stalls: seen.map((s) => `${s.busyMs.toFixed(0)} ms on CPU (${s.wallMs.toFixed(0)} ms by the clock)`).join(
+      ", ",
+    ),
+  };
+}
+
 /** A policy stream that counts messages without decoding them. */
 export interface CountingStream {
   /** Messages received so far. */

@@ -1,8 +1,10 @@
 /**
- * The jobs a bundle worker runs ({@link runBundleJob}), and {@link runOffLoop}, which runs one in a worker
- * with a bounded number of workers at a time and a deadline. When no worker can be started (a build that
- * did not ship `bundle_worker.ts`), the job runs in-process: correct, but then it blocks the loop while it
- * runs, and a warning says so once.
+ * Work too heavy for the server's event loop, and the workers that do it: the jobs ({@link runJob}), and
+ * {@link runOffLoop}, which runs one in a worker with a bounded number of jobs at a time per lane and a
+ * deadline. Two lanes: content work (bundles, policy content, large JSON bodies and answers, stream members)
+ * and password hashing, so a login never queues behind a large import. When no worker can be started (a
+ * build that did not ship `worker.ts`), the job runs in-process: correct, but then it blocks the loop while
+ * it runs, and a warning says so once.
  *
  * Policy content goes through {@link checkContentOffLoop}: small content (the common case) is checked on the
  * calling thread, which takes well under a few milliseconds; larger content is checked in a worker, and the
@@ -20,15 +22,16 @@ import {
   type ExportPolicyRow,
   type RenderedExport,
   renderExport,
-} from "./bundle_codec.ts";
-import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
+} from "../domain/bundle_codec.ts";
+import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "../domain/errors.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
 import { type EncodedMembers, encodeMembers } from "../hub/typed_content.ts";
 import { type ParsedBody, parseJsonBody } from "../http/json_body.ts";
+import { argon2idHash, argon2idVerify } from "../auth/argon2.ts";
 import type { JsonSchema } from "../http/json_schema.ts";
 
 /** A unit of pure bundle work. */
-export type BundleJob =
+export type OffLoopJob =
   | { op: "check"; text: string; format?: BundleFormat }
   | { op: "content"; type: string; content: string }
   /** A large request body (UTF-8) parsed and checked against its route's schema (server/http/json_body.ts). */
@@ -42,16 +45,22 @@ export type BundleJob =
     policies: ExportPolicyRow[];
     bindings?: ExportBindingRow[];
     format: BundleFormat;
-  };
+  }
+  /** argon2id of a password with a fresh salt (server/auth/argon2.ts): the PHC string. */
+  | { op: "password-hash"; password: string }
+  /** Whether a password matches a PHC string. */
+  | { op: "password-verify"; password: string; hash: string };
 
 /** What a job returns. */
-export type BundleJobValue =
+export type OffLoopValue =
   | CheckedBundle
   | RenderedExport
   | CheckedCanonical
   | EncodedMembers
   | ParsedBody
   | Uint8Array<ArrayBuffer>
+  | string
+  | boolean
   | null;
 
 /**
@@ -66,13 +75,17 @@ export interface CheckedCanonical {
  * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; content that
  * does not parse is `invalid`).
  */
-export type BundleJobAnswer =
-  | { ok: true; value: BundleJobValue }
+export type OffLoopAnswer =
+  | { ok: true; value: OffLoopValue }
   | { ok: false; kind: DomainErrorKind | "internal"; message: string; fields?: DomainFieldError[] };
 
 /** Runs `job` here and now. */
-export function runBundleJob(job: BundleJob): BundleJobAnswer {
+export async function runJob(job: OffLoopJob): Promise<OffLoopAnswer> {
   try {
+    if (job.op === "password-hash") return { ok: true, value: await argon2idHash(job.password) };
+    if (job.op === "password-verify") {
+      return { ok: true, value: await argon2idVerify(job.password, job.hash) };
+    }
     const value = job.op === "check"
       ? withoutParsedContent(checkBundle(job.text, job.format))
       : job.op === "content"
@@ -150,66 +163,79 @@ export async function precheckContent(type: string, content: string): Promise<Ch
  * Test hook: when set, awaited on the server's thread while a job is in its worker, before the answer is
  * used; a test makes a job as slow as it needs (e.g. to look at the database meanwhile) without timing.
  */
-export const bundleJobHooks: { whileInWorker?: (job: BundleJob) => Promise<void> } = {};
+export const offLoopHooks: { whileInWorker?: (job: OffLoopJob) => Promise<void> } = {};
 
-/** Most bundle jobs running at once; more wait their turn (each holds one worker thread). */
-export const MAX_PARALLEL_BUNDLE_JOBS = 2;
+/**
+ * Most jobs of one lane running at once; more wait their turn (each holds one worker thread). Content and
+ * password jobs have a lane each, so up to twice this many workers run.
+ */
+export const MAX_PARALLEL_JOBS = 2;
 /**
  * Longest a job may take before its worker is stopped and the request refused. Far above what the size and
  * node limits allow (about 2 s on a loaded machine); it only stops a job that something unforeseen makes slow.
  */
-export const BUNDLE_JOB_DEADLINE_MS = 60_000;
+export const JOB_DEADLINE_MS = 60_000;
 
 /**
- * The worker module: `bundle_worker.ts` beside this file in a checkout or a compiled build (which includes
- * it), `bundle_worker.js` beside the one-module bundle of the portable build (packaging/program.ts bundles
+ * The worker module: `worker.ts` beside this file in a checkout or a compiled build (which includes
+ * it), `worker.js` beside the one-module bundle of the portable build (packaging/program.ts bundles
  * it there).
  */
 const WORKER_URL = new URL(
-  import.meta.url.endsWith(".ts") ? "./bundle_worker.ts" : "./bundle_worker.js",
+  import.meta.url.endsWith(".ts") ? "./worker.ts" : "./worker.js",
   import.meta.url,
 );
 let workerUnavailable = false;
-let running = 0;
-const waiting: (() => void)[] = [];
+/** The jobs of one lane: how many run, and who waits for a turn. */
+interface Lane {
+  running: number;
+  waiting: (() => void)[];
+}
 
-async function acquire(): Promise<void> {
-  if (running < MAX_PARALLEL_BUNDLE_JOBS) {
-    running++;
+const lanes = { content: { running: 0, waiting: [] } as Lane, password: { running: 0, waiting: [] } as Lane };
+
+function laneOf(job: OffLoopJob): Lane {
+  return job.op === "password-hash" || job.op === "password-verify" ? lanes.password : lanes.content;
+}
+
+async function acquire(lane: Lane): Promise<void> {
+  if (lane.running < MAX_PARALLEL_JOBS) {
+    lane.running++;
     return;
   }
-  await new Promise<void>((resolve) => waiting.push(resolve));
+  await new Promise<void>((resolve) => lane.waiting.push(resolve));
 }
 
-function release(): void {
-  const next = waiting.shift();
+function release(lane: Lane): void {
+  const next = lane.waiting.shift();
   if (next) next();
-  else running--;
+  else lane.running--;
 }
 
-function answerValue<T>(answer: BundleJobAnswer): T {
+function answerValue<T>(answer: OffLoopAnswer): T {
   if (answer.ok) return answer.value as T;
   if (answer.kind === "internal") throw new Error(answer.message);
   throw new DomainError(answer.kind, answer.message, answer.fields);
 }
 
 /** Runs `job` in a worker thread and returns its value (or throws its error). */
-export async function runOffLoop<T extends BundleJobValue>(
-  job: BundleJob,
+export async function runOffLoop<T extends OffLoopValue>(
+  job: OffLoopJob,
 ): Promise<T> {
-  await acquire();
+  const lane = laneOf(job);
+  await acquire(lane);
   try {
-    if (workerUnavailable) return answerValue<T>(runBundleJob(job));
+    if (workerUnavailable) return answerValue<T>(await runJob(job));
     const answering = inWorker(job);
-    if (bundleJobHooks.whileInWorker) {
+    if (offLoopHooks.whileInWorker) {
       // Keep a rejection from going unhandled while the hook runs; it is thrown below.
       answering.catch(() => {});
-      await bundleJobHooks.whileInWorker(job);
+      await offLoopHooks.whileInWorker(job);
     }
     const answer = await answering;
-    return answerValue<T>(answer ?? runBundleJob(job));
+    return answerValue<T>(answer ?? await runJob(job));
   } finally {
-    release();
+    release(lane);
   }
 }
 
@@ -218,14 +244,14 @@ export async function runOffLoop<T extends BundleJobValue>(
  * 10–30 ms (a new isolate), so workers are kept for the next job rather than started per job; an idle worker
  * also keeps the process alive, so it does not wait forever.
  */
-export const BUNDLE_WORKER_IDLE_MS = 5_000;
+export const WORKER_IDLE_MS = 5_000;
 
 interface PooledWorker {
   worker: Worker;
   idleTimer?: ReturnType<typeof setTimeout>;
 }
 
-/** Workers waiting for a job (at most {@link MAX_PARALLEL_BUNDLE_JOBS}: one per running job before). */
+/** Workers waiting for a job (at most {@link MAX_PARALLEL_JOBS}: one per running job before). */
 const idleWorkers: PooledWorker[] = [];
 
 /** An idle worker, or a new one; undefined when none can be started. */
@@ -256,7 +282,7 @@ function giveBack(pooled: PooledWorker): void {
     idleWorkers.push(pooled);
     return;
   }
-  const timer = setTimeout(() => dropIdle(pooled), BUNDLE_WORKER_IDLE_MS);
+  const timer = setTimeout(() => dropIdle(pooled), WORKER_IDLE_MS);
   Deno.unrefTimer(timer);
   pooled.idleTimer = timer;
   idleWorkers.push(pooled);
@@ -270,14 +296,14 @@ function dropIdle(pooled: PooledWorker): void {
 }
 
 /** The idle workers: how many, and how many of them wait without a deadline (the warm one). */
-export function bundleWorkerPool(): { idle: number; warm: number } {
+export function workerPool(): { idle: number; warm: number } {
   return {
     idle: idleWorkers.length,
     warm: idleWorkers.filter((idle) => idle.idleTimer === undefined).length,
   };
 }
 
-/** Running servers that asked for a warm worker ({@link keepBundleWorkerWarm}). */
+/** Running servers that asked for a warm worker ({@link keepWorkerWarm}). */
 let warmHolders = 0;
 
 /**
@@ -286,7 +312,7 @@ let warmHolders = 0;
  * a server that let its last worker time out would stall every other request at the next large import; the
  * warm worker costs an idle isolate's memory instead. The worker starts now, while the server is starting.
  */
-export function keepBundleWorkerWarm(): () => void {
+export function keepWorkerWarm(): () => void {
   warmHolders++;
   if (!workerUnavailable && !idleWorkers.some((idle) => idle.idleTimer === undefined)) {
     // An idle worker with a deadline becomes the warm one; otherwise a new one starts.
@@ -298,30 +324,31 @@ export function keepBundleWorkerWarm(): () => void {
     if (released) return;
     released = true;
     warmHolders--;
-    if (warmHolders === 0) closeBundleWorkers();
+    if (warmHolders === 0) closeWorkers();
   };
 }
 
 /** Stops the idle workers now (at shutdown, or at the end of a benchmark, so the process can exit). */
-export function closeBundleWorkers(): void {
+export function closeWorkers(): void {
   for (const pooled of [...idleWorkers]) dropIdle(pooled);
 }
 
 /** The worker's answer, or undefined when no worker could be started. */
-function inWorker(job: BundleJob): Promise<BundleJobAnswer | undefined> {
+function inWorker(job: OffLoopJob): Promise<OffLoopAnswer | undefined> {
   return new Promise((resolve, reject) => {
     const pooled = takeWorker();
     if (!pooled) return resolve(undefined);
     const { worker } = pooled;
     const timer = setTimeout(() => {
       worker.terminate();
-      reject(invalidError(
-        `bundle took longer than ${
-          BUNDLE_JOB_DEADLINE_MS / 1000
-        } s to process; split it into smaller bundles`,
-      ));
-    }, BUNDLE_JOB_DEADLINE_MS);
-    worker.onmessage = (event: MessageEvent<BundleJobAnswer>) => {
+      const seconds = JOB_DEADLINE_MS / 1000;
+      reject(
+        laneOf(job) === lanes.password
+          ? new Error(`password hashing took longer than ${seconds} s; the server is overloaded`)
+          : invalidError(`bundle took longer than ${seconds} s to process; split it into smaller bundles`),
+      );
+    }, JOB_DEADLINE_MS);
+    worker.onmessage = (event: MessageEvent<OffLoopAnswer>) => {
       clearTimeout(timer);
       giveBack(pooled);
       resolve(event.data);
@@ -334,7 +361,7 @@ function inWorker(job: BundleJob): Promise<BundleJobAnswer | undefined> {
         unavailable(event.message);
         resolve(undefined);
       } else {
-        reject(new Error(`bundle worker failed: ${event.message}`));
+        reject(new Error(`off-loop worker failed: ${event.message}`));
       }
     };
     worker.postMessage(job);
@@ -345,8 +372,8 @@ function unavailable(reason: unknown): void {
   if (workerUnavailable) return;
   workerUnavailable = true;
   console.warn(
-    `bundle worker unavailable (${
+    `off-loop worker unavailable (${
       String(reason)
-    }); imports and exports run on the main thread and can delay other requests`,
+    }); imports, exports, large content and password hashing run on the main thread and delay other requests`,
   );
 }

@@ -1,12 +1,13 @@
 /**
- * Worker entry of bundle parsing and rendering: runs one {@link BundleJob} per message and answers with its
- * value or its error, so a large or hostile bundle costs this worker's time, never the server's event loop.
+ * Worker entry of the off-loop jobs: runs one {@link OffLoopJob} per message and answers with its value or
+ * its error, so a large or hostile bundle, or a password hash, costs this worker's time, never the server's
+ * event loop.
  */
 /// <reference lib="deno.worker" />
-import { type BundleJob, type BundleJobAnswer, runBundleJob } from "./bundle_job.ts";
+import { type OffLoopAnswer, type OffLoopJob, runJob } from "./jobs.ts";
 
-self.onmessage = (event: MessageEvent<BundleJob>) => {
-  const answer: BundleJobAnswer = runBundleJob(event.data);
+self.onmessage = async (event: MessageEvent<OffLoopJob>) => {
+  const answer: OffLoopAnswer = await runJob(event.data);
   self.postMessage(answer, answer.ok ? movableBuffers(answer.value) : []);
 };
 
