@@ -24,6 +24,9 @@ import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 
+/** Nodes read per query for the per-node families. */
+const NODE_PAGE = 1_000;
+
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
 /** Binding states always present in `svc_policy_bindings_total`. */
@@ -76,21 +79,31 @@ const PROBES: readonly Probe[] = [
   {
     families: ["svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
     async run(q) {
-      const rows = await q.query<{ name: string; fqdn: string; expiry: number | null; seen: number | null }>(
-        `SELECT name, fqdn,
-                round(extract(epoch FROM cert_not_after - now()))::float8 AS expiry,
-                floor(extract(epoch FROM last_seen))::float8 AS seen
-           FROM nodes ORDER BY name`,
-      );
       const expiry: MetricSample[] = [];
       const seen: MetricSample[] = [];
-      for (const r of rows) {
-        const labels = { node: r.name, fqdn: r.fqdn };
-        // A node without a certificate or without a heartbeat yet has no value to report.
-        if (r.expiry !== null) {
-          expiry.push({ name: "svc_node_certificate_expiry_seconds", labels, value: Number(r.expiry) });
+      // A page of nodes at a time (by name, the order of the output): the driver decodes a result on the
+      // loop in the turn its bytes arrive, and all 10,000 rows of a fleet at once held the loop 10–16 ms.
+      for (let after: string | null = null;;) {
+        const rows: { name: string; fqdn: string; expiry: number | null; seen: number | null }[] = await q
+          .query(
+            `SELECT name, fqdn,
+                    round(extract(epoch FROM cert_not_after - now()))::float8 AS expiry,
+                    floor(extract(epoch FROM last_seen))::float8 AS seen
+               FROM nodes ${after === null ? "" : "WHERE name > $1"} ORDER BY name LIMIT ${NODE_PAGE}`,
+            after === null ? [] : [after],
+          );
+        for (const r of rows) {
+          const labels = { node: r.name, fqdn: r.fqdn };
+          // A node without a certificate or without a heartbeat yet has no value to report.
+          if (r.expiry !== null) {
+            expiry.push({ name: "svc_node_certificate_expiry_seconds", labels, value: Number(r.expiry) });
+          }
+          if (r.seen !== null) {
+            seen.push({ name: "svc_node_last_seen_seconds", labels, value: Number(r.seen) });
+          }
         }
-        if (r.seen !== null) seen.push({ name: "svc_node_last_seen_seconds", labels, value: Number(r.seen) });
+        if (rows.length < NODE_PAGE) break;
+        after = rows[rows.length - 1].name;
       }
       return [
         gauge(

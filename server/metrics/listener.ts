@@ -11,7 +11,7 @@
 import type { ServerContext } from "../context.ts";
 import { metricsRegistry } from "./counters.ts";
 import { collectDatabaseFamilies } from "./collector.ts";
-import { familiesFromRegistry, type MetricFamily, negotiate, render } from "./exposition.ts";
+import { familiesFromRegistry, type MetricFamily, negotiate, renderStream } from "./exposition.ts";
 import { runtimeFamilies, startRuntimeSampler } from "./runtime.ts";
 import { mergeWorkerFamilies, type WorkerFamilies } from "./workers.ts";
 
@@ -139,10 +139,13 @@ export async function startMetricsListener(
       options.workers?.(),
     ]);
     const own = [...database, ...counters, ...runtime];
-    const body = render(workers ? mergeWorkerFamilies(own, workers) : own, format);
+    // Rendered a chunk at a time as the response is sent, so a fleet-sized scrape never holds the loop.
+    const body = renderStream(workers ? mergeWorkerFamilies(own, workers) : own, format);
     // A fleet adds two series per node, so large scrapes are worth compressing (Prometheus asks for gzip).
     if (acceptsGzip(req.headers.get("accept-encoding"))) {
-      return new Response(new Blob([body]).stream().pipeThrough(new CompressionStream("gzip")), {
+      // (CompressionStream is typed for any BufferSource; it takes the byte chunks as they are.)
+      const gzip = new CompressionStream("gzip") as unknown as TransformStream<Uint8Array, Uint8Array>;
+      return new Response(body.pipeThrough(gzip), {
         headers: { ...headers, "content-encoding": "gzip" },
       });
     }

@@ -148,17 +148,19 @@ export async function freshDb(driver: Driver): Promise<TestDb> {
 
 /**
  * Registers one Deno test per enabled driver, each with its own fresh database:
- * `dbTest("policies can be released", async (db) => { … })`.
+ * `dbTest("policies can be released", async (db) => { … })`. `drivers` narrows them (a property only one
+ * database has, e.g. `["postgres"]`); a named driver that is not enabled is registered as ignored, so the
+ * summary shows what did not run.
  */
 export function dbTest(
   name: string,
   fn: (db: Db, t: Deno.TestContext, info: TestDb) => Promise<void>,
-  options: { sanitizeResources?: boolean; sanitizeOps?: boolean; ignore?: boolean } = {},
+  options: { sanitizeResources?: boolean; sanitizeOps?: boolean; ignore?: boolean; drivers?: Driver[] } = {},
 ): void {
-  for (const driver of DRIVERS) {
+  for (const driver of options.drivers ?? DRIVERS) {
     Deno.test({
       name: `${name} [${driver}]`,
-      ignore: options.ignore,
+      ignore: options.ignore || !DRIVERS.includes(driver),
       sanitizeResources: options.sanitizeResources ?? false,
       sanitizeOps: options.sanitizeOps ?? false,
       async fn(t) {
