@@ -40,7 +40,7 @@ import { typedContentFor, validatePolicyContent } from "../../shared/policy_type
 import { checkContent } from "../../server/domain/bundle_codec.ts";
 import { createGroup, enrollAgent, startAgentServer, subscribe } from "../helpers/agents.ts";
 import { typedContentCacheStats } from "../../server/hub/typed_content_cache.ts";
-import { countingStream, cpuTime, idleStall, leastStall, type Stall, stallDuring } from "../helpers/stall.ts";
+import { countingStream, cpuTime, idleStall, leastStall } from "../helpers/stall.ts";
 
 /** Requests that must complete while the import is still in flight. */
 const CONCURRENT_ANSWERS = 5;
