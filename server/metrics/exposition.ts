@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { setImmediate } from "node:timers";
 import type { Registry } from "prom-client";
 import type { Logger } from "../log.ts";
 
@@ -172,7 +173,8 @@ export function renderStream(
     async pull(controller) {
       // A turn of the loop between chunks: a reader that takes each chunk at once (the gzip pipe does) would
       // otherwise pull the next in the same turn, and the whole scrape would be rendered in one piece again.
-      if (!first) await new Promise((resolve) => setTimeout(resolve, 0));
+      // setImmediate, not setTimeout: nested timeouts are clamped to 4 ms, 45 of them doubled a scrape's time.
+      if (!first) await new Promise((resolve) => setImmediate(resolve));
       first = false;
       const next = chunks.next();
       if (next.done) controller.close();
