@@ -5,7 +5,7 @@
  * are clean 4xx answers that carry the security headers every response carries.
  */
 import assert from "node:assert/strict";
-import { dbTest, freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
+import { dbTest } from "../helpers/db.ts";
 import { toHttpError } from "../../server/http/errors.ts";
 import { createTestServer, type TestClient, type TestServer } from "../helpers/app.ts";
 import { startAgentServer } from "../helpers/agents.ts";
@@ -239,27 +239,20 @@ dbTest("error answers carry the security headers, in-process and from the web po
   }
 });
 
-Deno.test({
-  name: "text PostgreSQL itself refuses maps to a 400, whatever route let it through [postgres]",
-  ignore: !TEST_DATABASE_URL,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const info = await freshDb("postgres");
-    try {
-      for (
-        const [sql, params] of [["SELECT $1::text", ["a\u0000b"]], ["SELECT ($1::text)::jsonb", [
-          '{"a":"\\u0000"}',
-        ]]] as const
-      ) {
-        const err = await info.db.query(sql, [...params]).then(() => undefined, (e) => e);
-        assert.ok(err, `${sql} must fail on PostgreSQL`);
-        const mapped = toHttpError(err);
-        assert.equal(mapped?.status, 400, `${sql}: ${err}`);
-        assert.match(mapped!.message, /NUL character or invalid Unicode/);
-      }
-    } finally {
-      await info.dispose();
+dbTest(
+  "text PostgreSQL itself refuses maps to a 400, whatever route let it through",
+  async (_db, _t, info) => {
+    for (
+      const [sql, params] of [["SELECT $1::text", ["a\u0000b"]], ["SELECT ($1::text)::jsonb", [
+        '{"a":"\\u0000"}',
+      ]]] as const
+    ) {
+      const err = await info.db.query(sql, [...params]).then(() => undefined, (e) => e);
+      assert.ok(err, `${sql} must fail on PostgreSQL`);
+      const mapped = toHttpError(err);
+      assert.equal(mapped?.status, 400, `${sql}: ${err}`);
+      assert.match(mapped!.message, /NUL character or invalid Unicode/);
     }
   },
-});
+  { drivers: ["postgres"] },
+);
