@@ -23,4 +23,6 @@ export interface ServerContext {
   audit: AuditRecorder;
   /** Unique id of this server process (scale-out bookkeeping). */
   replicaId: string;
+  /** Key sealing users' TOTP secrets at rest (`server_secrets` row `totp_key`, shared by every replica). */
+  totpKey: Uint8Array<ArrayBuffer>;
 }

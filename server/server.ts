@@ -94,6 +94,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
       version: VERSION,
       log,
       replicaId: `${hostname()}-${crypto.randomUUID().slice(0, 8)}`,
+      totpKey: pki.totpKey,
     };
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());

@@ -2,11 +2,12 @@
  * Second factors of a user: the TOTP authenticator (secret sealed at rest, each code accepted once) and
  * single-use backup codes. SQL and crypto only; no HTTP.
  *
- * The sealing key is derived (HKDF-SHA256) from the server's JWT secret rather than a key of its own:
- * every replica must already share that secret for sessions to work, so second factors need no new secret
- * to distribute or back up. The price: changing JWT_SECRET makes stored TOTP secrets unreadable (users then
- * log in with a backup code or an admin resets their factors). Without a JWT secret (a random per-boot key)
- * enrolment is refused, since the secret would be lost at the next restart.
+ * TOTP secrets are sealed (AES-256-GCM, bound to the user) under a key of their own, kept in the database
+ * sealed by the server's key-encryption key and shared by every replica (`ctx.totpKey`, `server_secrets` row
+ * `totp_key`). Seals of the first version (`v1.`) used a key derived from the session secret (JWT_SECRET):
+ * changing that secret made every authenticator unreadable, and whoever held it could read them. Those are
+ * opened with the derived key once, at start, and sealed again under the TOTP key
+ * ({@linkcode resealLegacyTotpSecrets}).
  *
  * @module
  */
@@ -20,59 +21,41 @@ export const BACKUP_CODE_COUNT = 10;
 
 /** Seals and opens TOTP secrets, bound to their user. */
 export interface SecretSealer {
-  /** False when the server has no stable key (JWT secret unset). */
-  readonly available: boolean;
   seal(userId: string, secret: Uint8Array<ArrayBuffer>): Promise<string>;
   open(userId: string, sealed: string): Promise<Uint8Array<ArrayBuffer>>;
 }
 
-/** The sealer for the server's JWT secret. */
-export function createSecretSealer(jwtSecret: string): SecretSealer {
-  const key = jwtSecret === "" ? undefined : (async () => {
-    const material = await crypto.subtle.importKey(
-      "raw",
-      new TextEncoder().encode(jwtSecret),
-      "HKDF",
-      false,
-      ["deriveKey"],
-    );
-    return await crypto.subtle.deriveKey(
-      {
-        name: "HKDF",
-        hash: "SHA-256",
-        salt: new TextEncoder().encode("svc second factors"),
-        info: new TextEncoder().encode("totp secret sealing v1"),
-      },
-      material,
-      { name: "AES-GCM", length: 256 },
-      false,
-      ["encrypt", "decrypt"],
-    );
-  })();
-  const need = () => {
-    if (!key) throw unavailable();
-    return key;
-  };
+/**
+ * The sealer under `totpKey` (32 bytes; `ctx.totpKey`). `legacyJwtSecret` opens `v1.` seals, made under a
+ * key derived from the session secret before the TOTP key existed; new seals are always `v2.`.
+ */
+export function createSecretSealer(totpKey: Uint8Array<ArrayBuffer>, legacyJwtSecret = ""): SecretSealer {
+  const key = crypto.subtle.importKey("raw", totpKey, "AES-GCM", false, ["encrypt", "decrypt"]);
+  const legacy = legacyJwtSecret === "" ? undefined : legacyKey(legacyJwtSecret);
   return {
-    available: key !== undefined,
     async seal(userId, secret) {
       const iv = crypto.getRandomValues(new Uint8Array(12));
       const sealed = new Uint8Array(
         await crypto.subtle.encrypt(
           { name: "AES-GCM", iv, additionalData: new TextEncoder().encode(userId) },
-          await need(),
+          await key,
           secret,
         ),
       );
-      return `v1.${toBase64(iv)}.${toBase64(sealed)}`;
+      return `v2.${toBase64(iv)}.${toBase64(sealed)}`;
     },
     async open(userId, sealed) {
       const [version, iv, data] = sealed.split(".");
-      if (version !== "v1" || !iv || !data) throw new Error("mfa: unknown sealed secret format");
+      if ((version !== "v1" && version !== "v2") || !iv || !data) {
+        throw new Error("mfa: unknown sealed secret format");
+      }
+      if (version === "v1" && !legacy) {
+        throw new Error("mfa: a v1 seal needs the former session secret to open");
+      }
       return new Uint8Array(
         await crypto.subtle.decrypt(
           { name: "AES-GCM", iv: fromBase64(iv), additionalData: new TextEncoder().encode(userId) },
-          await need(),
+          version === "v1" ? await legacy! : await key,
           fromBase64(data),
         ),
       );
@@ -80,12 +63,61 @@ export function createSecretSealer(jwtSecret: string): SecretSealer {
   };
 }
 
-function unavailable(): HttpError {
-  return new HttpError(
-    409,
-    "mfa_unavailable",
-    "second factors need a stable server key: set security.jwt_secret (JWT_SECRET) on every replica, then enrol",
+/** The key `v1.` seals were made under: HKDF-SHA256 of the session secret. */
+async function legacyKey(jwtSecret: string): Promise<CryptoKey> {
+  const material = await crypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(jwtSecret),
+    "HKDF",
+    false,
+    ["deriveKey"],
   );
+  return await crypto.subtle.deriveKey(
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new TextEncoder().encode("svc second factors"),
+      info: new TextEncoder().encode("totp secret sealing v1"),
+    },
+    material,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt", "decrypt"],
+  );
+}
+
+/**
+ * Seals every `v1.` TOTP secret again under the TOTP key (at start; each row in its own statement, guarded
+ * by its old value, so replicas starting together do not undo each other). A row the current session secret
+ * does not open (the secret changed since) is left as it is and counted: that user logs in with a backup
+ * code or an admin resets the factor, as before. Returns how many rows were sealed again and left.
+ */
+export async function resealLegacyTotpSecrets(
+  q: Queryable,
+  sealer: SecretSealer,
+): Promise<{ resealed: number; unreadable: number }> {
+  const rows = await q.query<{ user_id: string; secret_sealed: string }>(
+    "SELECT user_id, secret_sealed FROM user_totp WHERE secret_sealed LIKE 'v1.%'",
+  );
+  let resealed = 0;
+  let unreadable = 0;
+  for (const row of rows) {
+    let secret: Uint8Array<ArrayBuffer>;
+    try {
+      secret = await sealer.open(row.user_id, row.secret_sealed);
+    } catch {
+      unreadable++;
+      continue;
+    }
+    await q.query("UPDATE user_totp SET secret_sealed = $1 WHERE user_id = $2 AND secret_sealed = $3", [
+      await sealer.seal(row.user_id, secret),
+      row.user_id,
+      row.secret_sealed,
+    ]);
+    secret.fill(0);
+    resealed++;
+  }
+  return { resealed, unreadable };
 }
 
 /** What second factors a user has. */
@@ -129,7 +161,6 @@ export async function startTotpEnrolment(
   sealer: SecretSealer,
   userId: string,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  if (!sealer.available) throw unavailable();
   const secret = newTotpSecret();
   const sealed = await sealer.seal(userId, secret);
   const rows = await q.query(

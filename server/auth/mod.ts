@@ -18,6 +18,7 @@ import { startRetentionJob } from "../audit/retention.ts";
 import { authRoutes } from "./auth_routes.ts";
 import { apiTokenRoutes } from "./api_token_routes.ts";
 import { mfaRoutes } from "./mfa_routes.ts";
+import { resealLegacyTotpSecrets } from "./mfa.ts";
 import { webauthnRoutes } from "./webauthn_routes.ts";
 import { mfaPolicyRoutes } from "./mfa_policy_routes.ts";
 import { createRouteHooks } from "./hooks.ts";
@@ -71,6 +72,15 @@ export function createIdentity(ctx: ServerContext): Identity {
     audit: ctx.audit,
     async start() {
       await seedCatalogue(ctx.db);
+      const { resealed, unreadable } = await resealLegacyTotpSecrets(ctx.db, services.sealer);
+      if (resealed > 0) ctx.log.info("TOTP secrets sealed again under the TOTP key", { count: resealed });
+      if (unreadable > 0) {
+        ctx.log.warn(
+          "TOTP secrets sealed under a former session secret cannot be opened: those users log in with a " +
+            "backup code, or an administrator resets their second factors (Settings → Users)",
+          { count: unreadable },
+        );
+      }
       createdAdmin = await ensureInitialAdmin(ctx);
       stopRetention = startRetentionJob({
         db: ctx.db,

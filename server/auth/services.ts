@@ -25,7 +25,7 @@ export interface IdentityServices {
 
 /** Builds the shared state from the context (logs the JWT secret warning when it applies). */
 export function createIdentityServices(ctx: ServerContext): IdentityServices {
-  const sealer = createSecretSealer(ctx.config.security.jwtSecret);
+  const sealer = createSecretSealer(ctx.totpKey, ctx.config.security.jwtSecret);
   return {
     ctx,
     signer: createTokenSigner(ctx.config.security.jwtSecret, ctx.log),

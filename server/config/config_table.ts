@@ -39,7 +39,7 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
   },
   "ca.key_encryption_key_file": {
     meaning:
-      "Key file sealing the CA key and session secret kept in the database; same file on every replica",
+      "Key file sealing the CA key, session secret and TOTP key kept in the database; same file on every replica",
     default: "`{data_dir}/pki/secrets.kek`, created on first start",
   },
   "ca.key_type": {

@@ -22,6 +22,8 @@ import type { SecretStore } from "./secret_store.ts";
 export const CA_SECRET = "ca";
 /** Row name of the session signing secret. */
 export const JWT_SECRET = "jwt_secret";
+/** Row name of the key sealing TOTP secrets at rest. */
+export const TOTP_KEY_SECRET = "totp_key";
 
 /** Options of {@linkcode loadSharedCa}. */
 export interface SharedCaOptions {
@@ -136,4 +138,18 @@ function sameBytes(a: ArrayBuffer, b: ArrayBuffer): boolean {
   const x = new Uint8Array(a);
   const y = new Uint8Array(b);
   return x.every((v, i) => v === y[i]);
+}
+
+/**
+ * The key sealing users' TOTP secrets (32 random bytes), shared by every replica and created by the first
+ * that needs it. A key of its own rather than one derived from the session secret: rotating the session
+ * secret (after a leak, say) must not cost every user their authenticator, and whoever holds the session
+ * secret must not be able to read the authenticators' secrets.
+ */
+export async function loadSharedTotpKey(store: SecretStore): Promise<Uint8Array<ArrayBuffer>> {
+  const stored = await store.getOrCreate(
+    TOTP_KEY_SECRET,
+    () => Promise.resolve({ publicPem: "", secret: crypto.getRandomValues(new Uint8Array(32)) }),
+  );
+  return stored.secret;
 }

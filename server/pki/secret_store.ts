@@ -1,6 +1,6 @@
 /**
  * Server-wide secrets kept in the database (`server_secrets`) so that every replica shares them by
- * construction: the internal CA's private key and the session signing secret. Each is sealed with
+ * construction: the internal CA's private key, the session signing secret and the key sealing TOTP secrets. Each is sealed with
  * AES-256-GCM under a key-encryption key (KEK) read from `ca.key_encryption_key_file`, which never enters
  * the database; the row name is the additional data, so a sealed value copied into another row does not
  * open. A database dump or backup alone therefore yields neither the CA key nor the signing secret.

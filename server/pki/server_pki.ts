@@ -1,7 +1,7 @@
 /**
  * Everything PKI a server process needs at start, in one place for the main process and the policy
- * workers: the shared CA, the web-port and policy-port certificates, and the configuration with the shared
- * session secret filled in when `security.jwt_secret` is empty.
+ * workers: the shared CA, the web-port and policy-port certificates, the key sealing TOTP secrets, and the
+ * configuration with the shared session secret filled in when `security.jwt_secret` is empty.
  *
  * @module
  */
@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { ServerConfig } from "../config/config.ts";
 import type { Db } from "../db/db.ts";
 import type { Ca } from "./ca.ts";
-import { type CaOrigin, loadSharedCa, loadSharedJwtSecret } from "./ca_store.ts";
+import { type CaOrigin, loadSharedCa, loadSharedJwtSecret, loadSharedTotpKey } from "./ca_store.ts";
 import { openSecretStore, type SecretStore } from "./secret_store.ts";
 import { ensureInternalServerCert, loadOrCreateServerCert, type ServerCert } from "./server_cert.ts";
 
@@ -23,6 +23,8 @@ export interface ServerPki {
   internalCert: ServerCert;
   /** The sealed secrets in the database (also where ACME keeps its certificate). */
   store: SecretStore;
+  /** The key sealing TOTP secrets at rest ({@linkcode loadSharedTotpKey}). */
+  totpKey: Uint8Array<ArrayBuffer>;
 }
 
 /** The key file sealing the server's secrets: `ca.key_encryption_key_file`, else `{data_dir}/pki/secrets.kek`. */
@@ -61,5 +63,6 @@ export async function openServerPki(config: ServerConfig, db: Db): Promise<Serve
     webCert: config.tls.certFile ? webCert : { ...webCert, certPem: webCert.certPem + ca.chainPem },
     internalCert,
     store,
+    totpKey: await loadSharedTotpKey(store),
   };
 }

@@ -53,8 +53,18 @@ export async function runPolicyWorker(): Promise<never> {
     const db = await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
     cleanups.unshift(() => db.close());
     // The main process created the CA and certificates before starting any worker: these only load them.
-    const { ca, webCert, internalCert } = await openServerPki(config, db);
-    const base = { config, db, ca, webCert, internalCert, version: VERSION, log, replicaId: boot.replicaId };
+    const { ca, webCert, internalCert, totpKey } = await openServerPki(config, db);
+    const base = {
+      config,
+      db,
+      ca,
+      webCert,
+      internalCert,
+      version: VERSION,
+      log,
+      replicaId: boot.replicaId,
+      totpKey,
+    };
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());
     const ctx: ServerContext = { ...base, audit };

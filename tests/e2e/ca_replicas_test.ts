@@ -65,7 +65,7 @@ Deno.test({
       const db = postgres(url, { max: 1, onnotice: () => {} });
       try {
         const secrets = await db`SELECT name FROM server_secrets ORDER BY name`;
-        assert.deepEqual(secrets.map((r) => r.name), ["ca", "jwt_secret"]);
+        assert.deepEqual(secrets.map((r) => r.name), ["ca", "jwt_secret", "totp_key"]);
         const users = await db`SELECT username FROM users`;
         assert.deepEqual(users.map((r) => r.username), ["admin"], "one initial admin");
       } finally {

@@ -24,6 +24,8 @@ import { resolveConfig, type ServerConfig } from "../../server/config/config.ts"
 import { createLogger, type LogLevel } from "../../server/log.ts";
 import { type Ca, ensureInternalServerCert, loadOrCreateCa } from "../../server/pki/mod.ts";
 import type { CaKeyType } from "../../server/pki/ca_key_type.ts";
+import { loadSharedTotpKey } from "../../server/pki/ca_store.ts";
+import { openSecretStore } from "../../server/pki/secret_store.ts";
 import { createApp } from "../../server/http/app.ts";
 import type { AppEnv, RouteSpec } from "../../server/http/route.ts";
 import { CSRF_COOKIE, CSRF_HEADER } from "../../server/http/csrf.ts";
@@ -144,6 +146,26 @@ const sharedPki = new Map<
   Promise<{ ca: Ca; cert: { certPem: string; keyPem: string }; dir: string }>
 >();
 
+/**
+ * One key-encryption key file per test process, so that test servers sharing a database open each other's
+ * sealed secrets (the TOTP key) as replicas sharing `ca.key_encryption_key_file` do.
+ */
+let sharedKekFile: Promise<string> | undefined;
+function kekFile(): Promise<string> {
+  sharedKekFile ??= (async () => {
+    const dir = await Deno.makeTempDir({ prefix: "svc-test-kek-" });
+    globalThis.addEventListener("unload", () => {
+      try {
+        Deno.removeSync(dir, { recursive: true });
+      } catch {
+        // already gone
+      }
+    });
+    return join(dir, "secrets.kek");
+  })();
+  return sharedKekFile;
+}
+
 /** One CA and server certificate per test process and CA curve (creating keys is the slow part). */
 function pki(keyType: CaKeyType) {
   let shared = sharedPki.get(keyType);
@@ -198,6 +220,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     version: VERSION,
     log: createLogger(options.logLevel ?? "debug", (line) => logs.push(line)),
     replicaId: `test-${crypto.randomUUID()}`,
+    totpKey: await loadSharedTotpKey(openSecretStore({ db: options.db, path: await kekFile() })),
   };
   const audit = createAuditRecorder(partial);
   const ctx: ServerContext = { ...partial, audit };

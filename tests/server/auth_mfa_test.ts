@@ -91,7 +91,8 @@ dbTest("TOTP: enrol, two-step login, replay refused, backup codes, step-up, admi
     // Sealed at rest, bound to the user.
     const [row] = await db.query<{ secret_sealed: string }>("SELECT secret_sealed FROM user_totp");
     assert.ok(!row.secret_sealed.includes(secret));
-    const sealer = createSecretSealer(JWT_SECRET);
+    assert.match(row.secret_sealed, /^v2\./, "sealed under the TOTP key");
+    const sealer = createSecretSealer(server.ctx.totpKey);
     assert.equal(
       new TextDecoder().decode(await sealer.open(alice.user.id, row.secret_sealed)),
       new TextDecoder().decode(base32Decode(secret)),
@@ -100,7 +101,13 @@ dbTest("TOTP: enrol, two-step login, replay refused, backup codes, step-up, admi
       sealer.open(crypto.randomUUID(), row.secret_sealed),
       "another user's row does not open",
     );
-    await assert.rejects(createSecretSealer("another-secret").open(alice.user.id, row.secret_sealed));
+    await assert.rejects(
+      createSecretSealer(crypto.getRandomValues(new Uint8Array(32)), JWT_SECRET).open(
+        alice.user.id,
+        row.secret_sealed,
+      ),
+      "the session secret does not open it",
+    );
 
     // Not a factor until confirmed: login stays one step.
     const unconfirmed = await server.anonymous().request("POST", "/api/v1/auth/login", {
@@ -248,18 +255,110 @@ dbTest("TOTP: enrol, two-step login, replay refused, backup codes, step-up, admi
   }
 });
 
-dbTest("without a JWT secret, enrolment is refused with the fix", async (db) => {
-  const server = await createTestServer({ db, config: { security: { jwtSecret: "" } } });
-  try {
-    const carol = await server.loginAs({ username: "carol" });
-    const res = await carol.request("POST", "/api/v1/auth/mfa/totp", { password: carol.password });
-    assert.equal(res.status, 409);
-    assert.equal(res.json.error.code, "mfa_unavailable");
-    assert.match(res.json.error.message, /JWT_SECRET/);
-  } finally {
-    await server.close();
-  }
-});
+dbTest(
+  "TOTP survives a new session secret; seals under the former derived key are sealed again at start",
+  async (db) => {
+    const first = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+    let dave: TestClient;
+    let secret: string;
+    let legacySealed: string;
+    try {
+      dave = await first.loginAs({ username: "dave" });
+      ({ secret } = await enrol(dave));
+      // As a server before the TOTP key sealed it: under the key derived from the session secret (v1).
+      const v1 = await legacySeal(JWT_SECRET, dave.user.id, base32Decode(secret));
+      await db.query("UPDATE user_totp SET secret_sealed = $1 WHERE user_id = $2", [v1, dave.user.id]);
+      legacySealed = v1;
+    } finally {
+      await first.close();
+    }
+
+    // The next start (same session secret) seals it again under the TOTP key; the authenticator still works.
+    const second = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+    try {
+      const [row] = await db.query<{ secret_sealed: string }>("SELECT secret_sealed FROM user_totp");
+      assert.notEqual(row.secret_sealed, legacySealed);
+      assert.match(row.secret_sealed, /^v2\./);
+      assert.ok(second.logs.some((l) => /TOTP secrets sealed again under the TOTP key.*count=1/.test(l)));
+      const token = await passwordStep(second, dave);
+      const { res } = await secondStep(second, token, { code: await codeAt(secret, 1) });
+      assert.equal(res.status, 200, res.text);
+      // Each login below uses the current code again (a used step is refused, and the test cannot wait).
+      await db.query("UPDATE user_totp SET last_used_step = NULL");
+    } finally {
+      await second.close();
+    }
+
+    // A new session secret (say after a leak), or none at all: the authenticator is unaffected.
+    for (const jwtSecret of ["a-brand-new-session-secret-0123456789abcdef", ""]) {
+      const rotated = await createTestServer({ db, config: { security: { jwtSecret } } });
+      try {
+        const token = await passwordStep(rotated, dave);
+        const { res } = await secondStep(rotated, token, { code: await codeAt(secret) });
+        assert.equal(res.status, 200, res.text);
+        await db.query("UPDATE user_totp SET last_used_step = NULL");
+        const erin = await rotated.loginAs({ username: `erin-${jwtSecret.length}` });
+        const start = await erin.request("POST", "/api/v1/auth/mfa/totp", { password: erin.password });
+        assert.equal(start.status, 200, "enrolment works without a configured session secret too");
+      } finally {
+        await rotated.close();
+      }
+    }
+
+    // A v1 seal the current session secret does not open is left as it is, and the start says so.
+    await db.query("UPDATE user_totp SET secret_sealed = $1 WHERE user_id = $2", [
+      legacySealed,
+      dave.user.id,
+    ]);
+    const other = await createTestServer({
+      db,
+      config: { security: { jwtSecret: "not-the-secret-it-was-sealed-under-0123" } },
+    });
+    try {
+      const [row] = await db.query<{ secret_sealed: string }>(
+        "SELECT secret_sealed FROM user_totp WHERE user_id = $1",
+        [dave.user.id],
+      );
+      assert.equal(row.secret_sealed, legacySealed);
+      assert.ok(other.logs.some((l) => /cannot be opened.*count=1/.test(l)), other.logs.join("\n"));
+    } finally {
+      await other.close();
+    }
+  },
+);
+
+/** A seal as servers made them before the TOTP key: AES-GCM under HKDF-SHA256 of the session secret. */
+async function legacySeal(
+  jwtSecret: string,
+  userId: string,
+  secret: Uint8Array<ArrayBuffer>,
+): Promise<string> {
+  const material = await crypto.subtle.importKey("raw", new TextEncoder().encode(jwtSecret), "HKDF", false, [
+    "deriveKey",
+  ]);
+  const key = await crypto.subtle.deriveKey(
+    {
+      name: "HKDF",
+      hash: "SHA-256",
+      salt: new TextEncoder().encode("svc second factors"),
+      info: new TextEncoder().encode("totp secret sealing v1"),
+    },
+    material,
+    { name: "AES-GCM", length: 256 },
+    false,
+    ["encrypt"],
+  );
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const sealed = new Uint8Array(
+    await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: new TextEncoder().encode(userId) },
+      key,
+      secret,
+    ),
+  );
+  const b64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+  return `v1.${b64(iv)}.${b64(sealed)}`;
+}
 
 dbTest("MFA policy: covered users must enrol before anything else; step-up to change it", async (db) => {
   const server = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });

@@ -56,6 +56,7 @@ function harness(db: Db, metrics: Partial<ServerContext["config"]["metrics"]> = 
     internalCert: { certPem: "", keyPem: "" },
     version: "test",
     replicaId: "metrics-test",
+    totpKey: new Uint8Array(32),
   };
   return { ctx, lines };
 }

@@ -40,7 +40,7 @@ async function withKek<T>(fn: () => Promise<T>): Promise<T> {
 /** Routes of the disk-encryption area. */
 export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const stepUp = createStepUp(ctx.db, createSecretSealer(ctx.config.security.jwtSecret), {
+  const stepUp = createStepUp(ctx.db, createSecretSealer(ctx.totpKey, ctx.config.security.jwtSecret), {
     directory: ctx.config.ldap,
   });
   return [
