@@ -7,6 +7,8 @@ import type { Db } from "./db/db.ts";
 import type { Ca } from "./pki/mod.ts";
 import type { Logger } from "./log.ts";
 import type { AuditRecorder } from "./audit/event.ts";
+import type { ServerPki } from "./pki/server_pki.ts";
+import { VERSION } from "../shared/version.ts";
 
 /** Shared server state. */
 export interface ServerContext {
@@ -25,4 +27,16 @@ export interface ServerContext {
   replicaId: string;
   /** Key sealing users' TOTP secrets at rest (`server_secrets` row `totp_key`, shared by every replica). */
   totpKey: Uint8Array<ArrayBuffer>;
+}
+
+/**
+ * A context's parts from the PKI of a server process (`openServerPki`) and its own pieces; the caller adds
+ * `audit` (which records through this very context).
+ */
+export function contextBase(
+  pki: Pick<ServerPki, "ca" | "webCert" | "internalCert" | "totpKey">,
+  parts: { config: ServerConfig; db: Db; log: Logger; replicaId: string },
+): Omit<ServerContext, "audit"> {
+  const { ca, webCert, internalCert, totpKey } = pki;
+  return { ...parts, ca, webCert, internalCert, totpKey, version: VERSION };
 }

@@ -4,7 +4,7 @@
  */
 import { hostname } from "node:os";
 import type { ServerConfig } from "./config/config.ts";
-import type { ServerContext } from "./context.ts";
+import { contextBase, type ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
@@ -81,21 +81,16 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await checkKekAtStart(config, db);
     // The CA and (when security.jwt_secret is empty) the session secret are shared through the database.
     const pki = await openServerPki(config, db);
-    const { ca, webCert, internalCert } = pki;
+    const { ca } = pki;
     if (pki.caOrigin !== "database" && pki.caOrigin !== "files") {
       log.info(`internal CA ${pki.caOrigin} in the database`, { subject: ca.cert.subject });
     }
-    const base = {
+    const base = contextBase(pki, {
       config: pki.config,
       db,
-      ca,
-      webCert,
-      internalCert,
-      version: VERSION,
       log,
       replicaId: `${hostname()}-${crypto.randomUUID().slice(0, 8)}`,
-      totpKey: pki.totpKey,
-    };
+    });
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());
     const ctx: ServerContext = { ...base, audit };

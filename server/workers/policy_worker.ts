@@ -7,11 +7,10 @@
  *
  * @module
  */
-import type { ServerContext } from "../context.ts";
+import { contextBase, type ServerContext } from "../context.ts";
 import { openDatabase, openHeartbeatDatabase } from "../db/mod.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../log.ts";
 import { openServerPki } from "../pki/server_pki.ts";
-import { VERSION } from "../../shared/version.ts";
 import { createAuditRecorder } from "../audit/recorder.ts";
 import { createHub } from "../hub/hub.ts";
 import { startPolicyServer } from "../grpc/policy_server.ts";
@@ -53,18 +52,7 @@ export async function runPolicyWorker(): Promise<never> {
     const db = await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
     cleanups.unshift(() => db.close());
     // The main process created the CA and certificates before starting any worker: these only load them.
-    const { ca, webCert, internalCert, totpKey } = await openServerPki(config, db);
-    const base = {
-      config,
-      db,
-      ca,
-      webCert,
-      internalCert,
-      version: VERSION,
-      log,
-      replicaId: boot.replicaId,
-      totpKey,
-    };
+    const base = contextBase(await openServerPki(config, db), { config, db, log, replicaId: boot.replicaId });
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());
     const ctx: ServerContext = { ...base, audit };
