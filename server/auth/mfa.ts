@@ -30,15 +30,19 @@ export interface SecretSealer {
  * key derived from the session secret before the TOTP key existed; new seals are always `v2.`.
  */
 export function createSecretSealer(totpKey: Uint8Array<ArrayBuffer>, legacyJwtSecret = ""): SecretSealer {
-  const key = crypto.subtle.importKey("raw", totpKey, "AES-GCM", false, ["encrypt", "decrypt"]);
-  const legacy = legacyJwtSecret === "" ? undefined : legacyKey(legacyJwtSecret);
+  // Imported when first needed: route tables are also built without a server (the OpenAPI document).
+  let imported: Promise<CryptoKey> | undefined;
+  const key = () =>
+    imported ??= crypto.subtle.importKey("raw", totpKey, "AES-GCM", false, ["encrypt", "decrypt"]);
+  let legacyImported: Promise<CryptoKey> | undefined;
+  const legacy = () => legacyImported ??= legacyKey(legacyJwtSecret);
   return {
     async seal(userId, secret) {
       const iv = crypto.getRandomValues(new Uint8Array(12));
       const sealed = new Uint8Array(
         await crypto.subtle.encrypt(
           { name: "AES-GCM", iv, additionalData: new TextEncoder().encode(userId) },
-          await key,
+          await key(),
           secret,
         ),
       );
@@ -55,7 +59,7 @@ export function createSecretSealer(totpKey: Uint8Array<ArrayBuffer>, legacyJwtSe
       return new Uint8Array(
         await crypto.subtle.decrypt(
           { name: "AES-GCM", iv: fromBase64(iv), additionalData: new TextEncoder().encode(userId) },
-          version === "v1" ? await legacy! : await key,
+          version === "v1" ? await legacy() : await key(),
           fromBase64(data),
         ),
       );

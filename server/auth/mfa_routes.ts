@@ -59,7 +59,10 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
               backup_codes_left: { type: "integer" },
               webauthn: { type: "integer" },
               required: { type: "boolean" },
-              available: { type: "boolean", description: "False when the server has no JWT secret" },
+              available: {
+                type: "boolean",
+                description: "Always true: TOTP secrets have a key of their own (kept for older clients)",
+              },
             },
           },
         },

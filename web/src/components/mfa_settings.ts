@@ -28,7 +28,6 @@ interface MfaStatus {
   backup_codes_left: number;
   webauthn: number;
   required: boolean;
-  available: boolean;
 }
 
 /** An SVG QR code of `text`, drawn from the module matrix (no inline HTML, so the CSP stays strict). */
@@ -249,10 +248,6 @@ class SvcMfaSettings extends LitElement {
       <section class="mfa-settings">
         <h3>Second factors</h3>
         ${errorAlert(this.error)}
-        ${!s.available
-          ? html`<sl-alert variant="warning" open>Second factors need a stable server key: the administrator
-            must set JWT_SECRET on every server.</sl-alert>`
-          : nothing}
         ${this.backupCodes
           ? html`
             <sl-alert variant="success" open class="backup-codes">
@@ -298,7 +293,7 @@ class SvcMfaSettings extends LitElement {
                     Remove the authenticator app</sl-button>
                 `
                 : html`
-                  <sl-button variant="primary" class="setup-totp" ?disabled=${!s.available}
+                  <sl-button variant="primary" class="setup-totp"
                     @click=${() => this.step = "reauth-setup"}>Set up an authenticator app</sl-button>
                 `}
             </div>
