@@ -74,8 +74,9 @@ export async function encodeReplay(
   const reaching = ids.flatMap((id) => delivered.get(id) ?? []);
   const messages = new Map((await toPolicyMessages(q, reaching, options.log)).map((m) => [m.id, m]));
   return relevant.map((e) => {
+    // Not delivered now, or deleted while its message was built (no message): a deletion for this node.
     const policy = delivered.get(e.policy_id!);
-    const type = e.kind === "deleted" || !policy
+    const type = e.kind === "deleted" || !policy || !messages.has(policy.id)
       ? EventType.DELETED
       : e.kind === "created"
       ? EventType.CREATED

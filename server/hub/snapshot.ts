@@ -136,8 +136,9 @@ export async function toPolicyMessages(
   log: Logger,
 ): Promise<Policy[]> {
   const members = await Promise.all(policies.map((p) => encodedMembersOf(q, p, log)));
-  return policies.map((p, i) =>
-    withEncodedMembers(
+  // A policy deleted since its row was read is left out; its deletion is announced by its own notice.
+  return policies.flatMap((p, i) =>
+    members[i] === undefined ? [] : withEncodedMembers(
       create(PolicySchema, {
         id: p.id,
         name: p.name,

@@ -27,7 +27,8 @@ interface Entry {
   type: string;
   /** What the entry was made from: hex SHA-256 of the content's UTF-8. */
   digest: string;
-  members: Promise<EncodedMembers>;
+  /** Undefined when the policy was deleted before its content was read. */
+  members: Promise<EncodedMembers | undefined>;
   /** Bytes counted against {@link TYPED_CONTENT_CACHE_BYTES} (an estimate until the encoding is done). */
   size: number;
 }
@@ -55,13 +56,14 @@ export interface TypedContentSource {
  * read from `q` (whatever is current: a newer content is announced again by its own notice). The typed
  * member is undefined for an unknown type, and for content that does not parse: that is logged once per
  * content and the policy is sent without its typed member, so one bad policy never keeps the others from a
- * node.
+ * node. Undefined altogether when the policy was deleted after the caller read its row and before its
+ * content was read: the caller leaves it out, as its deletion is announced by its own notice.
  */
 export function encodedMembersOf(
   q: Queryable,
   policy: TypedContentSource,
   log: Logger,
-): Promise<EncodedMembers> {
+): Promise<EncodedMembers | undefined> {
   const hit = entries.get(policy.id);
   if (hit && hit.type === policy.type && hit.digest === policy.content_sha256) {
     entries.delete(policy.id);
@@ -75,12 +77,16 @@ export function encodedMembersOf(
     members: Promise.resolve({ content: new Uint8Array() }),
     size: (policy.content?.length ?? INLINE_CONTENT_LENGTH) * 3,
   };
-  entry.members = withContent(q, policy).then((source) => {
+  entry.members = withContent(q, policy).then((source): Promise<{
+    members?: EncodedMembers;
+    lasting: boolean;
+  }> => {
+    if (!source) return Promise.resolve({ lasting: false });
     // Read just now and changed since the caller's row: the entry describes what it was made from.
     entry.digest = source.content_sha256;
     return encode(source as TypedContentSource & { content: string }, log);
   }).then(({ members, lasting }) => {
-    if (!lasting) forget(policy.id, entry);
+    if (!lasting || !members) forget(policy.id, entry);
     else if (entries.get(policy.id) === entry) {
       const size = members.content.length + (members.typed?.payload.length ?? 0);
       cachedBytes += size - entry.size;
@@ -98,16 +104,18 @@ export function encodedMembersOf(
   return entry.members;
 }
 
-/** `policy` with its content, read from the database when the caller left it out. */
-async function withContent(q: Queryable, policy: TypedContentSource): Promise<TypedContentSource> {
+/** `policy` with its content, read from the database when the caller left it out; undefined when gone. */
+async function withContent(
+  q: Queryable,
+  policy: TypedContentSource,
+): Promise<TypedContentSource | undefined> {
   if (policy.content !== null) return policy;
   contentReads++;
   const [row] = await q.query<{ type: string; content: string; content_sha256: string }>(
     "SELECT type, content, encode(content_sha256, 'hex') AS content_sha256 FROM policies WHERE id = $1",
     [policy.id],
   );
-  if (!row) throw new Error(`policy ${policy.id} was deleted while its snapshot was built`);
-  return { id: policy.id, ...row };
+  return row ? { id: policy.id, ...row } : undefined;
 }
 
 /** Encodes `policy`'s members; `lasting` is false for a failure worth trying again (a worker failed). */
