@@ -6,12 +6,16 @@ import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWor
 export interface PostgresOptions {
   /** Maximum pool size (default 20). */
   max?: number;
+  /** Statements postgres.js pipelines onto one busy connection (its `max_pipeline`, default 100). */
+  maxPipeline?: number;
 }
 
 /** Connects to PostgreSQL at `url` and checks the connection answers. */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Db> {
   const sql = postgres(url, {
     max: options.max ?? 20,
+    // Honoured by postgres.js, missing from its types.
+    ...({ max_pipeline: options.maxPipeline ?? 100 } as object),
     onnotice: () => {},
     // int8 (oid 20) as a JS number: counts and revisions stay far below 2^53, and PGlite does the same.
     types: {
@@ -43,7 +47,27 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     driver: "postgres" as const,
     query: base.query,
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return classified(() => sql.begin((tx) => fn(wrap(tx))) as Promise<T>);
+      return classified(async () => {
+        // A connection reserved before BEGIN is sent, not postgres.js's `sql.begin`: that one could send
+        // BEGIN on a connection it had not reserved when the BEGIN filled the connection's pipeline of
+        // statements queued behind busy connections (porsager/postgres#823, #1189; seen as UNSAFE_TRANSACTION
+        // when 1,000 agents connected at once), and other callers' statements could then run inside it.
+        const reserved = await sql.reserve();
+        try {
+          await reserved.unsafe("BEGIN");
+          let result: T;
+          try {
+            result = await fn(wrap(reserved));
+          } catch (err) {
+            await reserved.unsafe("ROLLBACK").catch(() => {});
+            throw err;
+          }
+          await reserved.unsafe("COMMIT");
+          return result;
+        } finally {
+          reserved.release();
+        }
+      });
     },
     async listen(channel: string, handler: NotifyHandler, onRelisten?: () => void) {
       // postgres.js calls its listen callback when the LISTEN is first in place and again after every
