@@ -2,6 +2,9 @@
 import postgres from "postgres";
 import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
 
+/** The error postgres.js gives a statement on an ended pool, for a transaction asked of one. */
+const CLOSED = { code: "CONNECTION_ENDED" } as const;
+
 /** Options for {@link openPostgres}. */
 export interface PostgresOptions {
   /** Maximum pool size (default 20). */
@@ -43,6 +46,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     },
   });
   const base = wrap(sql);
+  // postgres.js refuses statements once ended, but `sql.reserve()` would still open a new connection.
+  let ended = false;
   return withUnitsOfWork({
     driver: "postgres" as const,
     query: base.query,
@@ -52,6 +57,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
         // BEGIN on a connection it had not reserved when the BEGIN filled the connection's pipeline of
         // statements queued behind busy connections (porsager/postgres#823, #1189; seen as UNSAFE_TRANSACTION
         // when 1,000 agents connected at once), and other callers' statements could then run inside it.
+        if (ended) throw Object.assign(new Error("CONNECTION_ENDED: the database pool is closed"), CLOSED);
         const reserved = await sql.reserve();
         try {
           await reserved.unsafe("BEGIN");
@@ -84,6 +90,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       await classified(() => sql.notify(channel, payload));
     },
     async close() {
+      ended = true;
       await sql.end({ timeout: 5 });
     },
   });

@@ -53,3 +53,18 @@ dbTest(
   },
   { drivers: ["postgres"] },
 );
+
+dbTest(
+  "a closed pool refuses transactions as it refuses statements (no new connection)",
+  async (_db, _t, info) => {
+    const db = await openPostgres(info.url, { max: 2 });
+    await db.query("SELECT 1");
+    await db.close();
+    await assert.rejects(db.query("SELECT 1"), /CONNECTION_ENDED|unreachable|unavailable/i);
+    await assert.rejects(
+      db.transaction((tx) => tx.query("SELECT 1")),
+      /CONNECTION_ENDED|unreachable|unavailable/i,
+    );
+  },
+  { drivers: ["postgres"] },
+);
