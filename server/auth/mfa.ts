@@ -53,7 +53,7 @@ export function createSecretSealer(totpKey: Uint8Array<ArrayBuffer>, legacyJwtSe
       if ((version !== "v1" && version !== "v2") || !iv || !data) {
         throw new Error("mfa: unknown sealed secret format");
       }
-      if (version === "v1" && !legacy) {
+      if (version === "v1" && legacyJwtSecret === "") {
         throw new Error("mfa: a v1 seal needs the former session secret to open");
       }
       return new Uint8Array(

@@ -30,7 +30,7 @@ import { type ParsedBody, parseJsonBody } from "../http/json_body.ts";
 import { argon2idHash, argon2idVerify } from "../auth/argon2.ts";
 import type { JsonSchema } from "../http/json_schema.ts";
 
-/** A unit of pure bundle work. */
+/** A unit of work too heavy for the event loop; pure (no database), so any worker runs it. */
 export type OffLoopJob =
   | { op: "check"; text: string; format?: BundleFormat }
   | { op: "content"; type: string; content: string }
@@ -186,6 +186,7 @@ const WORKER_URL = new URL(
   import.meta.url,
 );
 let workerUnavailable = false;
+
 /** The jobs of one lane: how many run, and who waits for a turn. */
 interface Lane {
   running: number;

@@ -152,18 +152,21 @@ const sharedPki = new Map<
  */
 let sharedKekFile: Promise<string> | undefined;
 function kekFile(): Promise<string> {
-  sharedKekFile ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "svc-test-kek-" });
-    globalThis.addEventListener("unload", () => {
-      try {
-        Deno.removeSync(dir, { recursive: true });
-      } catch {
-        // already gone
-      }
-    });
-    return join(dir, "secrets.kek");
-  })();
+  sharedKekFile ??= processTempDir("svc-test-kek-").then((dir) => join(dir, "secrets.kek"));
   return sharedKekFile;
+}
+
+/** A temporary directory removed when the test process ends. */
+async function processTempDir(prefix: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix });
+  globalThis.addEventListener("unload", () => {
+    try {
+      Deno.removeSync(dir, { recursive: true });
+    } catch {
+      // already gone
+    }
+  });
+  return dir;
 }
 
 /** One CA and server certificate per test process and CA curve (creating keys is the slow part). */
@@ -174,14 +177,7 @@ function pki(keyType: CaKeyType) {
 }
 
 async function createPki(keyType: CaKeyType) {
-  const dir = await Deno.makeTempDir({ prefix: "svc-test-pki-" });
-  globalThis.addEventListener("unload", () => {
-    try {
-      Deno.removeSync(dir, { recursive: true });
-    } catch {
-      // already gone
-    }
-  });
+  const dir = await processTempDir("svc-test-pki-");
   const ca = await loadOrCreateCa({ dataDir: dir, keyType });
   const cert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
   return { ca, cert: { certPem: cert.certPem, keyPem: cert.keyPem }, dir };
