@@ -1,13 +1,18 @@
 /** PostgreSQL driver (postgres.js) for the {@link Db} interface. */
 import postgres from "postgres";
 import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
+import { type Lane, transactionLanes } from "./transaction_lanes.ts";
 
 /** The error postgres.js gives a statement on an ended pool, for a transaction asked of one. */
-const CLOSED = { code: "CONNECTION_ENDED" } as const;
+const closedError = () =>
+  Object.assign(new Error("CONNECTION_ENDED: the database pool is closed"), { code: "CONNECTION_ENDED" });
 
 /** Options for {@link openPostgres}. */
 export interface PostgresOptions {
-  /** Maximum pool size (default 20). */
+  /**
+   * Connections in all (default 20): half of them (at least one) run transactions, one transaction each at a
+   * time, and the rest (at least one) plain statements. Opened on first need.
+   */
   max?: number;
   /** Statements postgres.js pipelines onto one busy connection (its `max_pipeline`, default 100). */
   maxPipeline?: number;
@@ -15,8 +20,9 @@ export interface PostgresOptions {
 
 /** Connects to PostgreSQL at `url` and checks the connection answers. */
 export async function openPostgres(url: string, options: PostgresOptions = {}): Promise<Db> {
-  const sql = postgres(url, {
-    max: options.max ?? 20,
+  const max = options.max ?? 20;
+  const laneCount = Math.max(1, Math.floor(max / 2));
+  const clientOptions = {
     // Honoured by postgres.js, missing from its types.
     ...({ max_pipeline: options.maxPipeline ?? 100 } as object),
     onnotice: () => {},
@@ -26,8 +32,16 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     },
     // Prepared statements are planned for their actual parameters at every call (see `wrap` below).
     connection: { application_name: "svc-server", plan_cache_mode: "force_custom_plan" },
-  });
+  };
+  const sql = postgres(url, { ...clientOptions, max: Math.max(1, max - laneCount) });
   await sql`SELECT 1`;
+  // Transactions run on lanes of their own (see transaction_lanes.ts for why not on `sql`'s pool). A lane's
+  // connection lives until the lanes replace it between transactions, never inside one.
+  const lanes = transactionLanes(
+    laneCount,
+    (onClose) => postgres(url, { ...clientOptions, max: 1, max_lifetime: null, onclose: onClose }),
+    closedError,
+  );
   // Statements with parameters run as named prepared statements, kept per connection by postgres.js (its
   // `unsafe` does not prepare unless told): PostgreSQL then parses each hot statement once per connection
   // instead of at every call, and plans it with the actual parameters (plan_cache_mode above: the generic
@@ -38,40 +52,21 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   // a connection holds them until it is replaced (postgres.js ends each connection after 30-60 minutes).
   // Prepared statements need session-level connections, which LISTEN/NOTIFY requires already (no pgbouncer
   // in transaction mode). Statements without parameters (migrations, scripts) keep the simple protocol.
-  const wrap = (s: postgres.Sql | postgres.TransactionSql): Queryable => ({
-    async query<T>(text: string, params: readonly unknown[] = []) {
-      // deno-lint-ignore no-explicit-any
-      const rows = await classified(() => s.unsafe(text, params as any[], { prepare: params.length > 0 }));
-      return Array.from(rows) as T[];
-    },
-  });
-  const base = wrap(sql);
-  // postgres.js refuses statements once ended, but `sql.reserve()` would still open a new connection.
-  let ended = false;
+  const run = async <T>(s: postgres.Sql, text: string, params: readonly unknown[]): Promise<T[]> => {
+    // deno-lint-ignore no-explicit-any
+    const rows = await classified(() => s.unsafe(text, params as any[], { prepare: params.length > 0 }));
+    return Array.from(rows) as T[];
+  };
   return withUnitsOfWork({
     driver: "postgres" as const,
-    query: base.query,
+    query: <T>(text: string, params: readonly unknown[] = []) => run<T>(sql, text, params),
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       return classified(async () => {
-        // A connection reserved before BEGIN is sent, not postgres.js's `sql.begin`: that one could send
-        // BEGIN on a connection it had not reserved when the BEGIN filled the connection's pipeline of
-        // statements queued behind busy connections (porsager/postgres#823, #1189; seen as UNSAFE_TRANSACTION
-        // when 1,000 agents connected at once), and other callers' statements could then run inside it.
-        if (ended) throw Object.assign(new Error("CONNECTION_ENDED: the database pool is closed"), CLOSED);
-        const reserved = await sql.reserve();
+        const lane = await lanes.acquire();
         try {
-          await reserved.unsafe("BEGIN");
-          let result: T;
-          try {
-            result = await fn(wrap(reserved));
-          } catch (err) {
-            await reserved.unsafe("ROLLBACK").catch(() => {});
-            throw err;
-          }
-          await reserved.unsafe("COMMIT");
-          return result;
+          return await inTransaction(lane, fn, run);
         } finally {
-          reserved.release();
+          lanes.release(lane);
         }
       });
     },
@@ -90,8 +85,49 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
       await classified(() => sql.notify(channel, payload));
     },
     async close() {
-      ended = true;
-      await sql.end({ timeout: 5 });
+      await Promise.all([lanes.close(5), sql.end({ timeout: 5 })]);
     },
   });
+}
+
+/**
+ * Runs `fn` between BEGIN and COMMIT (ROLLBACK when it throws) on a lane. A lane's client reconnects by itself
+ * on its next statement, which would then run outside the transaction PostgreSQL rolled back with the lost
+ * connection: once the lane's connection closed, every later statement of the transaction, and its COMMIT,
+ * fails instead.
+ */
+async function inTransaction<T>(
+  lane: Lane,
+  fn: (tx: Queryable) => Promise<T>,
+  run: <R>(s: postgres.Sql, text: string, params: readonly unknown[]) => Promise<R[]>,
+): Promise<T> {
+  await run(lane.sql, "BEGIN", []);
+  const closes = lane.closes;
+  const intact = () => {
+    if (lane.closes !== closes) {
+      throw Object.assign(
+        new Error("CONNECTION_CLOSED: the database connection was lost inside a transaction (rolled back)"),
+        { code: "CONNECTION_CLOSED" },
+      );
+    }
+  };
+  const tx: Queryable = {
+    async query<R>(text: string, params: readonly unknown[] = []) {
+      intact();
+      const rows = await run<R>(lane.sql, text, params);
+      intact();
+      return rows;
+    },
+  };
+  let result: T;
+  try {
+    result = await fn(tx);
+    intact();
+  } catch (err) {
+    // On a lost connection this reaches a new one outside any transaction: harmless (a warning).
+    await run(lane.sql, "ROLLBACK", []).catch(() => {});
+    throw err;
+  }
+  await run(lane.sql, "COMMIT", []);
+  return result;
 }

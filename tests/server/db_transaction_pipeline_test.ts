@@ -3,7 +3,8 @@
  * postgres.js 3.4.9's own `sql.begin` can send BEGIN on a connection it did not reserve when that BEGIN fills
  * the connection's pipeline (porsager/postgres#823, #1189): the transaction then fails with
  * UNSAFE_TRANSACTION, or other statements run inside it. Seen here as "initial sync failed" when 1,000 agents
- * connected at once (bench/fanout.ts). PostgreSQL only: PGlite has one connection and no pipeline.
+ * connected at once (bench/fanout.ts). Transactions now run on lanes (db_transaction_lanes_test.ts); this
+ * keeps the pipelined case covered. PostgreSQL only: PGlite has one connection and no pipeline.
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";

@@ -27,16 +27,33 @@ Deno.test({
             replicaId,
           ],
         ))[0]?.t;
-      // Hold every connection of the main pool (max 5) in an open transaction.
-      let open = 0;
+      // Hold every connection of the main pool (max 5): its transaction lanes with open transactions, its
+      // plain connections with statements that wait for an advisory lock the observer holds.
+      let lockerPid = 0;
+      const locker = observer.transaction(async (tx) => {
+        await tx.query("SELECT pg_advisory_xact_lock(4242)");
+        const [me] = await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+        lockerPid = me.pid;
+        await held;
+      });
+      holders.push(locker);
+      await eventually(() => Promise.resolve(lockerPid !== 0), { what: "the observer holds the lock" });
       for (let i = 0; i < 5; i++) {
         holders.push(info.db.transaction(async (tx) => {
           await tx.query("SELECT 1");
-          open++;
           await held;
         }));
+        holders.push(info.db.query("SELECT pg_advisory_xact_lock(4242)"));
       }
-      await eventually(() => Promise.resolve(open === 5), { what: "all main-pool connections held" });
+      await eventually(async () => {
+        const [row] = await observer.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> $1
+              AND (state = 'idle in transaction' OR wait_event_type = 'Lock')`,
+          [lockerPid],
+        );
+        return row.n === 5;
+      }, { what: "all main-pool connections held" });
       const before = await lastSeen();
       assert.ok(before, "the replica registered its liveness row");
       await eventually(async () => (await lastSeen())! > before!, { what: "the liveness row advanced" });
