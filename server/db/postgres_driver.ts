@@ -101,7 +101,7 @@ async function inTransaction<T>(
   fn: (tx: Queryable) => Promise<T>,
   run: <R>(s: postgres.Sql, text: string, params: readonly unknown[]) => Promise<R[]>,
 ): Promise<T> {
-  await run(lane.sql, "BEGIN", []);
+  // Read before BEGIN: a close between BEGIN's answer and the next line must count as a loss too.
   const closes = lane.closes;
   const intact = () => {
     if (lane.closes !== closes) {
@@ -111,6 +111,8 @@ async function inTransaction<T>(
       );
     }
   };
+  await run(lane.sql, "BEGIN", []);
+  intact();
   const tx: Queryable = {
     async query<R>(text: string, params: readonly unknown[] = []) {
       intact();
@@ -124,8 +126,8 @@ async function inTransaction<T>(
     result = await fn(tx);
     intact();
   } catch (err) {
-    // On a lost connection this reaches a new one outside any transaction: harmless (a warning).
-    await run(lane.sql, "ROLLBACK", []).catch(() => {});
+    // A lost connection took the transaction with it; a ROLLBACK would only make the client reconnect.
+    if (lane.closes === closes) await run(lane.sql, "ROLLBACK", []).catch(() => {});
     throw err;
   }
   await run(lane.sql, "COMMIT", []);
