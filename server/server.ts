@@ -6,6 +6,7 @@ import { hostname } from "node:os";
 import type { ServerConfig } from "./config/config.ts";
 import { contextBase, type ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
+import { connectionBudgetWarning } from "./db/connection_budget.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
 import { type AcmeManager, startAcme } from "./acme/acme.ts";
@@ -69,12 +70,21 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
   const log = options.log ??
     createLogger(config.log.level as LogLevel, undefined, { format: config.log.format as LogFormat });
   await Deno.mkdir(config.server.dataDir, { recursive: true, mode: 0o700 });
-  const db = options.db ?? await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
+  const db = options.db ?? await openDatabase({
+    url: config.database.url,
+    dataDir: config.server.dataDir,
+    poolSize: config.database.poolSize,
+  });
   const cleanups: Array<() => Promise<void>> = [];
   if (!options.db) cleanups.push(() => db.close());
   try {
     const applied = await migrate(db);
     if (applied.length > 0) log.info("database migrated", { applied: applied.join(",") });
+    const overBudget = await connectionBudgetWarning(db, {
+      poolSize: config.database.poolSize,
+      processes: config.server.policyWorkers > 1 ? 1 + config.server.policyWorkers : 1,
+    });
+    if (overBudget) log.warn(overBudget);
     // Large imports and policy content are checked in a worker; one stays started so no request pays for it.
     const releaseBundleWorker = keepWorkerWarm();
     cleanups.unshift(() => Promise.resolve(releaseBundleWorker()));

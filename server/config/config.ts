@@ -22,7 +22,8 @@ export interface ServerConfig {
     /** Processes serving the policy port (reusePort); 1 serves it in the main process. */
     policyWorkers: number;
   };
-  database: { url: string };
+  /** `poolSize`: connections each server process (main, every policy worker) opens at most, on PostgreSQL. */
+  database: { url: string; poolSize: number };
   tls: { certFile: string; keyFile: string };
   /** `keyEncryptionKeyFile` seals the CA key and session secret kept in the database (see server/pki/secret_store.ts). */
   ca: { certFile: string; keyFile: string; keyEncryptionKeyFile: string; keyType: CaKeyType };
@@ -122,6 +123,7 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "server.replica_timeout_seconds", kind: "int", default: 30, min: 3, max: 3600 },
   { key: "server.policy_workers", kind: "int", default: 0, min: 0, max: 256 },
   { key: "database.url", kind: "string", default: "", check: checkDatabaseUrl },
+  { key: "database.pool_size", kind: "int", default: 20, min: 2, max: 1000 },
   { key: "tls.cert_file", kind: "string", default: "" },
   { key: "tls.key_file", kind: "string", default: "" },
   { key: "ca.cert_file", kind: "string", default: "" },
@@ -278,7 +280,7 @@ export function resolveConfig(
       replicaTimeoutSeconds: v("server.replica_timeout_seconds"),
       policyWorkers: policyWorkers(v("server.policy_workers"), v("database.url")),
     },
-    database: { url: v("database.url") },
+    database: { url: v("database.url"), poolSize: v("database.pool_size") },
     tls: { certFile: v("tls.cert_file"), keyFile: v("tls.key_file") },
     ca: {
       certFile: v("ca.cert_file"),

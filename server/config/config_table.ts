@@ -27,6 +27,9 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     default: "CPUs on PostgreSQL, 1 embedded",
   },
   "database.url": { meaning: "PostgreSQL URL", default: "empty = embedded" },
+  "database.pool_size": {
+    meaning: "PostgreSQL connections per server process (main and each policy worker), half for transactions",
+  },
   "tls.cert_file": { meaning: "Web-port certificate (with `tls.key_file`)", default: "generated" },
   "tls.key_file": { meaning: "Web-port private key (with `tls.cert_file`)", default: "generated" },
   "ca.cert_file": {

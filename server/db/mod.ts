@@ -15,8 +15,10 @@ import { join } from "node:path";
  * command while the server runs) would corrupt them. The opener therefore holds an exclusive lock on
  * `{dataDir}/db.lock` until `close()`, and a second opener is refused with a message saying what to do.
  */
-export async function openDatabase(options: { url: string; dataDir: string }): Promise<Db> {
-  if (options.url) return await openPostgres(options.url);
+export async function openDatabase(
+  options: { url: string; dataDir: string; poolSize?: number },
+): Promise<Db> {
+  if (options.url) return await openPostgres(options.url, { max: options.poolSize });
   await Deno.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const lockPath = join(options.dataDir, "db.lock");
   const lock = await Deno.open(lockPath, { read: true, write: true, create: true, mode: 0o600 });

@@ -49,7 +49,11 @@ export async function runPolicyWorker(): Promise<never> {
       Deno.exit(0);
     })();
   try {
-    const db = await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
+    const db = await openDatabase({
+      url: config.database.url,
+      dataDir: config.server.dataDir,
+      poolSize: config.database.poolSize,
+    });
     cleanups.unshift(() => db.close());
     // The main process created the CA and certificates before starting any worker: these only load them.
     const base = contextBase(await openServerPki(config, db), { config, db, log, replicaId: boot.replicaId });
