@@ -164,7 +164,11 @@ export const DEV_OVERRIDES: Record<string, unknown> = {
 };
 
 async function withDatabase<T>(config: ServerConfig, fn: (db: Db) => Promise<T>): Promise<T> {
-  const db = await openDatabase({ url: config.database.url, dataDir: config.server.dataDir });
+  const db = await openDatabase({
+    url: config.database.url,
+    dataDir: config.server.dataDir,
+    poolSize: config.database.poolSize,
+  });
   try {
     return await fn(db);
   } finally {
