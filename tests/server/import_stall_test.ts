@@ -28,6 +28,7 @@ import { domainRoutes } from "../../server/http/routes/mod.ts";
 import { systemRoutes } from "../../server/http/system_routes.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../../server/domain/export_import.ts";
 import {
+  closeWorkers,
   keepWorkerWarm,
   offLoopHooks,
   type OffLoopJob,
@@ -495,6 +496,9 @@ dbTest(
 // `new Worker` holds the starting thread for 100–160 ms on a loaded machine: a server starts its worker at
 // start and keeps it (no idle deadline) across jobs, so no request pays for it; at stop the worker goes.
 Deno.test("a server keeps one off-loop worker warm from start to stop", async () => {
+  // Workers left idle by this file's earlier tests stay for WORKER_IDLE_MS; they are not this server's.
+  closeWorkers();
+  assert.deepEqual(workerPool(), { idle: 0, warm: 0 });
   const release = keepWorkerWarm();
   try {
     assert.deepEqual(workerPool(), { idle: 1, warm: 1 }, "the worker starts with the server");
