@@ -30,7 +30,7 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     types: {
       bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
     },
-    // Prepared statements are planned for their actual parameters at every call (see `wrap` below).
+    // Prepared statements are planned for their actual parameters at every call (see `run` below).
     connection: { application_name: "svc-server", plan_cache_mode: "force_custom_plan" },
   };
   const sql = postgres(url, { ...clientOptions, max: Math.max(1, max - laneCount) });
@@ -49,7 +49,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
   // depends on the status asked for). Measured on enrollment (bench/enroll.ts, 2 cores, concurrency 64):
   // PostgreSQL's CPU 3.4-4.0 -> 2.7 ms per enrollment, 125 -> 180 enrollments/s (generic plans: 2.1 ms, 190/s).
   // Statements whose text inlines values (page limits and offsets) prepare one statement per distinct text;
-  // a connection holds them until it is replaced (postgres.js ends each connection after 30-60 minutes).
+  // a connection holds them until it is replaced (the pool's after 30-60 minutes, a lane's after 45, between
+  // transactions).
   // Prepared statements need session-level connections, which LISTEN/NOTIFY requires already (no pgbouncer
   // in transaction mode). Statements without parameters (migrations, scripts) keep the simple protocol.
   const run = async <T>(s: postgres.Sql, text: string, params: readonly unknown[]): Promise<T[]> => {
