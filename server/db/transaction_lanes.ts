@@ -58,8 +58,8 @@ export function transactionLanes(
   let closed = false;
 
   const make = (): Lane => {
-    const lane: Lane = { sql: undefined as unknown as postgres.Sql, closes: 0, born: now() };
-    (lane as { sql: postgres.Sql }).sql = open(() => lane.closes++);
+    // The callback runs only when the connection closes, after `lane` exists.
+    const lane: Lane = { sql: open(() => lane.closes++), closes: 0, born: now() };
     all.add(lane);
     return lane;
   };

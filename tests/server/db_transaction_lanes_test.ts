@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { dbTest } from "../helpers/db.ts";
+import { eventually } from "../helpers/agents.ts";
 import { DatabaseUnavailableError, openPostgres } from "../../server/db/mod.ts";
 import { LANE_LIFETIME_MS, transactionLanes } from "../../server/db/transaction_lanes.ts";
 
@@ -95,11 +96,11 @@ dbTest(
         await db.query("SELECT pg_terminate_backend($1)", [me.pid]);
         // Until the backend is gone and the client has seen its socket close: a statement sent now would
         // otherwise go to the dying connection and fail there, which proves nothing about the reconnect.
-        for (;;) {
-          const rows = await db.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [me.pid]);
-          if (rows.length === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await eventually(
+          async () =>
+            (await db.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [me.pid])).length === 0,
+          { timeoutMs: 60_000, what: "the terminated backend to be gone" },
+        );
         await new Promise((resolve) => setTimeout(resolve, 200));
         // The lane's client reconnects for this one: it must be refused, not run outside the transaction.
         await tx.query("INSERT INTO lane_probe VALUES (2)");
