@@ -15,12 +15,18 @@ export const TOKEN_ENV = "SVC_ENROLLMENT_TOKEN";
 
 /** Usage text. */
 export const USAGE = `Usage: svc-agent [--config FILE] [--token-file FILE | --token TOKEN]
+       svc-agent status [--config FILE | --file STATUS_FILE] [--verbose] [--json]
 
   --config FILE      agent configuration (default ${DEFAULT_CONFIG_PATH})
   --token-file FILE  enroll with the one-time token in FILE, then exit
   --token TOKEN      deprecated: the token is visible in the process list; use --token-file
   --version          print the version and exit
   --help             print this help and exit
+
+  status             what this node applies, from which policy and version, and why a setting is
+                     not applied (read-only; no root needed); --verbose lists every setting,
+                     --json prints the summary as JSON; --file reads another status file
+                     than agent.status_file
 
 Environment: ${TOKEN_ENV}=TOKEN enrolls like --token-file (which takes precedence).
 Without a token the agent runs as a daemon; it must be enrolled first.`;
@@ -41,6 +47,8 @@ export interface CliArgs {
   token?: string;
   help: boolean;
   version: boolean;
+  /** `status`: print the running agent's summary and exit. */
+  status?: { verbose: boolean; json: boolean; file?: string };
 }
 
 /** A command-line mistake; the message says what to fix. */
@@ -57,6 +65,7 @@ export class CliError extends Error {
  * @throws {CliError} on unknown options, missing values or stray arguments.
  */
 export function parseCliArgs(argv: readonly string[]): CliArgs {
+  if (argv[0] === "status") return parseStatusArgs(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({
@@ -85,6 +94,32 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     token: values.token,
     help: values.help ?? false,
     version: values.version ?? false,
+  };
+}
+
+function parseStatusArgs(argv: readonly string[]): CliArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        config: { type: "string" },
+        verbose: { type: "boolean", short: "v" },
+        json: { type: "boolean" },
+        file: { type: "string" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    throw new CliError(`${(err as Error).message}\n\n${USAGE}`);
+  }
+  return {
+    configPath: values.config ?? DEFAULT_CONFIG_PATH,
+    configExplicit: values.config !== undefined,
+    help: false,
+    version: false,
+    status: { verbose: values.verbose ?? false, json: values.json ?? false, file: values.file },
   };
 }
 

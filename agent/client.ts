@@ -94,8 +94,32 @@ export async function createEnrollmentClient(options: EnrollmentClientOptions): 
   });
 }
 
-/** Client of the policy service: mutual TLS, TLS 1.3, server pinned to the received CA. */
-export function createPolicyClient(address: string, port: number, identity: Identity): PolicyClient {
+/** Options of {@linkcode createPolicyClient}. */
+export interface PolicyClientOptions {
+  /**
+   * Milliseconds without an answer after which the connection is given up (a keepalive ping, then its
+   * timeout; at least 15 s, as pings may not come more often than every 10 s); default the channel's 80 s.
+   */
+  silenceTimeoutMs?: number;
+}
+
+/** The keepalive settings that detect a silent server within `silenceMs`: ping at 60% of it (at least 10.5 s). */
+export function keepaliveFor(silenceMs: number): { timeMs: number; timeoutMs: number } {
+  const timeMs = Math.max(10_500, Math.round(silenceMs * 0.6));
+  return { timeMs, timeoutMs: Math.max(1_000, silenceMs - timeMs) };
+}
+
+/**
+ * Client of the policy service: mutual TLS, TLS 1.3, server pinned to the received CA. A server that stops
+ * answering (a hung or stopped replica) is noticed by the keepalive ping's timeout, which ends the stream so
+ * the daemon reconnects (to a healthy replica behind the same name).
+ */
+export function createPolicyClient(
+  address: string,
+  port: number,
+  identity: Identity,
+  options: PolicyClientOptions = {},
+): PolicyClient {
   const secureContext = tls.createSecureContext({
     ca: identity.caPem,
     key: identity.keyPem,
@@ -104,7 +128,11 @@ export function createPolicyClient(address: string, port: number, identity: Iden
   });
   return createClient(PolicyService, target(address, port), {
     credentials: grpc.credentials.createFromSecureContext(secureContext, { rejectUnauthorized: true }),
-    channelOptions: CHANNEL_OPTIONS,
+    channelOptions: options.silenceTimeoutMs === undefined ? CHANNEL_OPTIONS : {
+      ...CHANNEL_OPTIONS,
+      "grpc.keepalive_time_ms": keepaliveFor(options.silenceTimeoutMs).timeMs,
+      "grpc.keepalive_timeout_ms": keepaliveFor(options.silenceTimeoutMs).timeoutMs,
+    },
   });
 }
 

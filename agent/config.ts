@@ -12,6 +12,8 @@ import { pathComponents, PathEscapeError } from "./fs.ts";
 
 /** Where the packaged configuration file lives. */
 export const DEFAULT_CONFIG_PATH = "/etc/svc/agent.yaml";
+/** Where the running agent keeps its status summary unless `agent.status_file` says otherwise. */
+export const DEFAULT_STATUS_FILE = "/run/svc-agent/status.json";
 
 /** The whole agent configuration after defaults and the file are merged. */
 export interface AgentConfig {
@@ -22,12 +24,21 @@ export interface AgentConfig {
     policyPort: number;
     /** Skip server verification for the enrollment connection only. */
     insecureSkipVerify: boolean;
+    /**
+     * Seconds without an answer from the server after which the policy connection is given up and made again
+     * (keepalive pings with a timeout), so a hung server's agents move to a healthy replica.
+     */
+    silenceTimeoutSeconds: number;
   };
   agent: {
     /** Node name (certificate Common Name); the host name when empty in the file. */
     clientId: string;
     /** Directory under which every enforced path is resolved. */
     rootDir: string;
+    /** Seconds between full re-evaluations of every policy (the safety net of the node watcher). */
+    reevaluateIntervalSeconds: number;
+    /** Host path of the status summary `svc-agent status` reads (world-readable; no policy content). */
+    statusFile: string;
   };
   enrollment: {
     /** Holds `agent.key`, `agent.crt`, `ca.crt` and the agent's state. */
@@ -67,12 +78,14 @@ export class AgentConfigError extends Error {
   }
 }
 
-type Kind = "string" | "port" | "bool" | "path";
+type Kind = "string" | "port" | "bool" | "path" | "seconds";
 
 interface KeySpec {
   key: string;
   kind: Kind;
   default: string | number | boolean;
+  /** Range of a `seconds` key. */
+  range?: readonly [number, number];
   check?: (value: string) => string | undefined;
   oneOf?: readonly string[];
 }
@@ -115,8 +128,12 @@ export const AGENT_CONFIG_KEYS: readonly KeySpec[] = [
   { key: "server.enrollment_port", kind: "port", default: 8443 },
   { key: "server.policy_port", kind: "port", default: 8444 },
   { key: "server.insecure_skip_verify", kind: "bool", default: false },
+  // Keepalive pings may not come more often than every 10 s (the server's limit), so 15 s is the least.
+  { key: "server.silence_timeout_seconds", kind: "seconds", default: 20, range: [15, 600] },
   { key: "agent.client_id", kind: "string", default: "", check: checkClientId },
   { key: "agent.root_dir", kind: "path", default: "/" },
+  { key: "agent.reevaluate_interval_seconds", kind: "seconds", default: 300, range: [10, 86_400] },
+  { key: "agent.status_file", kind: "path", default: DEFAULT_STATUS_FILE },
   { key: "enrollment.data_dir", kind: "path", default: "/var/lib/svc-agent" },
   { key: "kerberos.enabled", kind: "bool", default: false },
   { key: "kerberos.keytab_file", kind: "path", default: "/etc/krb5.keytab" },
@@ -199,6 +216,15 @@ function convert(spec: KeySpec, raw: unknown, file: string): string | number | b
         );
       }
       return raw;
+    case "seconds": {
+      const [min, max] = spec.range ?? [1, 86_400];
+      if (typeof raw !== "number" || !Number.isInteger(raw) || raw < min || raw > max) {
+        throw new AgentConfigError(
+          `${where} must be a whole number of seconds from ${min} to ${max}, not ${JSON.stringify(raw)}`,
+        );
+      }
+      return raw;
+    }
     case "path":
       if (typeof raw !== "string" || !raw.startsWith("/")) {
         throw new AgentConfigError(`${where} must be an absolute path, not ${JSON.stringify(raw)}`);
@@ -267,8 +293,14 @@ export function buildAgentConfig(tree: unknown, file: string, options: LoadOptio
       enrollmentPort: get("server.enrollment_port"),
       policyPort: get("server.policy_port"),
       insecureSkipVerify: get("server.insecure_skip_verify"),
+      silenceTimeoutSeconds: get("server.silence_timeout_seconds"),
     },
-    agent: { clientId, rootDir: get("agent.root_dir") },
+    agent: {
+      clientId,
+      rootDir: get("agent.root_dir"),
+      reevaluateIntervalSeconds: get("agent.reevaluate_interval_seconds"),
+      statusFile: get("agent.status_file"),
+    },
     enrollment: { dataDir: get("enrollment.data_dir") },
     kerberos: {
       enabled: get("kerberos.enabled"),

@@ -32,6 +32,16 @@ import type { Enforcer } from "./sync/types.ts";
 import { collectNodeFacts } from "./sysinfo.ts";
 import { DiskEncryptionManager } from "./disk_encryption/manager.ts";
 import { type TamperEvent, TamperWatcher } from "./tamper.ts";
+import { NodeWatcher } from "./sync/node_watch.ts";
+import { PolicyStore } from "./sync/policy_store.ts";
+import { StatusFile } from "./status.ts";
+import { VERSION } from "../shared/version.ts";
+
+/**
+ * Node path whose change asks for a re-evaluation: the agent package's apt hook touches it after every dpkg
+ * run (packaging), so software installed or removed is looked at once the package manager is done.
+ */
+export const REEVALUATE_REQUEST_PATH = "/run/svc-agent/reevaluate";
 
 /** Options of {@linkcode runDaemon}. */
 export interface DaemonOptions {
@@ -56,6 +66,8 @@ export interface DaemonOptions {
   diskEncryptionCheckMs?: number;
   /** Quiet milliseconds after a sync before the runtime's cold pages are given back; default 30 s. */
   coldPagesQuietMs?: number;
+  /** Quiet milliseconds that end a burst of node changes before the re-evaluation; default 1,500. */
+  nodeSettleMs?: number;
 }
 
 const UNARY_TIMEOUT_MS = 15_000;
@@ -104,6 +116,27 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
   /** Node paths of tamper events whose restoring sync has not been logged yet. */
   const restoring = new Set<string>();
   const coldPages = new ColdPageRelease({ logger, quietMs: options.coldPagesQuietMs });
+  const store = new PolicyStore(dataDir, logger);
+  const status = new StatusFile(config.agent.statusFile, logger, {
+    node: clientId,
+    server: `${config.server.address}:${config.server.policyPort}`,
+    agentVersion: VERSION,
+  });
+  /** Why the next sync runs, for the status summary and the log (the last reason set wins). */
+  let syncReason = "policies received";
+  function resync(reason: string): void {
+    syncReason = reason;
+    void engine.requestSync();
+  }
+  const nodeWatcher = new NodeWatcher({
+    fs,
+    logger,
+    settleMs: options.nodeSettleMs,
+    onChange: (paths) => {
+      logger.info("the node changed; re-evaluating its policies", { paths: paths.join(",") });
+      resync(`node changed: ${paths.join(", ")}`);
+    },
+  });
 
   // Fails early (and the agent exits with the reason) when the enrollment data is unusable.
   let identity: Identity = await loadIdentity(dataDir);
@@ -146,6 +179,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     procRoot: options.tamper?.procRoot,
     onTamper: (event) => {
       restoring.add(event.path);
+      syncReason = `tamper restore: ${event.path}`;
       return engine.requestSync(async () => {
         try {
           await sendTamper(event);
@@ -165,9 +199,25 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     managed,
     enforcers,
     onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
+    onCacheChanged: (policies) => {
+      void store.save(policies);
+      void status.source("server");
+      syncReason = "policies received";
+    },
     onSynced: async (summary: SyncSummary) => {
       logSync(summary);
       coldPages.activity();
+      const targets = engine.watchTargets();
+      if (targets.length) targets.push(REEVALUATE_REQUEST_PATH);
+      try {
+        await nodeWatcher.setTargets(targets);
+      } catch (err) {
+        logger.warn("cannot watch the node for changes; the periodic re-evaluation still runs", {
+          error: errorText(err),
+        });
+      }
+      status.retain(new Set(engine.cached().map((p) => p.id)));
+      void status.evaluated(summary, syncReason, targets);
       try {
         await watcher.setWatched(summary.managed);
         problems.delete("tamper watcher");
@@ -224,6 +274,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     restoring.clear();
     const count = (status: string) => summary.results.filter((r) => r.result.status === status).length;
     logger.info("sync done", {
+      reason: syncReason,
       policies: summary.results.length,
       written: written.sort().join(",") || "none",
       removed: removed.sort().join(",") || "none",
@@ -319,6 +370,24 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     if (current) reportCatalogues(current).catch((err) => sideCallFailed(current, "catalogue report", err));
   }, options.catalogueCheckMs ?? 600_000);
 
+  // The safety net of the node watcher: everything is evaluated again now and then, cheap when nothing changed
+  // (files are compared before they are written).
+  const reevaluateTimer = setInterval(() => {
+    if (engine.ready) resync("periodic re-evaluation");
+  }, config.agent.reevaluateIntervalSeconds * 1000);
+
+  // After a reboot without the server the last policy set is enforced and watched again at once.
+  const stored = await store.load();
+  if (stored) {
+    logger.info("enforcing the policy set stored before the restart until the server answers", {
+      policies: stored.policies.length,
+      saved_at: stored.savedAt.toISOString(),
+    });
+    syncReason = "agent started with the stored policy set";
+    void status.source("stored");
+    engine.restore(stored.policies);
+  }
+
   const backoff = new Backoff(options.backoff);
   const revocation = new RevocationNotice({
     logger,
@@ -340,7 +409,10 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
         identity = await loadIdentity(dataDir);
         // At start, and again on reconnects while a due renewal has not succeeded yet.
         await renewWhenDue();
-        client = createPolicyClient(config.server.address, config.server.policyPort, identity);
+        client = createPolicyClient(config.server.address, config.server.policyPort, identity, {
+          silenceTimeoutMs: config.server.silenceTimeoutSeconds * 1000,
+        });
+        void status.connection("connecting");
         const current = client;
         (revocation.active ? logger.debug : logger.info)("connecting to the policy service", {
           server: `${config.server.address}:${config.server.policyPort}`,
@@ -379,7 +451,10 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
             );
           },
           onInSync: (how) => {
-            if (!healthy) logger.info("policy stream is in sync", { how, revision: lastRevision.toString() });
+            if (!healthy) {
+              logger.info("policy stream is in sync", { how, revision: lastRevision.toString() });
+              void status.connection("connected");
+            }
             healthy = true;
             revocation.clear();
             backoff.reset();
@@ -408,6 +483,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       const delay = backoff.next();
       if (refused !== undefined) revocation.refused(refused, delay);
       else logger.warn(ended, { reconnect_in_ms: delay });
+      void status.connection("disconnected", refused ?? ended);
       await sleep(delay, signal);
     }
   } finally {
@@ -415,6 +491,8 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     clearInterval(renewTimer);
     clearInterval(catalogueTimer);
     clearInterval(diskEncryptionTimer);
+    clearInterval(reevaluateTimer);
+    nodeWatcher.close();
     await watcher.close();
     const settled = new AbortController();
     await Promise.race([engine.idle(), sleep(10_000, settled.signal)]);

@@ -20,7 +20,8 @@ import {
   TOKEN_ENV,
   USAGE,
 } from "./cli.ts";
-import { AgentConfigError, loadAgentConfig } from "./config.ts";
+import { AgentConfigError, DEFAULT_STATUS_FILE, loadAgentConfig } from "./config.ts";
+import { formatStatus, readStatus } from "./status.ts";
 import { runDaemon } from "./daemon.ts";
 import { ensureDataDir, isEnrolled } from "./identity.ts";
 import { createLogger } from "./log.ts";
@@ -42,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(`svc-agent ${VERSION}`);
     return 0;
   }
+  if (args.status) return await printStatus(args.configPath, args.configExplicit, args.status);
 
   let loaded;
   let tokenChoice;
@@ -118,6 +120,37 @@ The node appears online once the agent has synced its policies.`,
     Deno.removeSignalListener("SIGTERM", onSignal);
     Deno.removeSignalListener("SIGINT", onSignal);
   }
+}
+
+/**
+ * `svc-agent status`: the running agent's summary. The configuration (root-only, mode 0600) only names the
+ * status file; a person without root reads the default path.
+ */
+async function printStatus(
+  configPath: string,
+  explicit: boolean,
+  options: { verbose: boolean; json: boolean; file?: string },
+): Promise<number> {
+  let path = options.file ?? DEFAULT_STATUS_FILE;
+  if (!options.file) {
+    try {
+      path = (await loadAgentConfig(configPath, { explicit })).config.agent.statusFile;
+    } catch (err) {
+      if (explicit || !(err instanceof AgentConfigError) || !/denied/i.test(err.message)) {
+        console.error(`svc-agent: ${(err as Error).message}`);
+        return 2;
+      }
+    }
+  }
+  const status = await readStatus(path);
+  if (typeof status === "string") {
+    console.error(`svc-agent: ${status}`);
+    return 1;
+  }
+  console.log(
+    options.json ? JSON.stringify(status, null, 2) : formatStatus(status, { verbose: options.verbose }),
+  );
+  return 0;
 }
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -14,7 +14,8 @@
  *    INAPPLICABLE with the reason; a key the browser will not use (another file overrides it, or this
  *    browser version does not know it) is NON_COMPLIANT with the reason.
  *
- * No browser installed → every policy INAPPLICABLE, nothing written.
+ * No browser installed → every policy INAPPLICABLE, nothing written; a browser installed later is enforced as soon
+ * as it appears, because the family's install locations are watched (agent/sync/node_watch.ts).
  *
  * @module
  */
@@ -70,6 +71,11 @@ export interface BrowserFamily {
   itemIdentity?: MergeOptions["itemIdentity"];
   /** The targets of the installed browsers, and a description of what was looked for. */
   locate(io: EnforcerIO): Promise<{ targets: BrowserTarget[]; lookedFor: string }>;
+  /**
+   * Where the family's browsers appear when installed (deb, rpm, tarball, Flatpak): their appearance, upgrade
+   * or removal makes the agent look again ({@linkcode Enforcer.watches}).
+   */
+  installLocations(io: EnforcerIO): string[];
 }
 
 /**
@@ -155,6 +161,7 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
   return {
     type: def.wireName,
     notifiesUsers: true,
+    watches: (io) => family.installLocations(io),
 
     async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
       const changed: string[] = [];

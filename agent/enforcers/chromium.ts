@@ -156,6 +156,7 @@ export function chromiumEnforcer(
     def,
     product,
     itemIdentity: forcelistIdentity,
+    installLocations: () => browsers.flatMap((b) => b.installPaths),
     async locate(io) {
       const targets: BrowserTarget[] = [];
       for (const browser of browsers) {

@@ -45,12 +45,14 @@ export function lazyEnforcer<K extends string>(
   traits: EnforcerTraits,
 ): LazyEnforcer {
   let loading: Promise<Enforcer> | undefined;
+  let loadedEnforcer: Enforcer | undefined;
   const real = () =>
     loading ??= load().then((module) => {
       const enforcer = module[name];
       if (enforcer?.type !== type) {
         throw new Error(`the ${type} enforcer module exports type ${enforcer?.type}`);
       }
+      loadedEnforcer = enforcer;
       return enforcer;
     }).catch((err) => {
       loading = undefined;
@@ -67,5 +69,7 @@ export function lazyEnforcer<K extends string>(
       return (await (await real()).hasResidue?.(io)) ?? false;
     },
     sync: async (policies, io) => (await real()).sync(policies, io),
+    // A type with policies has been synced, so loaded; one that is not loaded has nothing to watch yet.
+    watches: (io) => loadedEnforcer?.watches?.(io) ?? [],
   };
 }

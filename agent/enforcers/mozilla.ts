@@ -138,6 +138,10 @@ export function mozillaEnforcer(spec: MozillaProduct): Enforcer {
   return browserEnforcer({
     def: spec.def,
     product: spec.product,
+    installLocations: (io) => [
+      ...spec.installPaths,
+      ...spec.flatpaks(io).flatMap((app) => [`${FLATPAK}/app/${app.id}`, app.appDir]),
+    ],
     async locate(io) {
       const targets: BrowserTarget[] = [];
       if (await anyExists(io, spec.installPaths)) {

@@ -72,6 +72,8 @@ export interface SyncEngineOptions {
   reportCompliance: (policy: CachedPolicy, result: PolicyResult) => Promise<void>;
   /** Called with a node path just before ("start") and just after ("end") the engine writes it. */
   onOwnWrite?: (path: string, phase: "start" | "end") => void | Promise<void>;
+  /** Called with the whole cache (sorted by id) each time a stream event changed it; not for {@linkcode SyncEngine.restore}. */
+  onCacheChanged?: (policies: CachedPolicy[]) => void;
   /** Called after the enforcers ran and before compliance is reported. */
   onSynced?: (summary: SyncSummary) => void | Promise<void>;
 }
@@ -132,6 +134,7 @@ export class SyncEngine {
           this.#staging = new Map();
           this.#ready = true;
           logger.debug("snapshot complete", { policies: this.#cache.size });
+          this.#options.onCacheChanged?.(this.cached());
           void this.requestSync();
         }
         return;
@@ -139,12 +142,14 @@ export class SyncEngine {
       case "UPDATED":
         if (!event.policy) return logger.warn(`${event.kind} event without a policy ignored`);
         this.#cache.set(event.policy.id, event.policy);
+        this.#options.onCacheChanged?.(this.cached());
         void this.requestSync();
         return;
       case "DELETED":
         if (!event.policy || !this.#cache.delete(event.policy.id)) {
           return logger.debug("DELETED event for a policy not in the cache", { id: event.policy?.id });
         }
+        this.#options.onCacheChanged?.(this.cached());
         void this.requestSync();
         return;
     }
@@ -153,6 +158,37 @@ export class SyncEngine {
   /** Whether a complete snapshot has been received (syncs run only from then on). */
   get ready(): boolean {
     return this.#ready;
+  }
+
+  /**
+   * Starts from a policy set received in an earlier run (the persisted cache, agent/sync/policy_store.ts), as
+   * a complete snapshot would: the agent enforces and watches it before the server answers, and never lifts
+   * what it enforces because the server is away. A snapshot received later replaces it. Does nothing once a
+   * snapshot has arrived.
+   */
+  restore(policies: readonly CachedPolicy[]): void {
+    if (this.#ready) return;
+    this.#cache = new Map(policies.map((p) => [p.id, p]));
+    this.#ready = true;
+    void this.requestSync();
+  }
+
+  /**
+   * Node paths whose change can change what the types with cached policies do ({@linkcode Enforcer.watches}),
+   * sorted.
+   */
+  watchTargets(): string[] {
+    const types = new Set([...this.#cache.values()].map((p) => p.type));
+    const paths = new Set<string>();
+    for (const type of types) {
+      const enforcer = this.#options.enforcers.get(type);
+      try {
+        for (const path of enforcer?.watches?.(this.#io(type)) ?? []) paths.add(path);
+      } catch (err) {
+        this.#options.logger.warn("cannot tell what to watch for a type", { type, error: err });
+      }
+    }
+    return [...paths].sort();
   }
 
   /**

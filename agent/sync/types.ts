@@ -119,6 +119,12 @@ export interface Enforcer {
    */
   hasResidue?(io: EnforcerIO): Promise<boolean>;
   /**
+   * Node paths whose appearance, change or disappearance can change what this type does on the node (where
+   * its programs are installed, the schemas or accounts it reads), so the agent re-evaluates without a
+   * server change (agent/sync/node_watch.ts). Asked only while the type has policies.
+   */
+  watches?(io: EnforcerIO): string[];
+  /**
    * Brings the node in line with `policies` (all cached policies of this type, sorted by
    * priority descending then id ascending; empty means "undo everything of this type"), then
    * reads the real state back and reports per policy.

@@ -25,8 +25,14 @@ Deno.test("defaults: localhost:8443/8444, verification on, root /, data dir, cli
     enrollmentPort: 8443,
     policyPort: 8444,
     insecureSkipVerify: false,
+    silenceTimeoutSeconds: 20,
   });
-  assert.deepEqual(config.agent, { clientId: "desk-42", rootDir: "/" });
+  assert.deepEqual(config.agent, {
+    clientId: "desk-42",
+    rootDir: "/",
+    reevaluateIntervalSeconds: 300,
+    statusFile: "/run/svc-agent/status.json",
+  });
   assert.equal(config.enrollment.dataDir, "/var/lib/svc-agent");
   assert.equal(config.firefox.policiesPath, "/etc/firefox/policies/policies.json");
   assert.equal(config.notifications.enabled, true);
@@ -52,7 +58,12 @@ Deno.test("values from the file override defaults; unknown keys are warned about
   assert.equal(config.server.enrollmentPort, 443);
   assert.equal(config.server.policyPort, 9444);
   assert.equal(config.server.insecureSkipVerify, true);
-  assert.deepEqual(config.agent, { clientId: "ws-7", rootDir: "/srv/root" });
+  assert.deepEqual(config.agent, {
+    clientId: "ws-7",
+    rootDir: "/srv/root",
+    reevaluateIntervalSeconds: 300,
+    statusFile: "/run/svc-agent/status.json",
+  });
   assert.equal(config.firefox.policiesPath, "/opt/ff/policies.json");
   assert.equal(config.notifications.enabled, false);
   assert.deepEqual(warnings, ['unknown key "sever.adress" in agent.yaml is ignored; check its spelling']);
@@ -212,4 +223,23 @@ Deno.test("svc-agent without enrollment and without a token prints the spec's me
     assert.match(deprecated.stderr, /--token is deprecated/);
     assert.notEqual(deprecated.code, 0, "no server: enrollment fails");
   });
+});
+
+Deno.test("node life and liveness keys: seconds in range, a clear error otherwise", () => {
+  const { config } = buildAgentConfig({
+    server: { silence_timeout_seconds: 30 },
+    agent: { reevaluate_interval_seconds: 60, status_file: "/var/run/x.json" },
+  }, "agent.yaml", { hostname: "desk-42" });
+  assert.equal(config.server.silenceTimeoutSeconds, 30);
+  assert.equal(config.agent.reevaluateIntervalSeconds, 60);
+  assert.equal(config.agent.statusFile, "/var/run/x.json");
+  // Below 15 s the keepalive would ping more often than the server's 10 s limit allows.
+  assert.throws(
+    () => buildAgentConfig({ server: { silence_timeout_seconds: 5 } }, "agent.yaml", { hostname: "d" }),
+    /server\.silence_timeout_seconds in agent\.yaml must be a whole number of seconds from 15 to 600, not 5/,
+  );
+  assert.throws(
+    () => buildAgentConfig({ agent: { reevaluate_interval_seconds: "soon" } }, "agent.yaml", { hostname: "d" }),
+    /agent\.reevaluate_interval_seconds .* not "soon"/,
+  );
 });
