@@ -328,6 +328,9 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
       return Promise.resolve(timer !== undefined);
     },
 
+    // Accounts and group memberships decide whose pam_time lines are written.
+    watches: () => ["/etc/passwd", "/etc/group"],
+
     async sync(policies: CachedPolicy[], syncIo: EnforcerIO): Promise<SyncResult> {
       io = syncIo;
       const changed: string[] = [];
@@ -386,10 +389,19 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
             const own = lines.filter((l) => l.split(";")[2] === user);
             return [user, own.every((l) => back?.includes(l) === true)];
           }));
+          const readBack = (back ?? []).join("\n") === lines.join("\n");
           pamItems.push(
-            back && back.join("\n") === lines.join("\n")
-              ? item(TIME_CONF, "COMPLIANT", `${lines.length} line(s) for ${covered.size} account(s)`)
-              : item(TIME_CONF, "NON_COMPLIANT", "the svc block reads back differently"),
+            !readBack
+              ? item(TIME_CONF, "NON_COMPLIANT", "the svc block reads back differently")
+              : lines.length === 0
+              // Nothing to write is not a failure: no local account is restricted, so pam_time has nothing to refuse.
+              ? item(
+                TIME_CONF,
+                "INAPPLICABLE",
+                "no local account is restricted by these rules, so pam_time has no line to refuse " +
+                  "(accounts added later are picked up; directory accounts are locked through logind)",
+              )
+              : item(TIME_CONF, "COMPLIANT", `${lines.length} line(s) for ${covered.size} account(s)`),
           );
         } catch (err) {
           pamItems.push(item(TIME_CONF, "ERROR", (err as Error).message));

@@ -388,6 +388,45 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "SessionAccess with pam_enforcement and no local account covered: nothing to write is not a failure",
+  ignore: await pamSkip(),
+  async fn() {
+    const node = await pamNode();
+    const fake = await standIns(`${node.root}/../fake`);
+    const enforcer = createSessionAccessEnforcer({ tickMs: 3_600_000 });
+    try {
+      await withPath(fake.bin, async (runner) => {
+        const { engine, reports } = await engineFor(node, {
+          enforcers: enforcerRegistry([enforcer]),
+          runner,
+        });
+        // No local account is in `users` (the issue's node): pam_time gets no line.
+        engine.handleEvent({
+          kind: "SNAPSHOT",
+          snapshotComplete: true,
+          policy: accessPolicy("sa-empty", {
+            pamEnforcement: true,
+            rules: [{ name: "users-never", groups: ["users"], effect: SessionAccessEffect.DENY }],
+          }),
+        });
+        await engine.idle();
+        const result = reports.get("sa-empty")!;
+        assert.equal(result.status, "COMPLIANT", JSON.stringify(result, null, 2));
+        const timeConf = result.items.find((i) => i.key === TIME_CONF)!;
+        assert.equal(timeConf.status, "INAPPLICABLE");
+        assert.match(timeConf.message, /no local account is restricted by these rules/);
+        assert.deepEqual(enforcer.watches!(undefined as never), ["/etc/passwd", "/etc/group"]);
+        engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+        await engine.idle();
+        assert.equal(enforcer.active, false);
+      });
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
 Deno.test("SessionAccess: hostile names are refused by the agent and nothing is written", async () => {
   const node = await pamNode();
   const enforcer = createSessionAccessEnforcer({ tickMs: 3_600_000 });
