@@ -226,10 +226,14 @@ Deno.test("svc-agent without enrollment and without a token prints the spec's me
 });
 
 Deno.test("node life and liveness keys: seconds in range, a clear error otherwise", () => {
-  const { config } = buildAgentConfig({
-    server: { silence_timeout_seconds: 30 },
-    agent: { reevaluate_interval_seconds: 60, status_file: "/var/run/x.json" },
-  }, "agent.yaml", { hostname: "desk-42" });
+  const { config } = buildAgentConfig(
+    {
+      server: { silence_timeout_seconds: 30 },
+      agent: { reevaluate_interval_seconds: 60, status_file: "/var/run/x.json" },
+    },
+    "agent.yaml",
+    { hostname: "desk-42" },
+  );
   assert.equal(config.server.silenceTimeoutSeconds, 30);
   assert.equal(config.agent.reevaluateIntervalSeconds, 60);
   assert.equal(config.agent.statusFile, "/var/run/x.json");
@@ -239,7 +243,8 @@ Deno.test("node life and liveness keys: seconds in range, a clear error otherwis
     /server\.silence_timeout_seconds in agent\.yaml must be a whole number of seconds from 15 to 600, not 5/,
   );
   assert.throws(
-    () => buildAgentConfig({ agent: { reevaluate_interval_seconds: "soon" } }, "agent.yaml", { hostname: "d" }),
+    () =>
+      buildAgentConfig({ agent: { reevaluate_interval_seconds: "soon" } }, "agent.yaml", { hostname: "d" }),
     /agent\.reevaluate_interval_seconds .* not "soon"/,
   );
 });

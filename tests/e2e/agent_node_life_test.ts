@@ -177,7 +177,11 @@ Deno.test({
         assert.match(text, /Policies from: the server/);
         assert.match(text, new RegExp(`${POLICIES_JSON} \\(Firefox\\)`));
         assert.equal((await Deno.stat(statusFile)).mode! & 0o777, 0o644);
-        assert.doesNotMatch(await Deno.readTextFile(statusFile), /DisableTelemetry/, "no policy content in it");
+        assert.doesNotMatch(
+          await Deno.readTextFile(statusFile),
+          /DisableTelemetry/,
+          "no policy content in it",
+        );
       });
 
       await step(
