@@ -376,6 +376,8 @@ function summarize(items: ItemResult[]): { status: ComplianceStatusName; message
 export const dconfEnforcer: Enforcer = {
   type: "Dconf",
   notifiesUsers: false,
+  // Schemas installed later make keys applicable; dconf itself installed later makes the type enforceable.
+  watches: () => ["/usr/share/glib-2.0/schemas", "/usr/bin/dconf", "/etc/dconf/profile"],
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];

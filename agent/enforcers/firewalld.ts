@@ -361,6 +361,8 @@ function outputOf(r: { stdout: string; stderr: string; code: number }): string {
 export const firewalldEnforcer: Enforcer = {
   type: "Firewalld",
   notifiesUsers: false,
+  // firewalld installed after the policy arrived.
+  watches: () => [FIREWALLD_ETC, "/usr/bin/firewall-offline-cmd", "/usr/lib/firewalld"],
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];

@@ -556,6 +556,9 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
     type: flatpakType.wireName,
     notifiesUsers: false,
     background: true,
+    // flatpak installed later, and applications users install or remove themselves (an ABSENT app installed
+    // by a user is taken out again; a PRESENT one removed comes back).
+    watches: () => ["/usr/bin/flatpak", "/var/lib/flatpak/app"],
 
     async hasResidue(io) {
       return !isEmptyState(await loadState(io));

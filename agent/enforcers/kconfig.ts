@@ -321,6 +321,8 @@ function summarize(items: ItemResult[]): { status: ComplianceStatusName; message
 export const kconfigEnforcer: Enforcer = {
   type: "Kconfig",
   notifiesUsers: true,
+  // Plasma (or its config reader) installed after the policy arrived.
+  watches: () => [...KDE_INSTALL_PATHS, "/usr/bin/kreadconfig5", "/usr/bin/kreadconfig6"],
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];

@@ -286,6 +286,8 @@ export function pkcheckSubject(rule: PolkitPolicy["rules"][number]): string | un
 export const polkitEnforcer: Enforcer = {
   type: "Polkit",
   notifiesUsers: false,
+  // polkit installed (or its actions added) after the policy arrived.
+  watches: () => ["/etc/polkit-1", "/usr/share/polkit-1", "/usr/share/polkit-1/actions", "/usr/bin/pkcheck"],
 
   async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
     const changed: string[] = [];
