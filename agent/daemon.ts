@@ -405,13 +405,24 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
       let healthy = false;
       let ended = "policy stream ended";
       let refused: string | undefined;
+      // A server that accepts the connection but never answers (a stopped or hung replica: the kernel still
+      // completes the TCP handshake) is left after the silence timeout, like one that stops answering pings.
+      let answered = false;
+      let silent = false;
+      const silenceMs = config.server.silenceTimeoutSeconds * 1000;
+      let unanswered: ReturnType<typeof setTimeout> | undefined;
       try {
         identity = await loadIdentity(dataDir);
         // At start, and again on reconnects while a due renewal has not succeeded yet.
         await renewWhenDue();
         client = createPolicyClient(config.server.address, config.server.policyPort, identity, {
-          silenceTimeoutMs: config.server.silenceTimeoutSeconds * 1000,
+          silenceTimeoutMs: silenceMs,
         });
+        unanswered = setTimeout(() => {
+          if (answered) return;
+          silent = true;
+          connection?.abort();
+        }, silenceMs);
         void status.connection("connecting");
         const current = client;
         (revocation.active ? logger.debug : logger.info)("connecting to the policy service", {
@@ -462,18 +473,24 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
           onRevision: (revision) => {
             lastRevision = revision;
           },
+          onAnswer: () => {
+            answered = true;
+          },
         });
         ended = "the server closed the policy stream";
       } catch (err) {
         if (signal.aborted) break;
         if (err instanceof GrpcError && err.code === grpc.status.UNAUTHENTICATED) {
           refused = err.message;
+        } else if (silent) {
+          ended = `the server did not answer within ${silenceMs / 1000} s; connecting again`;
         } else if (!connection.signal.aborted) {
           ended = `policy stream disconnected: ${errorText(err)}`;
         } else {
           ended = "reconnecting with the renewed certificate";
         }
       } finally {
+        clearTimeout(unanswered);
         signal.removeEventListener("abort", stopConnection);
         client?.close();
         client = undefined;

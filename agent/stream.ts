@@ -72,6 +72,8 @@ export interface StreamSessionOptions {
   onInSync: (how: "snapshot" | "delta" | "up to date") => void;
   /** The revision advanced. */
   onRevision: (revision: bigint) => void;
+  /** The server answered the subscription (response headers or a first message): it is alive. */
+  onAnswer?: () => void;
 }
 
 /**
@@ -85,9 +87,11 @@ export async function runStreamSession(options: StreamSessionOptions): Promise<v
     { signal: options.signal },
   );
   stream.call.on("metadata", (headers) => {
+    options.onAnswer?.();
     if (headers.get(UP_TO_DATE_HEADER).length > 0) options.onInSync("up to date");
   });
   for await (const update of stream) {
+    options.onAnswer?.();
     switch (update.type) {
       case EventType.METADATA_REQUEST:
         logger.info("metadata requested by the server");

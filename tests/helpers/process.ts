@@ -47,6 +47,10 @@ export interface ServerProcess {
   adminPassword(): Promise<string>;
   /** SIGTERM, then SIGKILL after 5 s; resolves with the exit code. */
   stop(signal?: Deno.Signal): Promise<number>;
+  /** Sends a signal and returns at once (SIGSTOP/SIGCONT: a hung replica). */
+  signal(signal: Deno.Signal): void;
+  /** PID of the main process (policy workers are its children). */
+  pid: number;
 }
 
 /** Options for {@link startServerProcess}. */
@@ -122,8 +126,14 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     output: () => out,
     exitCode: () => exited,
     adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
+    pid: child.pid,
+    signal(signal: Deno.Signal) {
+      if (exited === undefined) child.kill(signal);
+    },
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (exited === undefined) {
+        // A stopped process would never see the signal that ends it.
+        if (signal !== "SIGKILL") child.kill("SIGCONT");
         try {
           child.kill(signal);
         } catch { /* already gone */ }
