@@ -16,6 +16,7 @@ export const TOKEN_ENV = "SVC_ENROLLMENT_TOKEN";
 /** Usage text. */
 export const USAGE = `Usage: svc-agent [--config FILE] [--token-file FILE | --token TOKEN]
        svc-agent status [--config FILE | --file STATUS_FILE] [--verbose] [--json]
+       svc-agent release [--config FILE]
 
   --config FILE      agent configuration (default ${DEFAULT_CONFIG_PATH})
   --token-file FILE  enroll with the one-time token in FILE, then exit
@@ -27,6 +28,10 @@ export const USAGE = `Usage: svc-agent [--config FILE] [--token-file FILE | --to
                      not applied (read-only; no root needed); --verbose lists every setting,
                      --json prints the summary as JSON; --file reads another status file
                      than agent.status_file
+
+  release            take back everything svc did on this node (originals restored, svc's
+                     Flatpaks and remotes removed); the package runs it when the agent is
+                     removed. Stop the service first.
 
 Environment: ${TOKEN_ENV}=TOKEN enrolls like --token-file (which takes precedence).
 Without a token the agent runs as a daemon; it must be enrolled first.`;
@@ -47,6 +52,8 @@ export interface CliArgs {
   token?: string;
   help: boolean;
   version: boolean;
+  /** `release`: undo every effect of svc on the node and exit. */
+  release?: boolean;
   /** `status`: print the running agent's summary and exit. */
   status?: { verbose: boolean; json: boolean; file?: string };
 }
@@ -66,6 +73,7 @@ export class CliError extends Error {
  */
 export function parseCliArgs(argv: readonly string[]): CliArgs {
   if (argv[0] === "status") return parseStatusArgs(argv.slice(1));
+  if (argv[0] === "release") return { ...parseCliArgs(argv.slice(1)), release: true };
   let parsed;
   try {
     parsed = parseArgs({

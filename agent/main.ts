@@ -58,6 +58,21 @@ async function main(argv: string[]): Promise<number> {
   const { config } = loaded;
   const logger = createLogger({ level: config.log.level, format: config.log.format });
   for (const warning of [...loaded.warnings, ...tokenChoice.warnings]) logger.warn(warning);
+  if (args.release) {
+    const { releaseAll } = await import("./release.ts");
+    const outcome = await releaseAll(config, logger);
+    if (outcome.remaining.length) {
+      console.error(
+        `svc-agent: could not take back ${
+          outcome.remaining.join(", ")
+        }; see the messages above, fix the cause ` +
+          "and run svc-agent release again",
+      );
+      return 1;
+    }
+    console.log(`Released ${outcome.released.length} managed file(s); svc no longer changes this node.`);
+    return 0;
+  }
 
   const dataDir = config.enrollment.dataDir;
   const enrolled = await isEnrolled(dataDir);

@@ -21,13 +21,19 @@ export function rpmFileName(spec: Pick<PackageSpec, "name" | "version" | "releas
 }
 
 const AGENT_LUA = {
+  // arg[2] is the number of instances after the transaction: 2 on upgrade (restart into the new version).
   post: `if posix.access("/run/systemd/system") and posix.access("/usr/bin/systemctl", "x") then
   rpm.execute("/usr/bin/systemctl", "daemon-reload")
+  if arg[2] > 1 then rpm.execute("/usr/bin/systemctl", "try-restart", "svc-agent.service") end
 end`,
   // arg[2] is the number of instances left: 0 on erase, 1 on upgrade.
   preun: `if arg[2] == 0 and posix.access("/usr/bin/systemctl", "x") then
   if posix.access("/run/systemd/system") then rpm.execute("/usr/bin/systemctl", "stop", "svc-agent.service") end
   rpm.execute("/usr/bin/systemctl", "disable", "svc-agent.service")
+end
+if arg[2] == 0 and posix.access("/usr/bin/svc-agent", "x") then
+  -- Take back what svc did on the node (see AGENT_RELEASE in scripts.ts); never blocks the erase.
+  rpm.execute("/usr/bin/svc-agent", "release")
 end`,
   postun: `if posix.access("/run/systemd/system") and posix.access("/usr/bin/systemctl", "x") then
   rpm.execute("/usr/bin/systemctl", "daemon-reload")

@@ -40,6 +40,22 @@ if ! id svc >/dev/null 2>&1; then
   fi
 fi`;
 
+/**
+ * Removing the agent takes back what svc did on the node (originals restored, svc's Flatpaks removed), after
+ * the service stopped: a node leaving management is left as it was, not frozen with unmanaged policies. A
+ * failure is reported and does not block the removal.
+ */
+export const AGENT_RELEASE = `if [ -x /usr/bin/svc-agent ]; then
+  /usr/bin/svc-agent release || echo "svc-agent: some of svc's changes could not be taken back; see above" >&2
+fi`;
+
+/**
+ * An upgraded agent restarts once, into the new version: it enforces its stored policy set at once, so no
+ * restriction is lifted between the two processes.
+ */
+export const AGENT_RESTART =
+  `if ${SYSTEMD_RUNNING}; then systemctl try-restart svc-agent.service || true; fi`;
+
 /** Directories and files purge removes, per package. */
 export const PURGE: Record<App, string> = {
   "svc-agent": `rm -f /etc/svc/agent.yaml /etc/svc/agent.yaml.dpkg-old /etc/svc/agent.yaml.dpkg-dist
@@ -70,11 +86,16 @@ esac`
     : `case "$1" in
 configure)
   ${RELOAD}
+  if [ -n "$2" ]; then
+${indent(AGENT_RESTART, 4)}
+  fi
   ;;
 esac`;
   return {
     postinst: `${head}${postinst}\nexit 0\n`,
-    prerm: `${head}case "$1" in\nremove)\n${indent(stopAndDisable(app))}\n  ;;\nesac\nexit 0\n`,
+    prerm: `${head}case "$1" in\nremove)\n${indent(stopAndDisable(app))}\n${
+      app === "svc-agent" ? `${indent(AGENT_RELEASE)}\n` : ""
+    }  ;;\nesac\nexit 0\n`,
     postrm: `${head}case "$1" in
 remove)
   ${RELOAD}
@@ -94,7 +115,7 @@ export function apkScripts(): Record<string, string> {
   const head = "#!/bin/sh\n";
   return {
     ".post-install": `${head}${RELOAD}\nexit 0\n`,
-    ".pre-deinstall": `${head}${stopAndDisable("svc-agent")}\nexit 0\n`,
+    ".pre-deinstall": `${head}${stopAndDisable("svc-agent")}\n${AGENT_RELEASE}\nexit 0\n`,
     ".post-deinstall": `${head}${RELOAD}\nexit 0\n`,
   };
 }
@@ -107,10 +128,12 @@ ${indent(RELOAD)}
 
 post_upgrade() {
 ${indent(RELOAD)}
+${indent(AGENT_RESTART)}
 }
 
 pre_remove() {
 ${indent(stopAndDisable("svc-agent"))}
+${indent(AGENT_RELEASE)}
 }
 
 post_remove() {

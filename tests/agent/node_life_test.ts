@@ -12,7 +12,7 @@ import { FirefoxPolicySchema } from "../../shared/gen/svc/policy/v1/firefox_pb.t
 import type { Logger } from "../../agent/log.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { eventually } from "../helpers/agent_process.ts";
-import { engineFor, firefoxPolicy, readFirefoxFile, tempNode } from "./helpers.ts";
+import { engineFor, firefoxPolicy, ORIGINAL_POLICIES, readFirefoxFile, tempNode } from "./helpers.ts";
 
 function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
@@ -167,6 +167,35 @@ Deno.test("engine restored from a stored set enforces at once; a snapshot then r
     const file = policiesOf(await readFirefoxFile(node));
     assert.equal(file?.DisablePocket, true);
     assert.equal(file?.DisableTelemetry, undefined);
+  } finally {
+    await node.cleanup();
+  }
+});
+
+Deno.test("svc-agent release takes back every managed file and the stored set", async () => {
+  const node = await tempNode();
+  try {
+    const { engine, managed } = await engineFor(node);
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: firefoxPolicy({ disableTelemetry: true }),
+      snapshotComplete: true,
+    });
+    await engine.idle();
+    assert.equal(policiesOf(await readFirefoxFile(node))?.DisableTelemetry, true);
+    assert.equal(managed.list().length, 1);
+    const store = new PolicyStore(node.dataDir, recordingLogger());
+    await store.save(engine.cached());
+
+    const { releaseAll } = await import("../../agent/release.ts");
+    const outcome = await releaseAll(node.config, recordingLogger());
+    assert.deepEqual(outcome, { released: ["/etc/firefox/policies/policies.json"], remaining: [] });
+    // The node's own file is back as it was before svc.
+    assert.equal(
+      await Deno.readTextFile(`${node.root}/etc/firefox/policies/policies.json`),
+      ORIGINAL_POLICIES,
+    );
+    assert.equal(await store.load(), undefined, "a later start does not enforce the old set");
   } finally {
     await node.cleanup();
   }

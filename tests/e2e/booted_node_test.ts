@@ -184,6 +184,133 @@ Deno.test({
         },
       );
 
+      await step(
+        "every desktop type under the unit: COMPLIANT as read back, tamper restored, removal restores",
+        async () => {
+          // What the node has before svc: a local account, firewalld's stock zones, no svc files.
+          await node!.sh("useradd -m alice && apt-get install -y -q chromium >/dev/null 2>&1");
+          const timeConfBefore = await node!.sh("cat /etc/security/time.conf");
+          const policies: Record<string, unknown> = {
+            Dconf: {
+              entries: [
+                {
+                  schema_id: "org.gnome.desktop.screensaver",
+                  key: "lock-enabled",
+                  value: "true",
+                  lock: true,
+                },
+                {
+                  schema_id: "org.gnome.desktop.session",
+                  key: "idle-delay",
+                  value: "uint32 300",
+                  lock: true,
+                },
+              ],
+            },
+            Polkit: {
+              rules: [{
+                name: "no-hostname",
+                action_ids: ["org.freedesktop.hostname1.set-static-hostname"],
+                result: "POLKIT_RESULT_NO",
+                match: { unix_users: ["alice"] },
+              }],
+            },
+            SessionAccess: {
+              rules: [{
+                name: "alice-daytime",
+                users: ["alice"],
+                effect: "SESSION_ACCESS_EFFECT_ALLOW",
+                windows: [{ start: "00:00", end: "23:59" }],
+              }],
+              pam_enforcement: true,
+            },
+            Firewalld: { zones: [{ name: "public", target: "FIREWALLD_TARGET_DROP", services: ["https"] }] },
+            Chrome: { BrowserSignin: 0, PasswordManagerEnabled: false },
+            // Plasma is not installed on this node (its packages are several hundred MB): the honest answer.
+            Kconfig: { entries: [{ file: "kscreenlockerrc", group: "Daemon", key: "Timeout", value: "5" }] },
+          };
+          const ids: Record<string, string> = {};
+          const bindings: string[] = [];
+          for (const [type, content] of Object.entries(policies)) {
+            const policy = await api!.call("POST", "/api/v1/policies/all", {
+              name: `booted ${type}`,
+              type,
+              content: JSON.stringify(content),
+            });
+            ids[type] = policy.id;
+            await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+            const binding = await api!.call("POST", "/api/v1/policy-bindings", {
+              policy_id: policy.id,
+              node_group_id: groupId,
+              priority: 5,
+            });
+            bindings.push(binding.id);
+            await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+          }
+          const results = await eventually(
+            async () => {
+              const s = await status();
+              const byType = Object.fromEntries(
+                Object.entries(ids).map(([type, id]) => [type, s?.policies.find((p) => p.id === id)]),
+              );
+              return Object.values(byType).every((p) => p && p.status !== "UNKNOWN") ? byType : undefined;
+            },
+            180_000,
+            "a result for every type",
+            context,
+          );
+          const summary = Object.entries(results).map(([t, p]) => `${t}: ${p!.status} ${p!.message}`).join(
+            "\n",
+          );
+          console.log(`every type in the booted node:\n${summary}`);
+          for (const type of ["Dconf", "Polkit", "SessionAccess", "Firewalld", "Chrome"]) {
+            assert.equal(results[type]!.status, "COMPLIANT", `${type}: ${summary}`);
+          }
+          assert.equal(results.Kconfig!.status, "INAPPLICABLE", summary);
+          assert.match(results.Kconfig!.message, /KDE Plasma is not installed/);
+          // Read back on the node with the real tools, as a user's session would see it.
+          assert.equal(
+            (await node!.sh("dconf read /org/gnome/desktop/screensaver/lock-enabled")).trim(),
+            "true",
+          );
+          assert.match(await node!.sh("cat /etc/firewalld/zones/public.xml"), /target="DROP"[\s\S]*https/);
+          assert.match(await node!.sh("cat /etc/security/time.conf"), /;alice;/);
+          assert.match(await node!.sh("cat /etc/chromium/policies/managed/*.json"), /PasswordManagerEnabled/);
+
+          // Tamper: a locally changed dconf key file is put back.
+          const keyfile = (await node!.sh("grep -l lock-enabled /etc/dconf/db/*.d/* | head -1")).trim();
+          await node!.sh(`sed -i 's/lock-enabled=true/lock-enabled=false/' ${keyfile}`);
+          await eventually(
+            async () => {
+              const text = await Deno.readTextFile(node!.hostPath(keyfile)).catch(() => "");
+              return /lock-enabled=true/.test(text);
+            },
+            60_000,
+            "the dconf key file restored",
+            context,
+          );
+
+          // Removal: every binding disabled, the node is as it was.
+          for (const id of bindings) {
+            await api!.call("PUT", `/api/v1/policy-bindings/${id}`, { state: "disabled" });
+          }
+          await eventually(
+            async () => {
+              const s = await status();
+              return s && Object.values(ids).every((id) => !s.policies.some((p) => p.id === id)) &&
+                s.managedFiles.every((f) => f.type === "Firefox");
+            },
+            120_000,
+            "every type's files released",
+            context,
+          );
+          assert.equal(await node!.sh("cat /etc/security/time.conf"), timeConfBefore);
+          assert.equal((await node!.exec(["test", "-e", "/etc/firewalld/zones/public.xml"])).code, 1);
+          assert.equal((await node!.sh("dconf read /org/gnome/desktop/screensaver/lock-enabled")).trim(), "");
+          assert.equal((await node!.exec(["sh", "-c", "ls /etc/chromium/policies/managed/*.json"])).code, 2);
+        },
+      );
+
       await step("a hand edit of the managed file is restored", async () => {
         await node!.sh(`echo '{"policies": {}}' > ${POLICIES_JSON}`);
         await eventually(
@@ -255,6 +382,91 @@ Deno.test({
           );
         },
       );
+
+      await step(
+        "upgrade to the next package version: one restart, identity and config kept, nothing lifted",
+        async () => {
+          // The next version: this build's agent deb with a higher version, as the repository would offer it.
+          const build = JSON.parse(await Deno.readTextFile(`${DIST}build.json`));
+          const deb = build.packages.find((p: string) =>
+            new RegExp(`svc-agent_[^/]*_${HOST_ARCH}\\.deb$`).test(p)
+          );
+          const work = await Deno.makeTempDir({ prefix: "svc-next-" });
+          try {
+            const run = async (cmd: string, args: string[]) => {
+              const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
+              assert.ok(out.success, new TextDecoder().decode(out.stderr));
+            };
+            await run("dpkg-deb", ["-R", `${DIST}${deb}`, `${work}/pkg`]);
+            const control = await Deno.readTextFile(`${work}/pkg/DEBIAN/control`);
+            await Deno.writeTextFile(
+              `${work}/pkg/DEBIAN/control`,
+              control.replace(/^Version: (.*)$/m, "Version: $1.1"),
+            );
+            await run("dpkg-deb", ["-b", `${work}/pkg`, node!.hostPath("/root/svc-agent-next.deb")]);
+          } finally {
+            await Deno.remove(work, { recursive: true });
+          }
+          const pidBefore = (await node!.sh("systemctl show -p MainPID --value svc-agent")).trim();
+          const certBefore = await node!.sh("sha256sum /var/lib/svc-agent/agent.crt /etc/svc/agent.yaml");
+          // Watch the managed file through the whole upgrade: it must never lose the policy.
+          let lifted = "";
+          let watching = true;
+          const watcher = (async () => {
+            while (watching) {
+              const text = await Deno.readTextFile(node!.hostPath(POLICIES_JSON)).catch(() => "");
+              if (!lifted && !/"DisableTelemetry": true/.test(text)) lifted = text || "(missing)";
+              await new Promise((r) => setTimeout(r, 25));
+            }
+          })();
+          try {
+            await node!.sh("apt-get install -y -q /root/svc-agent-next.deb >/dev/null 2>&1");
+            const pidAfter = await eventually(
+              async () => {
+                const pid = (await node!.sh("systemctl show -p MainPID --value svc-agent")).trim();
+                return pid !== pidBefore && pid !== "0" ? pid : undefined;
+              },
+              60_000,
+              "the agent restarted into the new version",
+              context,
+            );
+            assert.ok(pidAfter);
+            await eventually(
+              async () => {
+                const s = await status();
+                return s?.connection.state === "connected" && Number(s.pid) === Number(pidAfter);
+              },
+              120_000,
+              "the new agent connected",
+              context,
+            );
+            await new Promise((r) => setTimeout(r, 2_000));
+          } finally {
+            watching = false;
+            await watcher;
+          }
+          assert.equal(lifted, "", `the policy was lifted during the upgrade: ${lifted}`);
+          assert.match(await node!.sh("dpkg-query -W -f '${Version}' svc-agent"), /\.1$/);
+          assert.equal(
+            await node!.sh("sha256sum /var/lib/svc-agent/agent.crt /etc/svc/agent.yaml"),
+            certBefore,
+          );
+          assert.equal((await node!.sh("systemctl show -p NRestarts --value svc-agent")).trim(), "0");
+        },
+      );
+
+      await step("purge: the package's files go and svc's managed files are taken back", async () => {
+        await node!.sh("apt-get purge -y -q svc-agent >/dev/null 2>&1");
+        assert.notEqual((await node!.exec(["systemctl", "is-active", "svc-agent"])).stdout.trim(), "active");
+        const policies = await Deno.readTextFile(node!.hostPath(POLICIES_JSON)).catch(() => undefined);
+        assert.ok(
+          policies === undefined || !/DisableTelemetry/.test(policies),
+          `still enforced: ${policies}`,
+        );
+        for (const gone of ["/var/lib/svc-agent", "/etc/svc/agent.yaml", "/usr/bin/svc-agent"]) {
+          assert.equal((await node!.exec(["test", "-e", gone])).code, 1, `${gone} is gone`);
+        }
+      });
     } finally {
       await node?.dispose();
       api?.close();

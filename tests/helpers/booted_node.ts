@@ -28,9 +28,11 @@ const PACKAGES = [
   "polkitd",
   "pamtester",
   "libpam-modules",
+  // Its service is masked below: the node shares the host's network, so only firewall-offline-cmd may run.
+  "firewalld",
 ];
 /** Downloaded into the root's apt cache but not installed: tests install them inside a running node. */
-const DOWNLOADED = ["firefox-esr"];
+const DOWNLOADED = ["firefox-esr", "chromium"];
 
 /** Units that would touch the host's devices, consoles, network or clock. */
 const MASKED = [
@@ -47,6 +49,8 @@ const MASKED = [
   "systemd-timesyncd.service",
   "systemd-networkd.service",
   "systemd-resolved.service",
+  // A running firewalld would rewrite the host's netfilter rules.
+  "firewalld.service",
 ];
 
 const ROOT_KEY = `bookworm-v1-${[...PACKAGES, "+", ...DOWNLOADED].join(",")}`;
