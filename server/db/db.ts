@@ -259,6 +259,20 @@ export function classifyDatabaseError(err: unknown): unknown {
   return err;
 }
 
+/**
+ * Whether `err` (or an error it was caused by) says the storage under the data is full: PostgreSQL's
+ * `disk_full` (SQLSTATE 53100, which PGlite raises too when its data directory fills up), or a file write that
+ * failed with ENOSPC or EDQUOT (Deno and Node carry these as `code`). Such a write fails until space is freed,
+ * then works again at once: the transports answer "storage full, retry later" rather than a bug.
+ */
+export function isStorageFull(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "53100" || code === "ENOSPC" || code === "EDQUOT") return true;
+  }
+  return false;
+}
+
 /** Runs `op`, rethrowing connection failures as {@link DatabaseUnavailableError}. */
 export async function classified<T>(op: () => Promise<T>): Promise<T> {
   try {
