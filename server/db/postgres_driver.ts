@@ -6,6 +6,7 @@ import {
   type Db,
   type NotifyHandler,
   type Queryable,
+  type SessionLock,
   withUnitsOfWork,
 } from "./db.ts";
 import { outageGate } from "./outage_gate.ts";
@@ -85,6 +86,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     const rows = await classified(() => s.unsafe(text, params as any[], { prepare: params.length > 0 }));
     return Array.from(rows) as T[];
   };
+  // Clients of session locks: closing the database ends them too (every connection closes).
+  const locks = new Set<postgres.Sql>();
   // A probe connects afresh every time: a connection of a host that vanished can hang until TCP gives up.
   const gate = outageGate(async () => {
     const probe = postgres(url, { ...clientOptions, max: 1 });
@@ -134,9 +137,45 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     async notify(channel: string, payload: string) {
       await classified(() => sql.notify(channel, payload));
     },
+    async sessionLock(classId: number, key: string): Promise<SessionLock> {
+      // Its own client of one connection, without postgres.js's lifetime timer (which would drop the lock
+      // every 30-60 minutes); a lost connection is counted, and `ensure` takes the lock on the new one.
+      let closes = 0;
+      let heldOn = -1;
+      const client = postgres(url, {
+        ...clientOptions,
+        max: 1,
+        max_lifetime: null,
+        idle_timeout: 0,
+        onclose: () => closes++,
+      });
+      const ensure = async () => {
+        if (heldOn === closes) return true;
+        const before = closes;
+        const [row] = await classified(() =>
+          client.unsafe("SELECT pg_try_advisory_lock($1, hashtext($2)) AS held", [classId, key])
+        );
+        if (row.held && closes === before) heldOn = before;
+        return heldOn === closes;
+      };
+      await ensure();
+      locks.add(client);
+      return {
+        ensure,
+        release: async () => {
+          locks.delete(client);
+          await client.end({ timeout: 5 });
+        },
+      };
+    },
     async close() {
       gate.close();
-      await Promise.all([lanes.close(5), sql.end({ timeout: 5 })]);
+      await Promise.all([
+        lanes.close(5),
+        sql.end({ timeout: 5 }),
+        ...[...locks].map((l) => l.end({ timeout: 5 })),
+      ]);
+      locks.clear();
     },
   });
 }
