@@ -74,6 +74,12 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     url: config.database.url,
     dataDir: config.server.dataDir,
     poolSize: config.database.poolSize,
+    onOutage: (down) =>
+      down
+        ? log.error(
+          "database: unreachable; requests answer 503 at once until it answers again (probed every second)",
+        )
+        : log.info("database: answering again"),
   });
   const cleanups: Array<() => Promise<void>> = [];
   if (!options.db) cleanups.push(() => db.close());

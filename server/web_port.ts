@@ -295,8 +295,25 @@ function jsonError(status: number, code: string, message: string): Response {
   });
 }
 
+/**
+ * The methods some route of the web port implements. Any other (TRACE, CONNECT, TRACK, WebDAV verbs…) is
+ * answered 501 here: the fetch API refuses to build a TRACE/CONNECT/TRACK request at all, and no resource of
+ * this server could serve the others.
+ */
+const IMPLEMENTED_METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
 /** Converts a compat request into a fetch Request, or an error Response for a request the app must not see. */
 async function toFetchRequest(req: Http2ServerRequest, remoteAddr: string): Promise<Request | Response> {
+  const method = req.method ?? "GET";
+  if (!IMPLEMENTED_METHODS.has(method)) {
+    return jsonError(
+      501,
+      "not_implemented",
+      `method ${method.slice(0, 20)} is not implemented; this server answers ${
+        [...IMPLEMENTED_METHODS].join(", ")
+      }`,
+    );
+  }
   const authority = req.headers[":authority"] ?? req.headers.host ?? "localhost";
   if (!req.url.startsWith("/")) return jsonError(400, "bad_request", "request target must be a path");
   let url: URL;
@@ -314,7 +331,6 @@ async function toFetchRequest(req: Http2ServerRequest, remoteAddr: string): Prom
     return jsonError(400, "bad_request", "request has a malformed host or header");
   }
   headers.set(REMOTE_ADDR_HEADER, remoteAddr);
-  const method = req.method ?? "GET";
   let body: Uint8Array<ArrayBuffer> | undefined;
   if (method !== "GET" && method !== "HEAD") {
     const declared = Number(req.headers["content-length"] ?? 0);

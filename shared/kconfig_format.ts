@@ -5,7 +5,8 @@
  *
  * Names are refused rather than escaped: a group or key containing `[`, `]`, `=`, `$`, `\\`, `#`, `;` or a
  * control character would open a new group, end the key, start a KConfig option such as `[$i]` or `[$e]`
- * (shell expansion), an escape or a comment, so such names never reach a file. Values must be one line (control characters refused) and are escaped the
+ * (shell expansion), an escape or a comment, so such names never reach a file; a few more characters that no
+ * KDE name uses are refused as well (see the name checks). Values must be one line (control characters refused) and are escaped the
  * way KConfig reads them back: `\` → `\\`, a leading or trailing space → `\s` (KConfig trims unescaped
  * ones). svc never writes the `[$e]` option, so `$` in a value stays literal.
  *
@@ -18,11 +19,14 @@ import { singleLine } from "./policy_types/sanitizers.ts";
 export type KconfigChecker = (value: string) => string | undefined;
 
 /**
- * A group or key name: one line (no control, line-separator, bidi or lone-surrogate character), no `[`, `]`,
- * `=`, `$`, `\\`, `#` or `;` (group and key syntax, options such as `[$i]`, escapes, comments), no surrounding
- * spaces, at most 255 bytes.
+ * What a group or key name may not be, for both: one line (no control, line-separator, bidi or lone-surrogate
+ * character), no `[`, `]`, `=`, `$`, `\\`, `#` or `;` (group and key syntax, options such as `[$i]`, escapes,
+ * comments), no surrounding spaces, at most 255 bytes. Beyond the format, characters KConfig would store but no
+ * KDE name uses are refused too, because names are also shown, logged and passed to `kreadconfig`: `|`, `<`,
+ * `>` (`<default>` is KConfig's own name for the keys before the first group), backquotes, `..`, and a leading
+ * `-` (it reads as a command-line option).
  */
-export function kconfigNameProblem(value: string): string | undefined {
+function kconfigNameBaseProblem(value: string): string | undefined {
   if (value.length === 0) return "must not be empty";
   const line = singleLine(value);
   if (line) return line;
@@ -30,7 +34,36 @@ export function kconfigNameProblem(value: string): string | undefined {
   if (/[[\]=$\\#;]/.test(value)) {
     return "must not contain '[', ']', '=', '$', '\\', '#' or ';' (they have a meaning in KDE config files)";
   }
+  if (/[|<>`]/.test(value)) {
+    return "must not contain '|', '<', '>' or '`' (no KDE setting name uses them; they have a meaning in shells)";
+  }
+  if (value.includes("..")) return "must not contain '..'";
+  if (value.startsWith("-")) return "must not start with '-' (it would read as a command-line option)";
   if (new TextEncoder().encode(value).length > 255) return "must be at most 255 bytes";
+  return undefined;
+}
+
+/**
+ * A group name (each part of `[a][b]`): the shared name rules, and no `/` (a group is a section name such as
+ * `General`, `Icons`, `org.kde.kdecoration2` or `Containments`; KDE's nesting is the `[a][b]` parts).
+ */
+export function kconfigGroupProblem(value: string): string | undefined {
+  const base = kconfigNameBaseProblem(value);
+  if (base) return base;
+  if (value.includes("/")) return "must not contain '/' (nest groups with subgroups instead)";
+  return undefined;
+}
+
+/**
+ * A key name: the shared name rules; `/` only between non-empty parts, as in KDE's Kiosk keys
+ * (`action/logout`, `plasma/plasmashell/unlockedDesktop`).
+ */
+export function kconfigKeyProblem(value: string): string | undefined {
+  const base = kconfigNameBaseProblem(value);
+  if (base) return base;
+  if (value.split("/").some((part) => part === "")) {
+    return "may contain '/' only between parts, as in action/logout (not at an end or twice in a row)";
+  }
   return undefined;
 }
 
@@ -127,14 +160,14 @@ export function renderKconfigFile(header: string, groups: readonly KconfigGroup[
   const sorted = [...groups].sort((a, b) => compare(a.path.join("\u0000"), b.path.join("\u0000")));
   const blocks = sorted.filter((g) => g.keys.length > 0).map((g) => {
     for (const part of g.path) {
-      const problem = kconfigNameProblem(part);
+      const problem = kconfigGroupProblem(part);
       if (problem) throw new Error(`KDE config group "${part}" ${problem}`);
     }
     const keys = [...g.keys].sort((a, b) => compare(a.key, b.key));
     const allImmutable = keys.every((k) => k.immutable);
     const lines = [`${g.path.map((p) => `[${p}]`).join("")}${allImmutable ? "[$i]" : ""}`];
     for (const k of keys) {
-      const problem = kconfigNameProblem(k.key);
+      const problem = kconfigKeyProblem(k.key);
       if (problem) throw new Error(`KDE config key "${k.key}" ${problem}`);
       lines.push(`${k.key}${k.immutable && !allImmutable ? "[$i]" : ""}=${escapeKconfigValue(k.value)}`);
     }

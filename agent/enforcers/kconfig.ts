@@ -37,7 +37,8 @@ import { PolicyContentError } from "../../shared/policy_types/errors.ts";
 import {
   kconfigFileProblem,
   type KconfigGroup,
-  kconfigNameProblem,
+  kconfigGroupProblem,
+  kconfigKeyProblem,
   kconfigValueProblem,
   parseKconfigFile,
   renderKconfigFile,
@@ -102,15 +103,15 @@ function mergeId(w: { path: string; group: string[]; key: string }): string {
 export function kconfigPolicyContent(policy: CachedPolicy): KconfigPolicy {
   const message = checkedContent(policy, kconfigType);
   message.entries.forEach((e, i) => {
-    const problem = kconfigFileProblem(e.file) ?? [e.group, ...e.subgroups, e.key].map(kconfigNameProblem)
+    const problem = kconfigFileProblem(e.file) ?? [e.group, ...e.subgroups].map(kconfigGroupProblem)
       .find((p) => p) ??
-      kconfigValueProblem(e.value);
+      kconfigKeyProblem(e.key) ?? kconfigValueProblem(e.value);
     if (problem) throw new PolicyContentError(`entries[${i}]: ${problem}`);
   });
   for (
     const key of [...Object.keys(message.actionRestrictions), ...Object.keys(message.resourceRestrictions)]
   ) {
-    const problem = kconfigNameProblem(key);
+    const problem = kconfigKeyProblem(key);
     if (problem) throw new PolicyContentError(`restriction ${JSON.stringify(key)}: ${problem}`);
   }
   return message;

@@ -20,6 +20,14 @@ export interface Queryable {
   query<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
 }
 
+/** A lock held by {@link Db.sessionLock}. */
+export interface SessionLock {
+  /** Takes the lock again when its connection was lost and replaced; resolves whether it is held. */
+  ensure(): Promise<boolean>;
+  /** Ends the connection, and the lock with it. */
+  release(): Promise<void>;
+}
+
 /** Callback for LISTEN; receives the NOTIFY payload. */
 export type NotifyHandler = (payload: string) => void;
 
@@ -42,6 +50,12 @@ export interface Db extends Queryable {
   notify(channel: string, payload: string): Promise<void>;
   /** Closes every connection. */
   close(): Promise<void>;
+  /**
+   * PostgreSQL only: takes the session-level advisory lock `(classId, hashtext(key))` on a connection of its
+   * own that is never recycled, so the lock lives exactly as long as this process (PostgreSQL frees it as soon
+   * as the process dies, kill -9 included). Other processes learn whether the holder is alive by trying it.
+   */
+  sessionLock?(classId: number, key: string): Promise<SessionLock>;
   /**
    * Runs `fn` as one unit of work: every statement issued on this `Db` while `fn` runs (directly or from
    * anything it awaits) belongs to one transaction that commits when `fn` resolves and rolls back when it
@@ -257,6 +271,20 @@ export function classifyDatabaseError(err: unknown): unknown {
     return new DatabaseUnavailableError(err);
   }
   return err;
+}
+
+/**
+ * Whether `err` (or an error it was caused by) says the storage under the data is full: PostgreSQL's
+ * `disk_full` (SQLSTATE 53100, which PGlite raises too when its data directory fills up), or a file write that
+ * failed with ENOSPC or EDQUOT (Deno and Node carry these as `code`). Such a write fails until space is freed,
+ * then works again at once: the transports answer "storage full, retry later" rather than a bug.
+ */
+export function isStorageFull(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "53100" || code === "ENOSPC" || code === "EDQUOT") return true;
+  }
+  return false;
 }
 
 /** Runs `op`, rethrowing connection failures as {@link DatabaseUnavailableError}. */

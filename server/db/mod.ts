@@ -16,9 +16,11 @@ import { join } from "node:path";
  * `{dataDir}/db.lock` until `close()`, and a second opener is refused with a message saying what to do.
  */
 export async function openDatabase(
-  options: { url: string; dataDir: string; poolSize?: number },
+  options: { url: string; dataDir: string; poolSize?: number; onOutage?: (down: boolean) => void },
 ): Promise<Db> {
-  if (options.url) return await openPostgres(options.url, { max: options.poolSize });
+  if (options.url) {
+    return await openPostgres(options.url, { max: options.poolSize, onOutage: options.onOutage });
+  }
   await Deno.mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   const lockPath = join(options.dataDir, "db.lock");
   const lock = await Deno.open(lockPath, { read: true, write: true, create: true, mode: 0o600 });

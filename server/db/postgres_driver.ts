@@ -1,7 +1,31 @@
 /** PostgreSQL driver (postgres.js) for the {@link Db} interface. */
 import postgres from "postgres";
-import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
+import {
+  classified,
+  DatabaseUnavailableError,
+  type Db,
+  type NotifyHandler,
+  type Queryable,
+  type SessionLock,
+  withUnitsOfWork,
+} from "./db.ts";
+import { outageGate } from "./outage_gate.ts";
 import { type Lane, transactionLanes } from "./transaction_lanes.ts";
+
+/**
+ * Longest a connection may take to be set up, in seconds (postgres.js's `connect_timeout`, default 30): a
+ * database host that drops packets is reported unreachable after this, not after half a minute.
+ */
+const CONNECT_TIMEOUT_SECONDS = 5;
+
+/**
+ * Seconds a client waits before connecting again after a failed attempt: 50 ms doubling to 1 s. postgres.js's
+ * own backoff grows to 10–20 s, and a statement waiting for the connection waits that long; while the database
+ * is known down no statement reaches the pool anyway (outage_gate.ts), so the short pause costs nothing.
+ */
+function reconnectBackoff(retries: number): number {
+  return Math.min(0.05 * 2 ** retries, 1);
+}
 
 /** The error postgres.js gives a statement on an ended pool, for a transaction asked of one. */
 const closedError = () =>
@@ -16,6 +40,8 @@ export interface PostgresOptions {
   max?: number;
   /** Statements postgres.js pipelines onto one busy connection (its `max_pipeline`, default 100). */
   maxPipeline?: number;
+  /** Told when the database becomes known down (`true`) and when it answers again (`false`). */
+  onOutage?: (down: boolean) => void;
 }
 
 /** Connects to PostgreSQL at `url` and checks the connection answers. */
@@ -26,6 +52,8 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     // Honoured by postgres.js, missing from its types.
     ...({ max_pipeline: options.maxPipeline ?? 100 } as object),
     onnotice: () => {},
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    backoff: reconnectBackoff,
     // int8 (oid 20) as a JS number: counts and revisions stay far below 2^53, and PGlite does the same.
     types: {
       bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
@@ -58,18 +86,42 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     const rows = await classified(() => s.unsafe(text, params as any[], { prepare: params.length > 0 }));
     return Array.from(rows) as T[];
   };
+  // Clients of session locks: closing the database ends them too (every connection closes).
+  const locks = new Set<postgres.Sql>();
+  // A probe connects afresh every time: a connection of a host that vanished can hang until TCP gives up.
+  const gate = outageGate(async () => {
+    const probe = postgres(url, { ...clientOptions, max: 1 });
+    try {
+      await probe`SELECT 1`;
+    } finally {
+      probe.end({ timeout: 0 }).catch(() => {});
+    }
+  }, options.onOutage ? { onChange: options.onOutage } : {});
+  // The gate is asked before a statement or a transaction starts, never between a transaction's statements: a
+  // transaction that began runs to its COMMIT or ROLLBACK on its own connection.
+  const gated = async <T>(op: () => Promise<T>): Promise<T> => {
+    gate.check();
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof DatabaseUnavailableError) gate.failed();
+      throw err;
+    }
+  };
   return withUnitsOfWork({
     driver: "postgres" as const,
-    query: <T>(text: string, params: readonly unknown[] = []) => run<T>(sql, text, params),
+    query: <T>(text: string, params: readonly unknown[] = []) => gated(() => run<T>(sql, text, params)),
     transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      return classified(async () => {
-        const lane = await lanes.acquire();
-        try {
-          return await inTransaction(lane, fn, run);
-        } finally {
-          lanes.release(lane);
-        }
-      });
+      return gated(() =>
+        classified(async () => {
+          const lane = await lanes.acquire();
+          try {
+            return await inTransaction(lane, fn, run);
+          } finally {
+            lanes.release(lane);
+          }
+        })
+      );
     },
     async listen(channel: string, handler: NotifyHandler, onRelisten?: () => void) {
       // postgres.js calls its listen callback when the LISTEN is first in place and again after every
@@ -85,8 +137,45 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     async notify(channel: string, payload: string) {
       await classified(() => sql.notify(channel, payload));
     },
+    async sessionLock(classId: number, key: string): Promise<SessionLock> {
+      // Its own client of one connection, without postgres.js's lifetime timer (which would drop the lock
+      // every 30-60 minutes); a lost connection is counted, and `ensure` takes the lock on the new one.
+      let closes = 0;
+      let heldOn = -1;
+      const client = postgres(url, {
+        ...clientOptions,
+        max: 1,
+        max_lifetime: null,
+        idle_timeout: 0,
+        onclose: () => closes++,
+      });
+      const ensure = async () => {
+        if (heldOn === closes) return true;
+        const before = closes;
+        const [row] = await classified(() =>
+          client.unsafe("SELECT pg_try_advisory_lock($1, hashtext($2)) AS held", [classId, key])
+        );
+        if (row.held && closes === before) heldOn = before;
+        return heldOn === closes;
+      };
+      await ensure();
+      locks.add(client);
+      return {
+        ensure,
+        release: async () => {
+          locks.delete(client);
+          await client.end({ timeout: 5 });
+        },
+      };
+    },
     async close() {
-      await Promise.all([lanes.close(5), sql.end({ timeout: 5 })]);
+      gate.close();
+      await Promise.all([
+        lanes.close(5),
+        sql.end({ timeout: 5 }),
+        ...[...locks].map((l) => l.end({ timeout: 5 })),
+      ]);
+      locks.clear();
     },
   });
 }

@@ -95,9 +95,10 @@ function uniqueSlugs(names: readonly string[]): string[] {
 }
 
 /**
- * Renders policies (canonical content through each type's message) and bindings as a bundle. Policies of
- * unknown types and content that no longer parses come back as problems, because such a bundle could not be
- * imported again.
+ * Renders policies (canonical content through each type's message) and bindings as a bundle. A policy of a type
+ * this server does not know (accepted for forward compatibility) goes out with its content as stored: a
+ * mapping when the text is a JSON object, the text itself otherwise, so one such record never blocks an
+ * export. Content of a known type that no longer parses comes back as a problem: it could not be imported again.
  */
 export function renderExport(
   policies: readonly ExportPolicyRow[],
@@ -110,7 +111,7 @@ export function renderExport(
     const def = getPolicyType(p.type);
     let content: unknown = {};
     if (!def) {
-      problems.push({ field: `policies.${p.name}`, message: `type "${p.type}" is unknown to this server` });
+      content = storedContent(p.content);
     } else {
       try {
         content = JSON.parse(def.toCanonicalJson(def.parse(p.content, { ignoreUnknownFields: true })));
@@ -145,6 +146,17 @@ export function renderExport(
     ? JSON.stringify(docs, null, 2) + "\n"
     : docs.map((d) => stringify(d, { lineWidth: 0, aliasDuplicateObjects: false })).join("---\n");
   return { text, slugs, problems };
+}
+
+/** Unknown-type content as stored: the object when the text is a JSON object, else the text unchanged. */
+function storedContent(text: string): unknown {
+  try {
+    const value = JSON.parse(text);
+    if (isObject(value)) return value;
+  } catch {
+    // Not JSON: exported as the text it is.
+  }
+  return text;
 }
 
 /**
@@ -367,7 +379,11 @@ function checkEnvelope(
       if (bad) fail("metadata.description", bad);
     }
     if (typeof spec.type !== "string" || spec.type === "") return fail("spec.type", "is required");
-    if (!isObject(spec.content)) return fail("spec.content", "must be a mapping (the policy content)");
+    // Text content is what export writes for a type this server does not know whose content is not an object.
+    const textAllowed = typeof spec.content === "string" && !getPolicyType(spec.type);
+    if (!isObject(spec.content) && !textAllowed) {
+      return fail("spec.content", "must be a mapping (the policy content)");
+    }
     return {
       apiVersion: BUNDLE_API_VERSION,
       kind,

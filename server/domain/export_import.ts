@@ -4,7 +4,8 @@
  * A bundle is a list of documents `{apiVersion: svc.dev/v1, kind: Policy | PolicyBinding, metadata, spec}`.
  * Export canonicalises content through the type's message and orders everything by name, so exporting the
  * same policies always gives the same bytes, and export → import → export is byte-identical. Import is
- * strict (unknown fields, unknown types, anchors, aliases and tags refused; size, document and depth limits),
+ * strict (unknown fields, anchors, aliases and tags refused; size, document and depth limits; a policy of an
+ * unknown type is left out and reported, with its bindings),
  * validates every document before writing anything, and writes all or nothing in one transaction; a dry run
  * does the whole import and rolls it back. Parsing, content validation and rendering run in a worker
  * (`server/offloop/jobs.ts`), so a large or hostile bundle never holds up other requests, and content checked there
@@ -52,8 +53,8 @@ export interface ExportedBundle {
 
 /**
  * Exports policies (all, or those in `ids`) and, when asked, their bindings. Content goes through the type's
- * message (canonical form). Refuses policies of types this server does not know and content that no longer
- * parses, naming them, because such a bundle could not be imported again.
+ * message (canonical form); a policy of a type this server does not know goes out as stored. Refuses content of
+ * a known type that no longer parses, naming it, because such a bundle could not be imported again.
  */
 export async function exportBundle(
   q: Queryable,
@@ -203,6 +204,9 @@ async function applyBundle(
   const slugs = new Map<string, number>();
   const names = new Map<string, number>();
   const contents = new Map<number, { canonical: string }>();
+  // Documents left out on purpose: policies of unknown types and the bindings that refer to them.
+  const refused: ImportResult[] = [];
+  const unknownSlugs = new Set<string>();
   for (const [i, doc] of docs.entries()) {
     if (doc.kind !== "Policy") continue;
     const name = doc.metadata.displayName;
@@ -213,12 +217,17 @@ async function applyBundle(
     slugs.set(doc.metadata.name, i);
     names.set(name, i);
     if (!getPolicyType(doc.spec.type)) {
-      error(
-        i,
-        doc.kind,
+      // Spec: import rejects types whose content message this server does not know (their content cannot be
+      // checked). The document is refused alone, so one such record never blocks the rest of a bundle.
+      unknownSlugs.add(doc.metadata.name);
+      refused.push({
+        doc: i,
+        kind: doc.kind,
         name,
-        `policy type "${doc.spec.type}" is unknown to this server; it cannot be imported`,
-      );
+        status: "skipped",
+        message:
+          `not imported: policy type "${doc.spec.type}" is unknown to this server; import it into a server that knows the type`,
+      });
       continue;
     }
     const checkedContent = checked.contents[i];
@@ -237,6 +246,17 @@ async function applyBundle(
   for (const [i, doc] of docs.entries()) {
     if (doc.kind !== "PolicyBinding") continue;
     const label = `${doc.spec.policy} → ${doc.spec.nodeGroup}`;
+    if (unknownSlugs.has(doc.spec.policy)) {
+      refused.push({
+        doc: i,
+        kind: doc.kind,
+        name: label,
+        status: "skipped",
+        message:
+          `not imported: policy "${doc.spec.policy}" was not imported (its type is unknown to this server)`,
+      });
+      continue;
+    }
     if (!groups.has(doc.spec.nodeGroup)) {
       error(i, doc.kind, label, `node group "${doc.spec.nodeGroup}" does not exist; create it first`);
     }
@@ -252,12 +272,13 @@ async function applyBundle(
     if (bindingKeys.has(key)) error(i, doc.kind, label, "the same binding appears twice in the bundle");
     bindingKeys.add(key);
   }
-  if (results.length > 0) return summarize(results, options);
+  if (results.length > 0) return summarize([...results, ...refused], options);
+  results.push(...refused);
 
   // Pass 2: write, in document order (policies first so bindings can refer to them).
   const policyIds = new Map<string, string>();
   for (const [i, doc] of docs.entries()) {
-    if (doc.kind !== "Policy") continue;
+    if (doc.kind !== "Policy" || unknownSlugs.has(doc.metadata.name)) continue;
     // An embedded database answers without giving timers a turn: let other requests in between documents.
     await yieldToLoop();
     const name = doc.metadata.displayName;
@@ -338,7 +359,7 @@ async function applyBundle(
     }
   }
   for (const [i, doc] of docs.entries()) {
-    if (doc.kind !== "PolicyBinding") continue;
+    if (doc.kind !== "PolicyBinding" || unknownSlugs.has(doc.spec.policy)) continue;
     await yieldToLoop();
     const label = `${doc.spec.policy} → ${doc.spec.nodeGroup}`;
     const policyId = policyIds.get(doc.spec.policy) ?? (await findPolicyByName(tx, doc.spec.policy))!.id;

@@ -27,8 +27,22 @@ export function createApp(parts: AppParts): Hono<AppEnv> {
   const { ctx } = parts;
   const app = new Hono<AppEnv>();
   app.use("*", securityHeaders());
+  // Full storage refuses every write until an operator frees space: say so in the log, once a minute at most.
+  let storageFullLoggedAt = -Infinity;
   app.onError((err, c) => {
     const mapped = toHttpError(err);
+    if (mapped?.code === "storage_full" && performance.now() - storageFullLoggedAt > 60_000) {
+      storageFullLoggedAt = performance.now();
+      ctx.log.error(
+        "storage full: writes are refused until space is freed on the database's disk or the data directory",
+        {
+          dataDir: ctx.config.server.dataDir,
+          method: c.req.method,
+          path: c.req.path,
+          error: String(err),
+        },
+      );
+    }
     if (mapped) {
       const res = c.json(errorBody(mapped), mapped.status as 400);
       for (const [k, v] of Object.entries(mapped.headers ?? {})) res.headers.set(k, v);

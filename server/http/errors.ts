@@ -5,10 +5,12 @@
  * violations) get their HTTP status; the app's error handler and the route audit both use it.
  */
 import { DomainError } from "../domain/errors.ts";
-import { DatabaseUnavailableError } from "../db/db.ts";
+import { DatabaseUnavailableError, isStorageFull } from "../db/db.ts";
 
 /** Seconds a client is asked to wait before retrying while the database is unreachable. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
+/** Seconds a client is asked to wait before retrying a write refused because the storage is full. */
+export const STORAGE_FULL_RETRY_AFTER_SECONDS = 60;
 
 /** A problem with one field of a request, shown next to that field in the UI. */
 export interface FieldError {
@@ -78,11 +80,13 @@ const STATUS_BY_KIND: Record<DomainError["kind"], { status: number; code: string
 /**
  * The HTTP form of an error a handler threw: an {@link HttpError} as it is, a domain refusal by its kind
  * (404, 409, 422 or 403 with the domain's message and fields), a database constraint violation as a
- * person-readable 400 or 409, an unreachable database as 503 with `Retry-After`; undefined for anything else
- * (a bug: logged, answered with a bare 500).
+ * person-readable 400 or 409, an unreachable database as 503 with `Retry-After`, full storage (database or
+ * files) as 507 `storage_full` with `Retry-After`; undefined for anything else (a bug: logged, answered with a
+ * bare 500).
  */
 export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
+  if (isStorageFull(err)) return storageFull();
   if (err instanceof DatabaseUnavailableError) {
     return new HttpError(
       503,
@@ -97,6 +101,18 @@ export function toHttpError(err: unknown): HttpError | undefined {
     return new HttpError(status, code, err.message, err.fields);
   }
   return fromDatabaseError(err);
+}
+
+/** 507: a write was refused because the disk under the database or the data directory is full. */
+export function storageFull(): HttpError {
+  return new HttpError(
+    507,
+    "storage_full",
+    "the server's storage is full, so the change was not saved; an operator must free space on the disk of " +
+      `the database or the data directory (the server log names it); retry in ${STORAGE_FULL_RETRY_AFTER_SECONDS} seconds`,
+    undefined,
+    { "Retry-After": String(STORAGE_FULL_RETRY_AFTER_SECONDS) },
+  );
 }
 
 function fromDatabaseError(err: unknown): HttpError | undefined {

@@ -20,7 +20,7 @@ import { hostname } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServerContext } from "../context.ts";
-import type { Db } from "../db/mod.ts";
+import type { Db, SessionLock } from "../db/mod.ts";
 import { GrpcError, type ServerStreamCall } from "../../shared/grpc/adapter.ts";
 import {
   EventType,
@@ -138,6 +138,9 @@ interface CacheEntry {
   createdAt: number;
 }
 
+/** First key of the advisory locks replicas hold while alive (the second is `hashtext` of the replica id). */
+const REPLICA_LOCK_CLASS = 0x73766372; // "svcr"
+
 /** Why a stream of a revoked or deleted node is ended. */
 const REVOKED_MESSAGE = "the certificate of this node was revoked or the node was deleted; enroll again";
 
@@ -167,6 +170,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   let beatTimer: ReturnType<typeof setTimeout> | undefined;
   let beatRunning: Promise<void> | undefined;
   let running = false;
+  let livenessLock: SessionLock | undefined;
 
   // --- snapshots -------------------------------------------------------------------------------------
 
@@ -449,14 +453,18 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   // --- replica liveness --------------------------------------------------------------------------------
 
   async function registerReplica(): Promise<void> {
+    // The lock is taken before the row says it is held: a row claiming a lock nobody holds is reaped at once.
+    const locked = livenessLock ? await livenessLock.ensure() : false;
     await db.query(
-      `INSERT INTO server_replicas (id, hostname) VALUES ($1, $2)
-       ON CONFLICT (id) DO UPDATE SET last_seen = now()`,
-      [replicaId, hostname()],
+      `INSERT INTO server_replicas (id, hostname, liveness_lock) VALUES ($1, $2, $3)
+       ON CONFLICT (id) DO UPDATE SET last_seen = now(), liveness_lock = EXCLUDED.liveness_lock`,
+      [replicaId, hostname(), locked],
     );
   }
 
   async function heartbeat(): Promise<void> {
+    // A lost lock connection is replaced by the next statement; the lock is taken again on it here.
+    await livenessLock?.ensure();
     const rows = await heartbeatDb.query(
       "UPDATE server_replicas SET last_seen = now() WHERE id = $1 RETURNING id",
       [
@@ -481,13 +489,21 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
     }
   }
 
+  /**
+   * Reaps replicas that stopped: those silent for the replica timeout, and at once those whose liveness lock
+   * is free (their process is gone: killed, or this very server before a restart). The lock is tried for the
+   * statement only (`_xact_`), so no one keeps it. Runs at start, before any stream is served, and on every tick.
+   */
   async function reapDeadReplicas(): Promise<void> {
     const orphans = await db.query<{ node_id: string }>(
       `WITH dead AS (
-         DELETE FROM server_replicas WHERE id <> $1 AND last_seen < now() - make_interval(secs => $2::float8)
+         DELETE FROM server_replicas
+          WHERE id <> $1
+            AND (last_seen < now() - make_interval(secs => $2::float8)
+                 OR (liveness_lock AND pg_try_advisory_xact_lock($3, hashtext(id))))
          RETURNING id)
        SELECT DISTINCT node_id FROM node_streams WHERE replica_id IN (SELECT id FROM dead)`,
-      [replicaId, replicaTimeoutMs / 1000],
+      [replicaId, replicaTimeoutMs / 1000, REPLICA_LOCK_CLASS],
     );
     if (orphans.length === 0) return;
     log.warn("hub: a server replica stopped responding; marking its nodes offline", {
@@ -634,12 +650,19 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       try {
         unlisten = await db.listen(HUB_CHANNEL, onNotice);
         latestRevision = await currentRevision(db);
+        livenessLock = await db.sessionLock?.(REPLICA_LOCK_CLASS, replicaId);
         await registerReplica();
         await reapPreviousProcesses();
+        // Streams of a replica that died (this server before a kill -9 and restart, or another one) are gone
+        // now: their nodes go offline before this replica serves anything, not after the replica timeout.
+        await reapDeadReplicas();
+        await reconcileOwnStreams();
       } catch (err) {
         // stop() does nothing for a hub that never ran: what start opened is closed here.
         await unlisten?.().catch(() => {});
         unlisten = undefined;
+        await livenessLock?.release().catch(() => {});
+        livenessLock = undefined;
         if (heartbeatDb !== db) await heartbeatDb.close().catch(() => {});
         throw err;
       }
@@ -664,6 +687,9 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       await db.query("DELETE FROM server_replicas WHERE id = $1", [replicaId]).catch((err) =>
         log.warn("hub: removing the replica row failed", { error: String(err) })
       );
+      // Only once the row is gone: a row whose lock is free would be reaped by another replica.
+      await livenessLock?.release().catch(() => {});
+      livenessLock = undefined;
       if (heartbeatDb !== db) await heartbeatDb.close().catch(() => {});
     },
     serveStream,

@@ -289,9 +289,17 @@ const PROBES: readonly Probe[] = [
   },
 ];
 
+/** `svc_database_up`: whether the database answered at this scrape (always present, for alerting). */
+function databaseUp(up: boolean): MetricFamily {
+  return gauge("svc_database_up", "1 when the database answered at this scrape, 0 when it did not.", [
+    { name: "svc_database_up", labels: {}, value: up ? 1 : 0 },
+  ]);
+}
+
 /**
- * Runs every scrape query and returns the families that could be computed. Never throws: a failing query
- * omits its families, an unreachable database omits them all, each with a `metrics:` log line.
+ * Runs every scrape query and returns the families that could be computed, and `svc_database_up`. Never
+ * throws: a failing query omits its families, an unreachable database omits them all (only
+ * `svc_database_up 0` remains), each with a `metrics:` log line.
  */
 export async function collectDatabaseFamilies(db: Db, log: Logger): Promise<MetricFamily[]> {
   try {
@@ -300,9 +308,9 @@ export async function collectDatabaseFamilies(db: Db, log: Logger): Promise<Metr
     log.error("metrics: database unavailable; database metrics omitted from this scrape", {
       error: errorText(err),
     });
-    return [];
+    return [databaseUp(false)];
   }
-  const families: MetricFamily[] = [];
+  const families: MetricFamily[] = [databaseUp(true)];
   // One short read-only transaction per query, run one after another so a scrape holds at most one pooled
   // connection. Not one transaction with savepoints: postgres.js fails a whole transaction once any
   // statement in it failed, even when the error was caught and rolled back to a savepoint.

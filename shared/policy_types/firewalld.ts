@@ -19,7 +19,6 @@ import {
   interfaceName,
   ipAddress,
   maxLength,
-  multiLineText,
   portProtocol,
   portSpec,
   required,
@@ -54,7 +53,9 @@ export const firewalldType = defineType<FirewalldPolicy>({
       issues.each(`${at}.interfaces`, zone.interfaces, interfaceName);
       issues.each(`${at}.rich_rules`, zone.richRules, maxLength(4096), richRuleProblem);
       issues.check(`${at}.short`, zone.short, singleLine, maxLength(256));
-      issues.check(`${at}.description`, zone.description, multiLineText, maxLength(4096));
+      // One line: firewalld's own zones describe themselves in one sentence, and a line break would land in
+      // the zone file's XML and in `firewall-cmd --info-zone` output.
+      issues.check(`${at}.description`, zone.description, singleLine, maxLength(4096));
       for (const [list, ports] of [["ports", zone.ports], ["source_ports", zone.sourcePorts]] as const) {
         ports.forEach((port, j) => {
           issues.check(`${at}.${list}[${j}].port`, port.port, required, portSpec);

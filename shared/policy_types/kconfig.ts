@@ -10,7 +10,12 @@ import {
   KconfigUrlActionSchema,
 } from "../gen/svc/policy/v1/kconfig_pb.ts";
 import { defineType, enumNumbers } from "./define.ts";
-import { kconfigFileProblem, kconfigNameProblem, kconfigValueProblem } from "../kconfig_format.ts";
+import {
+  kconfigFileProblem,
+  kconfigGroupProblem,
+  kconfigKeyProblem,
+  kconfigValueProblem,
+} from "../kconfig_format.ts";
 import { type Checker, matches, maxLength, singleLine } from "./sanitizers.ts";
 
 const RESTRICTION_KEY = matches(
@@ -36,17 +41,17 @@ export const kconfigType = defineType<KconfigPolicy>({
     message.entries.forEach((entry, i) => {
       const at = `entries[${i}]`;
       issues.check(`${at}.file`, entry.file, kconfigFileProblem);
-      issues.check(`${at}.group`, entry.group, kconfigNameProblem);
-      entry.subgroups.forEach((g, j) => issues.check(`${at}.subgroups[${j}]`, g, kconfigNameProblem));
-      issues.check(`${at}.key`, entry.key, kconfigNameProblem);
+      issues.check(`${at}.group`, entry.group, kconfigGroupProblem);
+      entry.subgroups.forEach((g, j) => issues.check(`${at}.subgroups[${j}]`, g, kconfigGroupProblem));
+      issues.check(`${at}.key`, entry.key, kconfigKeyProblem);
       // One line; backslashes and edge spaces are escaped when written.
       issues.check(`${at}.value`, entry.value, kconfigValueProblem);
     });
     for (const key of Object.keys(message.actionRestrictions)) {
-      issues.check(`action_restrictions[${JSON.stringify(key)}]`, key, RESTRICTION_KEY);
+      issues.check(`action_restrictions[${JSON.stringify(key)}]`, key, RESTRICTION_KEY, kconfigKeyProblem);
     }
     for (const key of Object.keys(message.resourceRestrictions)) {
-      issues.check(`resource_restrictions[${JSON.stringify(key)}]`, key, RESTRICTION_KEY);
+      issues.check(`resource_restrictions[${JSON.stringify(key)}]`, key, RESTRICTION_KEY, kconfigKeyProblem);
     }
     message.urlRestrictions.forEach((rule, i) => {
       const at = `url_restrictions[${i}]`;

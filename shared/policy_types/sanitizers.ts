@@ -238,13 +238,21 @@ export function polkitActionId(value: string): string | undefined {
     : "must be a polkit action id such as org.freedesktop.udisks2.filesystem-mount (letters, digits, '.', '_', '-')";
 }
 
-/** A firewalld zone name: letters, digits, `_` and `-`, 1 to 17 characters. */
+/**
+ * A firewalld zone name: letters, digits, `_` and `-`, 1 to 17 characters (firewalld 1.3's own rule: it allows
+ * alphanumerics, `_`, `-` and `/`, and 17 characters fit its longest netfilter chain name), starting with a
+ * letter or digit. firewalld itself takes a leading `-`, but such a name reads as an option on a command line
+ * (`-rf`, `--help`), so it is refused here.
+ */
 export function firewalldZoneName(value: string): string | undefined {
   const line = singleLine(value);
   if (line) return line;
-  return /^[A-Za-z0-9_-]{1,17}$/.test(value)
+  if (/^-/.test(value)) {
+    return "must start with a letter or digit (a leading '-' reads as a command-line option)";
+  }
+  return /^[A-Za-z0-9][A-Za-z0-9_-]{0,16}$/.test(value)
     ? undefined
-    : "must be a zone name: letters, digits, '_' and '-', at most 17 characters";
+    : "must be a zone name: letters, digits, '_' and '-', at most 17 characters, starting with a letter or digit";
 }
 
 /** A firewalld service, protocol or ICMP type name. */

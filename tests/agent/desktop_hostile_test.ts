@@ -68,9 +68,9 @@ function hostileContents(): { label: string; type: "Dconf" | "Kconfig"; content:
     ["Dconf", "db_name", "local", dconfContent, []],
     ["Dconf", "profile", "user", dconfContent, []],
     ["Kconfig", "file", "kdeglobals", kconfigContent, []],
-    // Group and key names may hold quotes, markup, '|', '*', '~', '/' and inner spaces: harmless there.
-    ["Kconfig", "group", "Icons", kconfigContent, ["quote", "markup", "path", "zero-width"]],
-    ["Kconfig", "key", "Theme", kconfigContent, ["quote", "markup", "path", "zero-width"]],
+    // Group and key names may hold quotes, '*', '~', '/' (keys only) and inner spaces: harmless there.
+    ["Kconfig", "group", "Icons", kconfigContent, ["quote", "markup", "path", "zero-width", "shell"]],
+    ["Kconfig", "key", "Theme", kconfigContent, ["quote", "markup", "path", "zero-width", "shell"]],
   ];
   for (const [type, field, valid, make, harmless] of names) {
     for (const h of HOSTILE_STRINGS) {
@@ -79,9 +79,15 @@ function hostileContents(): { label: string; type: "Dconf" | "Kconfig"; content:
       if (!mustRefuse) continue;
       for (const value of embedded(h, valid)) {
         if (value === valid || (value === "" && (field === "db_name" || field === "profile"))) continue;
+        // An option-like value is hostile at the start of a name only ("lock-delay--" is a fine dconf key).
+        if (h.classes.every((c) => c === "option") && !value.startsWith("-")) continue;
         if (type === "Kconfig" && !has(h, [...MUST_STAY_ON_ONE_LINE, "ini", "backslash", "over-long"])) {
-          // Names may contain most punctuation; what matters is what breaks the format.
-          if (!/[[\]=$\\#;]/.test(value) && value.trim() === value && value !== "") continue;
+          // Names may contain most punctuation; refused are what breaks the format, what no KDE name uses
+          // ('|', '<', '>', '`', '..'), a leading '-' (an option to kreadconfig), and '/' in a group or at
+          // the ends of a key (Kiosk keys such as action/logout use it inside).
+          const refusedInName = /[[\]=$\\#;|<>`]|\.\.|^-/.test(value) || value.trim() !== value ||
+            value === "" || (field === "group" ? value.includes("/") : /^\/|\/$|\/\//.test(value));
+          if (!refusedInName) continue;
         }
         if (
           type === "Dconf" && field === "path" && !has(h, MUST_STAY_ON_ONE_LINE) &&
@@ -217,6 +223,66 @@ Deno.test({
         const text = await Deno.readTextFile(`${node.root}/etc/xdg/kwinrc`);
         assert.equal(text.split("\n").filter((l) => l.startsWith("[")).length, 1, "one group only");
         assert.equal(text.split("\n").filter((l) => /^k\d+=/.test(l)).length, carried.length);
+      } finally {
+        await Deno.remove(home, { recursive: true });
+      }
+    } finally {
+      await node.cleanup();
+    }
+  },
+});
+
+Deno.test({
+  name: "kconfig: group and key names real KDE files use are written and read back by kreadconfig5",
+  ignore: !haveReader,
+  async fn() {
+    const node = await tempNode({ firefox: false, original: null });
+    try {
+      await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
+      await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+      const entries = [
+        { file: "kdeglobals", group: "KDE Action Restrictions", key: "plasma/plasmashell/unlockedDesktop" },
+        { file: "kwinrc", group: "org.kde.kdecoration2", key: "library" },
+        { file: "kwinrc", group: "Effect-overview", key: "BorderActivate" },
+        {
+          file: "kcminputrc",
+          group: "Libinput",
+          subgroups: ["1739", "52619", "SYNA8004:00 06CB:CD8B Touchpad"],
+          key: "NaturalScroll",
+        },
+        { file: "kglobalshortcutsrc", group: "kwin", key: "Walk Through Windows (Reverse)" },
+      ].map((e, i) => ({ subgroups: [], ...e, value: `v${i}` }));
+      const content = JSON.stringify({ entries });
+      assert.deepEqual(validatePolicyContent("Kconfig", content), []);
+      const { engine, reports } = await engineFor(node);
+      engine.handleEvent({
+        kind: "SNAPSHOT",
+        policy: { id: "p", name: "p", type: "Kconfig", version: 1, priority: 0, content },
+        snapshotComplete: true,
+      });
+      await engine.idle();
+      const r = reports.get("p")!;
+      assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items.filter((i) => i.status !== "COMPLIANT")));
+      const home = await Deno.makeTempDir();
+      try {
+        for (const e of entries) {
+          const out = await new Deno.Command("kreadconfig5", {
+            args: [
+              "--file",
+              e.file,
+              ...[e.group, ...e.subgroups].flatMap((g) => ["--group", g]),
+              "--key",
+              e.key,
+            ],
+            env: { XDG_CONFIG_DIRS: `${node.root}/etc/xdg`, XDG_CONFIG_HOME: `${home}/.config`, HOME: home },
+            stdout: "piped",
+          }).output();
+          assert.equal(
+            new TextDecoder().decode(out.stdout).replace(/\n$/, ""),
+            e.value,
+            `${e.group} ${e.key}`,
+          );
+        }
       } finally {
         await Deno.remove(home, { recursive: true });
       }

@@ -113,7 +113,7 @@ Deno.test({
           sources: ["10.20.0.0/16"],
           interfaces: ["eth7"],
           short: "Work & <more>",
-          description: 'Line one\n"quoted" </zone>',
+          description: 'Line one "quoted" </zone>',
         }],
       });
       const { reports } = await run(node, [p]);
@@ -145,7 +145,7 @@ Deno.test({
       const zone = parseXml(text);
       assert.equal(zone.attrs.target, "DROP");
       assert.equal(zone.children.find((c) => c.name === "short")?.text, "Work & <more>");
-      assert.equal(zone.children.find((c) => c.name === "description")?.text, 'Line one\n"quoted" </zone>');
+      assert.equal(zone.children.find((c) => c.name === "description")?.text, 'Line one "quoted" </zone>');
       assert.ok((await offline(node, "--check-config")).ok);
       const listed = (await offline(node, "--zone=svcwork", "--list-all")).out;
       assert.match(listed, /target: DROP/);

@@ -136,10 +136,12 @@ Deno.test({
       const ended = await onB.ended;
       assert.ok(ended instanceof GrpcError, `the stream on B ended with ${String(ended)}`);
       assert.equal(ended.code, grpc.status.UNAVAILABLE);
-      assert.equal(
-        (await node()).status,
-        "online",
-        "a killed replica cleans nothing up; only A's reaper can",
+      // A killed replica cleans nothing up; only A's reaper can, and may have already: B's liveness lock
+      // went with its process, so A need not wait for the replica timeout.
+      const justAfter = await node();
+      assert.ok(
+        justAfter.status === "online" || /replica holding the stream stopped/.test(justAfter.status_reason),
+        JSON.stringify(justAfter),
       );
       await eventually(async () => (await node()).status === "offline", {
         what: "A to mark pc-1 offline after B died",

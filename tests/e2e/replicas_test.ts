@@ -75,7 +75,16 @@ Deno.test({
       const ended = await onB.ended;
       assert.ok(ended instanceof GrpcError);
       assert.equal(ended.code, grpc.status.UNAVAILABLE);
-      assert.equal(await nodeStatus(info.db, agent.nodeId), "online", "nothing cleaned up on B's side");
+      // Nothing cleaned up on B's side: the node is still online, or A already took it offline (B's liveness
+      // lock went with its connection, so A need not wait for the replica timeout).
+      const [after] = await info.db.query<{ status: string; status_reason: string }>(
+        "SELECT status, status_reason FROM nodes WHERE id = $1",
+        [agent.nodeId],
+      );
+      assert.ok(
+        after.status === "online" || /replica holding the stream stopped/.test(after.status_reason),
+        JSON.stringify(after),
+      );
       await eventually(async () => (await nodeStatus(info.db, agent.nodeId)) === "offline", {
         what: "A to mark B's node offline",
         timeoutMs: 120_000,

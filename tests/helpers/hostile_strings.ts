@@ -47,6 +47,8 @@ export type HostileClass =
   | "shell"
   /** Path tricks: `../`, absolute paths, `//`, `~`. */
   | "path"
+  /** Reads as a command-line option when it reaches an argument list: `-rf`, `--help`, `--zone=x`. */
+  | "option"
   /** INI/keyfile/KConfig structure: `[section]` headers, `=` assignments, `#` and `;` comments. */
   | "ini"
   /** Whitespace at the edges or inside a name. */
@@ -152,6 +154,12 @@ function build(): HostileString[] {
   add("absolute path", "/etc/shadow", "path");
   add("double slash", "a//b", "path");
   add("home", "~root", "path");
+  add("short option", "-rf", "option");
+  add("long option", "--help", "option");
+  add("option with a value", "--zone=trusted", "option", "ini");
+  add("option terminator", "--", "option");
+  add("KConfig default group", "<default>", "markup");
+  add("pipe inside a name", "a|b", "shell");
   add("section header", "[x]", "ini");
   add("KConfig immutable group", "[$i]", "ini", "shell");
   add("assignment", "=", "ini");

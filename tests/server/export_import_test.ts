@@ -169,11 +169,61 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
     });
 
     await t.step(
-      "policies of unknown types cannot be exported (the bundle could not be imported)",
+      "a policy of an unknown type is exported as stored and never blocks the export or its import",
       async () => {
-        await createPolicy(admin, { name: "future", type: "FutureType", content: "{}" });
-        const res = expectStatus(await admin.request("GET", "/api/v1/policies/export"), 422);
-        assert.match(res.error.message, /cannot export future: type "FutureType" is unknown/);
+        const future = await createPolicy(admin, {
+          name: "future",
+          type: "FutureType",
+          content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
+        });
+        await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
+        const groupId = await createGroup(admin, "future-group");
+        await bind(admin, future.id, groupId);
+        for (const format of ["yaml", "json"]) {
+          const first = await exportText(admin, `include_bindings=true&format=${format}`);
+          const docs = format === "json" ? JSON.parse(first) : undefined;
+          if (docs) {
+            const exported = docs.filter((d: { spec: { type?: string } }) => d.spec.type === "FutureType");
+            assert.deepEqual(exported.map((d: { spec: { content: unknown } }) => d.spec.content), [
+              { zeta: { on: true }, alpha: [1, "x"] },
+              "not json at all",
+            ]);
+          } else {
+            assert.match(first, /type: FutureType\n {2}content:\n {4}zeta:\n {6}on: true\n/);
+            assert.match(first, /type: FutureType\n {2}content: not json at all\n/);
+          }
+          // Back into the same server: everything is there already.
+          const again = expectStatus(
+            await importBundle(admin, first, "on_conflict=skip", `application/${format}`),
+            200,
+          );
+          assert.deepEqual([again.ok, again.errors], [true, 0]);
+          // Into an empty server: the known types come back byte-identical; the unknown ones (and their binding)
+          // are refused alone, named in the report, and the rest is written.
+          await wipe(admin);
+          const report = expectStatus(await importBundle(admin, first, "", `application/${format}`), 200);
+          assert.equal(report.ok, true);
+          assert.equal(report.created, POLICIES.length + 3);
+          const refused = report.results.filter((r: { message: string }) =>
+            r.message.startsWith("not imported")
+          );
+          assert.deepEqual(refused.map((r: { name: string }) => r.name), [
+            "future",
+            "future text",
+            "future → future-group",
+          ]);
+          assert.match(refused[0].message, /policy type "FutureType" is unknown to this server/);
+          const knownOnly = await exportText(admin, `include_bindings=true&format=${format}`);
+          assert.ok(!knownOnly.includes("FutureType"));
+          const recreated = await createPolicy(admin, {
+            name: "future",
+            type: "FutureType",
+            content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
+          });
+          await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
+          await bind(admin, recreated.id, groupId);
+          assert.equal(await exportText(admin, `include_bindings=true&format=${format}`), first);
+        }
       },
     );
   } finally {
@@ -221,9 +271,24 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
       assert.equal(await count(), 0);
     });
 
-    await t.step("unknown types are rejected", async () => {
-      const res = expectStatus(await importBundle(admin, doc("x", { a: 1 }, "FutureType")), 422);
-      assert.match(res.error.message, /policy type "FutureType" is unknown to this server/);
+    await t.step("unknown types are refused alone; the rest of the bundle is imported", async () => {
+      const res = expectStatus(
+        await importBundle(admin, doc("x", { a: 1 }, "FutureType") + "---\n" + doc("y")),
+        200,
+      );
+      assert.deepEqual([res.ok, res.created, res.skipped], [true, 1, 1]);
+      assert.match(res.results[0].message, /policy type "FutureType" is unknown to this server/);
+      assert.deepEqual(
+        (await db.query<{ name: string }>("SELECT name FROM policies WHERE name IN ('x', 'y')")).map((r) =>
+          r.name
+        ),
+        ["y"],
+      );
+      const known = expectStatus(
+        await importBundle(admin, doc("z", "text content").replace("Firefox", "Chrome")),
+        422,
+      );
+      assert.match(known.error.message, /spec.content: must be a mapping/);
     });
 
     await t.step("conflict modes: error, skip, new-version (drafts only, same type)", async () => {

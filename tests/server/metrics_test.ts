@@ -345,6 +345,10 @@ dbTest("metrics: every spec family with its type, labels and always-present valu
       assert.deepEqual(series(family(families, "svc_luks_recovery_keys_overdue_total", "gauge")), { "": 0 });
     });
 
+    await t.step("svc_database_up is 1 while the database answers", () => {
+      assert.deepEqual(series(family(families, "svc_database_up", "gauge")), { "": 1 });
+    });
+
     await t.step("counters, histogram and streams gauge are exposed", () => {
       for (
         const name of [
@@ -515,6 +519,11 @@ Deno.test("metrics: an unreachable database omits the database families, the scr
   await withListener(h, async (listener) => {
     const { families } = await scrapeOpenMetrics(listener.addr!);
     for (const name of DATABASE_FAMILIES) assert.ok(!families.has(name), name);
+    assert.deepEqual(
+      series(family(families, "svc_database_up", "gauge")),
+      { "": 0 },
+      "the alertable gauge stays",
+    );
     family(families, "svc_agent_package_downloads", "counter");
     family(families, "process_cpu_seconds", "counter");
     const logged = h.lines.filter((l) => / ERROR metrics: /.test(l));

@@ -506,3 +506,130 @@ Deno.test("sanitizers refuse traversal, control characters and malformed values"
   assert.match(richRuleProblem('rule exec cmd="rm"') ?? "", /unknown token "exec"/);
   assert.equal(jsonDepth('{"a": "[[[[[["}'), 1, "brackets in strings are not nesting");
 });
+
+Deno.test("Kconfig names: refused where no KDE name goes, each named by its field; real KDE names pass", () => {
+  const entry = (group: string, key: string, subgroups: string[] = []) =>
+    json({ entries: [{ file: "kdeglobals", group, subgroups, key, value: "1" }] });
+  const refusedGroups = [
+    "..",
+    "a..b",
+    "a/b",
+    "/etc",
+    "a|b",
+    "<default>",
+    "a<b",
+    "a>b",
+    "`id`",
+    "-rf",
+    "--help",
+  ];
+  for (const group of refusedGroups) {
+    assert.match(
+      describe(validatePolicyContent("Kconfig", entry(group, "k"))),
+      /^entries\[0\]\.group: /,
+      group,
+    );
+    assert.match(
+      describe(validatePolicyContent("Kconfig", entry("General", "k", ["ok", group]))),
+      /^entries\[0\]\.subgroups\[1\]: /,
+      group,
+    );
+  }
+  const refusedKeys = [
+    "..",
+    "a/../b",
+    "/etc/shadow",
+    "action/",
+    "a//b",
+    "a|b",
+    "a<b",
+    "a>b",
+    "`id`",
+    "-rf",
+    "--help",
+  ];
+  for (const key of [...refusedKeys, "a\u0001b", "a\u001bb", "a\u007fb"]) {
+    assert.match(
+      describe(validatePolicyContent("Kconfig", entry("General", key))),
+      /^entries\[0\]\.key: /,
+      key,
+    );
+  }
+  assert.match(
+    describe(validatePolicyContent("Kconfig", json({ action_restrictions: { "action/../x": false } }))),
+    /^action_restrictions\["action\/..\/x"\]: must not contain '..'/,
+  );
+  // Names from real KDE files: kdeglobals, kwinrc, kcminputrc, kscreenlockerrc, kglobalshortcutsrc, Kiosk.
+  const real: [string, string[], string][] = [
+    ["KDE Action Restrictions", [], "action/logout"],
+    ["KDE Action Restrictions", [], "plasma/plasmashell/unlockedDesktop"],
+    ["KDE Action Restrictions", [], "run_command"],
+    ["org.kde.kdecoration2", [], "library"],
+    ["Effect-overview", [], "BorderActivate"],
+    ["Libinput", ["1739", "52619", "SYNA8004:00 06CB:CD8B Touchpad"], "NaturalScroll"],
+    ["Greeter", ["Wallpaper", "org.kde.image", "General"], "Image"],
+    ["Containments", ["1", "Applets", "2", "Configuration", "General"], "launchers"],
+    ["kwin", [], "Walk Through Windows (Reverse)"],
+    ["Plugin-org.kde.ActivityManager.Resources.Scoring", [], "what-to-remember"],
+    ["KDE", [], "widgetStyle"],
+    ["services", ["org.kde.konsole.desktop"], "_launch"],
+  ];
+  for (const [group, subgroups, key] of real) {
+    assert.deepEqual(validatePolicyContent("Kconfig", entry(group, key, subgroups)), [], `${group} ${key}`);
+  }
+  assert.deepEqual(
+    validatePolicyContent(
+      "Kconfig",
+      json({ action_restrictions: { "action/logout": false, shell_access: false } }),
+    ),
+    [],
+  );
+});
+
+Deno.test("Firewalld: option-like zone names and line breaks in names and descriptions are refused", () => {
+  const zone = (z: Record<string, unknown>) => json({ zones: [{ name: "public", services: ["ssh"], ...z }] });
+  for (const name of ["-rf", "--help", "-", "--zone=trusted", "-public"]) {
+    assert.match(
+      describe(validatePolicyContent("Firewalld", zone({ name }))),
+      /^zones\[0\]\.name: must (start with a letter or digit|be a zone name)/,
+      name,
+    );
+    assert.match(
+      describe(validatePolicyContent("Firewalld", json({ default_zone: name, zones: [{ name: "public" }] }))),
+      /^default_zone: must /,
+    );
+  }
+  for (const text of ["a\nb", "a\r\nb", "a\tb", "a\u0000b", "a\u001bb", "a\u2028b", "a\u0085b"]) {
+    assert.match(
+      describe(validatePolicyContent("Firewalld", zone({ description: text }))),
+      /^zones\[0\]\.description: /,
+    );
+    assert.match(describe(validatePolicyContent("Firewalld", zone({ short: text }))), /^zones\[0\]\.short: /);
+  }
+  // firewalld's own zones (Debian 12's firewalld 1.3), libvirt's and Docker's.
+  for (
+    const name of [
+      "public",
+      "nm-shared",
+      "FedoraWorkstation",
+      "libvirt-routed",
+      "docker",
+      "trusted",
+      "a_b",
+      "9",
+    ]
+  ) {
+    assert.deepEqual(validatePolicyContent("Firewalld", zone({ name })), [], name);
+  }
+  assert.deepEqual(
+    validatePolicyContent(
+      "Firewalld",
+      zone({
+        short: "Public",
+        description:
+          "For use in public areas. You do not trust the other computers on networks to not harm your computer. Only selected incoming connections are accepted.",
+      }),
+    ),
+    [],
+  );
+});

@@ -10,6 +10,7 @@
  */
 import assert from "node:assert/strict";
 import { richRuleProblem } from "../../shared/firewalld_rich_rule.ts";
+import { kconfigGroupProblem, kconfigKeyProblem } from "../../shared/kconfig_format.ts";
 import { posix } from "node:path";
 import fc from "fast-check";
 import {
@@ -165,7 +166,12 @@ const ALPHABETS: [string, Checker, RegExp, fc.Arbitrary<string>][] = [
     /^[A-Za-z0-9._-]*$/,
     fc.stringMatching(/^[a-z0-9][a-z0-9._-]{0,60}$/),
   ],
-  ["firewalldZoneName", firewalldZoneName, /^[A-Za-z0-9_-]*$/, fc.stringMatching(/^[A-Za-z0-9_-]{1,17}$/)],
+  [
+    "firewalldZoneName",
+    firewalldZoneName,
+    /^[A-Za-z0-9][A-Za-z0-9_-]*$/,
+    fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9_-]{0,16}$/),
+  ],
   ["firewalldName", firewalldName, /^[A-Za-z0-9._+-]*$/, fc.stringMatching(/^[a-z0-9][a-z0-9._+-]{0,30}$/)],
   [
     "portSpec",
@@ -454,4 +460,24 @@ Deno.test("base64Text accepts wrapped base64 and nothing else, in linear time", 
   }
   // Long whitespace runs made the old pattern backtrack quadratically; this finishes at once now.
   assert.ok(base64Text(" ".repeat(200_000) + "!"));
+});
+
+Deno.test("names that reach a command line never look like an option", () => {
+  const checkers: [string, (v: string) => string | undefined][] = [
+    ["firewalldZoneName", firewalldZoneName],
+    ["firewalldName", firewalldName],
+    ["kconfigGroupProblem", kconfigGroupProblem],
+    ["kconfigKeyProblem", kconfigKeyProblem],
+  ];
+  for (const [name, check] of checkers) {
+    for (const h of hostileStrings("option")) {
+      assert.ok(check(h.value), `${name} refuses ${h.name}`);
+    }
+    fc.assert(
+      fc.property(anyText, (s) => {
+        if (s.startsWith("-")) assert.ok(check(s), `${name} refuses ${JSON.stringify(s)}`);
+      }),
+      RUNS,
+    );
+  }
 });

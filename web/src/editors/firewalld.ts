@@ -28,7 +28,9 @@ export const firewalldEditor: EditorSpec = {
         },
         "zones[].name": {
           label: "Zone name",
-          description: "e.g. public, work or a new zone; letters, digits, '_' and '-', at most 17. " +
+          description:
+            "e.g. public, work or a new zone; letters, digits, '_' and '-', at most 17, starting with a " +
+            "letter or digit. " +
             "Empty means the node's default zone.",
         },
         "zones[].target": {
