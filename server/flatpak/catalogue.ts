@@ -102,11 +102,53 @@ function checkUrl(url: string, field: string): void {
       { field, message: "must be an http(s) URL" },
     ]);
   }
+  if (hasCredentials(url)) {
+    throw invalidError(`${field}: the repository URL ${CREDENTIALS_REFUSED}`, [{
+      field,
+      message: CREDENTIALS_REFUSED,
+    }]);
+  }
+}
+
+/**
+ * Why a URL with credentials is refused, and the fix. Stored URLs are shown to everyone with settings:view and
+ * land in audit rows; a password has no place there, and the catalogue fetches anonymously anyway.
+ */
+export const CREDENTIALS_REFUSED =
+  "must not contain credentials (user:password@): remove them; repositories " +
+  "are read anonymously, so publish the AppStream data without a login or upload it instead";
+
+/** Whether `url` parses and names a user or password. */
+export function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== "" || parsed.password !== "";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `text` with the credentials of any URL in it removed (`https://user:pw@host` → `https://host`): records
+ * stored before URLs with credentials were refused, and error messages that quote such a URL, are shown so.
+ */
+export function withoutUrlCredentials(text: string): string {
+  return text.replace(/:\/\/[^/@\s]*@/g, "://");
+}
+
+function shown(record: FlatpakRepoRecord): FlatpakRepoRecord {
+  return {
+    ...record,
+    url: withoutUrlCredentials(record.url),
+    last_error: withoutUrlCredentials(record.last_error),
+  };
 }
 
 /** Lists the repositories. */
 export async function listRepos(q: Queryable): Promise<FlatpakRepoRecord[]> {
-  return await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r ORDER BY r.name`);
+  return (await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r ORDER BY r.name`)).map(
+    shown,
+  );
 }
 
 /** One repository. */
@@ -114,7 +156,7 @@ export async function getRepo(q: Queryable, id: string): Promise<FlatpakRepoReco
   const [row] = await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r WHERE r.id = $1`, [
     id,
   ]);
-  return found(row, `Flatpak repository ${id}`);
+  return shown(found(row, `Flatpak repository ${id}`));
 }
 
 /** Input of {@linkcode createRepo}. */
@@ -147,11 +189,14 @@ export async function createRepo(
   let url = input.url ?? "";
   let gpgKey = input.gpgKey ?? "";
   let title = input.title ?? "";
+  // The field the stored URL came from, for the error that refuses it.
+  let field = "url";
   if (input.flatpakrepo) {
     const repo = parseFlatpakRepo(input.flatpakrepo);
     url = repo.url;
     gpgKey ||= repo.gpgKey;
     title ||= repo.title;
+    field = "flatpakrepo";
   } else if (url.endsWith(".flatpakrepo")) {
     checkUrl(url, "url");
     const bytes = await safeFetch(url, {
@@ -163,8 +208,9 @@ export async function createRepo(
     url = repo.url;
     gpgKey ||= repo.gpgKey;
     title ||= repo.title;
+    field = "url";
   }
-  if (!input.upload) checkUrl(url, "url");
+  if (!input.upload || url) checkUrl(url, field);
   const exists = await q.query("SELECT 1 FROM flatpak_repos WHERE name = $1", [input.name]);
   if (exists.length) throw conflictError(`a Flatpak repository named ${input.name} exists already`);
   const [row] = await q.query<{ id: string }>(
@@ -261,7 +307,7 @@ export async function refreshRepo(
     flatpakCatalogRefresh.inc({ repo: repo.name, outcome });
     return { outcome };
   } catch (err) {
-    const message = (err as Error).message.slice(0, 1000);
+    const message = withoutUrlCredentials((err as Error).message).slice(0, 1000);
     await db.query("UPDATE flatpak_repos SET last_attempt_at = now(), last_error = $2 WHERE id = $1", [
       repo.id,
       message,
