@@ -13,6 +13,10 @@
  * "Sent since the previous ping" is read from two signals: a stream of the session answering (`respond`,
  * `write`, `end`), and the bytes the session wrote to its socket beyond the acknowledgement of a ping (a
  * large message goes out in many DATA frames long after its one `write`).
+ *
+ * {@link keepSessionAlive} is the server's own keepalive for sessions of a `node:http2` server (grpc-js does
+ * its own on the policy port): a ping every `timeMs`, the connection closed when one is not answered within
+ * `timeoutMs`.
  */
 import http2 from "node:http2";
 import { Buffer } from "node:buffer";
@@ -85,4 +89,31 @@ export function enforcePingPolicy(session: http2.ServerHttp2Session, policy: Pin
       if (!session.destroyed) session.destroy();
     }, GOAWAY_GRACE_MS);
   });
+}
+
+/** Options of {@link keepSessionAlive}. */
+export interface KeepaliveOptions {
+  timeMs: number;
+  timeoutMs: number;
+  onTimeout?: (peer: string) => void;
+}
+
+/** Pings the client every `timeMs`; closes the session when a ping is not answered within `timeoutMs`. */
+export function keepSessionAlive(session: http2.ServerHttp2Session, options: KeepaliveOptions): void {
+  const interval = setInterval(() => {
+    if (session.closed || session.destroyed) return;
+    const timer = setTimeout(() => {
+      const socket = session.socket;
+      options.onTimeout?.(`${socket?.remoteAddress}:${socket?.remotePort}`);
+      if (!session.destroyed) session.destroy();
+    }, options.timeoutMs);
+    Deno.unrefTimer(timer);
+    const sent = session.ping((err) => {
+      clearTimeout(timer);
+      if (err && !session.destroyed) session.destroy();
+    });
+    if (!sent) clearTimeout(timer);
+  }, options.timeMs);
+  Deno.unrefTimer(interval);
+  session.once("close", () => clearInterval(interval));
 }
