@@ -2,7 +2,7 @@
  * svc-server entry point.
  *
  *   svc-server [--config FILE] [--dev]
- *   svc-server kek generate|add FILE   (key-encryption key of escrowed recovery keys)
+ *   svc-server kek generate|add FILE [--for ca|disk-encryption]   (key-encryption key files)
  *   svc-server reset-admin|migrate|create-token|check-config …   (admin commands: server/cli/admin.ts)
  *
  * `--dev` (used by `deno task start`) keeps everything under `./.svc-data` when no data dir is configured,

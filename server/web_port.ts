@@ -6,6 +6,11 @@
  * goes to the enrollment service through the unary gRPC bridge; every other request becomes a fetch
  * `Request` for the REST/SPA app (which adds security headers and CSRF checks itself).
  *
+ * It is the unauthenticated, most exposed port, so its HTTP/2 sessions get the policy port's gRPC limits
+ * (GRPC_LIMITS): 256 concurrent streams, 8 MiB messages (in the bridge), client pings no more often than
+ * every 10 s without data in between (ping_policy.ts), and a server keepalive ping every hour that must be
+ * answered within 20 s.
+ *
  * TLS: TLS 1.2 minimum, ECDHE with AES-GCM only for TLS 1.2, curves X25519, P-256, P-384. A client
  * certificate is optional, but one that is presented must chain to the internal CA (otherwise the connection
  * is closed) and must not be revoked (otherwise every request on it is refused).
@@ -31,6 +36,8 @@ import {
 } from "./grpc/peer_identity.ts";
 import { type PeerHandler, percentEncode, serveGrpcUnary } from "./grpc/web_bridge.ts";
 import { keepSessionOpenOnPeerGoaway } from "./grpc/http2_sessions.ts";
+import { enforcePingPolicy, type KeepaliveOptions, keepSessionAlive } from "./grpc/ping_policy.ts";
+import { GRPC_LIMITS } from "./grpc/policy_server.ts";
 import { securityHeaderEntries } from "./http/security_headers.ts";
 
 /** Header carrying the TCP peer address to the app; any client-sent copy is dropped first. */
@@ -45,6 +52,13 @@ export const MAX_BODY_BYTES = 8 << 20;
  * also accepts ECDHE with ChaCha20-Poly1305 for a TLS 1.2 client that offers no AES-GCM suite, so the
  * `secureConnection` handler closes such connections. The list is kept so the intent holds on a runtime that
  * honours it.
+ *
+ * Refusing the suite inside the handshake is not possible on Deno 2.9 (checked): `Deno.listenTls` and
+ * `Deno.serve` take only a certificate, a key and ALPN protocols; and a ClientHello filter in front of the TLS
+ * server cannot work, because the runtime terminates TLS below the JavaScript socket: a connection whose
+ * first bytes were read in JavaScript and handed on (`emit("connection")` after `unshift`) never completes
+ * its handshake. A TCP relay to an internal listener would work but hide every client's address (audit, rate
+ * limits). Turning TLS 1.2 off would refuse it too, but the spec makes TLS 1.2 the minimum, not 1.3.
  */
 const TLS12_CIPHERS = [
   "ECDHE-ECDSA-AES128-GCM-SHA256",
@@ -75,6 +89,8 @@ export interface WebPortOptions {
   fetch: (req: Request) => Promise<Response>;
   /** Enrollment service handlers (served as gRPC). */
   enrollment: EnrollmentHandlers;
+  /** The server's keepalive pings: GRPC_LIMITS (every hour, 20 s to answer) unless given (tests). */
+  keepalive?: Pick<KeepaliveOptions, "timeMs" | "timeoutMs">;
 }
 
 /** A running web port. */
@@ -105,6 +121,7 @@ export async function startWebPort(ctx: ServerContext, options: WebPortOptions):
     requestCert: true,
     rejectUnauthorized: false,
     ALPNProtocols: ["h2", "http/1.1"],
+    settings: { maxConcurrentStreams: GRPC_LIMITS.maxConcurrentStreams },
   });
   const sockets = new Set<Socket>();
   const sessions = new Set<ServerHttp2Session>();
@@ -144,6 +161,18 @@ export async function startWebPort(ctx: ServerContext, options: WebPortOptions):
   });
   server.on("session", (session: ServerHttp2Session) => {
     keepSessionOpenOnPeerGoaway(session);
+    enforcePingPolicy(session, {
+      minIntervalMs: GRPC_LIMITS.minClientPingIntervalMs,
+      maxStrikes: 2,
+      onViolation: (peer) =>
+        ctx.log.warn("web port: client pings too often; closing its connection", { peer }),
+    });
+    keepSessionAlive(session, {
+      timeMs: options.keepalive?.timeMs ?? GRPC_LIMITS.keepaliveTimeMs,
+      timeoutMs: options.keepalive?.timeoutMs ?? GRPC_LIMITS.keepaliveTimeoutMs,
+      onTimeout: (peer) =>
+        ctx.log.info("web port: client did not answer a keepalive ping; closing", { peer }),
+    });
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
   });

@@ -5,10 +5,10 @@
  * account needs `user:edit` and, as for every way of acting as someone, every permission that account can
  * reach (otherwise a token would be a way around the escalation guard). Service accounts are users with
  * `source = 'service'` and no password; their roles are bound like any user's (`/api/v1/users/{id}/role-bindings`).
- * Creating a token for someone else also needs step-up re-authentication (`password`, plus `code` or
- * `backup_code` when the caller has a second factor): such a token is a standing way to act as that account.
- * So does creating one for yourself when the MFA policy requires a second factor of you: the step-up proves
- * that factor once, and the token then stays valid without it (scripts cannot answer a second factor).
+ * Creating a token always needs a person: a signed-in session and step-up re-authentication (`password`,
+ * plus `code`, `backup_code` or a security key when the caller has a second factor). A token is a standing
+ * way to act as its account without a second factor, so a stolen session (or a password alone) must not
+ * yield one, and a token cannot mint tokens: a child token would outlive the revocation of its parent.
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
@@ -29,7 +29,7 @@ import { assertHolds, reachablePermissionsOfUser } from "./rbac.ts";
 import type { IdentityServices } from "./services.ts";
 import { getUser, USERNAME_PATTERN } from "./users.ts";
 import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
-import { mfaRequiredFor } from "./mfa_policy.ts";
+import { HttpError } from "../http/errors.ts";
 
 const TOKEN_SCHEMA: JsonSchema = {
   type: "object",
@@ -89,8 +89,8 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
       method: "POST",
       path: "/api/v1/api-tokens",
       summary:
-        "Create an API token (shown once) for yourself, or for another user or service account with user:edit " +
-        "(step-up for another account, and for yourself when the MFA policy requires a second factor of you)",
+        "Create an API token (shown once) for yourself, or for another user or service account with user:edit; " +
+        "needs a signed-in session and step-up re-authentication (an API token cannot create tokens)",
       tag: "api-tokens",
       access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.create" },
@@ -116,14 +116,17 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         const me = caller(c);
         const userId = input.user_id?.toLowerCase() ?? me.id;
         auditResource(c, { name: input.name });
-        await assertMayManage(s, c, userId);
         const proof = takeStepUpProof(c);
-        // A token acts as its user without a second factor. So minting one for someone else, or for yourself
-        // when the MFA policy requires a second factor of you, takes a fresh re-authentication with it:
-        // otherwise a stolen session (or a password alone) would yield a standing way around the policy.
-        if (userId !== me.id || (await mfaRequiredFor(db, me.id))) {
-          await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
+        if (me.via === "api_token") {
+          throw new HttpError(
+            403,
+            "api_token_cannot_create_tokens",
+            "an API token cannot create API tokens: create tokens from a signed-in session (the web console " +
+              "or POST /api/v1/auth/login) with step-up re-authentication",
+          );
         }
+        await assertMayManage(s, c, userId);
+        await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
         const { token, record } = await createApiToken(db, {
           userId,
           name: input.name,

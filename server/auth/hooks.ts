@@ -33,7 +33,7 @@ export function createRouteHooks(s: IdentityServices): RouteHooks {
           id: hit.userId,
           username: hit.username,
           permissions: new Set(hit.permissions),
-          via: "bearer",
+          via: "api_token",
         };
       }
       for (const [token, via] of [[cookie, "cookie"], [bearer, "bearer"]] as const) {

@@ -5,8 +5,12 @@
  * and, when the user has a second factor, a fresh TOTP code, a backup code or a security key's assertion,
  * each used up as at login (a code accepted at login cannot be replayed here, and the other way round).
  *
- * Failures are limited per account and per client address in the database (replicas share the counts), so
- * a stolen session cannot be used to guess the password or the code, on one replica or spread over several.
+ * Failures are limited in the database (replicas share the counts) per account from one client address and
+ * per account from anywhere, so a stolen session cannot be used to guess the password or the code, on one
+ * replica or spread over several. Nothing is counted per address alone: offices share one NAT address, and a
+ * user with no role must not be able to lock the administrators behind it out of step-up by failing on
+ * purpose. A thief guessing from one address is stopped there first, while the owner elsewhere still passes
+ * until the account's own (larger) allowance is used up.
  *
  * @module
  */
@@ -16,7 +20,7 @@ import { HttpError } from "../http/errors.ts";
 import { body, type RouteContext } from "../http/route.ts";
 import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
-import { createWindowLimiter, type WindowLimiter } from "./rate_limit.ts";
+import { createWindowLimiter } from "./rate_limit.ts";
 import { ldapAuthenticate, LdapError } from "./ldap.ts";
 import { type RelyingParty, usePasskeyLogin, WebAuthnError } from "./webauthn.ts";
 
@@ -105,8 +109,11 @@ export function maskCodes(c: RouteContext, fields: readonly string[]): void {
   c.set("body", masked);
 }
 
-/** Failed step-ups allowed per account and per client address in {@link STEP_UP_LIMIT}.windowSeconds. */
-export const STEP_UP_LIMIT = { max: 5, windowSeconds: 300 } as const;
+/**
+ * Failed step-ups allowed in one window of `windowSeconds`: per account from one client address, and per
+ * account from every address together.
+ */
+export const STEP_UP_LIMIT = { perAccountAndAddress: 5, perAccount: 10, windowSeconds: 300 } as const;
 
 /** The step-up checker (its failure counts are in the database, shared by every replica). */
 export interface StepUp {
@@ -122,15 +129,17 @@ export interface StepUp {
 
 /**
  * Creates a checker. `sealer` opens TOTP secrets (from `createSecretSealer(config.security.jwtSecret)`);
- * `directory` (`config.ldap`) checks the password of directory users; `limiter` defaults to
- * {@link STEP_UP_LIMIT} per account and per address.
+ * `directory` (`config.ldap`) checks the password of directory users; failures are limited as
+ * {@link STEP_UP_LIMIT} says.
  */
 export function createStepUp(
   db: Db,
   sealer: SecretSealer,
-  options: { directory?: ServerConfig["ldap"]; limiter?: WindowLimiter; relyingParty?: RelyingParty } = {},
+  options: { directory?: ServerConfig["ldap"]; relyingParty?: RelyingParty } = {},
 ): StepUp {
-  const limiter = options.limiter ?? createWindowLimiter(db, STEP_UP_LIMIT);
+  const { windowSeconds } = STEP_UP_LIMIT;
+  const fromAddress = createWindowLimiter(db, { max: STEP_UP_LIMIT.perAccountAndAddress, windowSeconds });
+  const fromAnywhere = createWindowLimiter(db, { max: STEP_UP_LIMIT.perAccount, windowSeconds });
   const passwordOk = async (q: Queryable, userId: string, password: string): Promise<boolean> => {
     const user = await queryOne<{ username: string; source: string; password_hash: string }>(
       q,
@@ -177,17 +186,24 @@ export function createStepUp(
           "this action needs fresh re-authentication: send your current password in the request",
         );
       }
-      const keys = [`stepup-ip:${clientIp}`, `stepup-user:${userId}`];
+      const addressKey = [`stepup-user-ip:${userId}:${clientIp}`];
+      const accountKey = [`stepup-user:${userId}`];
       const refuse = async (message: string): Promise<never> => {
-        await afterUnit(() => limiter.fail(db, keys));
+        await afterUnit(async () => {
+          await fromAddress.fail(db, addressKey);
+          await fromAnywhere.fail(db, accountKey);
+        });
         throw new HttpError(403, "reauthentication_failed", message);
       };
-      const wait = await limiter.retryAfter(q, keys);
+      const wait = Math.max(
+        await fromAddress.retryAfter(q, addressKey),
+        await fromAnywhere.retryAfter(q, accountKey),
+      );
       if (wait > 0) {
         throw new HttpError(
           429,
           "too_many_attempts",
-          `too many failed re-authentications; try again in ${wait} seconds`,
+          `too many failed re-authentications of your account; try again in ${wait} seconds`,
           undefined,
           { "retry-after": String(wait) },
         );
@@ -213,7 +229,8 @@ export function createStepUp(
           );
         }
       }
-      await limiter.reset(q, keys[1]);
+      await fromAddress.reset(q, addressKey[0]);
+      await fromAnywhere.reset(q, accountKey[0]);
     },
   };
 }

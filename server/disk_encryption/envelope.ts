@@ -128,7 +128,7 @@ export async function loadKeyring(path: string): Promise<Keyring> {
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) {
       throw new KekError(
-        `disk_encryption.kek_file ${path} does not exist; create it with: svc-server kek generate ${path}`,
+        `disk_encryption.kek_file ${path} does not exist; create it with: svc-server kek generate ${path} --for disk-encryption`,
       );
     }
     throw new KekError(`cannot read disk_encryption.kek_file ${path}: ${(err as Error).message}`);

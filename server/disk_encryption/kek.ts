@@ -58,7 +58,7 @@ export async function keyringFor(config: ServerConfig): Promise<Keyring> {
 async function openKeyring(settings: ServerConfig["diskEncryption"]): Promise<Keyring> {
   if (settings.kekFile === "") {
     throw new KekError(
-      "recovery-key escrow needs a key-encryption key: set disk_encryption.kek_file (create the file with: svc-server kek generate FILE)",
+      "recovery-key escrow needs a key-encryption key: set disk_encryption.kek_file (create the file with: svc-server kek generate FILE --for disk-encryption)",
     );
   }
   if (settings.createKekFile) {

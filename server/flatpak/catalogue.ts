@@ -17,7 +17,7 @@ import type { Db, Queryable } from "../db/db.ts";
 import type { ServerContext } from "../context.ts";
 import { conflictError, found, invalidError } from "../domain/errors.ts";
 import { flatpakCatalogRefresh } from "../metrics/counters.ts";
-import { appstreamText, type CatalogApp, parseAppstream } from "./appstream.ts";
+import { type AppstreamDocument, readAppstream } from "./appstream.ts";
 import { readRootFile, resolveRef } from "./ostree.ts";
 import { type FetchLimits, safeFetch } from "./safe_fetch.ts";
 
@@ -64,20 +64,30 @@ export function fetchLimits(ctx: ServerContext, timeoutMs = 60_000): FetchLimits
   };
 }
 
-/** The `[Flatpak Repo]` keys of a `.flatpakrepo` file. */
+/**
+ * Largest `.flatpakrepo` file read, fetched or in a request body: real ones are a few KiB (a GPG key in
+ * base64 and a few lines), and parsing runs on the event loop.
+ */
+export const MAX_FLATPAKREPO_BYTES = 64 * 1024;
+
+/** The `[Flatpak Repo]` keys of a `.flatpakrepo` file (one pass over its lines). */
 export function parseFlatpakRepo(text: string): { url: string; gpgKey: string; title: string } {
-  const keys: Record<string, string> = {};
+  const keys = new Map<string, string>();
   let inGroup = false;
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
+  for (let start = 0; start <= text.length;) {
+    const newline = text.indexOf("\n", start);
+    const end = newline < 0 ? text.length : newline;
+    const line = text.slice(start, end).trim();
+    start = end + 1;
     if (line.startsWith("[")) inGroup = line === "[Flatpak Repo]";
-    else if (inGroup && line.includes("=") && !line.startsWith("#")) {
+    else if (inGroup && !line.startsWith("#")) {
       const eq = line.indexOf("=");
-      keys[line.slice(0, eq).trim()] = line.slice(eq + 1).trim();
+      if (eq >= 0) keys.set(line.slice(0, eq).trim(), line.slice(eq + 1).trim());
     }
   }
-  if (!keys.Url) throw invalidError("flatpakrepo: the file has no Url key in a [Flatpak Repo] group");
-  return { url: keys.Url, gpgKey: keys.GPGKey ?? "", title: keys.Title ?? "" };
+  const url = keys.get("Url");
+  if (!url) throw invalidError("flatpakrepo: the file has no Url key in a [Flatpak Repo] group");
+  return { url, gpgKey: keys.get("GPGKey") ?? "", title: keys.get("Title") ?? "" };
 }
 
 function checkUrl(url: string, field: string): void {
@@ -92,11 +102,53 @@ function checkUrl(url: string, field: string): void {
       { field, message: "must be an http(s) URL" },
     ]);
   }
+  if (hasCredentials(url)) {
+    throw invalidError(`${field}: the repository URL ${CREDENTIALS_REFUSED}`, [{
+      field,
+      message: CREDENTIALS_REFUSED,
+    }]);
+  }
+}
+
+/**
+ * Why a URL with credentials is refused, and the fix. Stored URLs are shown to everyone with settings:view and
+ * land in audit rows; a password has no place there, and the catalogue fetches anonymously anyway.
+ */
+export const CREDENTIALS_REFUSED =
+  "must not contain credentials (user:password@): remove them; repositories " +
+  "are read anonymously, so publish the AppStream data without a login or upload it instead";
+
+/** Whether `url` parses and names a user or password. */
+export function hasCredentials(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.username !== "" || parsed.password !== "";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * `text` with the credentials of any URL in it removed (`https://user:pw@host` → `https://host`): records
+ * stored before URLs with credentials were refused, and error messages that quote such a URL, are shown so.
+ */
+export function withoutUrlCredentials(text: string): string {
+  return text.replace(/:\/\/[^/@\s]*@/g, "://");
+}
+
+function shown(record: FlatpakRepoRecord): FlatpakRepoRecord {
+  return {
+    ...record,
+    url: withoutUrlCredentials(record.url),
+    last_error: withoutUrlCredentials(record.last_error),
+  };
 }
 
 /** Lists the repositories. */
 export async function listRepos(q: Queryable): Promise<FlatpakRepoRecord[]> {
-  return await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r ORDER BY r.name`);
+  return (await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r ORDER BY r.name`)).map(
+    shown,
+  );
 }
 
 /** One repository. */
@@ -104,7 +156,7 @@ export async function getRepo(q: Queryable, id: string): Promise<FlatpakRepoReco
   const [row] = await q.query<FlatpakRepoRecord>(`SELECT ${COLUMNS} FROM flatpak_repos r WHERE r.id = $1`, [
     id,
   ]);
-  return found(row, `Flatpak repository ${id}`);
+  return shown(found(row, `Flatpak repository ${id}`));
 }
 
 /** Input of {@linkcode createRepo}. */
@@ -137,21 +189,28 @@ export async function createRepo(
   let url = input.url ?? "";
   let gpgKey = input.gpgKey ?? "";
   let title = input.title ?? "";
+  // The field the stored URL came from, for the error that refuses it.
+  let field = "url";
   if (input.flatpakrepo) {
     const repo = parseFlatpakRepo(input.flatpakrepo);
     url = repo.url;
     gpgKey ||= repo.gpgKey;
     title ||= repo.title;
+    field = "flatpakrepo";
   } else if (url.endsWith(".flatpakrepo")) {
     checkUrl(url, "url");
-    const bytes = await safeFetch(url, { ...limits, maxBytes: Math.min(limits.maxBytes, 1024 * 1024) });
+    const bytes = await safeFetch(url, {
+      ...limits,
+      maxBytes: Math.min(limits.maxBytes, MAX_FLATPAKREPO_BYTES),
+    });
     if (!bytes) throw invalidError(`url: ${url} was not found`);
     const repo = parseFlatpakRepo(new TextDecoder().decode(bytes));
     url = repo.url;
     gpgKey ||= repo.gpgKey;
     title ||= repo.title;
+    field = "url";
   }
-  if (!input.upload) checkUrl(url, "url");
+  if (!input.upload || url) checkUrl(url, field);
   const exists = await q.query("SELECT 1 FROM flatpak_repos WHERE name = $1", [input.name]);
   if (exists.length) throw conflictError(`a Flatpak repository named ${input.name} exists already`);
   const [row] = await q.query<{ id: string }>(
@@ -169,14 +228,9 @@ export async function deleteRepo(q: Queryable, id: string): Promise<FlatpakRepoR
   return repo;
 }
 
-async function sha256(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** Replaces the indexed applications of a repository; returns "unchanged" for an identical document. */
-async function index(db: Db, repoId: string, text: string, iconBase: string): Promise<"ok" | "unchanged"> {
-  const digest = await sha256(text);
+async function index(db: Db, repoId: string, document: AppstreamDocument): Promise<"ok" | "unchanged"> {
+  const { apps, sha256: digest } = document;
   const [current] = await db.query<{ appstream_sha256: string }>(
     "SELECT appstream_sha256 FROM flatpak_repos WHERE id = $1",
     [repoId],
@@ -188,7 +242,6 @@ async function index(db: Db, repoId: string, text: string, iconBase: string): Pr
     );
     return "unchanged";
   }
-  const apps: CatalogApp[] = parseAppstream(text, iconBase);
   await db.transaction(async (tx) => {
     await tx.query("DELETE FROM flatpak_catalog_apps WHERE repo_id = $1", [repoId]);
     for (let i = 0; i < apps.length; i += 500) {
@@ -215,13 +268,13 @@ async function index(db: Db, repoId: string, text: string, iconBase: string): Pr
   return "ok";
 }
 
-/** Reads a URL repository's AppStream text. */
-async function fetchAppstream(repo: FlatpakRepoRecord, limits: FetchLimits): Promise<string> {
+/** Reads a URL repository's AppStream document (bytes, gzip or not). */
+async function fetchAppstream(repo: FlatpakRepoRecord, limits: FetchLimits): Promise<Uint8Array> {
   const base = repo.url.replace(/\/+$/, "");
   if (/\.xml(\.gz)?$/.test(base)) {
     const bytes = await safeFetch(repo.url, limits);
     if (!bytes) throw new Error(`${repo.url} was not found`);
-    return await appstreamText(bytes, limits.maxBytes);
+    return bytes;
   }
   const get = (path: string) => safeFetch(`${base}/${path}`, limits);
   for (
@@ -232,8 +285,8 @@ async function fetchAppstream(repo: FlatpakRepoRecord, limits: FetchLimits): Pro
   ) {
     const commit = await resolveRef(get, ref);
     if (!commit) continue;
-    const bytes = await readRootFile(get, commit, file);
-    if (bytes) return await appstreamText(bytes, limits.maxBytes);
+    const bytes = await readRootFile(get, commit, file, limits.maxBytes);
+    if (bytes) return bytes;
   }
   throw new Error(`${repo.url} publishes no appstream2/${repo.arch} or appstream/${repo.arch} branch`);
 }
@@ -249,12 +302,12 @@ export async function refreshRepo(
     throw conflictError(`${repo.name} is filled by uploads; upload a new appstream.xml`);
   }
   try {
-    const text = await fetchAppstream(repo, limits);
-    const outcome = await index(db, repo.id, text, "");
+    const bytes = await fetchAppstream(repo, limits);
+    const outcome = await index(db, repo.id, await readAppstream(bytes, { maxBytes: limits.maxBytes }));
     flatpakCatalogRefresh.inc({ repo: repo.name, outcome });
     return { outcome };
   } catch (err) {
-    const message = (err as Error).message.slice(0, 1000);
+    const message = withoutUrlCredentials((err as Error).message).slice(0, 1000);
     await db.query("UPDATE flatpak_repos SET last_attempt_at = now(), last_error = $2 WHERE id = $1", [
       repo.id,
       message,
@@ -277,15 +330,14 @@ export async function uploadAppstream(
       `${repo.name} is refreshed from its URL; register an upload repository for AppStream files`,
     );
   }
-  let text: string;
+  let document: AppstreamDocument;
   try {
-    text = await appstreamText(bytes, maxBytes);
-    parseAppstream(text);
+    document = await readAppstream(bytes, { maxBytes });
   } catch (err) {
     flatpakCatalogRefresh.inc({ repo: repo.name, outcome: "error" });
     throw invalidError(`the upload is not a usable AppStream catalogue: ${(err as Error).message}`);
   }
-  await index(db, repo.id, text, "");
+  await index(db, repo.id, document);
   flatpakCatalogRefresh.inc({ repo: repo.name, outcome: "upload" });
   return await getRepo(db, id);
 }

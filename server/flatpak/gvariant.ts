@@ -119,49 +119,95 @@ function decodeWith(type: TypeInfo, bytes: Uint8Array): GValue {
         }
         return out;
       }
-      if (bytes.length === 0) return [];
-      const width = offsetSize(bytes.length);
-      const tableStart = readOffset(bytes, bytes.length - width, width);
-      if (tableStart > bytes.length || (bytes.length - tableStart) % width !== 0) {
-        throw new Error("GVariant array framing is malformed");
-      }
-      const count = (bytes.length - tableStart) / width;
-      const out: GValue[] = [];
-      let start = 0;
-      for (let i = 0; i < count; i++) {
-        const end = readOffset(bytes, tableStart + i * width, width);
-        start = alignUp(start, child.align);
-        out.push(decodeWith(child, slice(bytes, start, end)));
-        start = end;
-      }
-      return out;
+      return Array.from(arraySlices(type, bytes), (element) => decodeWith(child, element));
     }
-    default: {
-      const width = offsetSize(bytes.length);
-      const out: GValue[] = [];
-      let pos = 0;
-      let frame = 0;
-      const children = type.children;
-      const frames = children.slice(0, -1).filter((ch) => ch.fixed === 0).length;
-      children.forEach((child, i) => {
-        pos = alignUp(pos, child.align);
-        let end: number;
-        if (child.fixed > 0) end = pos + child.fixed;
-        else if (i === children.length - 1) end = bytes.length - frames * width;
-        else end = readOffset(bytes, bytes.length - (++frame) * width, width);
-        out.push(decodeWith(child, slice(bytes, pos, end)));
-        pos = end;
-      });
-      return out;
-    }
+    default:
+      return tupleSlices(type, bytes).map((member, i) => decodeWith(type.children[i], member));
   }
 }
 
-/** Decodes `bytes` as a value of GVariant type `signature`. */
-export function decodeGVariant(signature: string, bytes: Uint8Array): GValue {
+/** The serialized members of a tuple or dict entry, undecoded (each offset checked). */
+function tupleSlices(type: TypeInfo, bytes: Uint8Array): Uint8Array[] {
+  const width = offsetSize(bytes.length);
+  const out: Uint8Array[] = [];
+  let pos = 0;
+  let frame = 0;
+  const children = type.children;
+  const frames = children.slice(0, -1).filter((ch) => ch.fixed === 0).length;
+  children.forEach((child, i) => {
+    pos = alignUp(pos, child.align);
+    let end: number;
+    if (child.fixed > 0) end = pos + child.fixed;
+    else if (i === children.length - 1) end = bytes.length - frames * width;
+    else end = readOffset(bytes, bytes.length - (++frame) * width, width);
+    out.push(slice(bytes, pos, end));
+    pos = end;
+  });
+  return out;
+}
+
+/** The serialized elements of an array whose elements vary in size, undecoded, one at a time. */
+function* arraySlices(type: TypeInfo, bytes: Uint8Array): Generator<Uint8Array> {
+  if (bytes.length === 0) return;
+  const child = type.children[0];
+  const width = offsetSize(bytes.length);
+  const tableStart = readOffset(bytes, bytes.length - width, width);
+  if (tableStart > bytes.length || (bytes.length - tableStart) % width !== 0) {
+    throw new Error("GVariant array framing is malformed");
+  }
+  const count = (bytes.length - tableStart) / width;
+  let start = 0;
+  for (let i = 0; i < count; i++) {
+    const end = readOffset(bytes, tableStart + i * width, width);
+    start = alignUp(start, child.align);
+    yield slice(bytes, start, end);
+    start = end;
+  }
+}
+
+function typeOf(signature: string): TypeInfo {
   const [type, end] = parseType(signature);
   if (end !== signature.length) throw new Error(`trailing characters in GVariant type ${signature}`);
-  return decodeWith(type, bytes);
+  return type;
+}
+
+/**
+ * The serialized bytes of one member of a tuple of type `signature`, undecoded, without decoding the others:
+ * a commit's root tree is 32 bytes, while the commit around it may carry megabytes of metadata from a
+ * stranger. Decode it with {@link decodeGVariant}, or look through it with {@link tupleElements}.
+ */
+export function tupleMember(signature: string, bytes: Uint8Array, index: number): Uint8Array {
+  const type = typeOf(signature);
+  if (type.sig[0] !== "(" || index >= type.children.length) {
+    throw new Error(`GVariant type ${signature} has no member ${index}`);
+  }
+  return tupleSlices(type, bytes)[index];
+}
+
+/**
+ * The elements of an array of tuples (type `signature`, e.g. `a(say)`), each as its members' serialized
+ * bytes, one element at a time: a caller looking for one entry decodes only what it compares, and can give
+ * the event loop a turn between elements (an array from the network may hold millions).
+ */
+export function* tupleElements(signature: string, bytes: Uint8Array): Generator<Uint8Array[]> {
+  const type = typeOf(signature);
+  const child = type.children[0];
+  if (type.sig[0] !== "a" || (child.sig[0] !== "(" && child.sig[0] !== "{")) {
+    throw new Error(`GVariant type ${signature} is no array of tuples`);
+  }
+  if (child.fixed > 0) {
+    for (let at = 0; at + child.fixed <= bytes.length; at += child.fixed) {
+      yield tupleSlices(child, bytes.subarray(at, at + child.fixed));
+    }
+    return;
+  }
+  for (const element of arraySlices(type, bytes)) yield tupleSlices(child, element);
+}
+
+/** Decodes serialized bytes as GVariant type `signature` (a member or element from the functions above). */
+/** Decodes `bytes` as a value of GVariant type `signature`. */
+export function decodeGVariant(signature: string, bytes: Uint8Array): GValue {
+  return decodeWith(typeOf(signature), bytes);
 }
 
 /** Lowercase hex of bytes (OSTree checksums). */

@@ -5,7 +5,8 @@
  *
  * Enroll consumes the token, and writes the node, its membership, its certificate record and the audit row, in
  * one transaction: a token is single use even under concurrent calls. When the enrollment then fails, the
- * token is burnt in a statement of its own, so it is gone even then (spec).
+ * token is burnt in a statement of its own, so it is gone even then (spec). A re-enrollment token is used up
+ * only by the enrollment of the node it was made for: a refused attempt leaves it usable.
  */
 import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
@@ -142,24 +143,44 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       // certificate is signed before that transaction, after a read that the token exists and is current (so
       // no one makes the CA sign without a token, and the single connection of the embedded database is not
       // held while signing). When anything after that read fails, the token is burnt in a statement of its
-      // own: a token is gone even when its enrollment fails (spec).
-      const burn = () =>
+      // own: a token is gone even when its enrollment fails (spec). A re-enrollment token (Nodes → Re-enroll,
+      // bound to one revoked node) is the exception: only the enrollment it was made for uses it up, so an
+      // attempt under another name or with a damaged request leaves it for the right one.
+      const burnToken = () =>
         db.query("DELETE FROM enrollment_tokens WHERE token_hash = $1", [tokenHash]).catch((burnErr) =>
           // The database is failing (the enrollment's own error says so); the token expires anyway.
           ctx.log.error("enrollment: could not burn the token of a failed enrollment", {
             error: String(burnErr),
           })
         );
-      const [known] = await db.query<{ expired: boolean }>(
-        "SELECT expires_at <= now() AS expired FROM enrollment_tokens WHERE token_hash = $1",
+      const [known] = await db.query<{ expired: boolean; node_id: string | null; node_name: string | null }>(
+        `SELECT t.expires_at <= now() AS expired, t.node_id, n.name AS node_name
+           FROM enrollment_tokens t LEFT JOIN nodes n ON n.id = t.node_id WHERE t.token_hash = $1`,
         [tokenHash],
       );
       if (!known) throw await refused("enrollment token is invalid or was already used; create a new token");
+      const burn = known.node_id ? () => Promise.resolve() : burnToken;
       if (known.expired) {
-        await burn();
+        await burnToken();
         throw await refused(
           "enrollment token has expired (tokens are valid for 5 minutes); create a new token",
         );
+      }
+      if (known.node_id && known.node_name !== nodeName) {
+        // Checked again under a row lock when the node is re-enrolled (reEnrollNode); here so that a wrong name
+        // is refused before the CA signs anything.
+        const message = known.node_name === null
+          ? "the node of this re-enrollment token was deleted; create a new token"
+          : `this re-enrollment token is for node "${known.node_name}", not "${nodeName}"; set ` +
+            `agent.client_id to "${known.node_name}" or create a token for the right node`;
+        await audit({
+          action: "node.enroll",
+          outcome: "failure",
+          actor: {},
+          resource: { type: "node", name: nodeName },
+          details: { reason: message },
+        }, peer);
+        throw new GrpcError(grpc.status.FAILED_PRECONDITION, message);
       }
       let signed: Awaited<ReturnType<ServerContext["ca"]["signCsr"]>>;
       try {

@@ -47,8 +47,8 @@ export interface AuthUser {
   username: string;
   /** Effective global permissions (node-group-scoped grants give nothing in the community edition). */
   permissions: ReadonlySet<string>;
-  /** How the request authenticated. */
-  via: "cookie" | "bearer";
+  /** How the request authenticated: a session (cookie, or its access token as bearer), or an API token. */
+  via: "cookie" | "bearer" | "api_token";
 }
 
 /** Hono environment: variables set by middlewares. */

@@ -6,7 +6,7 @@
  * open. A database dump or backup alone therefore yields neither the CA key nor the signing secret.
  *
  * The key file has the format of `disk_encryption.kek_file` (`<kek-id> <base64 of 32 bytes>` per line, the
- * first line current, older lines only open older seals) and is made by `svc-server kek generate FILE`.
+ * first line current, older lines only open older seals) and is made by `svc-server kek generate FILE --for ca`.
  * When it is missing and the database holds no sealed secret yet, the first start creates it (mode 0600);
  * when the database already holds secrets, a missing file stops the start with a message saying to copy
  * the file from the replica that created them. A row sealed by an older key of the file is sealed again

@@ -58,7 +58,7 @@ export interface Operations {
       revoked_at?: string | null;
     }>;
   };
-  /** Create an API token (shown once) for yourself, or for another user or service account with user:edit (step-up for another account, and for yourself when the MFA policy requires a second factor of you) */
+  /** Create an API token (shown once) for yourself, or for another user or service account with user:edit; needs a signed-in session and step-up re-authentication (an API token cannot create tokens) */
   "POST /api/v1/api-tokens": {
     path: Record<string, never>;
     query: Record<string, never>;

@@ -21,7 +21,8 @@ Deno.test({
       const anonymous = new SvcClient({ baseUrl: `https://localhost:${server.webPort}`, fetch: boundFetch });
       const version = await anonymous.call("GET /api/v1/version");
       assert.ok(version, "public route answers");
-      const admin = await anonymous.login("admin", await server.adminPassword());
+      const adminPassword = await server.adminPassword();
+      const admin = await anonymous.login("admin", adminPassword);
 
       const group = await admin.call("POST /api/v1/node-groups", { body: { name: "typed-client-lab" } });
       assert.equal(group.name, "typed-client-lab");
@@ -46,7 +47,7 @@ Deno.test({
       assert.equal(enabled.state, "enabled");
 
       const made = await admin.call("POST /api/v1/api-tokens", {
-        body: { name: "typed", expires_in_days: 1 },
+        body: { name: "typed", expires_in_days: 1, step_up: { password: adminPassword } },
       });
       const script = anonymous.withToken(made.token!);
       const groups = await script.call("GET /api/v1/node-groups", { query: { search: "typed-client" } });

@@ -101,6 +101,18 @@ export function cpuTime(work: () => unknown): number {
   return run !== undefined && after !== undefined ? after - run : performance.now() - started;
 }
 
+/**
+ * Processor time this thread spends on `work` until it settles, in milliseconds (see {@link cpuTime}); only
+ * meaningful when nothing else runs on the thread meanwhile (the work itself, yielding, counts whole).
+ */
+export async function cpuTimeOf(work: () => Promise<unknown>): Promise<number> {
+  const run = loopThreadRunMs();
+  const started = performance.now();
+  await work();
+  const after = loopThreadRunMs();
+  return run !== undefined && after !== undefined ? after - run : performance.now() - started;
+}
+
 /** Attempts of a measured step; it passes when one of them stays under its bound (see `leastStall`). */
 const ATTEMPTS = 3;
 

@@ -38,7 +38,11 @@ dbTest(
         permissions: ["node_group:view", "node_group:create"],
         username: "alice",
       });
-      const made = await alice.request("POST", "/api/v1/api-tokens", { name: "ci", expires_in_days: 30 });
+      const made = await alice.request("POST", "/api/v1/api-tokens", {
+        name: "ci",
+        expires_in_days: 30,
+        password: alice.password,
+      });
       assert.equal(made.status, 201, made.text);
       const token: string = made.json.token;
       assert.match(token, /^svcpat_[A-Za-z0-9_-]{43}$/);
@@ -91,7 +95,11 @@ dbTest("expired tokens and disabled users are refused; a token needs an expiry w
     assert.equal(tooLong.status, 400);
     const noExpiry = await bob.request("POST", "/api/v1/api-tokens", { name: "forever" });
     assert.equal(noExpiry.status, 400);
-    const made = await bob.request("POST", "/api/v1/api-tokens", { name: "short", expires_in_days: 1 });
+    const made = await bob.request("POST", "/api/v1/api-tokens", {
+      name: "short",
+      expires_in_days: 1,
+      password: bob.password,
+    });
     assert.equal((await withToken(server, made.json.token, "GET", "/api/v1/node-groups")).status, 200);
     await db.query("UPDATE api_tokens SET expires_at = now() - interval '1 second'");
     assert.equal((await withToken(server, made.json.token, "GET", "/api/v1/node-groups")).status, 401);
@@ -136,6 +144,7 @@ dbTest(
         name: "steal",
         expires_in_days: 7,
         user_id: sa.json.id,
+        password: manager.password,
       });
       assert.equal(escalate.status, 403, escalate.text);
       assert.match(escalate.json.error.message, /you cannot create a token acting as deploy-bot/);
@@ -156,6 +165,55 @@ dbTest(
       assert.equal(made.status, 201, made.text);
       const logs = await withToken(server, made.json.token, "GET", "/api/v1/audit-logs");
       assert.equal(logs.status, 200, "the bot reads the audit log as an Auditor");
+    } finally {
+      await server.close();
+    }
+  },
+);
+
+dbTest(
+  "API tokens do not breed: a token cannot create tokens, and every token needs a person's step-up",
+  async (db) => {
+    const server = await createTestServer({ db, routes: (ctx, identity) => buildRoutes(ctx, identity) });
+    try {
+      const dora = await server.loginAs({ permissions: ["user:view", "user:edit"], username: "dora" });
+      const wanted = { name: "parent", expires_in_days: 1 };
+      const bare = await dora.request("POST", "/api/v1/api-tokens", wanted);
+      assert.equal(bare.status, 403, "a session without step-up makes no token");
+      assert.equal(bare.json.error.code, "reauthentication_required");
+      const parent = await dora.request("POST", "/api/v1/api-tokens", { ...wanted, password: dora.password });
+      assert.equal(parent.status, 201, parent.text);
+
+      // The parent token, even with the user's password as step-up, cannot mint a longer-lived child.
+      for (const attempt of [{}, { password: dora.password }]) {
+        const child = await withToken(server, parent.json.token, "POST", "/api/v1/api-tokens", {
+          name: "child",
+          expires_in_days: 365,
+          ...attempt,
+        });
+        assert.equal(child.status, 403, child.text);
+        assert.equal(child.json.error.code, "api_token_cannot_create_tokens");
+        assert.match(child.json.error.message, /create tokens from a signed-in session .* step-up/);
+      }
+      const forOthers = await withToken(server, parent.json.token, "POST", "/api/v1/api-tokens", {
+        name: "child",
+        expires_in_days: 1,
+        user_id: dora.user.id,
+        password: dora.password,
+      });
+      assert.equal(forOthers.status, 403, forOthers.text);
+      const rows = await db.query<{ name: string }>("SELECT name FROM api_tokens ORDER BY name");
+      assert.deepEqual(rows.map((r) => r.name), ["parent"], "no child token exists");
+
+      // Revoking is unaffected: the token may still revoke itself.
+      const revoked = await withToken(
+        server,
+        parent.json.token,
+        "DELETE",
+        `/api/v1/api-tokens/${parent.json.api_token.id}`,
+      );
+      assert.equal(revoked.status, 200, revoked.text);
+      assert.equal((await withToken(server, parent.json.token, "GET", "/api/v1/auth/me")).status, 401);
     } finally {
       await server.close();
     }

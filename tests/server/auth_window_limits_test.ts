@@ -50,22 +50,65 @@ dbTest("failed step-ups are counted in the database: the other replica refuses t
   const [a, b] = await replicas(db);
   try {
     const chief = await a.loginAs({ username: "chief", superAdmin: true, ip: "127.0.0.21" });
-    for (let i = 0; i < STEP_UP_LIMIT.max; i++) {
-      const res = await chief.request("POST", "/api/v1/auth/mfa/totp", { password: `wrong-${i}-xxxxxxxx` });
-      assert.equal(res.json?.error?.code, "reauthentication_failed", res.text);
-    }
-    // The right password on the other replica, from another address: the account is over its limit.
-    const onB = await loginOn(b, "chief", chief.password, "127.0.0.22");
+    const wrongStepUps = async (client: TestClient, count: number) => {
+      for (let i = 0; i < count; i++) {
+        const res = await client.request("POST", "/api/v1/auth/mfa/totp", {
+          password: `wrong-${i}-xxxxxxxx`,
+        });
+        assert.equal(res.json?.error?.code, "reauthentication_failed", res.text);
+      }
+    };
+    await wrongStepUps(chief, STEP_UP_LIMIT.perAccountAndAddress);
+    // The right password on the other replica from the same address: that address is over its limit.
+    const sameAddress = await loginOn(b, "chief", chief.password, "127.0.0.21");
     const wait = assertLimited(
-      await onB.request("POST", "/api/v1/auth/mfa/totp", { password: chief.password }),
-      "step-up on replica B",
+      await sameAddress.request("POST", "/api/v1/auth/mfa/totp", { password: chief.password }),
+      "step-up on replica B from the same address",
     );
     assert.ok(wait <= STEP_UP_LIMIT.windowSeconds, `Retry-After ${wait}`);
+    // Failures from a second address on replica B use up the account's allowance: now every address waits.
+    const elsewhere = await loginOn(b, "chief", chief.password, "127.0.0.23");
+    await wrongStepUps(elsewhere, STEP_UP_LIMIT.perAccount - STEP_UP_LIMIT.perAccountAndAddress);
+    const third = await loginOn(a, "chief", chief.password, "127.0.0.22");
+    assertLimited(
+      await third.request("POST", "/api/v1/auth/mfa/totp", { password: chief.password }),
+      "step-up on replica A from a third address",
+    );
   } finally {
     await b.close();
     await a.close();
   }
 });
+
+dbTest(
+  "a user failing step-ups on purpose does not lock out an administrator behind the same address",
+  async (db) => {
+    const server = await createTestServer({ db, config: { security: { jwtSecret: JWT_SECRET } } });
+    try {
+      const office = "127.0.0.61";
+      const mallory = await server.loginAs({ username: "mallory", permissions: [], ip: office });
+      const chief = await server.loginAs({ username: "chief", superAdmin: true, ip: office });
+      for (let i = 0; i <= STEP_UP_LIMIT.perAccountAndAddress; i++) {
+        const res = await mallory.request("POST", "/api/v1/auth/mfa/totp", {
+          password: `wrong-${i}-xxxxxxxx`,
+        });
+        assert.equal(
+          res.json?.error?.code,
+          i < STEP_UP_LIMIT.perAccountAndAddress ? "reauthentication_failed" : "too_many_attempts",
+          `mallory's attempt ${i + 1}: ${res.text}`,
+        );
+      }
+      const admin = await chief.request("POST", "/api/v1/auth/mfa/totp", { password: chief.password });
+      assert.equal(admin.status, 200, `the administrator's own step-up from the office: ${admin.text}`);
+      assertLimited(
+        await mallory.request("POST", "/api/v1/auth/mfa/totp", { password: mallory.password }),
+        "mallory is still limited, even with her right password",
+      );
+    } finally {
+      await server.close();
+    }
+  },
+);
 
 dbTest(
   "step-ups refused in an audited request (role bindings) are counted after its rollback",
@@ -76,11 +119,11 @@ dbTest(
       const frank = await a.loginAs({ username: "frank", permissions: [] });
       const [{ id: auditor }] = await db.query<{ id: string }>("SELECT id FROM roles WHERE name = 'Auditor'");
       const path = `/api/v1/users/${frank.user.id}/role-bindings`;
-      for (let i = 0; i < STEP_UP_LIMIT.max; i++) {
+      for (let i = 0; i < STEP_UP_LIMIT.perAccountAndAddress; i++) {
         const res = await chief.request("POST", path, { role_id: auditor, password: `wrong-${i}-xxxxxxxx` });
         assert.equal(res.json?.error?.code, "reauthentication_failed", res.text);
       }
-      const onB = await loginOn(b, "chief", chief.password, "127.0.0.32");
+      const onB = await loginOn(b, "chief", chief.password, "127.0.0.31");
       assertLimited(
         await onB.request("POST", path, { role_id: auditor, step_up: { password: chief.password } }),
         "binding on replica B",

@@ -15,7 +15,7 @@ import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.t
 import { flatpakCatalogRefresh } from "../../server/metrics/counters.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { isPrivateAddress, resolvePublic, safeFetch } from "../../server/flatpak/safe_fetch.ts";
-import { parseAppstream } from "../../server/flatpak/appstream.ts";
+import { readAppstream } from "../../server/flatpak/appstream.ts";
 import { resolveRef } from "../../server/flatpak/ostree.ts";
 
 const missing = await flatpakToolsMissing();
@@ -259,15 +259,63 @@ dbTest(
   },
 );
 
-Deno.test("AppStream parsing ignores entity definitions and refuses documents that are not catalogues", () => {
+Deno.test("AppStream parsing ignores entity definitions and refuses documents that are not catalogues", async () => {
+  const parse = async (xml: string) =>
+    (await readAppstream(new TextEncoder().encode(xml), { maxBytes: 1 << 20 })).apps;
   const bomb = `<?xml version="1.0"?><!DOCTYPE c [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;">]>
     <components><component type="desktop-application"><id>org.example.Bomb</id><name>&b;</name></component></components>`;
-  const [app] = parseAppstream(bomb);
+  const [app] = await parse(bomb);
   assert.equal(app.name, "&b;", "undefined entities stay literal text");
-  assert.throws(() => parseAppstream("<html></html>"), /not an AppStream catalogue/);
+  await assert.rejects(parse("<html></html>"), /not an AppStream catalogue/);
   assert.deepEqual(
-    parseAppstream(`<components><component><id>not-an-id</id></component></components>`),
+    await parse(`<components><component><id>not-an-id</id></component></components>`),
     [],
     "ids that are not application ids are skipped",
   );
+});
+
+dbTest("Flatpak repository URLs with credentials are refused, and older ones are never shown", async (db) => {
+  const server = await createTestServer({ db, routes: (ctx) => domainRoutes(ctx) });
+  try {
+    const admin = await server.loginAs({ superAdmin: true });
+    const secret = "s3cret-pass";
+    const byUrl = expectStatus(
+      await admin.request("POST", "/api/v1/flatpak/repos", {
+        name: "private",
+        url: `https://robot:${secret}@flatpak.example.org/repo/`,
+      }),
+      400,
+    );
+    assert.equal(byUrl.error.fields?.[0]?.field, "url", JSON.stringify(byUrl));
+    assert.match(byUrl.error.message, /^url: .*credentials \(user:password@\): remove them/);
+    const byFile = expectStatus(
+      await admin.request("POST", "/api/v1/flatpak/repos", {
+        name: "private",
+        flatpakrepo: `[Flatpak Repo]\nTitle=Private\nUrl=https://robot:${secret}@flatpak.example.org/repo/\n`,
+      }),
+      400,
+    );
+    assert.equal(byFile.error.fields?.[0]?.field, "flatpakrepo", JSON.stringify(byFile));
+    assert.match(byFile.error.message, /credentials/);
+    assert.equal((await db.query("SELECT 1 FROM flatpak_repos")).length, 0, "nothing was stored");
+    const audit = JSON.stringify(await db.query("SELECT details FROM audit_logs"));
+    assert.ok(audit.includes("flatpak.example.org"), "the refusals are audited");
+    assert.ok(!audit.includes(secret), "without the password");
+
+    // A record stored before the refusal existed is shown without its credentials.
+    await db.query(
+      `INSERT INTO flatpak_repos (name, title, source, url, gpg_key, arch, last_error)
+       VALUES ('legacy', '', 'url', $1, '', 'x86_64', $2)`,
+      [
+        `https://robot:${secret}@flatpak.example.org/legacy/`,
+        `https://robot:${secret}@flatpak.example.org: URLs with credentials are refused`,
+      ],
+    );
+    const listed = expectStatus(await admin.request("GET", "/api/v1/flatpak/repos"), 200);
+    assert.equal(listed.items[0].url, "https://flatpak.example.org/legacy/");
+    const one = await admin.request("GET", `/api/v1/flatpak/repos/${listed.items[0].id}`);
+    for (const text of [JSON.stringify(listed), one.text]) assert.ok(!text.includes(secret), text);
+  } finally {
+    await server.close();
+  }
 });

@@ -358,7 +358,11 @@ dbTest("the stream ends when its session ends: logout, a disabled user, a revoke
 
       // A script's stream with an API token ends when the token is revoked.
       const carol = await server.test.loginAs({ permissions: ["node:view"] });
-      const made = await carol.request("POST", "/api/v1/api-tokens", { name: "watcher", expires_in_days: 1 });
+      const made = await carol.request("POST", "/api/v1/api-tokens", {
+        name: "watcher",
+        expires_in_days: 1,
+        password: carol.password,
+      });
       assert.equal(made.status, 201, made.text);
       const tokenRes = await fetch(`https://localhost:${server.webPort}/api/v1/events`, {
         client: http,

@@ -3,7 +3,8 @@
  * enrollment tokens) issues a single-use token bound to that node; enrolling with it under the node's
  * name gives the same node record a new certificate in one transaction — id, groups, audit trail kept, the
  * old certificate still refused, the new one accepted. Refused for a node that is not revoked, for another
- * name (the token is burnt), and without the permission.
+ * name or a bad request (the token stays usable: only the enrollment it was made for uses it up), and
+ * without the permission.
  */
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
@@ -52,7 +53,7 @@ dbTest("re-enroll: a revoked node gets a token for its name and keeps its record
     expectStatus(await viewer.request("POST", `/api/v1/nodes/${id}/re-enroll`), 403);
     const tokenMaker = await server.test.loginAs({ permissions: ["node:view", "node_group:create"] });
 
-    // A token bound to pc-1 cannot enroll another name, and is gone afterwards.
+    // A token bound to pc-1 cannot enroll another name, and a refused attempt does not use it up.
     const first = expectStatus(await tokenMaker.request("POST", `/api/v1/nodes/${id}/re-enroll`), 201);
     assert.equal(first.node_name, "pc-1");
     assert.match(first.command, /^SVC_ENROLLMENT_TOKEN='[A-Za-z0-9_-]{43}' svc-agent$/);
@@ -64,20 +65,31 @@ dbTest("re-enroll: a revoked node gets a token for its name and keeps its record
         /for node "pc-1"/.test(err.message),
     );
     const fresh = await generateKeyAndCsr("pc-1");
+    const badCsr =
+      "-----BEGIN CERTIFICATE REQUEST-----\nbm90IGEgcmVxdWVzdA==\n-----END CERTIFICATE REQUEST-----\n";
+    assert.equal(
+      await grpcCode(enrollment.enroll({ enrollmentToken: first.token, csrPem: badCsr, nodeName: "pc-1" })),
+      grpc.status.INVALID_ARGUMENT,
+      "a damaged certificate request is refused",
+    );
+    const serials = await db.query("SELECT serial FROM node_certificates");
+    const res = await enrollment.enroll({
+      enrollmentToken: first.token,
+      csrPem: fresh.csrPem,
+      nodeName: "pc-1",
+    });
+    assert.equal(
+      (await db.query("SELECT serial FROM node_certificates")).length,
+      serials.length + 1,
+      "the refused attempts signed nothing",
+    );
     assert.equal(
       await grpcCode(
         enrollment.enroll({ enrollmentToken: first.token, csrPem: fresh.csrPem, nodeName: "pc-1" }),
       ),
       grpc.status.UNAUTHENTICATED,
-      "the token was used up by the failed attempt",
+      "the enrollment it was made for used the token up",
     );
-
-    const second = expectStatus(await admin.request("POST", `/api/v1/nodes/${id}/re-enroll`), 201);
-    const res = await enrollment.enroll({
-      enrollmentToken: second.token,
-      csrPem: fresh.csrPem,
-      nodeName: "pc-1",
-    });
     assert.equal(res.nodeId, id, "the same node record");
     assert.equal(res.assignedNodeGroup, "lab");
     const newSerial = parseCertificate(res.signedCertPem).serial;

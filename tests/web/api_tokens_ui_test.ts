@@ -57,7 +57,8 @@ Deno.test({
       const base = `https://localhost:${server.webPort}`;
       await page.goto(`${base}/`, { waitUntil: "load" });
       await fill(page, "svc-login-page sl-input[name=username]", "admin");
-      await fill(page, "svc-login-page sl-input[name=password]", await server.adminPassword());
+      const password = await server.adminPassword();
+      await fill(page, "svc-login-page sl-input[name=password]", password);
       await page.keyboard.press("Enter");
       await page.waitForFunction(() =>
         !document.querySelector("svc-app")?.shadowRoot?.querySelector?.("svc-login-page") &&
@@ -66,6 +67,10 @@ Deno.test({
       await page.goto(`${base}/settings?tab=api-tokens`, { waitUntil: "load" });
       await fill(page, "svc-settings-api-tokens sl-input[name=name]", "nightly-report");
       await page.click("svc-settings-api-tokens sl-button[type=submit]");
+      // Creating a token always asks the person to re-authenticate.
+      await page.waitForSelector("svc-mfa-step-up-dialog sl-input[name=step-up-password]", { visible: true });
+      await fill(page, "svc-mfa-step-up-dialog sl-input[name=step-up-password]", password);
+      await page.click("svc-mfa-step-up-dialog sl-button.step-up-ok");
       const shown = await page.waitForSelector("svc-settings-api-tokens .new-token code", { visible: true });
       const token = await shown!.evaluate((e: { textContent: string }) => e.textContent.trim());
       assert.match(token, /^svcpat_[A-Za-z0-9_-]{43}$/);

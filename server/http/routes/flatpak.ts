@@ -5,13 +5,18 @@
 import type { ServerContext } from "../../context.ts";
 import {
   createRepo,
+  CREDENTIALS_REFUSED,
   deleteRepo,
   fetchLimits,
   getRepo,
+  hasCredentials,
   listRepos,
+  MAX_FLATPAKREPO_BYTES,
+  parseFlatpakRepo,
   refreshRepo,
   searchCatalog,
   uploadAppstream,
+  withoutUrlCredentials,
 } from "../../flatpak/catalogue.ts";
 import { FetchRefused } from "../../flatpak/safe_fetch.ts";
 import { badRequest, HttpError } from "../errors.ts";
@@ -135,7 +140,7 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
           name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
           title: { type: "string", maxLength: 256, pattern: TEXT_PATTERN },
           url: { type: "string", maxLength: 2048, pattern: "^https?://" },
-          flatpakrepo: { type: "string", maxLength: 65536, pattern: TEXT_PATTERN },
+          flatpakrepo: { type: "string", maxLength: MAX_FLATPAKREPO_BYTES, pattern: TEXT_PATTERN },
           gpg_key: { type: "string", maxLength: 65536, pattern: "^[A-Za-z0-9+/=\\s]*$" },
           arch: { type: "string", pattern: "^[a-z0-9_]{1,16}$" },
           upload: { type: "boolean" },
@@ -152,6 +157,20 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
           arch?: string;
           upload?: boolean;
         }>(c);
+        // The audit row copies the body: a URL with credentials is refused, but its password must not stay.
+        c.set("body", {
+          ...input,
+          ...(input.url ? { url: withoutUrlCredentials(input.url) } : {}),
+          ...(input.flatpakrepo ? { flatpakrepo: withoutUrlCredentials(input.flatpakrepo) } : {}),
+        });
+        const urlOfFile = input.flatpakrepo ? parseFlatpakRepo(input.flatpakrepo).url : "";
+        for (const [field, url] of [["url", input.url ?? ""], ["flatpakrepo", urlOfFile]]) {
+          if (hasCredentials(url)) {
+            throw badRequest(`${field}: the repository URL ${CREDENTIALS_REFUSED}`, [
+              { field, message: CREDENTIALS_REFUSED },
+            ]);
+          }
+        }
         if (!input.upload && !input.url && !input.flatpakrepo) {
           throw badRequest("give url, flatpakrepo, or upload=true", [
             { field: "url", message: "give the repository URL, a .flatpakrepo file, or upload=true" },
