@@ -129,6 +129,12 @@ export class Winners<T extends { policy: CachedPolicy }> {
   }
 }
 
+/** The message of an entry that lost to `winner`'s, showing the value that applies when there is one to show. */
+export function overriddenBy(winner: CachedPolicy, applied?: string): string {
+  return `overridden by higher-priority policy "${winner.name}"` +
+    (applied ? `; applied value: ${applied}` : "");
+}
+
 /** How a type words its policy summaries; see {@linkcode summarize}. */
 export interface SummaryWords {
   /** All in effect: `ok` items COMPLIANT, `skipped` INAPPLICABLE (overridden, not for this node). */

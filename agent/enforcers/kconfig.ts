@@ -53,7 +53,7 @@ import type {
   ItemResult,
   PolicyResult,
 } from "../sync/types.ts";
-import { desktopEnforcer, summarize, type SummaryWords, Winners } from "./desktop_enforcer.ts";
+import { desktopEnforcer, overriddenBy, summarize, type SummaryWords, Winners } from "./desktop_enforcer.ts";
 
 /** System configuration directory KDE reads before the user's (node path). */
 export const KDE_SYSTEM_DIR = "/etc/xdg";
@@ -319,9 +319,7 @@ function report(
     if (winner !== w && (winner.value !== w.value || winner.immutable !== w.immutable)) {
       item(
         "INAPPLICABLE",
-        `overridden by higher-priority policy "${winner.policy.name}"; applied value: ${winner.value}${
-          winner.immutable ? " (immutable)" : ""
-        }`,
+        overriddenBy(winner.policy, `${winner.value}${winner.immutable ? " (immutable)" : ""}`),
       );
       continue;
     }
