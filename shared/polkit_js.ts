@@ -5,7 +5,7 @@
  * backslashes, every control character, U+2028/U+2029 (line terminators for JavaScript) and `<`/`>`; names and
  * descriptions appear only inside line comments as such literals, so no character can end a comment or a
  * literal. The agent additionally parses the result with a JavaScript parser and refuses anything that is not
- * exactly the expected `polkit.addRule` calls (`agent/enforcers/polkit.ts`); the web editor uses the same
+ * exactly the expected `polkit.addRule` calls (`agent/enforcers/polkit_script.ts`); the web editor uses the same
  * renderer for its preview.
  *
  * File order is the priority rule: polkitd reads the files of `/etc/polkit-1/rules.d` and

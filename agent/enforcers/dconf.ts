@@ -14,9 +14,9 @@
  *    (priority descending, then id) wins; the others report that key INAPPLICABLE naming the winner.
  * 4. Per database one keyfile `/etc/dconf/db/<db>.d/svc-policies` and one lock list
  *    `/etc/dconf/db/<db>.d/locks/svc-policies` (dconf lets a later keyfile in name order win, so svc's file
- *    comes after the usual `00-name` ones; a local file sorting later is caught by the read-back); each profile a policy names (default `user`) gets a
- *    `system-db:<db>` line in `/etc/dconf/profile/<profile>` (originals are backed up by the managed-file
- *    store, outside the directories dconf reads). Before anything is written, the rendered keyfile is
+ *    comes after the usual `00-name` ones; a local file sorting later is caught by the read-back); each
+ *    profile a policy names (default `user`) gets a `system-db:<db>` line in `/etc/dconf/profile/<profile>`
+ *    (originals are backed up by the managed-file store, outside the directories dconf reads). Before anything is written, the rendered keyfile is
  *    compiled with `dconf compile` in a scratch directory, so dconf's own parser vets it; then the files
  *    are written and `dconf update <root>/etc/dconf/db` compiles the real database. When that fails, the
  *    previous files are put back (the previous compiled database stays in force) and the policies
@@ -26,12 +26,17 @@
  *    `dconf list-locks /`, compared per key by typed value (`uint32 300` equals `300` read as `u`), locks
  *    included.
  *
- * No policy → nothing is written; files of an earlier run are released and the database recompiled.
+ * No policy → nothing is written; files of an earlier run are released and the database recompiled. No dconf
+ * command while there is something to write → INAPPLICABLE, and svc's files stay (without the command the
+ * database they are compiled into cannot be rebuilt without them).
+ *
+ * A desktop type over `desktop_enforcer.ts`: steps 1, the writing, the put-back and the rollup are the skeleton's
+ * (the compile is its transaction, the scratch compile its vet); this module holds steps 2 to 5's dconf rules.
  *
  * @module
  */
 
-import { checkedContent, revalidate } from "./revalidate.ts";
+import { checkedContent } from "./revalidate.ts";
 import { dconfType } from "../../shared/policy_types/dconf.ts";
 import type { DconfPolicy } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -45,17 +50,22 @@ import {
   parseGVariant,
 } from "../../shared/gvariant.ts";
 import { scanGSettingsSchemas, type Schema, type SchemaKey } from "../catalogue.ts";
-import {
-  type CachedPolicy,
-  type ComplianceStatusName,
-  type Enforcer,
-  type EnforcerIO,
-  type ItemResult,
-  type PolicyResult,
-  rollupMessage,
-  rollupStatus,
-  type SyncResult,
+import type {
+  CachedPolicy,
+  ComplianceStatusName,
+  EnforcerIO,
+  ItemResult,
+  PolicyResult,
 } from "../sync/types.ts";
+import {
+  type Checked,
+  desktopEnforcer,
+  type DesktopPlan,
+  overriddenBy,
+  summarize,
+  type SummaryWords,
+  Winners,
+} from "./desktop_enforcer.ts";
 
 /** Directory of the system databases (node path). */
 export const DCONF_DB_DIR = "/etc/dconf/db";
@@ -92,12 +102,11 @@ interface Planned {
   lock: boolean;
 }
 
+/** The entries that won per (database, path, key), and the items settled while checking them against the node. */
 interface Merged {
-  winners: Map<string, Planned>;
+  winners: Winners<Planned>;
   /** Items decided before the write (INAPPLICABLE, ERROR), per policy id. */
   early: Map<string, ItemResult[]>;
-  /** Per policy id, its planned entries (winners and losers). */
-  planned: Map<string, Planned[]>;
 }
 
 function mergeId(p: { db: string; dir: string; key: string }): string {
@@ -166,16 +175,14 @@ function allowed(value: GValue, key: SchemaKey): string | undefined {
   return inRange(value, key);
 }
 
-function plan(
+function merge(
   valid: { policy: CachedPolicy; message: DconfPolicy }[],
   schemas: Map<string, Schema>,
 ): Merged {
-  const winners = new Map<string, Planned>();
+  const winners = new Winners<Planned>();
   const early = new Map<string, ItemResult[]>();
-  const planned = new Map<string, Planned[]>();
   for (const { policy, message } of valid) {
     const items: ItemResult[] = [];
-    const mine: Planned[] = [];
     for (const entry of message.entries) {
       const label = entry.path ? `${entry.path}${entry.key}` : entry.key;
       const item = (status: ComplianceStatusName, text: string) =>
@@ -228,14 +235,11 @@ function plan(
         value,
         lock: entry.lock,
       };
-      mine.push(p);
-      const id = mergeId(p);
-      if (!winners.has(id)) winners.set(id, p);
+      winners.add(mergeId(p), p);
     }
     early.set(policy.id, items);
-    planned.set(policy.id, mine);
   }
-  return { winners, early, planned };
+  return { winners, early };
 }
 
 /** Renders the keyfile and lock list of one database; sections and keys sorted. */
@@ -349,207 +353,154 @@ async function readSession(
   }
 }
 
-function summarize(items: ItemResult[]): { status: ComplianceStatusName; message: string } {
-  const status = rollupStatus(items);
-  switch (status) {
-    case "COMPLIANT": {
-      const ok = items.filter((i) => i.status === "COMPLIANT").length;
-      const skipped = items.length - ok;
-      return {
-        status,
-        message: `${ok} GSettings key(s) in effect` + (skipped ? `; ${skipped} not applicable` : ""),
-      };
-    }
-    case "INAPPLICABLE": {
-      const reasons = [...new Set(items.map((i) => i.message))];
-      return { status, message: `no key applies: ${reasons.slice(0, 3).join("; ")}` };
-    }
-    default:
-      return {
-        status,
-        message: rollupMessage(items, "key(s)", (i) => `${i.schemaId} ${i.key}`),
-      };
+const WORDS: SummaryWords = {
+  inEffect: (ok, skipped) =>
+    `${ok} GSettings key(s) in effect` + (skipped ? `; ${skipped} not applicable` : ""),
+  none: "key",
+  noun: "key(s)",
+  label: (i) => `${i.schemaId} ${i.key}`,
+};
+
+/** What the Dconf type lands: per database its keyfile and lock list, per profile its text. */
+interface DconfPlan extends DesktopPlan {
+  merged: Merged;
+  databases: Map<string, { keyfile: string; locks: string }>;
+  /** Profile → the databases it must list. */
+  profiles: Map<string, Set<string>>;
+}
+
+async function planFiles(valid: Checked<DconfPolicy>[], io: EnforcerIO): Promise<DconfPlan> {
+  const schemas = new Map(
+    (valid.length ? await scanGSettingsSchemas(io.fs) ?? [] : []).map((s) => [s.schemaId, s]),
+  );
+  const merged = merge(valid, schemas);
+  const byDb = new Map<string, Planned[]>();
+  const profiles = new Map<string, Set<string>>();
+  for (const w of merged.winners.values()) {
+    byDb.set(w.db, [...(byDb.get(w.db) ?? []), w]);
+    profiles.set(w.profile, (profiles.get(w.profile) ?? new Set()).add(w.db));
   }
+  const files = new Map<string, string>();
+  const databases = new Map<string, { keyfile: string; locks: string }>();
+  for (const [db, entries] of [...byDb].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const rendered = renderDconfFiles(entries);
+    databases.set(db, rendered);
+    files.set(dconfKeyfilePath(db), rendered.keyfile);
+    files.set(dconfLocksPath(db), rendered.locks);
+  }
+  const managed = io.managedPaths();
+  for (const [profile, dbs] of profiles) {
+    const path = `${DCONF_PROFILE_DIR}/${profile}`;
+    const text = await io.fs.readTextFile(path);
+    let next = text;
+    const fallback = profile === "gdm" && await io.fs.exists(GDM_GREETER_DEFAULTS)
+      ? [`file-db:${GDM_GREETER_DEFAULTS}`]
+      : [];
+    for (const db of [...dbs].sort()) next = profileWith(next, db, fallback) ?? next;
+    if (next !== undefined && (next !== text || managed.includes(path))) files.set(path, next);
+  }
+  return { files, settled: merged.early, merged, databases, profiles };
+}
+
+/** Compiles the real databases when a file changed or a database was never compiled. */
+async function compile(
+  io: EnforcerIO,
+  plan: DconfPlan,
+  changed: readonly string[],
+): Promise<string | undefined> {
+  let dirty = changed.length > 0;
+  for (const db of plan.databases.keys()) if (!(await io.fs.exists(`${DCONF_DB_DIR}/${db}`))) dirty = true;
+  if (!dirty) return undefined;
+  const result = await io.runner.run("dconf", ["update", await io.fs.resolve(DCONF_DB_DIR)], {
+    timeoutMs: 120_000,
+  });
+  // Without dconf (uninstalled since svc wrote its files) there is no database to recompile.
+  const nothingToCompile = result.notFound && plan.databases.size === 0;
+  return result.success || nothingToCompile ? undefined : `dconf update failed: ${toolMessage(result)}`;
+}
+
+/** One policy's keys against the winners and what a session reads. */
+function report(
+  { policy }: Checked<DconfPolicy>,
+  { merged }: DconfPlan,
+  sessions: Map<string, Awaited<ReturnType<typeof readSession>>>,
+): Omit<PolicyResult, "policyId"> {
+  const items = [...(merged.early.get(policy.id) ?? [])];
+  for (const p of merged.winners.of(policy.id)) {
+    const winner = merged.winners.winner(mergeId(p))!;
+    const item = (status: ComplianceStatusName, message: string) =>
+      items.push({ schemaId: p.schemaId, key: p.label, status, message });
+    if (winner !== p && !(gvariantEquals(winner.value, p.value) && winner.lock === p.lock)) {
+      item(
+        "INAPPLICABLE",
+        overriddenBy(winner.policy, `${formatGVariant(winner.value)}${winner.lock ? " (locked)" : ""}`),
+      );
+      continue;
+    }
+    const session = sessions.get(p.profile)!;
+    if (typeof session === "string") {
+      item("ERROR", session);
+      continue;
+    }
+    const path = `${p.dir}${p.key}`;
+    const actual = session.values.get(path);
+    const want = formatGVariant(p.value);
+    if (actual === undefined) {
+      item("NON_COMPLIANT", `expected ${want}, but a session reads no value from the system databases`);
+      continue;
+    }
+    let equal = false;
+    try {
+      equal = gvariantEquals(p.value, parseGVariant(actual, p.value.type));
+    } catch {
+      equal = false;
+    }
+    if (!equal) {
+      item("NON_COMPLIANT", `expected ${want}, a session reads ${actual}`);
+    } else if (p.lock && !session.locks.has(path)) {
+      item("NON_COMPLIANT", `${want} is in effect but not locked: users can change it`);
+    } else {
+      item("COMPLIANT", `${want}${p.lock ? " (locked)" : ""} is in effect`);
+    }
+  }
+  return { ...summarize(items, WORDS), items };
 }
 
 /** The Dconf enforcer; see the module documentation. */
-export const dconfEnforcer: Enforcer = {
+export const dconfEnforcer = desktopEnforcer({
   type: "Dconf",
   notifiesUsers: false,
-  // Schemas installed later make keys applicable; dconf itself installed later makes the type enforceable.
-  watches: () => ["/usr/share/glib-2.0/schemas", "/usr/bin/dconf", "/etc/dconf/profile"],
-
-  async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
-    const changed: string[] = [];
-    const { valid, rejected } = revalidate("Dconf", policies, {
-      check: dconfPolicyContent,
-      logger: io.logger,
-    });
-    const results: PolicyResult[] = rejected;
-
-    const schemas = new Map(
-      (valid.length ? await scanGSettingsSchemas(io.fs) ?? [] : []).map((s) => [s.schemaId, s]),
-    );
-    const merged = plan(valid, schemas);
-    const byDb = new Map<string, Planned[]>();
-    const profiles = new Map<string, Set<string>>();
-    for (const w of merged.winners.values()) {
-      byDb.set(w.db, [...(byDb.get(w.db) ?? []), w]);
-      profiles.set(w.profile, (profiles.get(w.profile) ?? new Set()).add(w.db));
-    }
-    const managed = io.managedPaths();
-    if (valid.length > 0 && byDb.size > 0 && !(await io.runner.which("dconf"))) {
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "INAPPLICABLE",
-          message: "dconf is not installed on this node (no dconf command)",
-          items: [],
-        });
-      }
-      return { policies: results, changed };
-    }
-
-    // Render and vet everything before touching a file.
-    const desired = new Map<string, string>();
-    let failure: string | undefined;
-    for (const [db, entries] of [...byDb].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const { keyfile, locks } = renderDconfFiles(entries);
+  check: dconfPolicyContent,
+  needs: [{
+    command: "dconf",
+    toWrite: true,
+    missing: "dconf is not installed on this node (no dconf command)",
+  }],
+  // Schemas installed later make keys applicable; profiles edited later decide which databases a session reads.
+  reads: ["/usr/share/glib-2.0/schemas", DCONF_PROFILE_DIR],
+  // Profiles are shared with the node (never recognised as svc's); keyfiles and lock lists carry the header.
+  isOwnContent: (text, path) => path.startsWith(DCONF_DB_DIR) && isSvcDconfFile(text),
+  plan: planFiles,
+  async vet(io, plan) {
+    for (const [db, { keyfile, locks }] of plan.databases) {
       const problem = await precompile(io, keyfile, locks);
-      if (problem) {
-        failure = `dconf refused the keyfile for database ${db}: ${problem}`;
-        break;
-      }
-      desired.set(dconfKeyfilePath(db), keyfile);
-      desired.set(dconfLocksPath(db), locks);
+      if (problem) return `dconf refused the keyfile for database ${db}: ${problem}`;
     }
-    if (!failure) {
-      for (const [profile, dbs] of profiles) {
-        const path = `${DCONF_PROFILE_DIR}/${profile}`;
-        const text = await io.fs.readTextFile(path);
-        let next = text;
-        const fallback = profile === "gdm" && await io.fs.exists(GDM_GREETER_DEFAULTS)
-          ? [`file-db:${GDM_GREETER_DEFAULTS}`]
-          : [];
-        for (const db of [...dbs].sort()) next = profileWith(next, db, fallback) ?? next;
-        if (next !== undefined && (next !== text || managed.includes(path))) desired.set(path, next);
-      }
-    }
-
-    if (failure) {
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: failure,
-          items: merged.early.get(policy.id) ?? [],
-        });
-      }
-      return { policies: results, changed };
-    }
-
-    // Write, then compile the real databases; on failure put the previous files back.
-    const previous = new Map<string, string | undefined>();
-    for (const path of new Set([...managed, ...desired.keys()])) {
-      previous.set(path, managed.includes(path) ? await io.fs.readTextFile(path) : undefined);
-    }
-    let dirty = false;
-    let updateError: string | undefined;
-    try {
-      for (const path of managed) {
-        if (!desired.has(path) && await io.releaseManaged(path)) {
-          changed.push(path);
-          dirty = true;
-        }
-      }
-      for (const [path, content] of desired) {
-        const own = path.startsWith(DCONF_DB_DIR) ? isSvcDconfFile : undefined;
-        if (await io.writeManaged(path, content, { mode: 0o644, isOwnContent: own })) {
-          changed.push(path);
-          dirty = true;
-        }
-      }
-      for (const db of byDb.keys()) if (!(await io.fs.exists(`${DCONF_DB_DIR}/${db}`))) dirty = true;
-      if (dirty) {
-        const dbDir = await io.fs.resolve(DCONF_DB_DIR);
-        const result = await io.runner.run("dconf", ["update", dbDir], { timeoutMs: 120_000 });
-        // Without dconf (uninstalled since svc wrote its files) there is no database to recompile.
-        const nothingToCompile = result.notFound && byDb.size === 0;
-        if (!result.success && !nothingToCompile) updateError = `dconf update failed: ${toolMessage(result)}`;
-      }
-    } catch (err) {
-      updateError = `cannot write the dconf files: ${(err as Error).message}`;
-    }
-    if (updateError) {
-      io.logger.error("dconf database not updated; restoring the previous files", { error: updateError });
-      for (const [path, text] of previous) {
-        try {
-          if (text === undefined) await io.releaseManaged(path);
-          else await io.writeManaged(path, text, { mode: 0o644 });
-        } catch (err) {
-          io.logger.error("cannot restore a dconf file", { path, error: (err as Error).message });
-        }
-      }
-      const dbDir = await io.fs.resolve(DCONF_DB_DIR);
-      await io.runner.run("dconf", ["update", dbDir], { timeoutMs: 120_000 }).catch(() => undefined);
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: updateError,
-          items: merged.early.get(policy.id) ?? [],
-        });
-      }
-      return { policies: results, changed };
-    }
-    if (valid.length === 0) return { policies: results, changed };
-
-    // Read back per profile what a session sees.
-    const sessions = new Map<string, Awaited<ReturnType<typeof readSession>>>();
-    for (const profile of profiles.keys()) sessions.set(profile, await readSession(io, profile));
-    for (const { policy } of valid) {
-      const items = [...(merged.early.get(policy.id) ?? [])];
-      for (const p of merged.planned.get(policy.id) ?? []) {
-        const winner = merged.winners.get(mergeId(p))!;
-        const item = (status: ComplianceStatusName, message: string) =>
-          items.push({ schemaId: p.schemaId, key: p.label, status, message });
-        if (winner !== p && !(gvariantEquals(winner.value, p.value) && winner.lock === p.lock)) {
-          item(
-            "INAPPLICABLE",
-            `overridden by higher-priority policy "${winner.policy.name}"; applied value: ${
-              formatGVariant(winner.value)
-            }${winner.lock ? " (locked)" : ""}`,
-          );
-          continue;
-        }
-        const session = sessions.get(p.profile)!;
-        if (typeof session === "string") {
-          item("ERROR", session);
-          continue;
-        }
-        const path = `${p.dir}${p.key}`;
-        const actual = session.values.get(path);
-        const want = formatGVariant(p.value);
-        if (actual === undefined) {
-          item("NON_COMPLIANT", `expected ${want}, but a session reads no value from the system databases`);
-          continue;
-        }
-        let equal = false;
-        try {
-          equal = gvariantEquals(p.value, parseGVariant(actual, p.value.type));
-        } catch {
-          equal = false;
-        }
-        if (!equal) {
-          item("NON_COMPLIANT", `expected ${want}, a session reads ${actual}`);
-        } else if (p.lock && !session.locks.has(path)) {
-          item("NON_COMPLIANT", `${want} is in effect but not locked: users can change it`);
-        } else {
-          item("COMPLIANT", `${want}${p.lock ? " (locked)" : ""} is in effect`);
-        }
-      }
-      results.push({ policyId: policy.id, ...summarize(items), items });
-    }
-    return { policies: results, changed };
+    return undefined;
   },
-};
+  transaction: {
+    what: "the dconf files",
+    activate: (io, plan, { changed }) => compile(io, plan, changed),
+    async reactivate(io) {
+      await io.runner.run("dconf", ["update", await io.fs.resolve(DCONF_DB_DIR)], { timeoutMs: 120_000 })
+        .catch(() => undefined);
+    },
+    keepsChanges: true,
+  },
+  async readBack(io, plan) {
+    const sessions = new Map<string, Awaited<ReturnType<typeof readSession>>>();
+    for (const profile of plan.profiles.keys()) sessions.set(profile, await readSession(io, profile));
+    return sessions;
+  },
+  report: (checked, { plan, state }) => report(checked, plan, state),
+});

@@ -22,24 +22,21 @@
  * or when a running firewalld refuses the reload, every file goes back to what it was and all
  * Firewalld policies are reported ERROR with the tool's output.
  *
+ * A desktop type over `desktop_enforcer.ts`: re-validation, firewalld missing (INAPPLICABLE and watched), the
+ * writing and release, the put-back (its transaction: check, then reload) and the rollup are the skeleton's; this
+ * module holds the zone merge, the rendering over the base zone and the reading of firewalld's listings.
+ *
  * @module
  */
 
-import { checkedContent, revalidate } from "./revalidate.ts";
+import { checkedContent } from "./revalidate.ts";
 import { type FirewalldPolicy, FirewalldTarget } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { canonicalRichRule, parseRichRule, richRuleElement } from "../../shared/firewalld_rich_rule.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { sha256Hex } from "../sync/managed_files.ts";
-import {
-  type CachedPolicy,
-  type Enforcer,
-  type EnforcerIO,
-  type ItemResult,
-  type PolicyResult,
-  rollupMessage,
-  rollupStatus,
-  type SyncResult,
-} from "../sync/types.ts";
+import type { CachedPolicy, EnforcerIO, ItemResult, PolicyResult } from "../sync/types.ts";
+import type { RunResult } from "../runner.ts";
+import { type Checked, desktopEnforcer, type DesktopPlan, summarize } from "./desktop_enforcer.ts";
 import { childText, parseXml, serializeXml, type XmlElement, type XmlNode } from "../xml.ts";
 
 /** Node paths firewalld reads. */
@@ -357,247 +354,207 @@ function outputOf(r: { stdout: string; stderr: string; code: number }): string {
   return (text || `exit code ${r.code}`).slice(0, 2000);
 }
 
+/** What the Firewalld type lands, and how it reaches firewalld. */
+interface FirewalldPlan extends DesktopPlan {
+  merge: ReturnType<typeof mergeZones>;
+  nodeDefault: string;
+  /** Whether firewalld runs on this node (it is reloaded and asked); otherwise the offline tool is. */
+  running: boolean;
+  offline(args: string[]): Promise<RunResult>;
+}
+
+async function planFiles(valid: Checked<FirewalldPolicy>[], io: EnforcerIO): Promise<FirewalldPlan | string> {
+  const configArgs = ["--system-config", await io.fs.resolve(FIREWALLD_ETC)];
+  if (io.fs.root !== "/" && (await io.fs.stat(FIREWALLD_STOCK))?.isDirectory) {
+    configArgs.push("--default-config", await io.fs.resolve(FIREWALLD_STOCK));
+  }
+  const offline = (args: string[]) => io.runner.run("firewall-offline-cmd", [...configArgs, ...args]);
+  const files = new Map<string, string>();
+  // Nothing to write and nothing to undo: no command to run.
+  if (valid.length === 0 && io.managedPaths().length === 0) {
+    return { files, merge: mergeZones([], ""), nodeDefault: "", running: false, offline };
+  }
+  const running = io.fs.root === "/" && (await io.runner.run("firewall-cmd", ["--state"])).success;
+  const nodeDefault = valid.length ? (await offline(["--get-default-zone"])).stdout.trim() || "public" : "";
+  const merge = mergeZones(valid, nodeDefault);
+  try {
+    for (const zone of merge.zones.values()) {
+      const path = `${FIREWALLD_ZONES}/${zone.name}.xml`;
+      files.set(path, renderZone(zone, await baseZone(io, path, zone.name)));
+    }
+    if (merge.defaultZone) {
+      let current = await io.fs.readTextFile(FIREWALLD_CONF);
+      if (io.managedPaths().includes(FIREWALLD_CONF)) {
+        const backup = `${io.config.enrollment.dataDir}/state/backups/${await sha256Hex(FIREWALLD_CONF)}`;
+        current = await Deno.readTextFile(backup).catch(() => current);
+      }
+      files.set(FIREWALLD_CONF, renderConf(current, merge.defaultZone.value));
+    }
+  } catch (err) {
+    return `cannot render the zone files: ${(err as Error).message}`;
+  }
+  return { files, merge, nodeDefault, running, offline };
+}
+
+/** Whether firewalld takes the landed files: the offline check of the whole configuration, then a reload. */
+async function activate(
+  io: EnforcerIO,
+  plan: FirewalldPlan,
+  { changed, policies }: { changed: readonly string[]; policies: number },
+): Promise<string | undefined> {
+  if (changed.length === 0 && policies === 0) return undefined;
+  const check = await plan.offline(["--check-config"]);
+  if (!check.success) return `firewalld refused the configuration: ${outputOf(check)}`;
+  if (!plan.running || changed.length === 0) return undefined;
+  const reload = await io.runner.run("firewall-cmd", ["--reload"]);
+  return reload.success ? undefined : `firewall-cmd --reload failed: ${outputOf(reload)}`;
+}
+
+/** What firewalld itself sees, zone by zone. */
+interface FirewalldState {
+  listings: Map<string, ZoneListing | string>;
+  files: Map<string, XmlElement | undefined>;
+  effectiveDefault: string;
+}
+
+async function readBack(io: EnforcerIO, plan: FirewalldPlan): Promise<FirewalldState> {
+  const { merge, running, offline } = plan;
+  const listings = new Map<string, ZoneListing | string>();
+  for (const zone of merge.zones.keys()) {
+    const r = running
+      ? await io.runner.run("firewall-cmd", [`--zone=${zone}`, "--list-all"])
+      : await offline([`--zone=${zone}`, "--list-all"]);
+    listings.set(zone, r.success ? parseListing(r.stdout) : `cannot list zone ${zone}: ${outputOf(r)}`);
+  }
+  const files = new Map<string, XmlElement | undefined>();
+  for (const zone of merge.zones.keys()) {
+    const text = await io.fs.readTextFile(`${FIREWALLD_ZONES}/${zone}.xml`);
+    try {
+      files.set(zone, text === undefined ? undefined : parseXml(text));
+    } catch {
+      files.set(zone, undefined);
+    }
+  }
+  const effectiveDefault = merge.defaultZone
+    ? (await offline(["--get-default-zone"])).stdout.trim()
+    : plan.nodeDefault;
+  return { listings, files, effectiveDefault };
+}
+
+/** One policy's zone items against what firewalld lists. */
+function report(
+  { policy, message: m }: Checked<FirewalldPolicy>,
+  { merge, running }: FirewalldPlan,
+  { listings, files, effectiveDefault }: FirewalldState,
+): Omit<PolicyResult, "policyId"> {
+  const items: ItemResult[] = [];
+  if (m.defaultZone) {
+    const winner = merge.defaultZone!;
+    items.push(
+      winner.policy.id !== policy.id && winner.value !== m.defaultZone
+        ? overridden("firewalld.conf", "default-zone", winner)
+        : {
+          schemaId: "firewalld.conf",
+          key: "default-zone",
+          status: effectiveDefault === m.defaultZone ? "COMPLIANT" : "NON_COMPLIANT",
+          message: effectiveDefault === m.defaultZone
+            ? `default zone is ${m.defaultZone}`
+            : `default zone is ${effectiveDefault}, not ${m.defaultZone}`,
+        },
+    );
+  }
+  for (const intent of merge.intents.get(policy.id) ?? []) {
+    const schemaId = `zone:${intent.zone}`;
+    const listing = listings.get(intent.zone)!;
+    const zone = merge.zones.get(intent.zone)!;
+    for (const { kind, key } of intent.items) {
+      const itemKey = `${describeKind(kind)}:${key}`;
+      if (typeof listing === "string") {
+        items.push({ schemaId, key: itemKey, status: "ERROR", message: listing });
+        continue;
+      }
+      if (kind === "target" || kind === "short" || kind === "description") {
+        const winner = zone[kind]!;
+        if (winner.policy.id !== policy.id && winner.value !== key) {
+          items.push(overridden(schemaId, kind, winner));
+          continue;
+        }
+        const actual = kind === "target"
+          ? listing.target
+          : childText(files.get(intent.zone) ?? { name: "", attrs: {}, children: [], text: "" }, kind);
+        const ok = actual === key;
+        items.push({
+          schemaId,
+          key: kind,
+          status: ok ? "COMPLIANT" : "NON_COMPLIANT",
+          message: ok
+            ? `${kind} is ${JSON.stringify(key)}`
+            : `${kind} is ${JSON.stringify(actual)}, not ${JSON.stringify(key)}`,
+        });
+      } else if (kind === "masquerade" || kind === "icmp-block-inversion") {
+        const ok = listing.flags[kind] === true;
+        items.push({
+          schemaId,
+          key: kind,
+          status: ok ? "COMPLIANT" : "NON_COMPLIANT",
+          message: ok ? `${kind} is on` : `${kind} is off in firewalld`,
+        });
+      } else {
+        const ok = listing.lists.get(kind)?.has(key) === true;
+        items.push({
+          schemaId,
+          key: itemKey,
+          status: ok ? "COMPLIANT" : "NON_COMPLIANT",
+          message: ok
+            ? `${describeKind(kind)} ${key} is in effect`
+            : `firewalld does not list ${describeKind(kind)} ${key} in zone ${intent.zone}`,
+        });
+      }
+    }
+  }
+  const where = running
+    ? "in the running firewalld"
+    : "in the configuration (firewalld is not running; it applies at start)";
+  const summary = summarize(items, {
+    inEffect: (ok, skipped) =>
+      `${ok} setting(s) in effect ${where}` +
+      (skipped ? "; some overridden by higher-priority policies" : ""),
+    noneApplies: () => "every setting is overridden by higher-priority policies",
+  });
+  return { ...summary, items };
+}
+
 /** The Firewalld enforcer; see the module documentation. */
-export const firewalldEnforcer: Enforcer = {
+export const firewalldEnforcer = desktopEnforcer({
   type: "Firewalld",
   notifiesUsers: false,
-  // firewalld installed after the policy arrived.
-  watches: () => [FIREWALLD_ETC, "/usr/bin/firewall-offline-cmd", "/usr/lib/firewalld"],
-
-  async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
-    const changed: string[] = [];
-    const { valid, rejected } = revalidate("Firewalld", policies, { check: message, logger: io.logger });
-    const results: PolicyResult[] = rejected;
-
-    if (valid.length === 0 && io.managedPaths().length === 0) return { policies: results, changed };
-    const tool = await io.runner.which("firewall-offline-cmd");
-    const etc = await io.fs.stat(FIREWALLD_ETC);
-    const installed = tool !== undefined && etc?.isDirectory === true;
-    const configArgs = ["--system-config", await io.fs.resolve(FIREWALLD_ETC)];
-    if (io.fs.root !== "/" && (await io.fs.stat(FIREWALLD_STOCK))?.isDirectory) {
-      configArgs.push("--default-config", await io.fs.resolve(FIREWALLD_STOCK));
-    }
-    const offline = (args: string[]) => io.runner.run("firewall-offline-cmd", [...configArgs, ...args]);
-    const running = installed && io.fs.root === "/" &&
-      (await io.runner.run("firewall-cmd", ["--state"])).success;
-
-    if (!installed) {
-      for (const path of io.managedPaths()) if (await io.releaseManaged(path)) changed.push(path);
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "INAPPLICABLE",
-          message: tool === undefined
-            ? "firewalld is not installed on this node (no firewall-offline-cmd)"
-            : `firewalld is not installed on this node (no ${FIREWALLD_ETC})`,
-          items: [],
-        });
-      }
-      return { policies: results, changed };
-    }
-
-    const nodeDefault = (await offline(["--get-default-zone"])).stdout.trim() || "public";
-    const merge = mergeZones(valid, nodeDefault);
-
-    // Plan every file, then write; remember what was there to put it back on failure.
-    const plan = new Map<string, string>();
-    try {
-      for (const zone of merge.zones.values()) {
-        const path = `${FIREWALLD_ZONES}/${zone.name}.xml`;
-        plan.set(path, renderZone(zone, await baseZone(io, path, zone.name)));
-      }
-      if (merge.defaultZone) {
-        let current = await io.fs.readTextFile(FIREWALLD_CONF);
-        if (io.managedPaths().includes(FIREWALLD_CONF)) {
-          const backup = `${io.config.enrollment.dataDir}/state/backups/${await sha256Hex(FIREWALLD_CONF)}`;
-          current = await Deno.readTextFile(backup).catch(() => current);
-        }
-        plan.set(FIREWALLD_CONF, renderConf(current, merge.defaultZone.value));
-      }
-    } catch (err) {
-      const text = `cannot render the zone files: ${(err as Error).message}`;
-      for (const { policy } of valid) {
-        results.push({ policyId: policy.id, status: "ERROR", message: text, items: [] });
-      }
-      return { policies: results, changed };
-    }
-
-    const before = new Map<string, { managed: boolean; text?: string }>();
-    const managedBefore = new Set(io.managedPaths());
-    for (const path of new Set([...plan.keys(), ...managedBefore])) {
-      before.set(path, { managed: managedBefore.has(path), text: await io.fs.readTextFile(path) });
-    }
-    const touched: string[] = [];
-    const restore = async () => {
-      for (const path of touched.reverse()) {
-        const was = before.get(path)!;
-        try {
-          if (!was.managed) await io.releaseManaged(path);
-          else if (was.text !== undefined) {
-            await io.writeManaged(path, was.text, {
-              isOwnContent: (t) => isOwnZone(t) || t.includes(CONF_MARKER),
-            });
-          }
-        } catch (err) {
-          io.logger.error("cannot restore a firewalld file", { path, error: (err as Error).message });
-        }
-      }
-    };
-
-    let failure: string | undefined;
-    try {
-      for (const [path, text] of plan) {
-        touched.push(path);
-        if (
-          await io.writeManaged(path, text, {
-            mode: 0o644,
-            isOwnContent: (t) => isOwnZone(t) || t.includes(CONF_MARKER),
-          })
-        ) {
-          changed.push(path);
-        }
-      }
-      for (const path of managedBefore) {
-        if (plan.has(path)) continue;
-        touched.push(path);
-        if (await io.releaseManaged(path)) changed.push(path);
-      }
-    } catch (err) {
-      failure = `cannot write the zone files: ${(err as Error).message}`;
-    }
-    if (!failure && (changed.length > 0 || valid.length > 0)) {
-      const check = await offline(["--check-config"]);
-      if (!check.success) failure = `firewalld refused the configuration: ${outputOf(check)}`;
-    }
-    if (!failure && running && changed.length > 0) {
-      const reload = await io.runner.run("firewall-cmd", ["--reload"]);
-      if (!reload.success) failure = `firewall-cmd --reload failed: ${outputOf(reload)}`;
-    }
-    if (failure) {
-      await restore();
-      changed.length = 0;
-      if (running) await io.runner.run("firewall-cmd", ["--reload"]);
-      io.logger.error("firewalld configuration rolled back", { error: failure });
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "ERROR",
-          message: `${failure} (previous files restored)`,
-          items: [],
-        });
-      }
-      return { policies: results, changed };
-    }
-    if (valid.length === 0) return { policies: results, changed };
-
-    // Read back what firewalld itself sees, zone by zone.
-    const listings = new Map<string, ZoneListing | string>();
-    for (const zone of merge.zones.keys()) {
-      const r = running
-        ? await io.runner.run("firewall-cmd", [`--zone=${zone}`, "--list-all"])
-        : await offline([`--zone=${zone}`, "--list-all"]);
-      listings.set(zone, r.success ? parseListing(r.stdout) : `cannot list zone ${zone}: ${outputOf(r)}`);
-    }
-    const files = new Map<string, XmlElement | undefined>();
-    for (const zone of merge.zones.keys()) {
-      const text = await io.fs.readTextFile(`${FIREWALLD_ZONES}/${zone}.xml`);
-      try {
-        files.set(zone, text === undefined ? undefined : parseXml(text));
-      } catch {
-        files.set(zone, undefined);
-      }
-    }
-    const effectiveDefault = merge.defaultZone
-      ? (await offline(["--get-default-zone"])).stdout.trim()
-      : nodeDefault;
-
-    for (const { policy, message: m } of valid) {
-      const items: ItemResult[] = [];
-      if (m.defaultZone) {
-        const winner = merge.defaultZone!;
-        items.push(
-          winner.policy.id !== policy.id && winner.value !== m.defaultZone
-            ? overridden("firewalld.conf", "default-zone", winner)
-            : {
-              schemaId: "firewalld.conf",
-              key: "default-zone",
-              status: effectiveDefault === m.defaultZone ? "COMPLIANT" : "NON_COMPLIANT",
-              message: effectiveDefault === m.defaultZone
-                ? `default zone is ${m.defaultZone}`
-                : `default zone is ${effectiveDefault}, not ${m.defaultZone}`,
-            },
-        );
-      }
-      for (const intent of merge.intents.get(policy.id) ?? []) {
-        const schemaId = `zone:${intent.zone}`;
-        const listing = listings.get(intent.zone)!;
-        const zone = merge.zones.get(intent.zone)!;
-        for (const { kind, key } of intent.items) {
-          const itemKey = `${describeKind(kind)}:${key}`;
-          if (typeof listing === "string") {
-            items.push({ schemaId, key: itemKey, status: "ERROR", message: listing });
-            continue;
-          }
-          if (kind === "target" || kind === "short" || kind === "description") {
-            const winner = zone[kind]!;
-            if (winner.policy.id !== policy.id && winner.value !== key) {
-              items.push(overridden(schemaId, kind, winner));
-              continue;
-            }
-            const actual = kind === "target"
-              ? listing.target
-              : childText(files.get(intent.zone) ?? { name: "", attrs: {}, children: [], text: "" }, kind);
-            const ok = actual === key;
-            items.push({
-              schemaId,
-              key: kind,
-              status: ok ? "COMPLIANT" : "NON_COMPLIANT",
-              message: ok
-                ? `${kind} is ${JSON.stringify(key)}`
-                : `${kind} is ${JSON.stringify(actual)}, not ${JSON.stringify(key)}`,
-            });
-          } else if (kind === "masquerade" || kind === "icmp-block-inversion") {
-            const ok = listing.flags[kind] === true;
-            items.push({
-              schemaId,
-              key: kind,
-              status: ok ? "COMPLIANT" : "NON_COMPLIANT",
-              message: ok ? `${kind} is on` : `${kind} is off in firewalld`,
-            });
-          } else {
-            const ok = listing.lists.get(kind)?.has(key) === true;
-            items.push({
-              schemaId,
-              key: itemKey,
-              status: ok ? "COMPLIANT" : "NON_COMPLIANT",
-              message: ok
-                ? `${describeKind(kind)} ${key} is in effect`
-                : `firewalld does not list ${describeKind(kind)} ${key} in zone ${intent.zone}`,
-            });
-          }
-        }
-      }
-      const status = rollupStatus(items);
-      const where = running
-        ? "in the running firewalld"
-        : "in the configuration (firewalld is not running; it applies at start)";
-      results.push({
-        policyId: policy.id,
-        status,
-        message: status === "COMPLIANT"
-          ? `${items.filter((i) => i.status === "COMPLIANT").length} setting(s) in effect ${where}` +
-            (items.some((i) => i.status === "INAPPLICABLE")
-              ? "; some overridden by higher-priority policies"
-              : "")
-          : status === "INAPPLICABLE"
-          ? "every setting is overridden by higher-priority policies"
-          : rollupMessage(items, "setting(s)"),
-        items,
-      });
-    }
-    return { policies: results, changed };
+  check: message,
+  needs: [
+    {
+      command: "firewall-offline-cmd",
+      missing: "firewalld is not installed on this node (no firewall-offline-cmd)",
+    },
+    {
+      anyOf: [FIREWALLD_ETC],
+      directory: true,
+      missing: `firewalld is not installed on this node (no ${FIREWALLD_ETC})`,
+    },
+  ],
+  // Stock zones and services installed later change what a zone file means.
+  reads: [FIREWALLD_STOCK],
+  isOwnContent: (text) => isOwnZone(text) || text.includes(CONF_MARKER),
+  plan: planFiles,
+  transaction: {
+    what: "the zone files",
+    activate,
+    async reactivate(io, plan) {
+      if (plan.running) await io.runner.run("firewall-cmd", ["--reload"]);
+    },
+    note: " (previous files restored)",
   },
-};
+  readBack: (io, plan) => readBack(io, plan),
+  report: (checked, { plan, state }) => report(checked, plan, state),
+});
 
 function overridden(schemaId: string, key: string, winner: Owned<string>): ItemResult {
   return {

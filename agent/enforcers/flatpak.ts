@@ -24,6 +24,11 @@
  * the system one, which `FLATPAK_SYSTEM_DIR` in the agent's environment (or {@linkcode
  * FlatpakEnforcerOptions.env}) can move. No `flatpak` on the node → every policy INAPPLICABLE.
  *
+ * Of `desktop_enforcer.ts` it uses what fits a type whose effects are commands, not files: what the node must
+ * have (the INAPPLICABLE reason and the watch from one {@linkcode NodeNeed}) and the loser's message. The
+ * skeleton's landing does not fit: remotes and apps are changed by `flatpak` commands one at a time, with a
+ * state file of what svc added and no rollback, so steps 2 to 6 stay here.
+ *
  * @module
  */
 
@@ -48,6 +53,10 @@ import {
   type SyncResult,
 } from "../sync/types.ts";
 import { checkedContent, revalidate } from "./revalidate.ts";
+import { missingNeed, needWatches, type NodeNeed, overriddenBy, resultsForAll } from "./desktop_enforcer.ts";
+
+/** What the node must have (the reason when it lacks it, and what is watched for it). */
+const NEEDS: NodeNeed[] = [{ command: "flatpak", missing: "flatpak is not installed on this node" }];
 
 /** Node directory of the key and filter files svc writes. */
 export const FLATPAK_FILES_DIR = "/etc/svc/flatpak";
@@ -558,7 +567,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
     background: true,
     // flatpak installed later, and applications users install or remove themselves (an ABSENT app installed
     // by a user is taken out again; a PRESENT one removed comes back).
-    watches: () => ["/usr/bin/flatpak", "/var/lib/flatpak/app"],
+    watches: () => needWatches(NEEDS, ["/var/lib/flatpak/app"]),
 
     async hasResidue(io) {
       return !isEmptyState(await loadState(io));
@@ -584,20 +593,14 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
     const valid = checked.valid.map(({ policy, message }) => ({ policy, content: message }));
     const state = await loadState(io);
 
-    if (!(await io.runner.which("flatpak"))) {
+    const missing = await missingNeed(io, NEEDS);
+    if (missing) {
       if (!isEmptyState(state)) {
         io.logger.warn("flatpak is gone; svc forgets the remotes and apps it had added");
         await saveState(io, { version: 1, remotes: {}, refs: [] });
       }
       for (const path of io.managedPaths()) if (await io.releaseManaged(path)) changed.push(path);
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "INAPPLICABLE",
-          message: "flatpak is not installed on this node",
-          items: [],
-        });
-      }
+      results.push(...resultsForAll(valid, "INAPPLICABLE", missing));
       return { policies: results, changed };
     }
 
@@ -615,7 +618,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
             schemaId: "remotes",
             key: `remote ${remote.name}`,
             status: "INAPPLICABLE",
-            message: `overridden by higher-priority policy "${winner.policy.name}"`,
+            message: overriddenBy(winner.policy),
           });
         }
       }
@@ -627,7 +630,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
             schemaId: "apps",
             key: `app ${app.appId}`,
             status: "INAPPLICABLE",
-            message: `overridden by higher-priority policy "${winner.policy.name}"`,
+            message: overriddenBy(winner.policy),
           });
         }
       }

@@ -27,10 +27,14 @@
  *
  * Settings take effect at the next login: users are notified (`notifiesUsers`).
  *
+ * A desktop type over `desktop_enforcer.ts`, which re-validates, checks for Plasma (and watches for it), writes,
+ * releases and rolls up; this module holds what is KDE's: the keys a policy becomes, their merge identity, the
+ * rendering and KDE's reader.
+ *
  * @module
  */
 
-import { checkedContent, revalidate } from "./revalidate.ts";
+import { checkedContent } from "./revalidate.ts";
 import { type KconfigPolicy, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import { kconfigType } from "../../shared/policy_types/kconfig.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
@@ -43,17 +47,14 @@ import {
   parseKconfigFile,
   renderKconfigFile,
 } from "../../shared/kconfig_format.ts";
-import {
-  type CachedPolicy,
-  type ComplianceStatusName,
-  type Enforcer,
-  type EnforcerIO,
-  type ItemResult,
-  type PolicyResult,
-  rollupMessage,
-  rollupStatus,
-  type SyncResult,
+import type {
+  CachedPolicy,
+  ComplianceStatusName,
+  EnforcerIO,
+  ItemResult,
+  PolicyResult,
 } from "../sync/types.ts";
+import { desktopEnforcer, overriddenBy, summarize, type SummaryWords, Winners } from "./desktop_enforcer.ts";
 
 /** System configuration directory KDE reads before the user's (node path). */
 export const KDE_SYSTEM_DIR = "/etc/xdg";
@@ -296,120 +297,72 @@ async function readBack(
   return out;
 }
 
-function summarize(items: ItemResult[]): { status: ComplianceStatusName; message: string } {
-  const status = rollupStatus(items);
-  if (status === "COMPLIANT") {
-    const skipped = items.filter((i) => i.status === "INAPPLICABLE").length;
-    return {
-      status,
-      message: `${items.length - skipped} KDE setting(s) in effect from the next login` +
-        (skipped ? `; ${skipped} overridden by higher-priority policies` : ""),
-    };
+const WORDS: SummaryWords = {
+  inEffect: (ok, skipped) =>
+    `${ok} KDE setting(s) in effect from the next login` +
+    (skipped ? `; ${skipped} overridden by higher-priority policies` : ""),
+  noun: "KDE setting(s)",
+  label: (i) => `${i.schemaId} ${i.key}`,
+};
+
+/** What one policy achieved: each of its keys against the winner and what KDE reads. */
+function report(
+  policy: CachedPolicy,
+  winners: Winners<Want>,
+  state: Map<Want, string | { value: string; immutable: boolean }>,
+  failed: Map<string, string>,
+): Omit<PolicyResult, "policyId"> {
+  const items: ItemResult[] = [];
+  for (const w of winners.of(policy.id)) {
+    const winner = winners.winner(mergeId(w))!;
+    const item = (status: ComplianceStatusName, message: string) =>
+      items.push({ schemaId: w.itemFile, key: w.itemKey, status, message });
+    if (winner !== w && (winner.value !== w.value || winner.immutable !== w.immutable)) {
+      item(
+        "INAPPLICABLE",
+        overriddenBy(winner.policy, `${winner.value}${winner.immutable ? " (immutable)" : ""}`),
+      );
+      continue;
+    }
+    const error = failed.get(winner.path);
+    const seen = state.get(winner);
+    if (error || seen === undefined || typeof seen === "string") {
+      item("ERROR", error ?? (seen as string | undefined) ?? "not read back");
+    } else if (seen.value !== w.value) {
+      item("NON_COMPLIANT", `expected ${JSON.stringify(w.value)}, KDE reads ${JSON.stringify(seen.value)}`);
+    } else if (w.immutable && !seen.immutable) {
+      item("NON_COMPLIANT", `${JSON.stringify(w.value)} is set but not immutable: users can override it`);
+    } else {
+      item("COMPLIANT", `${JSON.stringify(w.value)}${w.immutable ? " (immutable)" : ""} is in effect`);
+    }
   }
-  if (status === "INAPPLICABLE") {
-    return {
-      status,
-      message: `no setting applies: ${[...new Set(items.map((i) => i.message))].slice(0, 3).join("; ")}`,
-    };
-  }
-  return {
-    status,
-    message: rollupMessage(items, "KDE setting(s)", (i) => `${i.schemaId} ${i.key}`),
-  };
+  return { ...summarize(items, WORDS), items };
 }
 
 /** The Kconfig enforcer; see the module documentation. */
-export const kconfigEnforcer: Enforcer = {
+export const kconfigEnforcer = desktopEnforcer({
   type: "Kconfig",
   notifiesUsers: true,
-  // Plasma (or its config reader) installed after the policy arrived.
-  watches: () => [...KDE_INSTALL_PATHS, "/usr/bin/kreadconfig5", "/usr/bin/kreadconfig6"],
-
-  async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
-    const changed: string[] = [];
-    const { valid, rejected } = revalidate("Kconfig", policies, {
-      check: kconfigPolicyContent,
-      logger: io.logger,
-    });
-    const results: PolicyResult[] = rejected;
-    let kde = false;
-    if (valid.length) { for (const p of KDE_INSTALL_PATHS) kde ||= await io.fs.exists(p); }
-
-    const all = new Map<string, Want[]>();
-    const winners = new Map<string, Want>();
-    if (kde) {
-      const wanted = [...valid.flatMap(({ policy, message }) => wants(policy, message)), ...urlRules(valid)];
-      for (const w of wanted) {
-        all.set(w.policy.id, [...(all.get(w.policy.id) ?? []), w]);
-        if (!winners.has(mergeId(w))) winners.set(mergeId(w), w);
-      }
+  check: kconfigPolicyContent,
+  needs: [{
+    anyOf: KDE_INSTALL_PATHS,
+    missing: `KDE Plasma is not installed (looked for ${KDE_INSTALL_PATHS.join(", ")})`,
+  }],
+  // KDE's config reader installed after the policy arrived reads back what the fallback parser cannot.
+  reads: ["/usr/bin/kreadconfig5", "/usr/bin/kreadconfig6"],
+  isOwnContent: isSvcKdeFile,
+  plan(valid) {
+    const winners = new Winners<Want>();
+    for (const w of [...valid.flatMap(({ policy, message }) => wants(policy, message)), ...urlRules(valid)]) {
+      winners.add(mergeId(w), w);
     }
-    let files: Map<string, string>;
     try {
-      files = renderKdeFiles([...winners.values()]);
+      return Promise.resolve({ winners, files: renderKdeFiles(winners.values()) });
     } catch (err) {
-      for (const { policy } of valid) {
-        results.push({ policyId: policy.id, status: "ERROR", message: (err as Error).message, items: [] });
-      }
-      return { policies: results, changed };
+      return Promise.resolve((err as Error).message);
     }
-    for (const path of io.managedPaths()) {
-      if (!files.has(path) && await io.releaseManaged(path)) changed.push(path);
-    }
-    if (!kde) {
-      for (const { policy } of valid) {
-        results.push({
-          policyId: policy.id,
-          status: "INAPPLICABLE",
-          message: `KDE Plasma is not installed (looked for ${KDE_INSTALL_PATHS.join(", ")})`,
-          items: [],
-        });
-      }
-      return { policies: results, changed };
-    }
-    const failed = new Map<string, string>();
-    for (const [path, content] of files) {
-      try {
-        if (await io.writeManaged(path, content, { mode: 0o644, isOwnContent: isSvcKdeFile })) {
-          changed.push(path);
-        }
-      } catch (err) {
-        failed.set(path, `cannot write ${path}: ${(err as Error).message}`);
-      }
-    }
-    const state = await readBack(io, [...winners.values()].filter((w) => !failed.has(w.path)));
-    for (const { policy } of valid) {
-      const items: ItemResult[] = [];
-      for (const w of all.get(policy.id) ?? []) {
-        const winner = winners.get(mergeId(w))!;
-        const item = (status: ComplianceStatusName, message: string) =>
-          items.push({ schemaId: w.itemFile, key: w.itemKey, status, message });
-        if (winner !== w && (winner.value !== w.value || winner.immutable !== w.immutable)) {
-          item(
-            "INAPPLICABLE",
-            `overridden by higher-priority policy "${winner.policy.name}"; applied value: ${winner.value}${
-              winner.immutable ? " (immutable)" : ""
-            }`,
-          );
-          continue;
-        }
-        const error = failed.get(winner.path);
-        const seen = state.get(winner);
-        if (error || seen === undefined || typeof seen === "string") {
-          item("ERROR", error ?? (seen as string | undefined) ?? "not read back");
-        } else if (seen.value !== w.value) {
-          item(
-            "NON_COMPLIANT",
-            `expected ${JSON.stringify(w.value)}, KDE reads ${JSON.stringify(seen.value)}`,
-          );
-        } else if (w.immutable && !seen.immutable) {
-          item("NON_COMPLIANT", `${JSON.stringify(w.value)} is set but not immutable: users can override it`);
-        } else {
-          item("COMPLIANT", `${JSON.stringify(w.value)}${w.immutable ? " (immutable)" : ""} is in effect`);
-        }
-      }
-      results.push({ policyId: policy.id, ...summarize(items), items });
-    }
-    return { policies: results, changed };
   },
-};
+  readBack: (io, { winners }, { failed }) =>
+    readBack(io, winners.values().filter((w) => !failed.has(w.path))),
+  report: ({ policy }, { plan, state, landed }) => report(policy, plan.winners, state, landed.failed),
+});

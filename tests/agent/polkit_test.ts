@@ -9,13 +9,8 @@ import assert from "node:assert/strict";
 import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { POLKIT_MARKER, polkitFileName, renderPolkitRules } from "../../shared/polkit_js.ts";
-import {
-  checkPolkitScript,
-  pkcheckAs,
-  pkcheckSubject,
-  polkitEnforcer,
-  PolkitScriptError,
-} from "../../agent/enforcers/polkit.ts";
+import { pkcheckAs, pkcheckSubject, polkitEnforcer } from "../../agent/enforcers/polkit.ts";
+import { checkPolkitScript, PolkitScriptError } from "../../agent/enforcers/polkit_script.ts";
 import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";

@@ -10,7 +10,7 @@ import { fromJsonString } from "@bufbuild/protobuf";
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { renderPolkitRules } from "../../shared/polkit_js.ts";
-import { checkPolkitScript } from "../../agent/enforcers/polkit.ts";
+import { checkPolkitScript } from "../../agent/enforcers/polkit_script.ts";
 import { parseXml, serializeXml } from "../../agent/xml.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
