@@ -426,7 +426,9 @@ Deno.test({
             }
           })();
           try {
+            const t0 = Date.now();
             await node!.sh("apt-get install -y -q /root/svc-agent-next.deb >/dev/null 2>&1");
+            console.log(`upgrade: apt-get install took ${Date.now() - t0} ms`);
             const pidAfter = await eventually(
               async () => {
                 const pid = (await node!.sh("systemctl show -p MainPID --value svc-agent")).trim();
@@ -437,6 +439,7 @@ Deno.test({
               context,
             );
             assert.ok(pidAfter);
+            const t1 = Date.now();
             await eventually(
               async () => {
                 const s = await status();
@@ -446,6 +449,7 @@ Deno.test({
               "the new agent connected",
               context,
             );
+            console.log(`upgrade: the new agent connected ${Date.now() - t1} ms after its start was seen`);
             await new Promise((r) => setTimeout(r, 2_000));
           } finally {
             watching = false;
