@@ -20,6 +20,7 @@ import { BootedNode, bootedNodeUnavailable } from "../helpers/booted_node.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api, eventually, type Json } from "../helpers/agent_process.ts";
 import { deployScript } from "../../web/src/deploy_script.ts";
+import { buildFlatpakRepo, type FlatpakTestRepo } from "../helpers/flatpak_repo.ts";
 import type { AgentStatus } from "../../agent/status.ts";
 
 const DIST = new URL("../../dist/", import.meta.url).pathname;
@@ -67,6 +68,7 @@ Deno.test({
     };
     let groupId = "";
     let policyId = "";
+    let repo: FlatpakTestRepo | undefined;
     try {
       await step(
         "the wizard's Debian script installs, enrolls and starts svc-agent under systemd",
@@ -317,6 +319,71 @@ Deno.test({
         },
       );
 
+      await step(
+        "Thunderbird and Flatpak under the unit: installed from Debian, COMPLIANT, taken back",
+        async () => {
+          await node!.sh("apt-get install -y -q thunderbird flatpak >/dev/null 2>&1");
+          repo = await buildFlatpakRepo();
+          const contents: Record<string, unknown> = {
+            Thunderbird: { DisableTelemetry: true },
+            Flatpak: {
+              remotes: [{ name: "svctest", url: repo.url, gpg_key: repo.gpgKeyBase64, priority: 7 }],
+              apps: [{ app_id: repo.appId, remote: "svctest", state: "FLATPAK_APP_STATE_PRESENT" }],
+            },
+          };
+          const ids: Record<string, string> = {};
+          const bindings: string[] = [];
+          for (const [type, content] of Object.entries(contents)) {
+            const policy = await api!.call("POST", "/api/v1/policies/all", {
+              name: `booted ${type}`,
+              type,
+              content: JSON.stringify(content),
+            });
+            ids[type] = policy.id;
+            await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+            const binding = await api!.call("POST", "/api/v1/policy-bindings", {
+              policy_id: policy.id,
+              node_group_id: groupId,
+              priority: 5,
+            });
+            bindings.push(binding.id);
+            await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+          }
+          for (const [type, id] of Object.entries(ids)) {
+            await eventually(
+              async () => {
+                const p = (await status())?.policies.find((p) => p.id === id);
+                return p?.status === "COMPLIANT" ? p : undefined;
+              },
+              180_000,
+              `${type} COMPLIANT`,
+              context,
+            );
+          }
+          assert.match(
+            await node!.sh("flatpak --system list --app --columns=application"),
+            new RegExp(repo.appId),
+          );
+          assert.match(await node!.sh("cat /etc/thunderbird/policies/policies.json"), /DisableTelemetry/);
+          // flatpak's triggers run in bubblewrap: the unit must let them (RestrictNamespaces=yes did not).
+          assert.doesNotMatch(await node!.journal("svc-agent.service", 400), /Creating new namespace failed/);
+
+          for (const id of bindings) {
+            await api!.call("PUT", `/api/v1/policy-bindings/${id}`, { state: "disabled" });
+          }
+          await eventually(
+            async () => {
+              const apps = await node!.sh("flatpak --system list --app --columns=application");
+              const remotes = await node!.sh("flatpak --system remotes --columns=name");
+              return !apps.includes(repo!.appId) && !remotes.includes("svctest");
+            },
+            180_000,
+            "svc's Flatpak app and remote taken back",
+            context,
+          );
+        },
+      );
+
       await step("a hand edit of the managed file is restored", async () => {
         await node!.sh(`echo '{"policies": {}}' > ${POLICIES_JSON}`);
         await eventually(
@@ -478,6 +545,7 @@ Deno.test({
         }
       });
     } finally {
+      await repo?.close();
       await node?.dispose();
       api?.close();
       await server?.stop();

@@ -32,7 +32,7 @@ const PACKAGES = [
   "firewalld",
 ];
 /** Downloaded into the root's apt cache but not installed: tests install them inside a running node. */
-const DOWNLOADED = ["firefox-esr", "chromium"];
+const DOWNLOADED = ["firefox-esr", "chromium", "thunderbird", "flatpak"];
 
 /** Units that would touch the host's devices, consoles, network or clock. */
 const MASKED = [
