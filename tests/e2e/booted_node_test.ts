@@ -476,7 +476,13 @@ Deno.test({
               `${work}/pkg/DEBIAN/control`,
               control.replace(/^Version: (.*)$/m, "Version: $1.1"),
             );
-            await run("dpkg-deb", ["-b", `${work}/pkg`, node!.hostPath("/root/svc-agent-next.deb")]);
+            await run("dpkg-deb", [
+              "-Zgzip",
+              "-z1",
+              "-b",
+              `${work}/pkg`,
+              node!.hostPath("/root/svc-agent-next.deb"),
+            ]);
           } finally {
             await Deno.remove(work, { recursive: true });
           }
