@@ -25,7 +25,7 @@ import { assemblePortable, bundleApp, canCompile, compileApp } from "./program.t
 import { portableRuntime } from "./runtime.ts";
 import { buildPackages } from "./packages.ts";
 import { assembleRepo } from "./repo.ts";
-import { openSigner } from "./signing.ts";
+import { openSigner, signRpm } from "./signing.ts";
 import { VERSION } from "../shared/version.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
@@ -127,6 +127,11 @@ async function main(): Promise<number> {
       workDir: work,
       agentRepo: repo,
     });
+    // Every rpm is signed, not only the repository's copies: dnf checks package signatures (gpgcheck=1)
+    // of whatever an operator installs, and rpmlint reports an unsigned package as an error.
+    for (const p of [...agentPackages, ...serverPackages]) {
+      if (p.format === "rpm") await signRpm(p.file, signer);
+    }
     step(`server packages: ${serverPackages.length}`, started);
     await Deno.writeTextFile(
       `${out}/build.json`,

@@ -6,6 +6,7 @@
  */
 import type { PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { debChangelog, debCopyright, lintianOverrides, wrap } from "./notices.ts";
 import { debScripts } from "./scripts.ts";
 import { stageTree } from "./stage.ts";
 import { run } from "./exec.ts";
@@ -24,11 +25,15 @@ export async function writeDeb(
   const size = await stageTree(spec.entries, root);
   const doc = `${root}/usr/share/doc/${spec.name}`;
   await Deno.mkdir(doc, { recursive: true });
-  await Deno.writeTextFile(
-    `${doc}/copyright`,
-    `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: svc\n\n` +
-      `Files: *\nCopyright: svc maintainers\nLicense: ${PACKAGE_META.license}\n`,
-  );
+  const subject = { ...spec, runtime: true };
+  await Deno.writeTextFile(`${doc}/copyright`, debCopyright(subject));
+  await Deno.writeTextFile(`${doc}/changelog.Debian`, debChangelog(subject));
+  await run("gzip", ["-9n", `${doc}/changelog.Debian`]);
+  const overrides = lintianOverrides(subject);
+  if (overrides) {
+    await Deno.mkdir(`${root}/usr/share/lintian/overrides`, { recursive: true });
+    await Deno.writeTextFile(`${root}/usr/share/lintian/overrides/${spec.name}`, overrides);
+  }
   const control = `${root}/DEBIAN`;
   await Deno.mkdir(control, { mode: 0o755 });
   const depends = spec.name === "svc-agent" ? "libc6, libgcc-s1" : "libc6, libgcc-s1, passwd";
@@ -61,25 +66,10 @@ export async function writeDeb(
     await Deno.chmod(`${control}/${name}`, 0o755);
   }
   const file = `${options.out}/${debFileName(spec)}`;
-  // The agent reaches the widest range of releases with gzip; the server package is mostly the agent
-  // repository (already compressed), where zstd saves minutes of build time (dpkg >= 1.21.18).
-  const compression = spec.name === "svc-agent" ? ["-Zgzip", "-z6"] : ["-Zzstd", "-z3"];
+  // gzip: every dpkg reads it, and Debian's lintian checks it (lintian 2.116 rejects zstd members).
+  const compression = ["-Zgzip", "-z6"];
   await run("dpkg-deb", ["--root-owner-group", ...compression, "--build", root, file], {
     env: { SOURCE_DATE_EPOCH: String(spec.mtime) },
   });
   return file;
-}
-
-/** Wraps a paragraph at 76 columns. */
-function wrap(text: string): string[] {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(/\s+/)) {
-    if (line && line.length + word.length + 1 > 76) {
-      lines.push(line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  if (line) lines.push(line);
-  return lines;
 }

@@ -36,6 +36,8 @@ export interface PackageEntry {
   conffile?: boolean;
   /** Group owner when not root (the server's config is readable by `svc`). */
   group?: string;
+  /** The licence text (rpm marks it `%license`). */
+  license?: boolean;
 }
 
 /** Everything a format writer needs. */
@@ -150,7 +152,27 @@ export async function packageEntries(
     mode: 0o644,
     source: `${options.root}/packaging/systemd/${app}.service`,
   });
+  entries.push(...licenseEntries(app, format, options.root));
   return entries;
+}
+
+/**
+ * The licence text where each format's convention puts it: `/usr/share/licenses/<name>/LICENSE` (rpm,
+ * Alpine, Arch). A deb says it in `/usr/share/doc/<name>/copyright` instead (deb.ts), pointing at
+ * Debian's own copy of the Apache licence.
+ */
+export function licenseEntries(name: string, format: Format, root: string): PackageEntry[] {
+  if (format === "deb") return [];
+  return [
+    { path: `/usr/share/licenses/${name}`, type: "dir", mode: 0o755 },
+    {
+      path: `/usr/share/licenses/${name}/LICENSE`,
+      type: "file",
+      mode: 0o644,
+      source: `${root}/LICENSE`,
+      license: true,
+    },
+  ];
 }
 
 /** Builds every package of `app` into `out`; returns them. */

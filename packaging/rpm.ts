@@ -11,6 +11,7 @@
  */
 import type { PackageEntry, PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { rpmChangelog, spdxLicense, wrap } from "./notices.ts";
 import { CREATE_SVC_USER, RELOAD, SERVER_SETUP, stopAndDisable } from "./scripts.ts";
 import { stageTree } from "./stage.ts";
 import { run } from "./exec.ts";
@@ -37,7 +38,7 @@ end`,
 function fileLine(e: PackageEntry): string {
   const attr = `%attr(${e.type === "symlink" ? "-" : `0${e.mode.toString(8)}`},root,${e.group ?? "root"})`;
   if (e.type === "dir") return `%dir ${attr} "${e.path}"`;
-  return `${e.conffile ? "%config(noreplace) " : ""}${attr} "${e.path}"`;
+  return `${e.conffile ? "%config(noreplace) " : ""}${e.license ? "%license " : ""}${attr} "${e.path}"`;
 }
 
 /** Builds `spec` as an rpm in `out`; returns its path. */
@@ -49,7 +50,7 @@ export async function writeRpm(
   const staged = `${top}/staged`;
   await stageTree(spec.entries, staged);
   // Directories shared with the system (/usr/bin, /etc/svc is ours) are not owned by the package.
-  const shared = new Set(["/usr/bin", "/usr/share", "/usr/lib"]);
+  const shared = new Set(["/usr/bin", "/usr/share", "/usr/lib", "/usr/share/licenses"]);
   const files = spec.entries.filter((e) => !(e.type === "dir" && shared.has(e.path))).map(fileLine);
   const server = spec.name === "svc-server";
   const scripts = server
@@ -68,13 +69,14 @@ Name: ${spec.name}
 Version: ${spec.version}
 Release: ${spec.release}
 Summary: ${spec.summary}
-License: ${PACKAGE_META.license}
+License: ${spdxLicense({ runtime: true })}
+Group: System Environment/Daemons
 Packager: ${PACKAGE_META.maintainer}
 Vendor: svc
 AutoReqProv: no
 ${server ? "Requires(pre): /usr/sbin/useradd, /usr/sbin/groupadd\n" : ""}
 %description
-${spec.description}
+${wrap(spec.description, 79).join("\n")}
 
 %install
 cp -a "${staged}/." "%{buildroot}/"
@@ -82,7 +84,9 @@ cp -a "${staged}/." "%{buildroot}/"
 ${scripts}
 %files
 ${files.join("\n")}
-`;
+
+%changelog
+${rpmChangelog({ ...spec, runtime: true })}`;
   const specFile = `${top}/${spec.name}.spec`;
   await Deno.writeTextFile(specFile, text);
   const rpmDir = `${top}/rpms`;

