@@ -25,18 +25,23 @@ export async function writeDeb(
   const size = await stageTree(spec.entries, root);
   const doc = `${root}/usr/share/doc/${spec.name}`;
   await Deno.mkdir(doc, { recursive: true });
-  const subject = { ...spec, runtime: true };
-  await Deno.writeTextFile(`${doc}/copyright`, debCopyright(subject));
-  await Deno.writeTextFile(`${doc}/changelog.Debian`, debChangelog(subject));
+  await Deno.writeTextFile(`${doc}/copyright`, debCopyright(spec));
+  await Deno.writeTextFile(`${doc}/changelog.Debian`, debChangelog(spec));
   await run("gzip", ["-9n", `${doc}/changelog.Debian`]);
-  const overrides = lintianOverrides(subject);
+  const overrides = lintianOverrides(spec);
   if (overrides) {
     await Deno.mkdir(`${root}/usr/share/lintian/overrides`, { recursive: true });
     await Deno.writeTextFile(`${root}/usr/share/lintian/overrides/${spec.name}`, overrides);
   }
   const control = `${root}/DEBIAN`;
   await Deno.mkdir(control, { mode: 0o755 });
-  const depends = spec.name === "svc-agent" ? "libc6, libgcc-s1" : "libc6, libgcc-s1, passwd";
+  const relations = {
+    "svc-agent": ["Depends: libc6, libgcc-s1", "Recommends: systemd"],
+    // The server runs without the agent repository (its wizard then says how to install it), so the
+    // repository is recommended, unversioned: a server upgrade alone does not fetch the agents again.
+    "svc-server": ["Depends: libc6, libgcc-s1, passwd", "Recommends: systemd, svc-agent-repo"],
+    "svc-agent-repo": ["Enhances: svc-server"],
+  }[spec.name];
   await Deno.writeTextFile(
     `${control}/control`,
     [
@@ -45,8 +50,7 @@ export async function writeDeb(
       `Architecture: ${spec.arch.deb}`,
       `Maintainer: ${PACKAGE_META.maintainer}`,
       `Installed-Size: ${Math.ceil(size / 1024)}`,
-      `Depends: ${depends}`,
-      `Recommends: systemd`,
+      ...relations,
       `Section: admin`,
       `Priority: optional`,
       `Description: ${spec.summary}`,
@@ -61,13 +65,15 @@ export async function writeDeb(
     'find . -path ./DEBIAN -prune -o -type f -printf "%P\\0" | sort -z | xargs -0 -r md5sum',
   ], { cwd: root });
   await Deno.writeTextFile(`${control}/md5sums`, sums);
-  for (const [name, body] of Object.entries(debScripts(spec.name))) {
+  const scripts = spec.name === "svc-agent-repo" ? {} : debScripts(spec.name);
+  for (const [name, body] of Object.entries(scripts)) {
     await Deno.writeTextFile(`${control}/${name}`, body);
     await Deno.chmod(`${control}/${name}`, 0o755);
   }
   const file = `${options.out}/${debFileName(spec)}`;
   // gzip: every dpkg reads it, and Debian's lintian checks it (lintian 2.116 rejects zstd members).
-  const compression = ["-Zgzip", "-z6"];
+  // The repository's content is compressed packages already: a light level saves build time, not bytes.
+  const compression = ["-Zgzip", spec.name === "svc-agent-repo" ? "-z1" : "-z6"];
   await run("dpkg-deb", ["--root-owner-group", ...compression, "--build", root, file], {
     env: { SOURCE_DATE_EPOCH: String(spec.mtime) },
   });

@@ -5,18 +5,22 @@
  *
  * @module
  */
-import { PACKAGE_META } from "./targets.ts";
+import { PACKAGE_META, type PackageName } from "./targets.ts";
 
 /** What a notice needs to know about its package. */
 export interface NoticeSubject {
-  name: string;
+  name: PackageName;
   version: string;
   release: string;
   /** Build time, seconds since the epoch. */
   mtime: number;
-  /** Whether the package carries a Deno runtime (the programs do; the agent repository does not). */
-  runtime: boolean;
 }
+
+/**
+ * SPDX expression of every package: svc's own code, plus the MIT-licensed Deno runtime that each program
+ * carries (and that the agent repository's packages carry in turn).
+ */
+export const SPDX_LICENSE = `${PACKAGE_META.license} AND MIT`;
 
 /** The Expat/MIT grant of the Deno runtime (github.com/denoland/deno LICENSE.md). */
 const DENO_MIT = `Permission is hereby granted, free of charge, to any person obtaining a copy of this
@@ -52,11 +56,6 @@ function year(mtime: number): number {
   return new Date(mtime * 1000).getUTCFullYear();
 }
 
-/** SPDX expression of a package's content. */
-export function spdxLicense(subject: Pick<NoticeSubject, "runtime">): string {
-  return subject.runtime ? `${PACKAGE_META.license} AND MIT` : PACKAGE_META.license;
-}
-
 /** `/usr/share/doc/<name>/copyright` in Debian's machine-readable format (DEP-5). */
 export function debCopyright(subject: NoticeSubject): string {
   const indent = (text: string) => text.split("\n").map((l) => ` ${l}`).join("\n");
@@ -70,13 +69,19 @@ export function debCopyright(subject: NoticeSubject): string {
       year(subject.mtime)
     } ${PACKAGE_META.copyrightHolder}\nLicense: ${PACKAGE_META.license}`,
   ];
-  if (subject.runtime) {
+  if (subject.name === "svc-agent-repo") {
     stanzas.push(
-      `Files: usr/lib/${subject.name}/lib/deno\nCopyright: the Deno authors\nLicense: Expat`,
+      `Files: usr/share/svc/agent-repo/*\nCopyright: ${
+        year(subject.mtime)
+      } ${PACKAGE_META.copyrightHolder}\n` +
+        ` the Deno authors\nLicense: ${PACKAGE_META.license} and Expat\n` +
+        `Comment: svc-agent packages: svc (${PACKAGE_META.license}) with the Deno runtime (Expat) inside.`,
     );
+  } else {
+    stanzas.push(`Files: usr/lib/${subject.name}/lib/deno\nCopyright: the Deno authors\nLicense: Expat`);
   }
   stanzas.push(`License: ${PACKAGE_META.license}\n${indent(APACHE_GRANT)}`);
-  if (subject.runtime) stanzas.push(`License: Expat\n${indent(DENO_MIT)}`);
+  stanzas.push(`License: Expat\n${indent(DENO_MIT)}`);
   return stanzas.join("\n\n") + "\n";
 }
 
@@ -102,7 +107,7 @@ export function rpmChangelog(subject: NoticeSubject): string {
  * of lcms2 statically (embedded-library) and is not under our control to rebuild.
  */
 export function lintianOverrides(subject: NoticeSubject): string | undefined {
-  if (!subject.runtime) return undefined;
+  if (subject.name === "svc-agent-repo") return undefined;
   return `# The Deno runtime is shipped as its project publishes it; it carries its own lcms2.\n` +
     `${subject.name}: embedded-library lcms2 [usr/lib/${subject.name}/lib/deno]\n`;
 }

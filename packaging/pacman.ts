@@ -9,7 +9,7 @@
  */
 import type { PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
-import { spdxLicense } from "./notices.ts";
+import { SPDX_LICENSE } from "./notices.ts";
 import { pacmanInstall } from "./scripts.ts";
 import { gzip, hexDigest, installedSize } from "./stage.ts";
 import { type TarEntry, writeTar } from "./tar.ts";
@@ -60,7 +60,7 @@ export async function writePacman(
     `size = ${await installedSize(spec.entries)}`,
     `arch = ${spec.arch.pacman}`,
     // One SPDX id per line, as makepkg writes its license array.
-    ...spdxLicense({ runtime: true }).split(" AND ").map((id) => `license = ${id}`),
+    ...SPDX_LICENSE.split(" AND ").map((id) => `license = ${id}`),
     ...spec.entries.filter((e) => e.conffile).map((e) => `backup = ${e.path.slice(1)}`),
     "depend = glibc",
     "depend = gcc-libs",

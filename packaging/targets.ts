@@ -10,6 +10,12 @@
 export const APPS = ["svc-server", "svc-agent"] as const;
 /** An executable's name. */
 export type App = (typeof APPS)[number];
+/**
+ * Every package the build makes: the two programs, and the agent repository in a package of its own
+ * (architecture-independent), so the server package stays the size of the server and upgrading the
+ * server does not download the agents again.
+ */
+export type PackageName = App | "svc-agent-repo";
 
 /** One target architecture and its spelling in each ecosystem. */
 export interface ArchInfo {
@@ -46,6 +52,14 @@ export const ARCHES: readonly ArchInfo[] = [
     pacman: "aarch64",
   },
 ];
+
+/** A package's architecture: one of {@link ARCHES}, or "all" for architecture-independent content. */
+export type PackageArch = Pick<ArchInfo, "deb" | "rpm" | "apk" | "pacman"> & {
+  name: ArchInfo["name"] | "all";
+};
+
+/** Architecture-independent packages (Debian `all`, rpm `noarch`). */
+export const ARCH_ALL: PackageArch = { name: "all", deb: "all", rpm: "noarch", apk: "noarch", pacman: "any" };
 
 /**
  * Deno runtime shipped by the portable build, the same for both arches: the newest version the npm

@@ -43,14 +43,17 @@ async function acceptedWarnings(): Promise<Record<string, Set<string>>> {
   return accepted;
 }
 
-async function lint(tool: string, args: string[]): Promise<{ code: number; out: string }> {
+async function lint(
+  tool: string,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string }> {
   const out = await new Deno.Command(tool, {
     args,
     stdout: "piped",
     stderr: "piped",
-    env: { LC_ALL: "C.UTF-8" },
-  })
-    .output();
+    env: { LC_ALL: "C.UTF-8", ...env },
+  }).output();
   const d = new TextDecoder();
   return { code: out.code, out: d.decode(out.stdout) + d.decode(out.stderr) };
 }
@@ -74,7 +77,21 @@ Deno.test({
     const newLintian = lintianTags.filter((m) => !accepted.lintian.has(m[3])).map((m) => m[0]);
     assert.deepEqual(newLintian, [], "lintian warnings not in docs/operations/packaging.md");
 
-    const rpmlint = await lint("rpmlint", ["-c", `${ROOT}packaging/lint/rpmlint.toml`, ...rpms]);
+    // rpmlint checks each signature against rpm's keyring: a private one (through HOME's .rpmmacros) that
+    // trusts only this build's repository key, so a package signed by anything else is an error.
+    const home = await Deno.makeTempDir({ prefix: "svc-rpmlint-" });
+    await Deno.writeTextFile(`${home}/.rpmmacros`, `%_dbpath ${home}/rpmdb\n`);
+    const keyring = await lint("rpm", [
+      "--dbpath",
+      `${home}/rpmdb`,
+      "--import",
+      `${DIST}agent-repo/repo-key.asc`,
+    ]);
+    assert.equal(keyring.code, 0, keyring.out);
+    const rpmlint = await lint("rpmlint", ["-c", `${ROOT}packaging/lint/rpmlint.toml`, ...rpms], {
+      HOME: home,
+    });
+    await Deno.remove(home, { recursive: true });
     const rpmTags = [...rpmlint.out.matchAll(/^(\S+): ([EW]): (\S+)/gm)];
     const rpmErrors = rpmTags.filter((m) => m[2] === "E").map((m) => m[0]);
     assert.deepEqual(rpmErrors, [], `rpmlint errors:\n${rpmlint.out}`);
