@@ -12,6 +12,7 @@
  */
 import type { PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { SPDX_LICENSE } from "./notices.ts";
 import { apkScripts } from "./scripts.ts";
 import { gzip, hexDigest, installedSize } from "./stage.ts";
 import { type TarEntry, writeTar } from "./tar.ts";
@@ -55,7 +56,7 @@ export async function writeApk(spec: PackageSpec, options: { out: string }): Pro
     `arch = ${spec.arch.apk}`,
     `origin = ${spec.name}`,
     `maintainer = ${PACKAGE_META.maintainer}`,
-    `license = ${PACKAGE_META.license}`,
+    `license = ${SPDX_LICENSE}`,
     "depend = gcompat",
     "depend = libgcc",
     `datahash = ${await hexDigest("SHA-256", dataGz)}`,

@@ -1,12 +1,12 @@
 /**
  * `deno task build [--portable] [--out DIR]`: builds, from this checkout and its one version,
  * `svc-server` and `svc-agent` for amd64 and arm64, their packages (agent: deb, rpm, apk, Arch; server:
- * deb, rpm) and the signed agent repository, into `dist/`:
+ * deb, rpm), the signed agent repository and its own package (svc-agent-repo: deb, rpm), into `dist/`:
  *
  * ```
  * dist/<app>-linux-<arch>/   the executable (compiled file, or portable directory with launcher)
  * dist/packages/             every package file
- * dist/agent-repo/           the repository the server serves under /agent/ (also inside svc-server)
+ * dist/agent-repo/           the repository the server serves under /agent/ (packaged as svc-agent-repo)
  * dist/build.json            what was built, in which form, with which runtime, and how long it took
  * ```
  *
@@ -23,9 +23,9 @@
 import { APPS, ARCHES, PORTABLE_RUNTIME_VERSION } from "./targets.ts";
 import { assemblePortable, bundleApp, canCompile, compileApp } from "./program.ts";
 import { portableRuntime } from "./runtime.ts";
-import { buildPackages } from "./packages.ts";
+import { buildAgentRepoPackages, buildPackages } from "./packages.ts";
 import { assembleRepo } from "./repo.ts";
-import { openSigner } from "./signing.ts";
+import { openSigner, signRpm } from "./signing.ts";
 import { VERSION } from "../shared/version.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
@@ -116,17 +116,31 @@ async function main(): Promise<number> {
       root: ROOT,
       workDir: work,
     });
+    // Every rpm is signed, not only the repository's copies: dnf checks package signatures (gpgcheck=1)
+    // of whatever an operator installs, and rpmlint reports an unsigned package as an error.
+    const sign = async (built: Array<{ format: string; file: string }>) => {
+      for (const p of built) if (p.format === "rpm") await signRpm(p.file, signer);
+    };
+    await sign(agentPackages);
     step(`agent packages: ${agentPackages.length}`, started);
     const repo = `${out}/agent-repo`;
     const manifest = await assembleRepo({ packages: agentPackages, dir: repo, signer });
     step(`agent repository (signed: ${manifest.signed}, key: ${signer.label})`, started);
+    const repoPackages = await buildAgentRepoPackages({
+      repo,
+      out: `${out}/packages`,
+      root: ROOT,
+      workDir: work,
+    });
+    await sign(repoPackages);
+    step(`agent repository packages (svc-agent-repo): ${repoPackages.length}`, started);
     const serverPackages = await buildPackages("svc-server", {
       programs,
       out: `${out}/packages`,
       root: ROOT,
       workDir: work,
-      agentRepo: repo,
     });
+    await sign(serverPackages);
     step(`server packages: ${serverPackages.length}`, started);
     await Deno.writeTextFile(
       `${out}/build.json`,
@@ -139,7 +153,9 @@ async function main(): Promise<number> {
           programs: Object.fromEntries(
             Object.entries(programs).map(([k, v]) => [k, v.slice(out.length + 1)]),
           ),
-          packages: [...agentPackages, ...serverPackages].map((p) => p.file.slice(out.length + 1)),
+          packages: [...agentPackages, ...repoPackages, ...serverPackages].map((p) =>
+            p.file.slice(out.length + 1)
+          ),
           signing_key: signer.label,
           seconds: Math.round((performance.now() - started) / 100) / 10,
         },

@@ -6,6 +6,7 @@
  */
 import type { PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { debChangelog, debCopyright, lintianOverrides, wrap } from "./notices.ts";
 import { debScripts } from "./scripts.ts";
 import { stageTree } from "./stage.ts";
 import { run } from "./exec.ts";
@@ -24,14 +25,23 @@ export async function writeDeb(
   const size = await stageTree(spec.entries, root);
   const doc = `${root}/usr/share/doc/${spec.name}`;
   await Deno.mkdir(doc, { recursive: true });
-  await Deno.writeTextFile(
-    `${doc}/copyright`,
-    `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: svc\n\n` +
-      `Files: *\nCopyright: svc maintainers\nLicense: ${PACKAGE_META.license}\n`,
-  );
+  await Deno.writeTextFile(`${doc}/copyright`, debCopyright(spec));
+  await Deno.writeTextFile(`${doc}/changelog.Debian`, debChangelog(spec));
+  await run("gzip", ["-9n", `${doc}/changelog.Debian`]);
+  const overrides = lintianOverrides(spec);
+  if (overrides) {
+    await Deno.mkdir(`${root}/usr/share/lintian/overrides`, { recursive: true });
+    await Deno.writeTextFile(`${root}/usr/share/lintian/overrides/${spec.name}`, overrides);
+  }
   const control = `${root}/DEBIAN`;
   await Deno.mkdir(control, { mode: 0o755 });
-  const depends = spec.name === "svc-agent" ? "libc6, libgcc-s1" : "libc6, libgcc-s1, passwd";
+  const relations = {
+    "svc-agent": ["Depends: libc6, libgcc-s1", "Recommends: systemd"],
+    // The server runs without the agent repository (its wizard then says how to install it), so the
+    // repository is recommended, unversioned: a server upgrade alone does not fetch the agents again.
+    "svc-server": ["Depends: libc6, libgcc-s1, passwd", "Recommends: systemd, svc-agent-repo"],
+    "svc-agent-repo": ["Enhances: svc-server"],
+  }[spec.name];
   await Deno.writeTextFile(
     `${control}/control`,
     [
@@ -40,8 +50,7 @@ export async function writeDeb(
       `Architecture: ${spec.arch.deb}`,
       `Maintainer: ${PACKAGE_META.maintainer}`,
       `Installed-Size: ${Math.ceil(size / 1024)}`,
-      `Depends: ${depends}`,
-      `Recommends: systemd`,
+      ...relations,
       `Section: admin`,
       `Priority: optional`,
       `Description: ${spec.summary}`,
@@ -56,30 +65,17 @@ export async function writeDeb(
     'find . -path ./DEBIAN -prune -o -type f -printf "%P\\0" | sort -z | xargs -0 -r md5sum',
   ], { cwd: root });
   await Deno.writeTextFile(`${control}/md5sums`, sums);
-  for (const [name, body] of Object.entries(debScripts(spec.name))) {
+  const scripts = spec.name === "svc-agent-repo" ? {} : debScripts(spec.name);
+  for (const [name, body] of Object.entries(scripts)) {
     await Deno.writeTextFile(`${control}/${name}`, body);
     await Deno.chmod(`${control}/${name}`, 0o755);
   }
   const file = `${options.out}/${debFileName(spec)}`;
-  // The agent reaches the widest range of releases with gzip; the server package is mostly the agent
-  // repository (already compressed), where zstd saves minutes of build time (dpkg >= 1.21.18).
-  const compression = spec.name === "svc-agent" ? ["-Zgzip", "-z6"] : ["-Zzstd", "-z3"];
+  // gzip: every dpkg reads it, and Debian's lintian checks it (lintian 2.116 rejects zstd members).
+  // The repository's content is compressed packages already: a light level saves build time, not bytes.
+  const compression = ["-Zgzip", spec.name === "svc-agent-repo" ? "-z1" : "-z6"];
   await run("dpkg-deb", ["--root-owner-group", ...compression, "--build", root, file], {
     env: { SOURCE_DATE_EPOCH: String(spec.mtime) },
   });
   return file;
-}
-
-/** Wraps a paragraph at 76 columns. */
-function wrap(text: string): string[] {
-  const lines: string[] = [];
-  let line = "";
-  for (const word of text.split(/\s+/)) {
-    if (line && line.length + word.length + 1 > 76) {
-      lines.push(line);
-      line = word;
-    } else line = line ? `${line} ${word}` : word;
-  }
-  if (line) lines.push(line);
-  return lines;
 }

@@ -7,12 +7,17 @@
  * lives in `/usr/lib/svc-agent/` and `/usr/bin/svc-agent` points at it. Arch Linux keeps units under
  * `/usr/lib/systemd/system` (its `/lib` is a symlink owned by the filesystem package).
  *
- * svc-server: `/usr/bin/svc-server`, `/etc/svc/server.yaml` (0640 root:svc, kept), its unit (user
- * `svc`, hardened), and the agent repository of the same build under `/usr/share/svc/agent-repo`.
+ * svc-server: `/usr/bin/svc-server`, `/etc/svc/server.yaml` (0640 root:svc, kept) and its unit (user
+ * `svc`, hardened). It recommends svc-agent-repo.
+ *
+ * svc-agent-repo (deb and rpm, architecture-independent): the signed agent repository of the same build
+ * under `/usr/share/svc/agent-repo`, the server's default `agent_repo.dir`. A package of its own because
+ * it is most of the bytes (every agent package for every format and arch): the server package stays the
+ * size of the server, and a server upgrade does not download the agents again.
  *
  * @module
  */
-import { type App, ARCHES, type ArchInfo, PACKAGE_META } from "./targets.ts";
+import { type App, ARCH_ALL, ARCHES, PACKAGE_META, type PackageArch, type PackageName } from "./targets.ts";
 import { VERSION } from "../shared/version.ts";
 import { writeDeb } from "./deb.ts";
 import { writeRpm } from "./rpm.ts";
@@ -36,14 +41,16 @@ export interface PackageEntry {
   conffile?: boolean;
   /** Group owner when not root (the server's config is readable by `svc`). */
   group?: string;
+  /** The licence text (rpm marks it `%license`). */
+  license?: boolean;
 }
 
 /** Everything a format writer needs. */
 export interface PackageSpec {
-  name: App;
+  name: PackageName;
   version: string;
   release: string;
-  arch: ArchInfo;
+  arch: PackageArch;
   summary: string;
   description: string;
   entries: PackageEntry[];
@@ -53,13 +60,13 @@ export interface PackageSpec {
 
 /** A built package file. */
 export interface BuiltPackage {
-  app: App;
+  app: PackageName;
   format: Format;
-  arch: ArchInfo["name"];
+  arch: PackageArch["name"];
   file: string;
 }
 
-const DESCRIPTIONS: Record<App, { summary: string; description: string }> = {
+const DESCRIPTIONS: Record<PackageName, { summary: string; description: string }> = {
   "svc-agent": {
     summary: "svc policy agent for Linux desktops",
     description: "The svc agent enrolls the machine with an svc server, receives the policies bound to its " +
@@ -69,8 +76,14 @@ const DESCRIPTIONS: Record<App, { summary: string; description: string }> = {
   "svc-server": {
     summary: "svc policy management server",
     description: "The svc server manages desktop policies for a fleet of Linux machines: REST API and web " +
-      "UI, enrollment and policy services for agents, an internal CA, Prometheus metrics, and the signed " +
-      "agent package repository of the same version.",
+      "UI, enrollment and policy services for agents, an internal CA and Prometheus metrics. It serves the " +
+      "signed agent package repository that the svc-agent-repo package installs.",
+  },
+  "svc-agent-repo": {
+    summary: "svc agent package repository",
+    description: "The signed repository of svc-agent packages (deb, rpm, apk and Arch, amd64 and arm64) of " +
+      "one svc release, which svc-server serves to the machines it manages under /agent/ and its " +
+      "deploy-agent wizard installs from.",
   },
 };
 
@@ -105,7 +118,7 @@ async function walk(dir: string, prefix: string, out: PackageEntry[]): Promise<v
 export async function packageEntries(
   app: App,
   format: Format,
-  options: { program: string; root: string; agentRepo?: string },
+  options: { program: string; root: string },
 ): Promise<PackageEntry[]> {
   const unit = unitPath(app, format);
   const entries: PackageEntry[] = [
@@ -137,12 +150,6 @@ export async function packageEntries(
       conffile: true,
       group: "svc",
     });
-    if (!options.agentRepo) throw new Error("svc-server packages need the agent repository: build it first");
-    entries.push(
-      { path: "/usr/share/svc", type: "dir", mode: 0o755 },
-      { path: "/usr/share/svc/agent-repo", type: "dir", mode: 0o755 },
-    );
-    await walk(options.agentRepo, "/usr/share/svc/agent-repo", entries);
   }
   entries.push({
     path: unit,
@@ -150,7 +157,71 @@ export async function packageEntries(
     mode: 0o644,
     source: `${options.root}/packaging/systemd/${app}.service`,
   });
+  entries.push(...licenseEntries(app, format, options.root));
   return entries;
+}
+
+/**
+ * The licence text where each format's convention puts it: `/usr/share/licenses/<name>/LICENSE` (rpm,
+ * Alpine, Arch). A deb says it in `/usr/share/doc/<name>/copyright` instead (deb.ts), pointing at
+ * Debian's own copy of the Apache licence.
+ */
+export function licenseEntries(name: string, format: Format, root: string): PackageEntry[] {
+  if (format === "deb") return [];
+  return [
+    { path: `/usr/share/licenses/${name}`, type: "dir", mode: 0o755 },
+    {
+      path: `/usr/share/licenses/${name}/LICENSE`,
+      type: "file",
+      mode: 0o644,
+      source: `${root}/LICENSE`,
+      license: true,
+    },
+  ];
+}
+
+/** The install list of svc-agent-repo: the repository directory `repo` of this build, and the licence. */
+export async function agentRepoEntries(repo: string, format: Format, root: string): Promise<PackageEntry[]> {
+  const entries: PackageEntry[] = [
+    { path: "/usr/share/svc", type: "dir", mode: 0o755 },
+    { path: "/usr/share/svc/agent-repo", type: "dir", mode: 0o755 },
+  ];
+  await walk(repo, "/usr/share/svc/agent-repo", entries);
+  entries.push(...licenseEntries("svc-agent-repo", format, root));
+  return entries;
+}
+
+/** Builds svc-agent-repo (deb and rpm, architecture-independent) from the repository in `repo`. */
+export async function buildAgentRepoPackages(
+  options: { repo: string; out: string; root: string; workDir: string; release?: string },
+): Promise<BuiltPackage[]> {
+  await Deno.mkdir(options.out, { recursive: true });
+  const mtime = Number(Deno.env.get("SOURCE_DATE_EPOCH") ?? Math.floor(Date.now() / 1000));
+  const built: BuiltPackage[] = [];
+  for (const format of ["deb", "rpm"] as const) {
+    const spec: PackageSpec = {
+      name: "svc-agent-repo",
+      version: VERSION,
+      release: options.release ?? PACKAGE_META.release,
+      arch: ARCH_ALL,
+      ...DESCRIPTIONS["svc-agent-repo"],
+      entries: await agentRepoEntries(options.repo, format, options.root),
+      mtime,
+    };
+    const work = await Deno.makeTempDir({ dir: options.workDir, prefix: `svc-agent-repo-${format}-` });
+    try {
+      const write = format === "deb" ? writeDeb : writeRpm;
+      built.push({
+        app: spec.name,
+        format,
+        arch: "all",
+        file: await write(spec, { out: options.out, workDir: work }),
+      });
+    } finally {
+      await Deno.remove(work, { recursive: true }).catch(() => {});
+    }
+  }
+  return built;
 }
 
 /** Builds every package of `app` into `out`; returns them. */
@@ -161,7 +232,6 @@ export async function buildPackages(
     out: string;
     root: string;
     workDir: string;
-    agentRepo?: string;
     release?: string;
     /** Only these formats / arches (default: all of `app`'s). */
     formats?: Format[];
@@ -181,11 +251,7 @@ export async function buildPackages(
           release: options.release ?? PACKAGE_META.release,
           arch,
           ...DESCRIPTIONS[app],
-          entries: await packageEntries(app, format, {
-            program,
-            root: options.root,
-            agentRepo: options.agentRepo,
-          }),
+          entries: await packageEntries(app, format, { program, root: options.root }),
           mtime,
         };
         const work = await Deno.makeTempDir({

@@ -9,6 +9,7 @@
  */
 import type { PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { SPDX_LICENSE } from "./notices.ts";
 import { pacmanInstall } from "./scripts.ts";
 import { gzip, hexDigest, installedSize } from "./stage.ts";
 import { type TarEntry, writeTar } from "./tar.ts";
@@ -58,7 +59,8 @@ export async function writePacman(
     `packager = ${PACKAGE_META.maintainer}`,
     `size = ${await installedSize(spec.entries)}`,
     `arch = ${spec.arch.pacman}`,
-    `license = ${PACKAGE_META.license}`,
+    // One SPDX id per line, as makepkg writes its license array.
+    ...SPDX_LICENSE.split(" AND ").map((id) => `license = ${id}`),
     ...spec.entries.filter((e) => e.conffile).map((e) => `backup = ${e.path.slice(1)}`),
     "depend = glibc",
     "depend = gcc-libs",

@@ -15,7 +15,7 @@
  */
 import type { BuiltPackage } from "./packages.ts";
 import { ARCHES } from "./targets.ts";
-import type { Signer } from "./signing.ts";
+import { type Signer, signRpm } from "./signing.ts";
 import { hexDigest } from "./stage.ts";
 import { run } from "./exec.ts";
 import { VERSION } from "../shared/version.ts";
@@ -75,18 +75,7 @@ export async function assembleRepo(
     const path = repoPath(p);
     await Deno.mkdir(`${dir}/${path.slice(0, path.lastIndexOf("/"))}`, { recursive: true });
     await Deno.copyFile(p.file, `${dir}/${path}`);
-    if (p.format === "rpm") {
-      await run("rpmsign", [
-        "--addsign",
-        "--define",
-        `_gpg_name ${signer.fingerprint}`,
-        "--define",
-        `_gpg_path ${signer.home}`,
-        "--define",
-        "__gpg /usr/bin/gpg",
-        `${dir}/${path}`,
-      ], { env: { GNUPGHOME: signer.home } });
-    }
+    if (p.format === "rpm") await signRpm(`${dir}/${path}`, signer);
     packages.push({ path, format: p.format, arch: p.arch });
   }
   await Deno.writeTextFile(`${dir}/repo-key.asc`, signer.publicKey);

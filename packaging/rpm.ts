@@ -11,6 +11,7 @@
  */
 import type { PackageEntry, PackageSpec } from "./packages.ts";
 import { PACKAGE_META } from "./targets.ts";
+import { rpmChangelog, SPDX_LICENSE, wrap } from "./notices.ts";
 import { CREATE_SVC_USER, RELOAD, SERVER_SETUP, stopAndDisable } from "./scripts.ts";
 import { stageTree } from "./stage.ts";
 import { run } from "./exec.ts";
@@ -43,7 +44,7 @@ end`,
 function fileLine(e: PackageEntry): string {
   const attr = `%attr(${e.type === "symlink" ? "-" : `0${e.mode.toString(8)}`},root,${e.group ?? "root"})`;
   if (e.type === "dir") return `%dir ${attr} "${e.path}"`;
-  return `${e.conffile ? "%config(noreplace) " : ""}${attr} "${e.path}"`;
+  return `${e.conffile ? "%config(noreplace) " : ""}${e.license ? "%license " : ""}${attr} "${e.path}"`;
 }
 
 /** Builds `spec` as an rpm in `out`; returns its path. */
@@ -55,10 +56,13 @@ export async function writeRpm(
   const staged = `${top}/staged`;
   await stageTree(spec.entries, staged);
   // Directories shared with the system (/usr/bin, /etc/svc is ours) are not owned by the package.
-  const shared = new Set(["/usr/bin", "/usr/share", "/usr/lib"]);
+  const shared = new Set(["/usr/bin", "/usr/share", "/usr/lib", "/usr/share/licenses"]);
   const files = spec.entries.filter((e) => !(e.type === "dir" && shared.has(e.path))).map(fileLine);
   const server = spec.name === "svc-server";
-  const scripts = server
+  const repo = spec.name === "svc-agent-repo";
+  const scripts = repo
+    ? ""
+    : server
     ? `%pre\n${CREATE_SVC_USER}\nexit 0\n\n%post\nif [ "$1" -eq 1 ]; then\n${SERVER_SETUP}\nfi\n${RELOAD}\nexit 0\n\n` +
       `%preun\nif [ "$1" -eq 0 ]; then\n${
         stopAndDisable("svc-server")
@@ -68,19 +72,22 @@ export async function writeRpm(
 %define _build_id_links none
 %define debug_package %{nil}
 %define __os_install_post %{nil}
-%define _binary_payload ${spec.name === "svc-agent" ? "w6.gzdio" : "w3.zstdio"}
+%define _binary_payload ${spec.name === "svc-agent" ? "w6.gzdio" : repo ? "w1.zstdio" : "w3.zstdio"}
 
 Name: ${spec.name}
 Version: ${spec.version}
 Release: ${spec.release}
 Summary: ${spec.summary}
-License: ${PACKAGE_META.license}
+License: ${SPDX_LICENSE}
+Group: System Environment/Daemons
 Packager: ${PACKAGE_META.maintainer}
 Vendor: svc
 AutoReqProv: no
-${server ? "Requires(pre): /usr/sbin/useradd, /usr/sbin/groupadd\n" : ""}
+${server ? "Requires(pre): /usr/sbin/useradd, /usr/sbin/groupadd\nRecommends: svc-agent-repo\n" : ""}${
+    repo ? "BuildArch: noarch\nEnhances: svc-server\n" : ""
+  }
 %description
-${spec.description}
+${wrap(spec.description, 79).join("\n")}
 
 %install
 cp -a "${staged}/." "%{buildroot}/"
@@ -88,7 +95,9 @@ cp -a "${staged}/." "%{buildroot}/"
 ${scripts}
 %files
 ${files.join("\n")}
-`;
+
+%changelog
+${rpmChangelog(spec)}`;
   const specFile = `${top}/${spec.name}.spec`;
   await Deno.writeTextFile(specFile, text);
   const rpmDir = `${top}/rpms`;

@@ -116,3 +116,17 @@ export async function openSigner(options: { keyFile?: string }): Promise<Signer>
     throw err;
   }
 }
+
+/** Signs the rpm at `file` in place with `signer`'s key (rpmsign; dnf checks it with gpgcheck=1). */
+export async function signRpm(file: string, signer: Signer): Promise<void> {
+  await run("rpmsign", [
+    "--addsign",
+    "--define",
+    `_gpg_name ${signer.fingerprint}`,
+    "--define",
+    `_gpg_path ${signer.home}`,
+    "--define",
+    "__gpg /usr/bin/gpg",
+    file,
+  ], { env: { GNUPGHOME: signer.home } });
+}

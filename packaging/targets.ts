@@ -10,6 +10,12 @@
 export const APPS = ["svc-server", "svc-agent"] as const;
 /** An executable's name. */
 export type App = (typeof APPS)[number];
+/**
+ * Every package the build makes: the two programs, and the agent repository in a package of its own
+ * (architecture-independent), so the server package stays the size of the server and upgrading the
+ * server does not download the agents again.
+ */
+export type PackageName = App | "svc-agent-repo";
 
 /** One target architecture and its spelling in each ecosystem. */
 export interface ArchInfo {
@@ -47,6 +53,14 @@ export const ARCHES: readonly ArchInfo[] = [
   },
 ];
 
+/** A package's architecture: one of {@link ARCHES}, or "all" for architecture-independent content. */
+export type PackageArch = Pick<ArchInfo, "deb" | "rpm" | "apk" | "pacman"> & {
+  name: ArchInfo["name"] | "all";
+};
+
+/** Architecture-independent packages (Debian `all`, rpm `noarch`). */
+export const ARCH_ALL: PackageArch = { name: "all", deb: "all", rpm: "noarch", apk: "noarch", pacman: "any" };
+
 /**
  * Deno runtime shipped by the portable build, the same for both arches: the newest version the npm
  * registry publishes for linux-x64-glibc AND linux-arm64-glibc (arm64 stops at 2.9.5).
@@ -55,9 +69,10 @@ export const PORTABLE_RUNTIME_VERSION = "2.9.5";
 
 /** Package metadata shared by every format. */
 export const PACKAGE_META = {
-  maintainer: "svc maintainers <svc-maintainers@example.org>",
-  /** The repository carries no licence file; the packages say so rather than invent one. */
-  license: "LicenseRef-proprietary",
+  maintainer: "svc maintainers <svc-maintainers@lists.svc.dev>",
+  copyrightHolder: "svc maintainers",
+  /** SPDX id of svc's own licence (LICENSE at the repository root). */
+  license: "Apache-2.0",
   /** Package release (Debian revision, rpm Release, apk -rN, pacman pkgrel). */
   release: "1",
 } as const;

@@ -15,7 +15,7 @@
 import { secretsKeyFile } from "../pki/server_pki.ts";
 import { join } from "node:path";
 import { ConfigError, loadConfig, type ServerConfig } from "../config/config.ts";
-import { type Db, migrate, openDatabase, type Queryable, readMigrations } from "../db/mod.ts";
+import { type Db, knownMigrations, migrate, openDatabase, type Queryable } from "../db/mod.ts";
 import { insertAuditEvent } from "../audit/db_sink.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { SUPER_ADMIN } from "../auth/builtin_roles.ts";
@@ -226,7 +226,7 @@ async function resetAdmin(args: Parsed, io: CliIo): Promise<number> {
 async function migrateCommand(args: Parsed, io: CliIo): Promise<number> {
   if (args.positional.length > 0) throw new UsageError(`unexpected argument ${args.positional[0]}`);
   const config = await loadCliConfig(args.flags);
-  const known = await readMigrations();
+  const known = await knownMigrations();
   return await withDatabase(config, async (db) => {
     if (!args.flags.has("--status")) {
       const applied = await migrate(db, known);
@@ -337,7 +337,7 @@ async function checkConfig(args: Parsed, io: CliIo): Promise<number> {
     try {
       await withDatabase(config, async (db) => {
         await db.query("SELECT 1");
-        const known = await readMigrations();
+        const known = await knownMigrations();
         const exists = await db.query<{ t: string | null }>(
           `SELECT to_regclass('schema_migrations')::text AS t`,
         );

@@ -47,9 +47,17 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return out;
 }
 
+/**
+ * The migrations this build knows: the embedded list in a bundled build, else {@link MIGRATIONS_DIR}. The
+ * admin commands use it too, so `check-config` and `migrate --status` work on a packaged server.
+ */
+export async function knownMigrations(): Promise<Migration[]> {
+  return embedded ?? await readMigrations();
+}
+
 /** Applies pending migrations; returns the versions applied by this call. */
 export async function migrate(db: Db, migrations?: Migration[]): Promise<string[]> {
-  const list = migrations ?? embedded ?? await readMigrations();
+  const list = migrations ?? await knownMigrations();
   await db.query(
     `CREATE TABLE IF NOT EXISTS schema_migrations (
        version text PRIMARY KEY,

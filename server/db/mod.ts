@@ -2,7 +2,7 @@
 export * from "./db.ts";
 export { openPostgres } from "./postgres_driver.ts";
 export { openPglite } from "./pglite_driver.ts";
-export { migrate, readMigrations } from "./migrate.ts";
+export { knownMigrations, migrate, readMigrations } from "./migrate.ts";
 import type { Db } from "./db.ts";
 import { openPostgres } from "./postgres_driver.ts";
 import { openPglite } from "./pglite_driver.ts";

@@ -1,6 +1,6 @@
 /**
  * The agent package repository under `/agent/` (spec "Agent package repository"): the directory
- * `agent_repo.dir` that `deno task build` assembled (and the svc-server package installs), served read-only.
+ * `agent_repo.dir` that `deno task build` assembled (and the svc-agent-repo package installs), served read-only.
  *
  * - Only files the repository's `manifest.json` lists are served (plus the manifest itself), and each must
  *   resolve — after symlinks — to a regular file inside the directory: no traversal, no symlink escape, no
@@ -127,7 +127,7 @@ async function load(dir: string, serverVersion: string): Promise<Loaded> {
     text = await Deno.readTextFile(`${realDir}/manifest.json`);
   } catch {
     return none(
-      `no agent packages in ${dir} (agent_repo.dir): install the svc-server package or run deno task build`,
+      `no agent packages in ${dir} (agent_repo.dir): install the svc-agent-repo package or run deno task build`,
     );
   }
   let manifest: {

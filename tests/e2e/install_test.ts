@@ -405,7 +405,7 @@ Deno.test({
         async () => {
           await throwawayRoot(serverRoot);
           const deb = packages(`svc-server_${VERSION}-1_${HOST_ARCH}.deb`)[0];
-          const r = await dpkg(serverRoot, ["-i", deb]);
+          let r = await dpkg(serverRoot, ["-i", deb]);
           assert.equal(r.code, 0, r.stdout + r.stderr);
           assert.match(
             await Deno.readTextFile(`${serverRoot}/etc/passwd`),
@@ -423,19 +423,50 @@ Deno.test({
           ) {
             assert.match(unit, new RegExp(`^${line}$`, "m"));
           }
-          assert.equal(
-            await sha256File(`${serverRoot}/usr/share/svc/agent-repo/manifest.json`),
-            await sha256File(`${DIST}agent-repo/manifest.json`),
+          // The server package holds the server only; the agent repository is its own package.
+          assert.ok(
+            !await exists(`${serverRoot}/usr/share/svc/agent-repo`),
+            "svc-server carries no repository",
           );
+          const control = await ok("dpkg-deb", ["--field", deb, "Recommends", "Installed-Size"]);
+          assert.match(control, /^Recommends: systemd, svc-agent-repo$/m);
+          const installedKiB = Number(/^Installed-Size: (\d+)$/m.exec(control)![1]);
+          assert.ok(
+            installedKiB < 160 * 1024,
+            `svc-server installs ${installedKiB} KiB: the server, not the agents`,
+          );
+          assert.ok((await Deno.stat(deb)).size <= 60 * 1024 * 1024, `${deb} is at most 60 MB`);
           server = await startInstalledServer(serverRoot, base);
           const client = Deno.createHttpClient({
             caCerts: [await Deno.readTextFile(`${server.dataDir}/pki/ca/ca.crt`)],
           });
           const version = await (await fetch(`${server.baseUrl}/api/v1/version`, { client })).json();
-          client.close();
           assert.deepEqual(version, { version: VERSION });
           api = await Api.login(server);
-          const status = await api.call("GET", "/api/v1/agent-repo");
+          const none = await api.call("GET", "/api/v1/agent-repo");
+          assert.equal(none.enabled, false, "no repository before svc-agent-repo is installed");
+          assert.match(none.reason, /install the svc-agent-repo package/);
+          const gone = await fetch(`${server.baseUrl}/agent/repo-key.asc`, { client });
+          await gone.body?.cancel();
+          assert.equal(gone.status, 404);
+          client.close();
+
+          // svc-agent-repo installs the repository where the server looks; it is served without a restart.
+          const repoDeb = packages(`svc-agent-repo_${VERSION}-1_all.deb`)[0];
+          r = await dpkg(serverRoot, ["-i", repoDeb]);
+          assert.equal(r.code, 0, r.stdout + r.stderr);
+          assert.equal(
+            await sha256File(`${serverRoot}/usr/share/svc/agent-repo/manifest.json`),
+            await sha256File(`${DIST}agent-repo/manifest.json`),
+          );
+          const status = await eventually(
+            async () => {
+              const s = await api!.call("GET", "/api/v1/agent-repo");
+              return s.enabled ? s : undefined;
+            },
+            120_000,
+            "the installed repository to be served",
+          );
           assert.equal(status.enabled, true);
           assert.equal(status.version, VERSION);
           assert.equal(status.version_mismatch, false);
@@ -724,7 +755,16 @@ Deno.test({
             await ok(`${root}/usr/bin/svc-server`, ["--version"]),
             new RegExp(VERSION.replaceAll(".", "\\.")),
           );
-          assert.ok(await exists(`${root}/usr/share/svc/agent-repo/manifest.json`));
+          assert.ok(!await exists(`${root}/usr/share/svc/agent-repo`), "svc-server carries no repository");
+          assert.match(await ok("rpm", ["-qp", "--recommends", rpmFile]), /^svc-agent-repo$/m);
+          const repoRpm = packages(`svc-agent-repo-${VERSION}-1.noarch.rpm`)[0];
+          await ok("rpm", [`--root=${root}`, "-i", "--nodeps", repoRpm]);
+          assert.equal(
+            await sha256File(`${root}/usr/share/svc/agent-repo/manifest.json`),
+            await sha256File(`${DIST}agent-repo/manifest.json`),
+          );
+          await ok("rpm", [`--root=${root}`, "-e", "svc-agent-repo"]);
+          assert.ok(!await exists(`${root}/usr/share/svc/agent-repo/manifest.json`));
           await ok("rpm", [`--root=${root}`, "-e", "svc-server"]);
           assert.deepEqual(await systemctlCalls(root), [
             "stop svc-server.service",

@@ -202,12 +202,21 @@ Deno.test({
       new RegExp(`serves agent 9\\.9\\.9, but this server is ${VERSION.replaceAll(".", "\\.")}`),
     );
 
-    // Without packages the repository is disabled and the entry disappears.
+    // Without packages the repository is disabled: the wizard says no repository is installed and how
+    // to install one, and offers no script.
     await Deno.remove(`${repoDir}/manifest.json`);
     await page.reload({ waitUntil: "load" });
-    await page.waitForSelector("svc-app .masthead", { visible: true });
-    await page.waitForSelector("svc-nodes-page h1", { visible: true });
-    assert.equal(await page.$("svc-deploy-agent sl-button"), null);
+    await page.waitForSelector("svc-app .masthead svc-deploy-agent sl-button", { visible: true });
+    await page.click("svc-app .masthead svc-deploy-agent sl-button");
+    await page.waitForSelector("svc-deploy-agent .agent-repo-missing");
+    const missing = await page.$eval(
+      "svc-deploy-agent sl-dialog",
+      (el: { textContent: string }) => el.textContent.replace(/\s+/g, " "),
+    );
+    assert.match(missing, /No agent repository is installed on this server/);
+    assert.match(missing, /apt install svc-agent-repo/);
+    assert.match(missing, /install the svc-agent-repo package/, "with the server's own reason");
+    assert.equal(await page.$("svc-deploy-agent sl-tab-group"), null, "no install script to copy");
     assert.deepEqual(errors, []);
   } finally {
     await browser.close();

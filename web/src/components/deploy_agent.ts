@@ -1,6 +1,7 @@
 /**
- * `<svc-deploy-agent>`: the "Deploy agent" button and wizard (masthead and nodes page). Needs `node:view`
- * and stays hidden when the server's agent repository is disabled. The admin picks the distribution family
+ * `<svc-deploy-agent>`: the "Deploy agent" button and wizard (masthead and nodes page). Needs `node:view`.
+ * When the server has no agent repository (the svc-agent-repo package is not installed) the wizard says
+ * so and how to install it, instead of offering a script that could not work. The admin picks the distribution family
  * and arch and gets a copy-paste script (`deploy_script.ts`) built from this server's origin, its CA and
  * repository key; with `node_group:view` + `node_group:create` an optional enrollment step creates a fresh
  * token for a chosen node group. A second tab lists every file of the repository's manifest for direct
@@ -92,6 +93,7 @@ class SvcDeployAgent extends LitElement {
   async #openWizard(): Promise<void> {
     this.open = true;
     this.error = undefined;
+    if (!this.status?.enabled) return;
     try {
       if (!this.material) {
         const [ca, key] = await Promise.all(["/agent/ca.crt", "/agent/repo-key.asc"].map(async (path) => {
@@ -139,12 +141,29 @@ class SvcDeployAgent extends LitElement {
 
   override render() {
     const s = this.status;
-    if (!s || !s.enabled) return nothing;
+    if (!s) return nothing;
     return html`
       <sl-button size="small" class="deploy-agent-button" @click=${() => this.#openWizard()}>
         <sl-icon slot="prefix" name="download"></sl-icon>Deploy agent
       </sl-button>
-      ${this.open ? this.#renderDialog(s) : nothing}
+      ${this.open ? (s.enabled ? this.#renderDialog(s) : this.#renderMissing(s)) : nothing}
+    `;
+  }
+
+  #renderMissing(s: RepoStatus): TemplateResult {
+    return html`
+      <sl-dialog open label="Deploy agent" style="--width: 40rem" @sl-after-hide=${(e: Event) => {
+        if (e.target === e.currentTarget) this.open = false;
+      }}>
+        <sl-alert variant="warning" open class="agent-repo-missing">
+          <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
+          <strong>No agent repository is installed on this server</strong>, so there are no agent packages to
+          deploy. Install the <code>svc-agent-repo</code> package of this server's release on the server host
+          (<code>apt install svc-agent-repo</code> or <code>dnf install svc-agent-repo</code>); the server serves it
+          from <code>/usr/share/svc/agent-repo</code> without a restart.
+        </sl-alert>
+        ${s.reason ? html`<p class="hint">Server: ${s.reason}</p>` : nothing}
+      </sl-dialog>
     `;
   }
 
@@ -157,7 +176,7 @@ class SvcDeployAgent extends LitElement {
           ? html`<sl-alert variant="warning" open class="agent-version-mismatch">
             <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
             The repository serves agent ${s.version ?? "(unknown)"}, but this server is ${s.server_version}.
-            Install the agent repository of this server's release (the svc-server package carries it).
+            Install the agent repository of this server's release (the svc-agent-repo package).
           </sl-alert>`
           : nothing}
         ${s.build_local_key
