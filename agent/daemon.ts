@@ -339,6 +339,34 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
         .catch((err) => sideCallFailed(current, "disk encryption report", err));
     }
   }, options.diskEncryptionCheckMs ?? 600_000);
+  // A disk that appears or goes (plugged in, formatted with LUKS, an image file created) is inventoried at once:
+  // the configured devices, or the kernel's disk links when every disk is inventoried.
+  const diskWatcher = new NodeWatcher({
+    fs,
+    logger,
+    settleMs: options.nodeSettleMs,
+    onChange: (paths) => {
+      logger.info("disks changed; reporting the disk-encryption inventory", { paths: paths.join(",") });
+      const current = client;
+      if (current) {
+        diskEncryption.report(current, { onlyIfChanged: true })
+          .then(() => diskEncryption.runTasks(current))
+          .catch((err) => sideCallFailed(current, "disk encryption report", err));
+      }
+      if (engine.cached().some((p) => p.type === "DiskEncryption")) {
+        resync(`disks changed: ${paths.join(", ")}`);
+      }
+    },
+  });
+  void diskWatcher.setTargets(
+    config.diskEncryption.devices.length
+      ? config.diskEncryption.devices
+      : ["/dev/disk/by-id", "/dev/disk/by-uuid"],
+  ).catch((err) =>
+    logger.warn("cannot watch the disks; the inventory is checked every ten minutes", {
+      error: errorText(err),
+    })
+  );
 
   const schemaCatalogue = new GSettingsCatalogueReporter();
   let schemasSent = false;
@@ -510,6 +538,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     clearInterval(diskEncryptionTimer);
     clearInterval(reevaluateTimer);
     nodeWatcher.close();
+    diskWatcher.close();
     await watcher.close();
     const settled = new AbortController();
     await Promise.race([engine.idle(), sleep(10_000, settled.signal)]);

@@ -47,9 +47,14 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    let server: ServerProcess | undefined = await startServerProcess({
-      config: { server: { hostnames: ["localhost"] }, agent_repo: { dir: `${DIST}agent-repo` } },
-    });
+    // Escrowed recovery keys are sealed with a key-encryption key kept beside the server's data.
+    const kekDir = await Deno.makeTempDir({ prefix: "svc-booted-kek-" });
+    const serverConfig = {
+      server: { hostnames: ["localhost"] },
+      agent_repo: { dir: `${DIST}agent-repo` },
+      disk_encryption: { kek_file: `${kekDir}/disk.kek`, create_kek_file: true },
+    };
+    let server: ServerProcess | undefined = await startServerProcess({ config: serverConfig });
     const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
     let api: Api | undefined = await Api.login(server);
     let node: BootedNode | undefined;
@@ -384,6 +389,74 @@ Deno.test({
         },
       );
 
+      await step(
+        "DiskEncryption: a LUKS disk that appears is inventoried, its recovery key escrowed",
+        async () => {
+          await node!.sh(
+            "apt-get install -y -q cryptsetup-bin >/dev/null 2>&1 && mkdir -p /images && " +
+              "install -d -m 0700 /etc/svc/luks-keys && " +
+              "sed -i 's|^  devices: .*|  devices: /images/disk.img|' /etc/svc/agent.yaml && systemctl restart svc-agent",
+          );
+          const policy = await api!.call("POST", "/api/v1/policies/all", {
+            name: "booted disks",
+            type: "DiskEncryption",
+            content: JSON.stringify({
+              require_encryption: true,
+              min_luks_version: 2,
+              escrow_recovery_key: true,
+            }),
+          });
+          await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+          const binding = await api!.call("POST", "/api/v1/policy-bindings", {
+            policy_id: policy.id,
+            node_group_id: groupId,
+            priority: 5,
+          });
+          await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+          await eventually(
+            async () => {
+              const s = await status();
+              return s?.connection.state === "connected" && s.policies.some((p) => p.id === policy.id);
+            },
+            120_000,
+            "the agent back with the DiskEncryption policy",
+            context,
+          );
+
+          // The disk appears after the policy: LUKS2 on an image file, the unlock secret where the agent looks.
+          await node!.sh(
+            "truncate -s 20M /images/disk.img && printf 'initial secret' | cryptsetup luksFormat --type luks2 " +
+              "--pbkdf pbkdf2 --pbkdf-force-iterations 1000 -q /images/disk.img --key-file=- && " +
+              "printf 'initial secret' > /etc/svc/luks-keys/$(cryptsetup luksUUID /images/disk.img).key && " +
+              "chmod 600 /etc/svc/luks-keys/*.key",
+          );
+          const uuid = (await node!.sh("cryptsetup luksUUID /images/disk.img")).trim();
+          const volume = await eventually(
+            async () => {
+              const page = await api!.call("GET", "/api/v1/disk-encryption/volumes");
+              const v = page.items.find((v: Json) => v.luks_uuid === uuid);
+              return v && v.escrow_state === "escrowed" ? v : undefined;
+            },
+            180_000,
+            "the new volume inventoried with an escrowed recovery key",
+            context,
+          );
+          assert.equal(volume.node_name, "booted-desk-1");
+          await eventually(
+            async () => {
+              const p = (await status())?.policies.find((p) => p.id === policy.id);
+              return p?.status === "COMPLIANT" ? p : undefined;
+            },
+            180_000,
+            "DiskEncryption COMPLIANT",
+            context,
+          );
+          // The escrowed key is in a keyslot of the real header.
+          assert.match(await node!.sh("cryptsetup luksDump /images/disk.img"), /^\s+1: luks2/m);
+          await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "disabled" });
+        },
+      );
+
       await step("a hand edit of the managed file is restored", async () => {
         await node!.sh(`echo '{"policies": {}}' > ${POLICIES_JSON}`);
         await eventually(
@@ -426,14 +499,7 @@ Deno.test({
           );
           assert.notEqual((await status())?.connection.state, "connected");
 
-          server = await startServerProcess({
-            dataDir: server!.dataDir,
-            ports,
-            config: {
-              server: { hostnames: ["localhost"] },
-              agent_repo: { dir: `${DIST}agent-repo` },
-            },
-          });
+          server = await startServerProcess({ dataDir: server!.dataDir, ports, config: serverConfig });
           api = await Api.login(server);
           await eventually(
             async () => {
@@ -551,6 +617,7 @@ Deno.test({
         }
       });
     } finally {
+      await Deno.remove(kekDir, { recursive: true }).catch(() => {});
       await repo?.close();
       await node?.dispose();
       api?.close();
