@@ -950,7 +950,7 @@ spec:
       await page.waitForFunction(() => new URLSearchParams(location.search).has("user_id"));
       await page.waitForSelector(".rb-form", { visible: true });
       await page.waitForFunction(() =>
-        document.querySelector("svc-settings-role-bindings h3")?.textContent?.includes(
+        document.querySelector("svc-settings-role-bindings h2")?.textContent?.includes(
           "Bind a role to user admin",
         )
       );
