@@ -149,6 +149,9 @@ const PAGES: Record<RouteName, { tag: string; nav: RouteName; load: () => Promis
   "settings": { tag: "svc-settings-page", nav: "settings", load: () => import("./pages/settings.ts") },
 };
 
+/** How long after the first page the others are fetched in the background. */
+const PREFETCH_DELAY_MS = 2000;
+
 function navItem(route: RouteName): NavItem | undefined {
   for (const group of NAV) for (const item of group.items) if (item.route === route) return item;
   return undefined;
@@ -178,6 +181,7 @@ class SvcApp extends LitElement {
   declare version: string;
   declare startError: unknown;
   #page: HTMLElement | undefined;
+  #prefetched = false;
   #navigations = 0;
 
   constructor() {
@@ -216,6 +220,21 @@ class SvcApp extends LitElement {
     api.removeEventListener("session-expired", this.#onExpired);
     api.removeEventListener("activity", this.#onActivity);
     session.removeEventListener("change", this.#onSession);
+  }
+
+  /**
+   * Once the first page is up, the other pages this person may open are fetched in the background (after a
+   * pause, at low priority), so a later click shows its page at once: the first screen waited only for the
+   * shell and its own page.
+   */
+  protected override updated(): void {
+    if (this.phase !== "ready" || this.#prefetched) return;
+    this.#prefetched = true;
+    setTimeout(() => {
+      for (const page of Object.values(PAGES)) {
+        if (allowed(navItem(page.nav))) page.load().catch(() => {});
+      }
+    }, PREFETCH_DELAY_MS);
   }
 
   async #start(): Promise<void> {
@@ -258,15 +277,15 @@ class SvcApp extends LitElement {
     event.preventDefault();
     const url = new URL(anchor.href);
     const target = url.pathname + url.search;
-    void this.#mayLeave().then((leave) => {
+    const page = this.#page as (HTMLElement & { hasUnsavedChanges?(): boolean }) | undefined;
+    if (!page?.isConnected || !page.hasUnsavedChanges?.()) return navigate(target);
+    void this.#confirmLeave().then((leave) => {
       if (leave) navigate(target);
     });
   };
 
   /** Asks before a link leaves a page with unsaved changes (an editor); true when it may go. */
-  async #mayLeave(): Promise<boolean> {
-    const page = this.#page as (HTMLElement & { hasUnsavedChanges?(): boolean }) | undefined;
-    if (!page?.isConnected || !page.hasUnsavedChanges?.()) return true;
+  async #confirmLeave(): Promise<boolean> {
     return await confirmAction({
       title: "Leave without saving?",
       message: "Your changes on this page are not saved yet. Leaving now loses them; stay to save them.",
