@@ -3,14 +3,16 @@
  *
  * 0. the comments of the policy content messages (`proto/svc/policy/v1/*.proto`) become
  *    `web/src/editors/proto_docs.gen.json`, the documentation and grouping of the generated policy forms;
- * 1. `deno bundle` turns `web/src/main.ts` (Lit + Shoelace) into one minified ES module;
+ * 1. `deno bundle` turns `web/src/main.ts` (Lit + Shoelace) into a minified ES module and chunks: each page
+ *    the shell imports lazily is its own chunk, and code shared between them is split out once;
  * 2. the app stylesheet is concatenated with Shoelace's light and dark themes;
  * 3. every icon the sources name is copied from Shoelace's bundled Bootstrap icons, and Shoelace's
  *    "system" icons (which it normally inlines as `data:` URLs that the CSP's `connect-src 'self'` refuses)
  *    are written out as files;
  * 4. `web/index.html` gets the content-hashed script and stylesheet names;
  * 5. everything is written to `web/dist/` and to `server/http/spa_assets.gen.ts`, the module the server
- *    serves from, so a plain `deno run` of the server needs no build step and no files on disk.
+ *    serves from (with each file's gzip and brotli forms, compressed here once), so a plain `deno run` of
+ *    the server needs no build step and no files on disk.
  *
  * `--check` builds in memory and fails when a committed generated file (`spa_assets.gen.ts`,
  * `proto_docs.gen.json`) differs from what the sources produce (a stale bundle).
@@ -18,6 +20,7 @@
  * Usage: `deno run -A web/build.ts [--check]`
  */
 
+import { brotliCompressSync, constants as zlib } from "node:zlib";
 import { readProtoDocs } from "./proto_docs.ts";
 
 const ROOT = new URL("../", import.meta.url);
@@ -45,9 +48,7 @@ async function sha256Hex(text: string): Promise<string> {
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-async function gzipBase64(text: string): Promise<string> {
-  const stream = new Blob([encoder.encode(text)]).stream().pipeThrough(new CompressionStream("gzip"));
-  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+function base64(bytes: Uint8Array): string {
   let binary = "";
   for (let i = 0; i < bytes.length; i += 0x8000) {
     binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
@@ -55,10 +56,35 @@ async function gzipBase64(text: string): Promise<string> {
   return btoa(binary);
 }
 
-async function bundleScript(): Promise<string> {
+async function gzipBase64(text: string): Promise<string> {
+  const stream = new Blob([encoder.encode(text)]).stream().pipeThrough(new CompressionStream("gzip"));
+  return base64(new Uint8Array(await new Response(stream).arrayBuffer()));
+}
+
+/** Brotli at its best quality: compressed once at build time, served many times (and deterministic). */
+function brotliBase64(text: string): string {
+  const bytes = encoder.encode(text);
+  return base64(
+    brotliCompressSync(bytes, {
+      params: {
+        [zlib.BROTLI_PARAM_QUALITY]: zlib.BROTLI_MAX_QUALITY,
+        [zlib.BROTLI_PARAM_MODE]: zlib.BROTLI_MODE_TEXT,
+        [zlib.BROTLI_PARAM_SIZE_HINT]: bytes.length,
+      },
+    }),
+  );
+}
+
+/** The bundle: the entry module and the chunks it imports (shared code, and one per lazily loaded page). */
+interface Bundle {
+  entry: string;
+  /** File name (content-hashed by the bundler, e.g. `chunk-AB12CD34.js`) → text. */
+  chunks: Map<string, string>;
+}
+
+async function bundleScript(): Promise<Bundle> {
   const outDir = await Deno.makeTempDir({ prefix: "svc-web-build-" });
   try {
-    const out = `${outDir}/app.js`;
     const cmd = new Deno.Command(Deno.execPath(), {
       args: [
         "bundle",
@@ -66,8 +92,9 @@ async function bundleScript(): Promise<string> {
         "--platform",
         "browser",
         "--minify",
-        "-o",
-        out,
+        "--code-splitting",
+        "--outdir",
+        outDir,
         new URL("main.ts", SRC).pathname,
       ],
       cwd: ROOT.pathname,
@@ -78,7 +105,20 @@ async function bundleScript(): Promise<string> {
     if (!result.success) {
       throw new Error(`deno bundle failed:\n${new TextDecoder().decode(result.stderr)}`);
     }
-    return await Deno.readTextFile(out);
+    const chunks = new Map<string, string>();
+    let entry: string | undefined;
+    for await (const file of Deno.readDir(outDir)) {
+      const text = await Deno.readTextFile(`${outDir}/${file.name}`);
+      if (file.name === "main.js") entry = text;
+      else if (file.name.endsWith(".js")) chunks.set(file.name, text);
+    }
+    if (entry === undefined) throw new Error("deno bundle wrote no main.js; the bundler's layout changed");
+    for (const name of chunks.keys()) {
+      if (!/-[A-Z0-9]{8}\.js$/.test(name)) {
+        throw new Error(`bundle chunk ${name} has no content hash; it could not be cached forever`);
+      }
+    }
+    return { entry, chunks };
   } finally {
     await Deno.remove(outDir, { recursive: true });
   }
@@ -170,7 +210,7 @@ async function buildAssets(): Promise<BuiltAsset[]> {
   } catch {
     throw new Error("node_modules/@shoelace-style/shoelace is missing: run `deno install` first");
   }
-  const script = await bundleScript();
+  const { entry: script, chunks } = await bundleScript();
   const css = [
     await Deno.readTextFile(new URL("themes/light.css", SHOELACE)),
     await Deno.readTextFile(new URL("themes/dark.css", SHOELACE)),
@@ -186,6 +226,13 @@ async function buildAssets(): Promise<BuiltAsset[]> {
   return [
     { path: "/index.html", contentType: "text/html; charset=utf-8", body: index, immutable: false },
     { path: scriptName, contentType: "text/javascript; charset=utf-8", body: script, immutable: true },
+    // The entry imports its chunks as `./chunk-….js`, i.e. from /assets/ next to it.
+    ...[...chunks].map(([name, body]) => ({
+      path: `/assets/${name}`,
+      contentType: "text/javascript; charset=utf-8",
+      body,
+      immutable: true,
+    })),
     { path: cssName, contentType: "text/css; charset=utf-8", body: css, immutable: true },
     {
       path: "/assets/favicon.svg",
@@ -209,6 +256,8 @@ async function renderModule(assets: BuiltAsset[]): Promise<string> {
     "  body: string;",
     "  /** The same bytes gzip-compressed, base64. */",
     "  gzip: string;",
+    "  /** The same bytes brotli-compressed, base64. */",
+    "  br: string;",
     "  /** Strong validator of the uncompressed body (quoted). */",
     "  etag: string;",
     "  /** Content-hashed name: cache forever. */",
@@ -227,6 +276,7 @@ async function renderModule(assets: BuiltAsset[]): Promise<string> {
       `    immutable: ${a.immutable},`,
       `    body: ${JSON.stringify(a.body)},`,
       `    gzip: ${JSON.stringify(await gzipBase64(a.body))},`,
+      `    br: ${JSON.stringify(brotliBase64(a.body))},`,
       "  },",
     );
   }

@@ -1,6 +1,7 @@
 /**
- * Debian's Chromium for browser tests: launching it headless on a throw-away profile, and axe-core's serious
- * and critical findings on a page (injected through DevTools, so the console's CSP stays intact).
+ * Debian's Chromium for browser tests: launching it headless on a throw-away profile, and axe-core's findings
+ * on a page, serious and critical only or of every impact (injected through DevTools, so the console's CSP
+ * stays intact).
  */
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 
@@ -55,5 +56,29 @@ export async function seriousAxeViolations(page: Page): Promise<Array<{ id: stri
         id: v.id,
         targets: v.nodes.slice(0, 5).map((n) => n.target),
       }));
+  });
+}
+
+/** One axe-core violation: rule, impact and up to five targets. */
+export interface AxeViolation {
+  id: string;
+  impact: string;
+  targets: unknown[];
+}
+
+/**
+ * Every axe-core violation on the page as it is now, whatever its impact (minor, moderate, serious,
+ * critical): screens that claim to be clean are held to all of them.
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(AXE_SOURCE);
+  return await page.evaluate(async () => {
+    // deno-lint-ignore no-explicit-any
+    const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
+    return r.violations.map((v: { id: string; impact: string; nodes: { target: unknown }[] }) => ({
+      id: v.id,
+      impact: v.impact,
+      targets: v.nodes.slice(0, 5).map((n) => n.target),
+    }));
   });
 }

@@ -31,12 +31,15 @@ import { firefoxType } from "../../shared/policy_types/firefox.ts";
 import { thunderbirdType } from "../../shared/policy_types/thunderbird.ts";
 import docsJson from "../../web/src/editors/proto_docs.gen.json" with { type: "json" };
 import {
+  enumChoices,
   enumsOf,
   enumValueLabel,
   labelEnumConstants,
   labelIssues,
 } from "../../web/src/editors/enum_labels.ts";
 import { policyTypeInfo, typesMatching } from "../../web/src/editors/type_info.ts";
+import { parseLockout, plainLockoutMessage } from "../../web/src/lockout_text.ts";
+import { forbiddenText, rolesGranting } from "../../web/src/permission_text.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { FirewalldTargetSchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { PolkitResultSchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
@@ -500,13 +503,13 @@ Deno.test("enrollment commands use a root-only token file and name the server to
   assert.doesNotMatch(enrollmentCommands("t", { host: "h", port: "8443" }).split("\n")[0], /enrollment_port/);
 });
 
-Deno.test("errors name enum values by the form's label and keep the constant scripts send", () => {
+Deno.test("errors name enum values by the form's label, never by the proto constant", () => {
   assert.equal(enumValueLabel(FirewalldTargetSchema, "FIREWALLD_TARGET_DROP"), "Drop");
   assert.equal(enumValueLabel(PolkitResultSchema, "POLKIT_RESULT_AUTH_ADMIN"), "Auth admin");
   const firewalld = getPolicyType("Firewalld")!.schema;
   assert.equal(
     labelEnumConstants(firewalld, "target FIREWALLD_TARGET_DROP conflicts"),
-    "target Drop (FIREWALLD_TARGET_DROP) conflicts",
+    "target Drop conflicts",
   );
   // Words that are no value of the type's enums stay as they are.
   assert.equal(
@@ -520,7 +523,7 @@ Deno.test("errors name enum values by the form's label and keep the constant scr
   );
   assert.ok(
     polkit.some((i) =>
-      i.field === "rules[0].result" && i.message.includes("Auth admin (POLKIT_RESULT_AUTH_ADMIN)")
+      i.field === "rules[0].result" && i.message.includes("Auth admin") && !/POLKIT_RESULT/.test(i.message)
     ),
     JSON.stringify(polkit),
   );
@@ -531,13 +534,17 @@ Deno.test("errors name enum values by the form's label and keep the constant scr
   const state = flatpak.find((i) => i.field.endsWith(".state"));
   assert.equal(
     state?.message,
-    "choose a state: Present (FLATPAK_APP_STATE_PRESENT), Latest (_LATEST) or Absent (_ABSENT)",
+    "choose a state: Present, Latest or Absent",
     JSON.stringify(flatpak),
   );
-  // Every enum constant a type's editor can produce has a label that is not the constant itself.
+  // Every enum constant a type's editor can produce has a label that is not the constant itself, and no
+  // choice offers proto3's "not set" zero value.
   for (const t of listPolicyTypes()) {
     for (const e of enumsOf(t.schema)) {
       for (const v of e.values) assert.notEqual(enumValueLabel(e, v.name), v.name, `${t.wireName} ${v.name}`);
+      const choices = enumChoices(e);
+      assert.ok(choices.length > 0, `${t.wireName} ${e.name}`);
+      assert.ok(!choices.some((c) => /unspecified/i.test(c.label)), `${t.wireName} ${e.name}`);
     }
   }
 });
@@ -552,4 +559,41 @@ Deno.test("new policy tiles and the policy picker: every type has a label and on
   assert.deepEqual(typesMatching("firewall"), ["Firewalld"]);
   assert.deepEqual(typesMatching("gnome"), ["Dconf"]);
   assert.deepEqual(typesMatching("  "), []);
+});
+
+Deno.test("the lockout guard's refusal reads as words: groups as groups, no API field names", () => {
+  const message =
+    'releasing this policy would lock node group "lab" out: none of the accounts the SessionAccess ' +
+    "rules name (alice, %support) may log in Mon 00:00–Mon 09:00, Mon 17:00–Tue 09:00 and 2 more (UTC); " +
+    "check the rules, or confirm with a lockout_reason to go ahead";
+  assert.deepEqual(parseLockout(message), {
+    where: 'Releasing this policy would lock node group "lab" out',
+    accounts: ["alice", "the group support"],
+    times: ["Mon 00:00–Mon 09:00", "Mon 17:00–Tue 09:00"],
+    more: 2,
+    zone: "UTC",
+  });
+  // Worded otherwise by a later server: still no field name and no "%group".
+  const other = plainLockoutMessage(
+    "this policy would lock %staff out; check the rules, or confirm with a lockout_reason to go ahead",
+  );
+  assert.equal(other, "This policy would lock the group staff out.");
+  assert.equal(parseLockout("something else"), undefined);
+});
+
+Deno.test("a 403 names what the permission allows and the built-in roles that grant it", () => {
+  const text = forbiddenText("permission policy:edit is required for this action");
+  assert.doesNotMatch(text, /policy:edit/);
+  assert.match(text, /“edit policies”/);
+  assert.match(text, /Policy Editor, Org Admin or Super Admin/);
+  assert.deepEqual(rolesGranting(["policy:release"]), ["Policy Reviewer", "Org Admin", "Super Admin"]);
+  assert.deepEqual(rolesGranting(["role:edit"]), ["Super Admin"]);
+  // The role-management refusal lists several permissions.
+  const several = forbiddenText(
+    'you cannot grant role "Auditor": it involves permissions audit_log:export, role:view that you do not hold',
+  );
+  assert.match(several, /“export the audit log”, “view roles”/);
+  assert.doesNotMatch(several, /[a-z_]+:[a-z_]+/);
+  // A 403 without a permission in it is passed on.
+  assert.equal(forbiddenText("step-up required"), "Not allowed: Step-up required");
 });

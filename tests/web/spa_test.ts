@@ -3,7 +3,8 @@
  * build pipeline's staleness check that CI runs.
  */
 import assert from "node:assert/strict";
-import { spaHandler } from "../../server/http/spa.ts";
+import { brotliDecompressSync } from "node:zlib";
+import { chooseEncoding, spaHandler } from "../../server/http/spa.ts";
 import { SPA_ASSETS } from "../../server/http/spa_assets.gen.ts";
 import { build } from "../../web/build.ts";
 
@@ -47,6 +48,40 @@ Deno.test("the content-hashed bundle is served as JavaScript and cached forever"
   assert.equal(await res.text(), SPA_ASSETS[scriptPath()].body);
 });
 
+Deno.test("the console is split by route: the entry is the shell, each page a chunk loaded on demand", () => {
+  const scripts = Object.entries(SPA_ASSETS).filter(([path]) => path.endsWith(".js"));
+  const entry = SPA_ASSETS[scriptPath()].body;
+  const total = scripts.reduce((n, [, a]) => n + a.body.length, 0);
+  assert.ok(entry.length < total / 2, `the entry is ${entry.length} of ${total} bytes of script`);
+  const pages = [
+    "dashboard",
+    "policies",
+    "policy_editor",
+    "nodes",
+    "node_groups",
+    "policy_bindings",
+    "compliance",
+    "disk_encryption",
+    "audit_logs",
+    "settings",
+  ];
+  for (const page of pages) {
+    const chunk = scripts.find(([path]) => path.startsWith(`/assets/${page}-`));
+    assert.ok(chunk, `${page} is a chunk of its own`);
+    assert.ok(chunk[1].immutable, `${chunk[0]} is content-hashed and cached forever`);
+    assert.ok(
+      entry.includes(`import("./${chunk[0].slice("/assets/".length)}")`),
+      `the shell loads ${page} lazily`,
+    );
+  }
+  // Every module a script imports is served.
+  for (const [path, asset] of scripts) {
+    for (const m of asset.body.matchAll(/(?:\bfrom\s*|\bimport\(\s*)"\.\/([^"]+)"/g)) {
+      assert.ok(SPA_ASSETS[`/assets/${m[1]}`], `${path} imports ./${m[1]}, which is served`);
+    }
+  }
+});
+
 Deno.test("Shoelace's icons, including its system icons, are served locally", async () => {
   for (
     const path of ["/assets/icons/system/x-lg.svg", "/assets/icons/system/eye.svg", "/assets/icons/gear.svg"]
@@ -64,7 +99,7 @@ Deno.test("a missing asset is a 404, not the index document", async () => {
   assert.match(await res.text(), /no asset at \/assets\/app-0000000000000000\.js/);
 });
 
-Deno.test("ETags revalidate, separately for the gzip representation", async () => {
+Deno.test("ETags revalidate, separately for each compressed representation", async () => {
   const first = get("/policies");
   const etag = first.headers.get("etag")!;
   await first.body?.cancel();
@@ -72,7 +107,7 @@ Deno.test("ETags revalidate, separately for the gzip representation", async () =
   const again = get("/nodes", { "if-none-match": etag });
   assert.equal(again.status, 304);
   assert.equal(again.body, null);
-  const zipped = get("/", { "accept-encoding": "gzip, deflate, br" });
+  const zipped = get("/", { "accept-encoding": "gzip, deflate" });
   assert.equal(zipped.headers.get("content-encoding"), "gzip");
   assert.equal(zipped.headers.get("vary"), "Accept-Encoding");
   const gzEtag = zipped.headers.get("etag")!;
@@ -88,6 +123,36 @@ Deno.test("ETags revalidate, separately for the gzip representation", async () =
   const refused = get("/", { "accept-encoding": "gzip;q=0" });
   assert.equal(refused.headers.get("content-encoding"), null);
   await refused.body?.cancel();
+});
+
+Deno.test("brotli is served to browsers that take it, smaller than gzip, with its own ETag", async () => {
+  const path = scriptPath();
+  const br = get(path, { "accept-encoding": "gzip, deflate, br, zstd" });
+  assert.equal(br.headers.get("content-encoding"), "br");
+  assert.equal(br.headers.get("vary"), "Accept-Encoding");
+  assert.match(br.headers.get("etag")!, /-br"$/);
+  const bytes = new Uint8Array(await br.arrayBuffer());
+  assert.equal(Number(br.headers.get("content-length")), bytes.length);
+  assert.equal(new TextDecoder().decode(brotliDecompressSync(bytes)), SPA_ASSETS[path].body);
+  const gz = get(path, { "accept-encoding": "gzip" });
+  assert.equal(gz.headers.get("content-encoding"), "gzip");
+  const gzBytes = new Uint8Array(await gz.arrayBuffer());
+  assert.ok(bytes.length < gzBytes.length, `brotli ${bytes.length} B < gzip ${gzBytes.length} B`);
+  assert.equal(get(path, { "accept-encoding": "br", "if-none-match": br.headers.get("etag")! }).status, 304);
+});
+
+Deno.test("Accept-Encoding negotiation follows q-values", () => {
+  assert.equal(chooseEncoding(null), undefined);
+  assert.equal(chooseEncoding("identity"), undefined);
+  assert.equal(chooseEncoding("gzip, deflate, br"), "br");
+  assert.equal(chooseEncoding("br;q=0.5, gzip"), "gzip");
+  assert.equal(chooseEncoding("gzip;q=0.8, br;q=0.8"), "br");
+  assert.equal(chooseEncoding("br;q=0, gzip"), "gzip");
+  assert.equal(chooseEncoding("br;q=0, gzip;q=0"), undefined);
+  assert.equal(chooseEncoding("*"), "br");
+  assert.equal(chooseEncoding("*;q=0, gzip"), "gzip");
+  assert.equal(chooseEncoding("BR ; Q=1"), "br");
+  assert.equal(chooseEncoding("br;q=nonsense, gzip"), "gzip");
 });
 
 Deno.test("HEAD carries the headers without a body; other methods are refused", async () => {

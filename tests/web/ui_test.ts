@@ -54,6 +54,8 @@ declare const document: any;
 declare const location: any;
 // deno-lint-ignore no-explicit-any
 declare const localStorage: any;
+// deno-lint-ignore no-explicit-any
+declare const customElements: any;
 /** The parts of a DOM element the page-side code touches. */
 type El = {
   value: string;
@@ -213,6 +215,16 @@ async function navTo(page: Page, label: string): Promise<void> {
     label,
   );
   await link.asElement()!.click();
+  // A page is loaded on first visit: wait until the new page's element is defined and has rendered.
+  await page.waitForFunction(
+    (l: string) => {
+      const current = document.querySelector("nav.sidebar a[aria-current=page]");
+      const el = document.querySelector("main#main > [data-navigation]");
+      return current?.textContent.trim() === l && el && customElements.get(el.localName) && el.hasUpdated;
+    },
+    {},
+    label,
+  );
 }
 
 /**
@@ -694,7 +706,25 @@ Deno.test({
       const during = h.requests.slice(before)
         .filter((r) => r.status !== 401 && r.path !== "/api/v1/auth/refresh")
         .map((r) => `${r.method} ${r.path} ${r.status}`);
-      assert.deepEqual(during, ["GET /api/v1/dashboard/summary 200"], "one request, not one per count");
+      // The charts come from one summary request, not one per count. The "Needs attention" list asks a fixed
+      // set of list endpoints for totals (one page of one row each), whatever the fleet's size.
+      assert.deepEqual(
+        during.filter((r) => r.startsWith("GET /api/v1/dashboard/")),
+        ["GET /api/v1/dashboard/summary 200"],
+        "one request for the charts",
+      );
+      const attention = [
+        /^GET \/api\/v1\/version 200$/,
+        /^GET \/api\/v1\/nodes\/filter-options 200$/,
+        /^GET \/api\/v1\/nodes\?(compliance=error|agent_version=[^&]+)&per_page=1 200$/,
+        /^GET \/api\/v1\/disk-encryption\/volumes\?escrow=none&per_page=1 200$/,
+        /^GET \/api\/v1\/policies\/all\?state=released&per_page=200 200$/,
+        /^GET \/api\/v1\/policies\/rollout\?ids=[^ ]+ 200$/,
+      ];
+      const others = during.filter((r) =>
+        !r.startsWith("GET /api/v1/dashboard/") && !attention.some((a) => a.test(r))
+      );
+      assert.deepEqual(others, [], "only the attention list's fixed set of requests besides");
       const charts = await page.$$eval(
         "svc-dashboard-page svg[aria-label], svc-dashboard-page ul.bar-list[aria-label]",
         (els) =>
@@ -950,7 +980,7 @@ spec:
       await page.waitForFunction(() => new URLSearchParams(location.search).has("user_id"));
       await page.waitForSelector(".rb-form", { visible: true });
       await page.waitForFunction(() =>
-        document.querySelector("svc-settings-role-bindings h3")?.textContent?.includes(
+        document.querySelector("svc-settings-role-bindings h2")?.textContent?.includes(
           "Bind a role to user admin",
         )
       );

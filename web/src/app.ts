@@ -16,6 +16,7 @@ import {
 } from "./router.ts";
 import { applyTheme, storedTheme, type ThemeChoice } from "./theme.ts";
 import { errorText } from "./components/page.ts";
+import { confirmAction } from "./components/ui.ts";
 import "./components/deploy_agent.ts";
 import "./components/mfa_settings.ts";
 import "./components/mfa_step_up_dialog.ts";
@@ -101,20 +102,55 @@ const NAV: ReadonlyArray<{ label: string; items: NavItem[] }> = [
   },
 ];
 
-/** Route → custom element of its page; the nav item of the route (if any) says who may see it. */
-const PAGES: Record<RouteName, { tag: string; nav: RouteName }> = {
-  "dashboard": { tag: "svc-dashboard-page", nav: "dashboard" },
-  "policies": { tag: "svc-policies-page", nav: "policies" },
-  "policy-new": { tag: "svc-policy-editor-page", nav: "policies" },
-  "policy-edit": { tag: "svc-policy-editor-page", nav: "policies" },
-  "nodes": { tag: "svc-nodes-page", nav: "nodes" },
-  "node-groups": { tag: "svc-node-groups-page", nav: "node-groups" },
-  "policy-bindings": { tag: "svc-policy-bindings-page", nav: "policy-bindings" },
-  "compliance": { tag: "svc-compliance-page", nav: "compliance" },
-  "disk-encryption": { tag: "svc-disk-encryption-page", nav: "disk-encryption" },
-  "audit-logs": { tag: "svc-audit-logs-page", nav: "audit-logs" },
-  "settings": { tag: "svc-settings-page", nav: "settings" },
+/**
+ * Route → custom element of its page, the module defining it, and the nav item of the route (if any), which
+ * says who may see it. Pages are loaded on first visit (the build splits each into its own chunk), so the
+ * first screen downloads the shell and one page, not the whole console.
+ */
+const PAGES: Record<RouteName, { tag: string; nav: RouteName; load: () => Promise<unknown> }> = {
+  "dashboard": { tag: "svc-dashboard-page", nav: "dashboard", load: () => import("./pages/dashboard.ts") },
+  "policies": { tag: "svc-policies-page", nav: "policies", load: () => import("./pages/policies.ts") },
+  "policy-new": {
+    tag: "svc-policy-editor-page",
+    nav: "policies",
+    load: () => import("./pages/policy_editor.ts"),
+  },
+  "policy-edit": {
+    tag: "svc-policy-editor-page",
+    nav: "policies",
+    load: () => import("./pages/policy_editor.ts"),
+  },
+  "nodes": { tag: "svc-nodes-page", nav: "nodes", load: () => import("./pages/nodes.ts") },
+  "node-groups": {
+    tag: "svc-node-groups-page",
+    nav: "node-groups",
+    load: () => import("./pages/node_groups.ts"),
+  },
+  "policy-bindings": {
+    tag: "svc-policy-bindings-page",
+    nav: "policy-bindings",
+    load: () => import("./pages/policy_bindings.ts"),
+  },
+  "compliance": {
+    tag: "svc-compliance-page",
+    nav: "compliance",
+    load: () => import("./pages/compliance.ts"),
+  },
+  "disk-encryption": {
+    tag: "svc-disk-encryption-page",
+    nav: "disk-encryption",
+    load: () => import("./pages/disk_encryption.ts"),
+  },
+  "audit-logs": {
+    tag: "svc-audit-logs-page",
+    nav: "audit-logs",
+    load: () => import("./pages/audit_logs.ts"),
+  },
+  "settings": { tag: "svc-settings-page", nav: "settings", load: () => import("./pages/settings.ts") },
 };
+
+/** How long after the first page the others are fetched in the background. */
+const PREFETCH_DELAY_MS = 2000;
 
 function navItem(route: RouteName): NavItem | undefined {
   for (const group of NAV) for (const item of group.items) if (item.route === route) return item;
@@ -133,7 +169,10 @@ class SvcApp extends LitElement {
     version: { state: true },
     startError: { state: true },
     navOpen: { state: true },
+    pageLoadError: { state: true },
   };
+  /** The current page's module failed to load (a new release replaced its chunk, or the network). */
+  declare pageLoadError: unknown;
   /** On narrow screens the navigation is a menu behind the masthead's Menu button. */
   declare navOpen: boolean;
   declare phase: "starting" | "login" | "ready";
@@ -142,6 +181,7 @@ class SvcApp extends LitElement {
   declare version: string;
   declare startError: unknown;
   #page: HTMLElement | undefined;
+  #prefetched = false;
   #navigations = 0;
 
   constructor() {
@@ -152,6 +192,7 @@ class SvcApp extends LitElement {
     this.version = "";
     this.startError = undefined;
     this.navOpen = false;
+    this.pageLoadError = undefined;
   }
 
   protected override createRenderRoot(): HTMLElement {
@@ -179,6 +220,21 @@ class SvcApp extends LitElement {
     api.removeEventListener("session-expired", this.#onExpired);
     api.removeEventListener("activity", this.#onActivity);
     session.removeEventListener("change", this.#onSession);
+  }
+
+  /**
+   * Once the first page is up, the other pages this person may open are fetched in the background (after a
+   * pause, at low priority), so a later click shows its page at once: the first screen waited only for the
+   * shell and its own page.
+   */
+  protected override updated(): void {
+    if (this.phase !== "ready" || this.#prefetched) return;
+    this.#prefetched = true;
+    setTimeout(() => {
+      for (const page of Object.values(PAGES)) {
+        if (allowed(navItem(page.nav))) page.load().catch(() => {});
+      }
+    }, PREFETCH_DELAY_MS);
   }
 
   async #start(): Promise<void> {
@@ -220,8 +276,24 @@ class SvcApp extends LitElement {
     if (!anchor || !anchor.href || isExternalClick(event, anchor)) return;
     event.preventDefault();
     const url = new URL(anchor.href);
-    navigate(url.pathname + url.search);
+    const target = url.pathname + url.search;
+    const page = this.#page as (HTMLElement & { hasUnsavedChanges?(): boolean }) | undefined;
+    if (!page?.isConnected || !page.hasUnsavedChanges?.()) return navigate(target);
+    void this.#confirmLeave().then((leave) => {
+      if (leave) navigate(target);
+    });
   };
+
+  /** Asks before a link leaves a page with unsaved changes (an editor); true when it may go. */
+  async #confirmLeave(): Promise<boolean> {
+    return await confirmAction({
+      title: "Leave without saving?",
+      message: "Your changes on this page are not saved yet. Leaving now loses them; stay to save them.",
+      confirmLabel: "Leave and lose the changes",
+      cancelLabel: "Stay",
+      danger: true,
+    });
+  }
 
   #resolveRoute(): void {
     const match = matchRoute(location.pathname, location.search);
@@ -233,6 +305,7 @@ class SvcApp extends LitElement {
     }
     this.#navigations++;
     this.#page = undefined;
+    this.pageLoadError = undefined;
   }
 
   #pageElement(): HTMLElement | TemplateResult {
@@ -246,6 +319,26 @@ class SvcApp extends LitElement {
           <p>Your roles do not include access to this page. Ask an administrator for the permission you need.</p>
         </div>
       `;
+    }
+    if (this.pageLoadError) {
+      return html`
+        <div class="empty-state" role="alert">
+          <h1>This page could not load</h1>
+          <p>${errorText(this.pageLoadError)}. Reload to fetch the console again.</p>
+          <sl-button @click=${() => location.reload()}>Reload</sl-button>
+        </div>
+      `;
+    }
+    if (!customElements.get(page.tag)) {
+      // The page is created once its module has defined it (properties set on an element before its
+      // upgrade would be lost); meanwhile the shell says it is loading.
+      const navigation = this.#navigations;
+      page.load().then(() => {
+        if (navigation === this.#navigations) this.requestUpdate();
+      }, (err) => {
+        if (navigation === this.#navigations) this.pageLoadError = err;
+      });
+      return html`<div class="app-loading" role="status"><sl-spinner></sl-spinner> Loading…</div>`;
     }
     if (!this.#page || this.#page.dataset.navigation !== String(this.#navigations)) {
       const el = document.createElement(page.tag) as HTMLElement & { route: RouteMatch };

@@ -3,9 +3,10 @@
 /**
  * Entry point of the web console: registers the Shoelace components the pages use, points Shoelace's icon
  * libraries at the icons embedded in the server (no CDN, and no `data:` URLs the CSP would refuse), then
- * defines the shell and the pages.
+ * defines the shell and the login page. The other pages are loaded by the shell on first visit.
  */
 import "./icons.ts";
+import "./dialog_landmarks.ts";
 import "@shoelace-style/shoelace/dist/components/alert/alert.js";
 import "@shoelace-style/shoelace/dist/components/badge/badge.js";
 import "@shoelace-style/shoelace/dist/components/button/button.js";
@@ -38,14 +39,4 @@ import "./components/charts.ts";
 import "./components/confirm_dialog.ts";
 import "./components/pager.ts";
 import "./pages/login.ts";
-import "./pages/dashboard.ts";
-import "./pages/policies.ts";
-import "./pages/policy_editor.ts";
-import "./pages/nodes.ts";
-import "./pages/node_groups.ts";
-import "./pages/policy_bindings.ts";
-import "./pages/compliance.ts";
-import "./pages/disk_encryption.ts";
-import "./pages/audit_logs.ts";
-import "./pages/settings.ts";
 import "./app.ts";

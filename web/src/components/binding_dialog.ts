@@ -9,7 +9,7 @@
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, errorAlert, fieldError, notify, statusBadge } from "./ui.ts";
+import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
 import { askLockoutReason } from "./session_lockout_dialog.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, Policy } from "../types.ts";
@@ -98,7 +98,7 @@ class SvcBindingDialog extends LitElement {
   }
 
   override firstUpdated(): void {
-    void (this.querySelector("sl-dialog") as HTMLElement & { show(): Promise<void> }).show();
+    void openDialog(this.querySelector("sl-dialog"));
   }
 
   async #loadGroups(): Promise<void> {

@@ -1,6 +1,10 @@
-/** `<svc-confirm-dialog>`: the modal behind {@link confirmAction}; fires `svc-confirm-done` with true/false. */
+/**
+ * `<svc-confirm-dialog>`: the modal behind {@link confirmAction}; fires `svc-confirm-done` with true/false.
+ * Opening it puts the focus on the control a keyboard user needs first (the text to type, Cancel for a
+ * destructive action, else the confirm button); `confirmAction` gives the focus back afterwards.
+ */
 import { html, LitElement, nothing } from "lit";
-import type { ConfirmOptions } from "./ui.ts";
+import { type ConfirmOptions, openDialog } from "./ui.ts";
 
 class SvcConfirmDialog extends LitElement {
   static override properties = { options: { attribute: false }, typed: { state: true } };
@@ -18,8 +22,17 @@ class SvcConfirmDialog extends LitElement {
   }
 
   override firstUpdated(): void {
-    const dialog = this.querySelector("sl-dialog") as HTMLElement & { show(): Promise<void> };
-    void dialog.show();
+    void openDialog(this.querySelector("sl-dialog"));
+  }
+
+  #initialFocus(): HTMLElement | null {
+    const o = this.options;
+    const selector = o.typeToConfirm !== undefined
+      ? ".confirm-typed"
+      : o.danger
+      ? ".confirm-cancel"
+      : ".confirm-ok";
+    return this.querySelector<HTMLElement>(selector);
   }
 
   #finish(result: boolean): void {
@@ -32,7 +45,11 @@ class SvcConfirmDialog extends LitElement {
     const o = this.options;
     const blocked = o.typeToConfirm !== undefined && this.typed !== o.typeToConfirm;
     return html`
-      <sl-dialog label=${o.title} @sl-after-hide=${(e: Event) => {
+      <sl-dialog label=${o.title} @sl-initial-focus=${(e: Event) => {
+        if (e.target !== e.currentTarget) return;
+        e.preventDefault();
+        this.#initialFocus()?.focus({ preventScroll: true });
+      }} @sl-after-hide=${(e: Event) => {
         if (e.target === e.currentTarget) this.#finish(false);
       }}>
         <div class="confirm-message">${o.message}</div>
@@ -46,7 +63,8 @@ class SvcConfirmDialog extends LitElement {
             ></sl-input>
           `
           : nothing}
-        <sl-button slot="footer" class="confirm-cancel" @click=${() => this.#finish(false)}>Cancel</sl-button>
+        <sl-button slot="footer" class="confirm-cancel" @click=${() => this.#finish(false)}>${o.cancelLabel ??
+          "Cancel"}</sl-button>
         <sl-button
           slot="footer"
           class="confirm-ok"

@@ -12,6 +12,7 @@ import {
   canonicalGVariant,
   formatGVariant,
   type GValue,
+  GVariantError,
   gvariantProblem,
   gvariantSyntaxProblem,
   parseGVariant,
@@ -71,6 +72,26 @@ function typed(text: string, key: CatalogueKey): GValue | undefined {
     return parseGVariant(text, key.type);
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The problem with GVariant text for a key the catalogue does not know, by the shared parser: the value is
+ * typed as GLib infers it, so `uint32 -5` (out of range) and `[1, 'a']` (mixed array) are refused as one
+ * types. A value whose type cannot be told without the key (`[]`, `nothing`) is accepted: the agent types it
+ * against the schema installed on the node.
+ */
+function untypedProblem(text: string): string | undefined {
+  const syntax = gvariantSyntaxProblem(text);
+  if (syntax) return syntax;
+  try {
+    parseGVariant(text);
+    return undefined;
+  } catch (err) {
+    if (!(err instanceof GVariantError)) throw err;
+    return err.message.startsWith("cannot tell the type")
+      ? undefined
+      : `is not a valid GVariant value: ${err.message}`;
   }
 }
 
@@ -224,7 +245,7 @@ class SvcDconfForm extends LitElement {
       }
     }
     const problem = entry.value
-      ? key ? gvariantProblem(entry.value, key.type) : gvariantSyntaxProblem(entry.value)
+      ? key ? gvariantProblem(entry.value, key.type) : untypedProblem(entry.value)
       : undefined;
     return html`
       <sl-input class="dconf-value dconf-gvariant ${problem ? "has-error" : ""}"

@@ -28,6 +28,21 @@ interface RepoStatus {
   policy_port: number;
 }
 
+/**
+ * `GET /agent-repo`, asked once per page load and shared by every `<svc-deploy-agent>` (the masthead's and
+ * the nodes page's, which is created again on each visit). A failed answer is forgotten, so a later element
+ * asks again.
+ */
+let repoStatus: Promise<RepoStatus | undefined> | undefined;
+
+function loadRepoStatus(): Promise<RepoStatus | undefined> {
+  repoStatus ??= api.get<RepoStatus>("/agent-repo").catch(() => {
+    repoStatus = undefined;
+    return undefined;
+  });
+  return repoStatus;
+}
+
 function sizeText(bytes: number): string {
   if (bytes >= 1 << 20) return `${(bytes / (1 << 20)).toFixed(1)} MiB`;
   if (bytes >= 1 << 10) return `${(bytes / (1 << 10)).toFixed(1)} KiB`;
@@ -82,7 +97,7 @@ class SvcDeployAgent extends LitElement {
   override connectedCallback(): void {
     super.connectedCallback();
     if (session.can("node:view")) {
-      api.get<RepoStatus>("/agent-repo").then((s) => this.status = s, () => this.status = undefined);
+      void loadRepoStatus().then((s) => this.status = s);
     }
   }
 
@@ -234,9 +249,11 @@ class SvcDeployAgent extends LitElement {
         ? html`
           <div class="script-header">
             <span>Run as root on the machine:</span>
-            <sl-copy-button from="deploy-agent-script" copy-label="Copy the script"></sl-copy-button>
+            <sl-copy-button from="deploy-agent-script" copy-label="Copy the script" success-label="Script copied">
+              <sl-icon slot="copy-icon" name="copy" label="Copy the script"></sl-icon>
+            </sl-copy-button>
           </div>
-          <pre id="deploy-agent-script" class="deploy-script">${this.#script()}</pre>
+          <pre id="deploy-agent-script" class="deploy-script" tabindex="0">${this.#script()}</pre>
         `
         : html`<sl-spinner></sl-spinner>`}
     `;

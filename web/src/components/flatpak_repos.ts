@@ -9,6 +9,7 @@ import { html, nothing } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
+import "./file_picker.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
 
 /** `GET /api/v1/flatpak/repos` item. */
@@ -107,7 +108,7 @@ class SvcSettingsFlatpakRepos extends PageElement {
       notify(`Upload failed: ${(err as Error).message}`, "danger");
     } finally {
       this.busy = "";
-      input.value = "";
+      (input.closest("svc-file-picker") as { reset(): void } | null)?.reset();
     }
   }
 
@@ -176,10 +177,12 @@ class SvcSettingsFlatpakRepos extends PageElement {
                             @click=${() => this.#refresh(repo)}>Refresh<span class="visually-hidden"> ${repo
                               .name}</span></sl-button>
                         `
-                        : html`<label class="upload">Upload AppStream
-                        <input type="file" accept=".xml,.gz,application/xml,application/gzip"
-                          aria-label=${`Upload AppStream of ${repo.name}`} @change=${(e: Event) =>
-                          this.#upload(repo, e)}></label>`
+                        : html`
+                          <svc-file-picker class="upload" button-label="Upload AppStream…"
+                            accept=".xml,.gz,application/xml,application/gzip"
+                            accessible-name=${`Upload AppStream of ${repo.name}`} @change=${(e: Event) =>
+                              this.#upload(repo, e)}></svc-file-picker>
+                        `
                     }
                   <sl-button size="small" variant="danger" outline @click=${() =>
                       this.#delete(repo)}>Delete<span
@@ -194,7 +197,7 @@ class SvcSettingsFlatpakRepos extends PageElement {
       ${canEdit
         ? html`
           <form class="card form-grid flatpak-repo-form" @submit=${this.#add}>
-            <h3>Register a repository</h3>
+            <h2>Register a repository</h2>
             ${errorAlert(this.saveError)}
             <sl-input name="name" label="Name" required .value=${d
               .name} help-text=${fieldError(this.saveError, "name") ||

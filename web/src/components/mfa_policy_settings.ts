@@ -58,7 +58,7 @@ class SvcMfaPolicySettings extends LitElement {
     const readOnly = !session.can("settings:edit");
     return html`
       <form class="card form-grid mfa-policy" @submit=${this.#save}>
-        <h3>MFA policy</h3>
+        <h2>MFA policy</h2>
         ${errorAlert(this.error)}
         <sl-radio-group name="mode" label="Who must have a second factor" value=${p.mode}
           @sl-change=${(e: Event) => this.policy = { ...p, mode: valueOf(e) as MfaPolicy["mode"] }}>

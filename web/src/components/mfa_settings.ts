@@ -226,7 +226,9 @@ class SvcMfaSettings extends LitElement {
         <p>Scan this code with your authenticator app (or type the key), then enter the code it shows.</p>
         ${qrSvg(e.otpauth_uri)}
         <p>Key: <code class="totp-secret">${e.secret.replace(/(.{4})/g, "$1 ").trim()}</code>
-          <sl-copy-button value=${e.secret} copy-label="Copy the key"></sl-copy-button></p>
+          <sl-copy-button value=${e.secret} copy-label="Copy the key" success-label="Key copied">
+            <sl-icon slot="copy-icon" name="copy" label="Copy the key"></sl-icon>
+          </sl-copy-button></p>
         <sl-input name="confirm" label="Code from the app" inputmode="numeric" autocomplete="one-time-code"
           maxlength="6" required help-text=${fieldError(this.error, "code")}
           @sl-input=${(ev: Event) => this.#proof.confirm = valueOf(ev)}></sl-input>
@@ -246,7 +248,7 @@ class SvcMfaSettings extends LitElement {
     if (!s) return html`${errorAlert(this.error)}${this.error ? nothing : html`<sl-spinner></sl-spinner>`}`;
     return html`
       <section class="mfa-settings">
-        <h3>Second factors</h3>
+        <h2>Second factors</h2>
         ${errorAlert(this.error)}
         ${this.backupCodes
           ? html`
@@ -258,7 +260,9 @@ class SvcMfaSettings extends LitElement {
               )}</ol>
               <sl-copy-button value=${this.backupCodes.join(
                 "\n",
-              )} copy-label="Copy the codes"></sl-copy-button>
+              )} copy-label="Copy the codes" success-label="Codes copied">
+                <sl-icon slot="copy-icon" name="copy" label="Copy the codes"></sl-icon>
+              </sl-copy-button>
             </sl-alert>
           `
           : nothing}
@@ -298,7 +302,7 @@ class SvcMfaSettings extends LitElement {
                 `}
             </div>
           `}
-        <h4>Security keys and passkeys</h4>
+        <h3>Security keys and passkeys</h3>
         ${this.keys.length === 0 ? html`<p class="no-keys">No security key yet.</p>` : html`
           <table class="data-table webauthn-keys">
             <thead>

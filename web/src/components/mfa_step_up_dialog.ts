@@ -9,7 +9,7 @@ import { html, LitElement, nothing } from "lit";
 import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
-import { errorAlert } from "./ui.ts";
+import { errorAlert, openDialog } from "./ui.ts";
 
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {
@@ -36,8 +36,7 @@ class SvcMfaStepUpDialog extends LitElement {
   }
 
   override firstUpdated(): void {
-    const dialog = this.querySelector("sl-dialog") as HTMLElement & { show(): Promise<void> };
-    void dialog.show();
+    void openDialog(this.querySelector("sl-dialog"));
   }
 
   #finish(proof: StepUpProof | undefined): void {

@@ -9,6 +9,7 @@
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { ApiError } from "../api.ts";
+import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
 
@@ -156,6 +157,14 @@ export class PageElement extends LitElement {
     return html`<span class="muted updated-at" title="This page refreshes itself">Updated ${text}</span>`;
   }
 
+  /**
+   * True while the page holds changes it has not saved; the shell then asks before a link navigates away
+   * (editors override it).
+   */
+  hasUnsavedChanges(): boolean {
+    return false;
+  }
+
   /** A spinner while the first load runs; nothing once it failed (the error is shown instead). */
   protected renderSpinner(): TemplateResult {
     return this.loadError ? html`` : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
@@ -165,7 +174,7 @@ export class PageElement extends LitElement {
 /** The message a person should read for any thrown value. */
 export function errorText(err: unknown): string {
   if (err instanceof ApiError) {
-    if (err.status === 403) return `Not allowed: ${err.message}`;
+    if (err.status === 403) return forbiddenText(err.message);
     return err.message;
   }
   if (err instanceof Error) return err.message;

@@ -12,6 +12,9 @@ import { formatWeekMinute, WEEKDAY_NAMES } from "../../../shared/session_access_
 import { api, type ListPage } from "../api.ts";
 import type { JsonObject } from "../content.ts";
 import { errorAlert } from "./ui.ts";
+import { errorText } from "./page.ts";
+import { labelEnumConstants } from "../editors/enum_labels.ts";
+import { accountLabel } from "../lockout_text.ts";
 import "../editors/schema_form.ts";
 
 /** `GET /api/v1/session-access/timeline`. */
@@ -78,7 +81,8 @@ class SvcSessionTimeline extends LitElement {
       });
       this.error = undefined;
     } catch (err) {
-      this.error = err;
+      // The server names enum values by their constants (for scripts); the form shows their labels.
+      this.error = new Error(labelEnumConstants(SessionAccessPolicySchema, errorText(err)));
     }
   }
 
@@ -127,7 +131,7 @@ class SvcSessionTimeline extends LitElement {
               ${data.timeline.map((row) =>
                 html`
                   <tr data-subject=${row.subject}>
-                    <th scope="row">${row.subject}</th>
+                    <th scope="row">${accountLabel(row.subject)}</th>
                     ${WEEKDAY_NAMES.map((_, day) =>
                       html`
                         <td>

@@ -5,6 +5,8 @@
  */
 import { html, LitElement } from "lit";
 import { ApiError } from "../api.ts";
+import { listWords, parseLockout, plainLockoutMessage } from "../lockout_text.ts";
+import { openDialog } from "./ui.ts";
 
 class SvcSessionLockoutDialog extends LitElement {
   static override properties = { message: { attribute: false }, reason: { state: true } };
@@ -23,7 +25,7 @@ class SvcSessionLockoutDialog extends LitElement {
   }
 
   override firstUpdated(): void {
-    void (this.querySelector("sl-dialog") as HTMLElement & { show(): Promise<void> }).show();
+    void openDialog(this.querySelector("sl-dialog"));
   }
 
   #finish(reason: string | undefined): void {
@@ -32,13 +34,31 @@ class SvcSessionLockoutDialog extends LitElement {
     this.dispatchEvent(new CustomEvent("svc-lockout-done", { detail: reason }));
   }
 
+  /** The server's refusal in words (see `lockout_text.ts`). */
+  #explanation() {
+    const parsed = parseLockout(this.message);
+    if (!parsed) return html`<p class="lockout-message">${plainLockoutMessage(this.message)}</p>`;
+    return html`
+      <div class="lockout-message">
+        <p>${parsed.where}.</p>
+        <p>The SessionAccess rules name ${listWords(parsed.accounts)}. None of them could log in at these
+          times (${parsed.zone}):</p>
+        <ul class="lockout-times">
+          ${parsed.times.map((t) => html`<li>${t}</li>`)}
+          ${parsed.more ? html`<li>and ${parsed.more} more</li>` : ""}
+        </ul>
+        <p>Check the rules, or say why this is intended to go ahead anyway.</p>
+      </div>
+    `;
+  }
+
   override render() {
     const ok = this.reason.trim().length >= 3;
     return html`
       <sl-dialog label="Nobody could log in at some times" @sl-after-hide=${(e: Event) => {
         if (e.target === e.currentTarget) this.#finish(undefined);
       }}>
-        <p class="lockout-message">${this.message}</p>
+        ${this.#explanation()}
         <sl-textarea class="lockout-reason" label="Reason to go ahead (recorded in the audit log)" rows="3"
           .value=${this.reason} @sl-input=${(e: Event) =>
             this.reason = String((e.target as HTMLTextAreaElement).value)}></sl-textarea>

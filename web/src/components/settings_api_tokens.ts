@@ -95,7 +95,10 @@ class SvcSettingsApiTokens extends PageElement {
           <sl-alert variant="success" open class="new-token">
             <strong>Token ${this.shown.name}</strong>: copy it now, it is not shown again.
             <div class="token-line"><code>${this.shown.token}</code>
-              <sl-copy-button value=${this.shown.token} copy-label="Copy the token"></sl-copy-button></div>
+              <sl-copy-button value=${this.shown
+                .token} copy-label="Copy the token" success-label="Token copied">
+                <sl-icon slot="copy-icon" name="copy" label="Copy the token"></sl-icon>
+              </sl-copy-button></div>
           </sl-alert>
         `
         : nothing}
@@ -141,7 +144,7 @@ class SvcSettingsApiTokens extends PageElement {
         </tbody>
       </table>
       <form class="card form-grid api-token-form" @submit=${this.#create}>
-        <h3>Create a token for yourself</h3>
+        <h2>Create a token for yourself</h2>
         ${errorAlert(this.saveError)}
         <sl-input name="name" label="Name" required .value=${this.draft.name}
           help-text=${fieldError(this.saveError, "name") || "What the script is, e.g. nightly-report"}

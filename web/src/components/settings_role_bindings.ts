@@ -243,7 +243,7 @@ class SvcSettingsRoleBindings extends PageElement {
       ? "One node group"
       : "One node group (no effect in this edition)";
     return html`
-      <h3>Bind a role to ${holder.kind === "user" ? "user" : "group"} ${holder.name}</h3>
+      <h2>Bind a role to ${holder.kind === "user" ? "user" : "group"} ${holder.name}</h2>
       <div class="rb-form toolbar">
         ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
         <sl-select name="role_id" label="Role" hoist class=${fieldError(err, "role_id") ? "has-error" : ""}

@@ -40,11 +40,25 @@ export function notifyError(err: unknown): void {
   notify(errorText(err), "danger");
 }
 
+/**
+ * Opens a Shoelace dialog that a component has just rendered, once the dialog has rendered itself: opened
+ * before that, Shoelace shows it without its opening sequence, which moves the focus into the modal (and
+ * back to the trigger when it closes), so the focus would stay on the button behind.
+ */
+export async function openDialog(dialog: Element | null): Promise<void> {
+  const d = dialog as (HTMLElement & { updateComplete: Promise<unknown>; show(): Promise<void> }) | null;
+  if (!d) return;
+  await d.updateComplete;
+  await d.show();
+}
+
 /** Options of {@link confirmAction}. */
 export interface ConfirmOptions {
   title: string;
   message: string | TemplateResult;
   confirmLabel: string;
+  /** The other button's text (default "Cancel"). */
+  cancelLabel?: string;
   danger?: boolean;
   /** When set, the person must type this text before the button enables (for destructive actions). */
   typeToConfirm?: string;

@@ -1,10 +1,10 @@
 /**
  * Enum values as an admin reads them. The form shows an enum value by a label ("Drop" for
- * `FIREWALLD_TARGET_DROP`); validation messages, which the server also returns to scripts that send the
- * constants, name the constant. The console keeps the constant (it is what the JSON view and the API use)
- * and puts the form's label in front of it: "Drop (FIREWALLD_TARGET_DROP)".
+ * `FIREWALLD_TARGET_DROP`), and so do the messages the console shows: validation problems and compliance
+ * messages name the constants (scripts send and read them), and the console puts the form's label in
+ * their place, so no proto name reaches a person who works in the form.
  */
-import type { DescEnum, DescMessage } from "@bufbuild/protobuf";
+import type { DescEnum, DescEnumValue, DescMessage } from "@bufbuild/protobuf";
 import { getPolicyType, type ValidationIssue } from "../../../shared/policy_types/mod.ts";
 
 /** The part every value name of `desc` starts with, up to its last `_` (`FIREWALLD_TARGET_`). */
@@ -23,6 +23,23 @@ export function enumValueLabel(desc: DescEnum, name: string): string {
   const rest = (name.startsWith(prefix) && name.length > prefix.length ? name.slice(prefix.length) : name)
     .toLowerCase().replaceAll("_", " ");
   return rest.charAt(0).toUpperCase() + rest.slice(1);
+}
+
+/**
+ * The values of `desc` a person may choose: all but proto3's zero value `…_UNSPECIFIED`, which only means
+ * "not set" (the form's "Not managed", or leaving a list empty).
+ */
+export function choosableEnumValues(desc: DescEnum): DescEnumValue[] {
+  return desc.values.filter((v) => !(v.number === 0 && v.name.endsWith("_UNSPECIFIED")));
+}
+
+/** A form choice for each choosable value of `desc`: its label, the constant kept as the value only. */
+export function enumChoices(desc: DescEnum): Array<{ value: string; label: string; internal: true }> {
+  return choosableEnumValues(desc).map((v) => ({
+    value: v.name,
+    label: enumValueLabel(desc, v.name),
+    internal: true,
+  }));
 }
 
 /** Every enum a message uses, directly or through nested messages. */
@@ -45,8 +62,9 @@ export function enumsOf(schema: DescMessage): DescEnum[] {
 const CONSTANT = /\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|(?<![A-Za-z0-9])_[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*\b/g;
 
 /**
- * `message` with each constant of the enums of `schema` preceded by its label: "choose a result such as
- * Auth admin (POLKIT_RESULT_AUTH_ADMIN)". Words that are no enum value of the type stay as they are.
+ * `message` with each constant of the enums of `schema` replaced by its label: "choose a result such as
+ * Auth admin" for "… such as POLKIT_RESULT_AUTH_ADMIN". Words that are no enum value of the type stay as
+ * they are.
  */
 export function labelEnumConstants(schema: DescMessage, message: string): string {
   const byName = new Map<string, DescEnum>();
@@ -57,7 +75,7 @@ export function labelEnumConstants(schema: DescMessage, message: string): string
     const desc = byName.get(full);
     if (!desc) return token;
     last = desc;
-    return `${enumValueLabel(desc, full)} (${token})`;
+    return enumValueLabel(desc, full);
   });
 }
 

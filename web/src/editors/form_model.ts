@@ -87,6 +87,11 @@ export function setIn(root: JsonObject, path: Segment[], value: JsonValue | unde
 export interface ChoiceOption {
   value: string | number;
   label: string;
+  /**
+   * The value is an internal name (a proto enum constant) the person never needs: the option shows its
+   * label only. Catalogue options show the value written to the file after the label.
+   */
+  internal?: boolean;
 }
 
 /** The shared registry's catalogue of a browser type: the groups and per-setting metadata the form follows. */

@@ -35,7 +35,7 @@ import {
   visibleFields,
 } from "./form_model.ts";
 import type { FormHints } from "./spec.ts";
-import { enumValueLabel } from "./enum_labels.ts";
+import { enumChoices } from "./enum_labels.ts";
 import docsJson from "./proto_docs.gen.json" with { type: "json" };
 
 const DOCS = docsJson as ProtoDocs;
@@ -325,26 +325,14 @@ class SvcSchemaForm extends LitElement {
       case "scalar":
         return this.#scalar(field.scalar, ctx, value, lbl);
       case "enum":
-        return this.#choice(ctx, value, {
-          ...lbl,
-          options: field.enum.values.map((v) => ({
-            value: v.name,
-            label: enumValueLabel(field.enum, v.name),
-          })),
-        });
+        return this.#choice(ctx, value, { ...lbl, options: enumChoices(field.enum) });
       case "message":
         if (WKT_JSON.has(field.message.typeName)) return this.#jsonText(ctx, value, lbl);
         return this.#message(field.message, ctx, value, String(lbl.name));
       case "list":
         if (field.listKind === "message") return this.#messageList(field.message, ctx, value);
         if (field.listKind === "enum") {
-          return this.#multiChoice(ctx, value, {
-            ...lbl,
-            options: field.enum.values.map((v) => ({
-              value: v.name,
-              label: enumValueLabel(field.enum, v.name),
-            })),
-          });
+          return this.#multiChoice(ctx, value, { ...lbl, options: enumChoices(field.enum) });
         }
         if (lbl.options && fitsOptions(value, lbl.options)) return this.#multiChoice(ctx, value, lbl);
         return this.#scalarList(field.scalar, ctx, value, lbl);
@@ -545,13 +533,7 @@ class SvcSchemaForm extends LitElement {
         return html`<div class="nested">${this.#fields(field.message, c, v)}</div>`;
       }
       if (field.mapKind === "enum") {
-        return this.#choice(c, v, {
-          name: "Value",
-          options: field.enum.values.map((x) => ({
-            value: x.name,
-            label: enumValueLabel(field.enum, x.name),
-          })),
-        });
+        return this.#choice(c, v, { name: "Value", options: enumChoices(field.enum) });
       }
       return this.#scalar(field.scalar, c, v, { name: "Value" });
     };
@@ -617,7 +599,7 @@ function fitsOptions(value: JsonValue | undefined, options: readonly ChoiceOptio
 /** An option of a choice; a catalogue label is followed by the value written to the file. */
 function optionTemplate(o: ChoiceOption, i: number): TemplateResult {
   return html`<sl-option value=${`o${i}`}>${o.label}${
-    String(o.value) !== o.label && !o.label.startsWith(`${o.value}`)
+    !o.internal && String(o.value) !== o.label && !o.label.startsWith(`${o.value}`)
       ? html`<code slot="suffix" class="option-value">${o.value}</code>`
       : nothing
   }</sl-option>`;

@@ -1,11 +1,16 @@
 /**
- * `/`: the fleet at a glance — node status, compliance by status, policies by type and state, bindings by
- * state, certificate expiry over every node — as small charts whose numbers link to the filtered lists.
- * Everything comes from one request (`GET /api/v1/dashboard/summary`), which leaves out the sections the
- * person may not see; the page draws what it gets.
+ * `/`: the fleet at a glance. It leads with the fleet: the share of nodes compliant, and what needs attention
+ * (nodes failing or non-compliant, the policies failing on most nodes, nodes offline, agents older than the
+ * server, certificates about to expire, disks without an escrowed key), each a link to the list behind it.
+ * Then node status, compliance by status, policies by type and state, bindings by state and certificate
+ * expiry as small charts whose numbers link to the filtered lists. The charts come from one request
+ * (`GET /api/v1/dashboard/summary`), which leaves out the sections the person may not see; the attention list
+ * asks the list endpoints for the counts it needs, again only those the person may read.
  */
-import { html, nothing } from "lit";
-import { api } from "../api.ts";
+import { html, nothing, type TemplateResult } from "lit";
+import { api, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
+import type { RolloutCounts } from "../components/policy_rollout.ts";
 import { PageElement } from "../components/page.ts";
 import type { ChartSegment } from "../components/charts.ts";
 import { complianceLabel } from "../components/ui.ts";
@@ -109,16 +114,225 @@ function dashboardCharts(summary: DashboardSummary): {
   };
 }
 
+/** What the attention list needs besides the summary; a part is absent when the person may not read it. */
+interface Attention {
+  /** Nodes whose worst result is an error. */
+  errorNodes?: number;
+  /** Released policies with failing nodes, most failing first (at most three). */
+  failing?: Array<{ id: string; name: string; problems: number }>;
+  /** Nodes whose agent is not the server's version, and those versions. */
+  outdated?: { nodes: number; versions: string[] };
+  /** Encrypted volumes whose recovery key is not escrowed. */
+  unescrowed?: number;
+}
+
+async function total(path: string, query: Record<string, string>): Promise<number> {
+  return (await api.get<ListPage<unknown>>(path, { ...query, per_page: 1 })).total;
+}
+
+/** The counts behind the attention list, each asked only with the permission it needs. */
+async function loadAttention(serverVersion: Promise<string>): Promise<Attention> {
+  const out: Attention = {};
+  const jobs: Promise<void>[] = [];
+  if (session.can("node:view")) {
+    jobs.push(total("/nodes", { compliance: "error" }).then((n) => void (out.errorNodes = n)));
+    jobs.push((async () => {
+      const [options, version] = await Promise.all([
+        api.get<{ agent_versions: string[] }>("/nodes/filter-options"),
+        serverVersion,
+      ]);
+      const older = options.agent_versions.filter((v) => v && v !== version);
+      const counts = await Promise.all(older.map((v) => total("/nodes", { agent_version: v })));
+      out.outdated = { nodes: counts.reduce((a, b) => a + b, 0), versions: older };
+    })());
+  }
+  if (session.can("policy:view") && session.can("compliance:view")) {
+    jobs.push((async () => {
+      const released = await api.get<ListPage<{ id: string; name: string }>>("/policies/all", {
+        state: "released",
+        per_page: 200,
+      });
+      if (released.items.length === 0) return void (out.failing = []);
+      const counts = await api.get<Record<string, RolloutCounts>>("/policies/rollout", {
+        ids: released.items.map((p) => p.id).join(","),
+      });
+      out.failing = released.items
+        .map((p) => ({
+          id: p.id,
+          name: p.name,
+          problems: (counts[p.id]?.error ?? 0) + (counts[p.id]?.non_compliant ?? 0),
+        }))
+        .filter((p) => p.problems > 0)
+        .sort((a, b) => b.problems - a.problems || a.name.localeCompare(b.name))
+        .slice(0, 3);
+    })());
+  }
+  if (session.can("disk_encryption:view")) {
+    jobs.push(total("/disk-encryption/volumes", { escrow: "none" }).then((n) => void (out.unescrowed = n)));
+  }
+  // One part failing (a permission changed, a slow query) leaves the others shown.
+  await Promise.allSettled(jobs);
+  return out;
+}
+
+function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** The attention list's entries: only the ones with something to do. */
+function attentionItems(summary: DashboardSummary, attention: Attention): TemplateResult[] {
+  const items: TemplateResult[] = [];
+  const item = (href: string, count: number, text: string, variant: "danger" | "warning") =>
+    html`<li class=${`attention-${variant}`}><a href=${href}><strong>${count}</strong> ${text}</a></li>`;
+  const fleet = summary.compliance?.nodes;
+  const errors = attention.errorNodes ?? 0;
+  if (errors > 0) {
+    items.push(
+      item(
+        "/nodes?compliance=error",
+        errors,
+        `${errors === 1 ? "node" : "nodes"} where a policy failed to apply`,
+        "danger",
+      ),
+    );
+  }
+  const nonCompliant = fleet ? Math.max(0, fleet.non_compliant - errors) : 0;
+  if (nonCompliant > 0) {
+    items.push(
+      item(
+        "/nodes?compliance=non_compliant",
+        nonCompliant,
+        `${nonCompliant === 1 ? "node" : "nodes"} not compliant`,
+        "danger",
+      ),
+    );
+  }
+  for (const p of attention.failing ?? []) {
+    items.push(
+      html`<li class="attention-danger"><a href=${`/policies/${p.id}/edit`}>Policy <strong>${p.name}</strong>
+      fails on ${plural(p.problems, "node")}</a></li>`,
+    );
+  }
+  const certs = summary.certificates;
+  if (certs && certs.expired > 0) {
+    items.push(
+      item(
+        "/nodes?cert_expiry=expired",
+        certs.expired,
+        `agent ${certs.expired === 1 ? "certificate has" : "certificates have"} expired`,
+        "danger",
+      ),
+    );
+  }
+  if (certs && certs.within_7_days > 0) {
+    items.push(
+      item(
+        "/nodes?cert_expiry=within_7_days",
+        certs.within_7_days,
+        `agent ${certs.within_7_days === 1 ? "certificate expires" : "certificates expire"} within 7 days`,
+        "warning",
+      ),
+    );
+  }
+  const offline = summary.nodes?.offline ?? 0;
+  if (offline > 0) {
+    items.push(
+      item(
+        "/nodes?status=offline&sort=last_seen&order=asc",
+        offline,
+        `${offline === 1 ? "node" : "nodes"} offline`,
+        "warning",
+      ),
+    );
+  }
+  if (attention.outdated && attention.outdated.nodes > 0) {
+    items.push(
+      item(
+        "/nodes?sort=agent_version&order=asc",
+        attention.outdated.nodes,
+        `${attention.outdated.nodes === 1 ? "node runs" : "nodes run"} an older agent (${
+          attention.outdated.versions.join(", ")
+        })`,
+        "warning",
+      ),
+    );
+  }
+  if ((attention.unescrowed ?? 0) > 0) {
+    items.push(
+      item(
+        "/disk-encryption?escrow=none",
+        attention.unescrowed!,
+        `encrypted ${attention.unescrowed === 1 ? "disk has" : "disks have"} no escrowed recovery key`,
+        "warning",
+      ),
+    );
+  }
+  return items;
+}
+
 class SvcDashboardPage extends PageElement {
-  static override properties = { ...PageElement.properties, summary: { state: true } };
+  static override properties = {
+    ...PageElement.properties,
+    summary: { state: true },
+    attention: { state: true },
+  };
   declare summary: DashboardSummary | undefined;
+  declare attention: Attention | undefined;
+  #serverVersion: Promise<string> | undefined;
 
   override pageTitle = "Dashboard";
   protected override autoRefreshMs = 10_000;
   protected override liveTopics = ["nodes", "compliance", "policies"] as const;
 
   protected override async load(): Promise<void> {
-    this.summary = await api.get<DashboardSummary>("/dashboard/summary");
+    this.#serverVersion ??= api.get<{ version: string }>("/version").then((v) => v.version);
+    const [summary, attention] = await Promise.all([
+      api.get<DashboardSummary>("/dashboard/summary"),
+      loadAttention(this.#serverVersion),
+    ]);
+    this.summary = summary;
+    this.attention = attention;
+  }
+
+  /** The share of nodes compliant, and the list of what needs attention. */
+  #renderFleet(summary: DashboardSummary): TemplateResult | typeof nothing {
+    const fleet = summary.compliance?.nodes;
+    const items = this.attention ? attentionItems(summary, this.attention) : [];
+    if (!fleet && !summary.nodes) return nothing;
+    const reached = fleet ? fleet.total - fleet.without_policies : 0;
+    const percent = fleet && reached > 0 ? Math.round((fleet.compliant / reached) * 100) : undefined;
+    return html`
+      <section class="fleet-health" aria-label="Fleet health">
+        ${fleet
+          ? html`
+            <div class="card fleet-compliance">
+              <h2>Fleet compliance</h2>
+              ${percent === undefined ? html`<p class="muted">No node receives a policy yet.</p>` : html`
+                <p class="fleet-percent"><strong>${percent}%</strong> of nodes compliant</p>
+                <meter min="0" max="100" low="80" high="95" optimum="100" value=${percent}
+                  aria-label="Share of nodes compliant">${percent}%</meter>
+                <p class="muted"><a href="/nodes?compliance=compliant">${fleet
+                  .compliant} of ${reached} nodes</a>
+                  that receive policies apply every one of them.${fleet.without_policies
+                    ? html`
+                      <a href="/nodes?compliance=none">${plural(fleet.without_policies, "node")}</a>
+                      ${fleet.without_policies === 1 ? "receives" : "receive"} no policy.
+                    `
+                    : nothing}</p>
+              `}
+            </div>
+          `
+          : nothing}
+        <div class="card needs-attention">
+          <h2>Needs attention</h2>
+          ${!this.attention
+            ? html`<sl-spinner aria-label="Loading"></sl-spinner>`
+            : items.length
+            ? html`<ul class="attention-list">${items}</ul>`
+            : html`<p class="muted attention-none">Nothing needs attention.</p>`}
+        </div>
+      </section>
+    `;
   }
 
   override render() {
@@ -136,6 +350,7 @@ class SvcDashboardPage extends PageElement {
         ? html`<p class="muted">Your roles include none of the views the dashboard summarises (nodes, compliance,
           policies, bindings).</p>`
         : nothing}
+      ${this.summary ? this.#renderFleet(this.summary) : nothing}
       <section class="charts" aria-label="Fleet overview">
         ${d?.nodes
           ? html`<svc-donut-chart chart-title="Nodes by status" .segments=${d.nodes}></svc-donut-chart>`

@@ -22,6 +22,7 @@ import {
 import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import type { Policy } from "../types.ts";
+import "../components/file_picker.ts";
 import { type LifecycleAction, lifecycleActions } from "../lifecycle.ts";
 
 /** The import report (`POST /policies/import`). */
@@ -385,10 +386,8 @@ class SvcPoliciesPage extends PageElement {
         <div class="form-grid import-form">
           <p>Choose a YAML or JSON bundle exported from a svc server. A dry run checks it first; nothing is written
             until you confirm, and an import is all or nothing.</p>
-          <label class="file-label">Bundle file
-            <input type="file" accept=".yaml,.yml,.json,application/yaml,application/json" @change=${this
-              .#readImportFile}>
-          </label>
+          <svc-file-picker label="Bundle file" accept=".yaml,.yml,.json,application/yaml,application/json"
+            @change=${this.#readImportFile}></svc-file-picker>
           <sl-select label="When a policy with the same name exists" value=${this.#onConflict} hoist
             @sl-change=${(e: Event) => {
               this.#onConflict = valueOf(e);

@@ -46,6 +46,7 @@ import "../components/policy_rollout.ts";
 import "../components/binding_dialog.ts";
 import { policyTypeInfo } from "../editors/type_info.ts";
 import { labelIssues } from "../editors/enum_labels.ts";
+import { roleAdvice } from "../permission_text.ts";
 
 /** The type tiles' look (the console's CSP allows inline styles). */
 const TILE_STYLE = html`<style>
@@ -420,7 +421,30 @@ class SvcPolicyEditorPage extends PageElement {
     }
   }
 
+  /** Changes the page has not saved: the shell asks before a link leaves them behind. */
+  override hasUnsavedChanges(): boolean {
+    return this.dirty && this.#editable;
+  }
+
+  /** `/policies/new` for someone who may not create: why, and who may, instead of a form they cannot use. */
+  #renderCannotCreate(): TemplateResult {
+    return html`
+      <nav aria-label="Breadcrumb" class="muted"><a href="/policies">Policies</a> / New policy</nav>
+      <header class="page-header">
+        <div>
+          <h1>New policy</h1>
+        </div>
+      </header>
+      <sl-alert variant="primary" open class="read-only-note">
+        <sl-icon slot="icon" name="lock"></sl-icon>
+        Your roles let you read policies but not create them. ${roleAdvice(["policy:create"])}
+      </sl-alert>
+      <p><a href="/policies">Back to the policies</a></p>
+    `;
+  }
+
   override render() {
+    if (this.#isNew && !session.can("policy:create")) return this.#renderCannotCreate();
     if (!this.#isNew && !this.policy) {
       return html`${this.renderLoadError()}${this.loadError ? nothing : html`<sl-spinner></sl-spinner>`}`;
     }
