@@ -330,6 +330,10 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     unlockKeyDir: config.diskEncryption.unlockKeyDir,
     tpm2Device: config.diskEncryption.tpm2Device,
     policies: () => engine.cached(),
+    // An escrow or rotation changes what the DiskEncryption policies read back.
+    onTasksDone: () => {
+      if (engine.cached().some((p) => p.type === "DiskEncryption")) resync("disk-encryption task done");
+    },
   });
   // Inventory is reported even without a DiskEncryption policy; a change (new keyslot, new disk) is sent.
   const diskEncryptionTimer = setInterval(() => {

@@ -84,6 +84,8 @@ export interface DiskEncryptionOptions {
   callTimeoutMs?: number;
   /** The cached policies (the sync engine's); the DiskEncryption one in force configures protectors. */
   policies?: () => readonly CachedPolicy[];
+  /** Called after tasks changed a volume (a key escrowed or rotated, a protector added): compliance may differ. */
+  onTasksDone?: () => void;
   /** TPM for TPM2 protectors: `auto`, a device path or a TCTI (`swtpm:port=2321`); default `auto`. */
   tpm2Device?: string;
 }
@@ -240,7 +242,7 @@ export class DiskEncryptionManager {
   }
 
   /** Fetches the pending tasks and performs them; a failed task is logged and left for the next time. */
-  runTasks(client: PolicyClient): Promise<void> {
+  runTasks(client: PolicyClient): Promise<boolean> {
     return this.#serial(async () => {
       const { tasks } = await client.getDiskEncryptionTasks({ clientId: this.#o.clientId }, this.#deadline());
       let changed = false;
@@ -283,7 +285,9 @@ export class DiskEncryptionManager {
         const request = await this.#request();
         await client.reportDiskEncryptionState(request, this.#deadline());
         this.#lastReport = JSON.stringify(request);
+        this.#o.onTasksDone?.();
       }
+      return changed;
     });
   }
 
