@@ -39,6 +39,30 @@ const reason = await unavailable();
 if (reason && REQUIRED) throw new Error(`booted-node test cannot run but SVC_REQUIRE_PACKAGES=1: ${reason}`);
 if (reason) console.error(`booted_node_test: skipped: ${reason}`);
 
+/** A released policy with an enabled binding to the group, as an admin makes it; the ids of both. */
+async function releaseAndBind(
+  api: Api,
+  groupId: string,
+  policy: { type: string; name: string; content: unknown; priority?: number; lockoutReason?: string },
+): Promise<{ policyId: string; bindingId: string }> {
+  const created = await api.call("POST", "/api/v1/policies/all", {
+    name: policy.name,
+    type: policy.type,
+    content: JSON.stringify(policy.content),
+  });
+  await api.call("PUT", `/api/v1/policies/all/${created.id}/state`, { state: "released" });
+  const binding = await api.call("POST", "/api/v1/policy-bindings", {
+    policy_id: created.id,
+    node_group_id: groupId,
+    priority: policy.priority ?? 5,
+  });
+  await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, {
+    state: "enabled",
+    ...(policy.lockoutReason ? { lockout_reason: policy.lockoutReason } : {}),
+  });
+  return { policyId: created.id, bindingId: binding.id };
+}
+
 Deno.test({
   name:
     "booted Debian 12: the wizard installs the agent; under systemd it enforces, follows installs, survives " +
@@ -70,6 +94,10 @@ Deno.test({
       const r = await node!.exec(["runuser", "-u", "nobody", "--", "svc-agent", "status", "--json"]);
       journalText = await journal();
       return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+    };
+    const nodeOnline = async () => {
+      const page = await api!.call("GET", "/api/v1/nodes?search=booted-desk-1");
+      return page.items.find((n: Json) => n.name === "booted-desk-1")?.status === "online";
     };
     let groupId = "";
     let policyId = "";
@@ -106,15 +134,7 @@ Deno.test({
             "svc-agent active",
             context,
           );
-          await eventually(
-            async () => {
-              const page = await api!.call("GET", "/api/v1/nodes?search=booted-desk-1");
-              return page.items.find((n: Json) => n.name === "booted-desk-1")?.status === "online";
-            },
-            60_000,
-            "the node online",
-            context,
-          );
+          await eventually(nodeOnline, 60_000, "the node online", context);
         },
       );
 
@@ -139,19 +159,12 @@ Deno.test({
       await step(
         "a Firefox policy before Firefox: INAPPLICABLE; apt-get install firefox-esr gets it enforced",
         async () => {
-          const policy = await api!.call("POST", "/api/v1/policies/all", {
-            name: "booted firefox",
+          ({ policyId } = await releaseAndBind(api!, groupId, {
             type: "Firefox",
-            content: JSON.stringify({ DisableTelemetry: true, DisablePocket: true }),
-          });
-          policyId = policy.id;
-          await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-          const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-            policy_id: policy.id,
-            node_group_id: groupId,
+            name: "booted firefox",
+            content: { DisableTelemetry: true, DisablePocket: true },
             priority: 10,
-          });
-          await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+          }));
           const before = await eventually(
             async () => {
               const s = await status();
@@ -239,26 +252,17 @@ Deno.test({
           const ids: Record<string, string> = {};
           const bindings: string[] = [];
           for (const [type, content] of Object.entries(policies)) {
-            const policy = await api!.call("POST", "/api/v1/policies/all", {
-              name: `booted ${type}`,
+            const made = await releaseAndBind(api!, groupId, {
               type,
-              content: JSON.stringify(content),
+              name: `booted ${type}`,
+              content,
+              // alice is the only account the rule names, so the server's lockout guard asks for a reason.
+              lockoutReason: type === "SessionAccess"
+                ? "booted-node test: alice is a test account"
+                : undefined,
             });
-            ids[type] = policy.id;
-            await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-            const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-              policy_id: policy.id,
-              node_group_id: groupId,
-              priority: 5,
-            });
-            bindings.push(binding.id);
-            // alice is the only account the rule names, so the server's lockout guard asks for a reason.
-            await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, {
-              state: "enabled",
-              ...(type === "SessionAccess"
-                ? { lockout_reason: "booted-node test: alice is a test account" }
-                : {}),
-            });
+            ids[type] = made.policyId;
+            bindings.push(made.bindingId);
           }
           const results = await eventually(
             async () => {
@@ -339,20 +343,13 @@ Deno.test({
           const ids: Record<string, string> = {};
           const bindings: string[] = [];
           for (const [type, content] of Object.entries(contents)) {
-            const policy = await api!.call("POST", "/api/v1/policies/all", {
-              name: `booted ${type}`,
+            const made = await releaseAndBind(api!, groupId, {
               type,
-              content: JSON.stringify(content),
+              name: `booted ${type}`,
+              content,
             });
-            ids[type] = policy.id;
-            await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-            const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-              policy_id: policy.id,
-              node_group_id: groupId,
-              priority: 5,
-            });
-            bindings.push(binding.id);
-            await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+            ids[type] = made.policyId;
+            bindings.push(made.bindingId);
           }
           for (const [type, id] of Object.entries(ids)) {
             await eventually(
@@ -397,26 +394,15 @@ Deno.test({
               "install -d -m 0700 /etc/svc/luks-keys && " +
               "sed -i 's|^  devices: .*|  devices: /images/disk.img|' /etc/svc/agent.yaml && systemctl restart svc-agent",
           );
-          const policy = await api!.call("POST", "/api/v1/policies/all", {
-            name: "booted disks",
+          const disks = await releaseAndBind(api!, groupId, {
             type: "DiskEncryption",
-            content: JSON.stringify({
-              require_encryption: true,
-              min_luks_version: 2,
-              escrow_recovery_key: true,
-            }),
+            name: "booted disks",
+            content: { require_encryption: true, min_luks_version: 2, escrow_recovery_key: true },
           });
-          await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-          const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-            policy_id: policy.id,
-            node_group_id: groupId,
-            priority: 5,
-          });
-          await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
           await eventually(
             async () => {
               const s = await status();
-              return s?.connection.state === "connected" && s.policies.some((p) => p.id === policy.id);
+              return s?.connection.state === "connected" && s.policies.some((p) => p.id === disks.policyId);
             },
             120_000,
             "the agent back with the DiskEncryption policy",
@@ -444,7 +430,7 @@ Deno.test({
           assert.equal(volume.node_name, "booted-desk-1");
           await eventually(
             async () => {
-              const p = (await status())?.policies.find((p) => p.id === policy.id);
+              const p = (await status())?.policies.find((p) => p.id === disks.policyId);
               return p?.status === "COMPLIANT" ? p : undefined;
             },
             180_000,
@@ -453,7 +439,7 @@ Deno.test({
           );
           // The escrowed key is in a keyslot of the real header.
           assert.match(await node!.sh("cryptsetup luksDump /images/disk.img"), /^\s+1: luks2/m);
-          await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "disabled" });
+          await api!.call("PUT", `/api/v1/policy-bindings/${disks.bindingId}`, { state: "disabled" });
         },
       );
 
@@ -510,15 +496,7 @@ Deno.test({
             "the agent connected again",
             context,
           );
-          await eventually(
-            async () => {
-              const page = await api!.call("GET", "/api/v1/nodes?search=booted-desk-1");
-              return page.items.find((n: Json) => n.name === "booted-desk-1")?.status === "online";
-            },
-            60_000,
-            "the node online again",
-            context,
-          );
+          await eventually(nodeOnline, 60_000, "the node online again", context);
         },
       );
 
