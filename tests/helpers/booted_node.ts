@@ -33,6 +33,8 @@ const PACKAGES = [
 ];
 /** Downloaded into the root's apt cache but not installed: tests install them inside a running node. */
 const DOWNLOADED = ["firefox-esr", "chromium", "thunderbird", "flatpak"];
+/** Downloaded without their recommendations (installed the same way): KDE's window manager, enough for Plasma. */
+const DOWNLOADED_BARE = ["kwin-x11"];
 
 /** Units that would touch the host's devices, consoles, network or clock. */
 const MASKED = [
@@ -53,7 +55,7 @@ const MASKED = [
   "firewalld.service",
 ];
 
-const ROOT_KEY = `bookworm-v1-${[...PACKAGES, "+", ...DOWNLOADED].join(",")}`;
+const ROOT_KEY = `bookworm-v1-${[...PACKAGES, "+", ...DOWNLOADED, "+", ...DOWNLOADED_BARE].join(",")}`;
 
 /** Why booted nodes cannot run here, or undefined. */
 export async function bootedNodeUnavailable(): Promise<string | undefined> {
@@ -119,6 +121,9 @@ rm -rf "${root}.partial"
 mmdebstrap --quiet --variant=important --include=${PACKAGES.join(",")} \\
   --skip=cleanup/apt/lists --skip=cleanup/apt/cache \\
   --customize-hook='chroot "$1" apt-get install --download-only -y -q ${DOWNLOADED.join(" ")}' \\
+  --customize-hook='chroot "$1" apt-get install --download-only --no-install-recommends -y -q ${
+    DOWNLOADED_BARE.join(" ")
+  }' \\
   bookworm "${root}.partial"
 rm -rf "${root}"
 mv "${root}.partial" "${root}"
