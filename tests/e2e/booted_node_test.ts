@@ -244,6 +244,12 @@ Deno.test({
                 users: ["alice"],
                 effect: "SESSION_ACCESS_EFFECT_ALLOW",
                 windows: [{ start: "06:00", end: "22:00" }],
+              }, {
+                // No local account is in pupils yet: one is added below, with no server change.
+                name: "pupils-school",
+                groups: ["pupils"],
+                effect: "SESSION_ACCESS_EFFECT_ALLOW",
+                windows: [{ start: "08:00", end: "16:00" }],
               }],
               pam_enforcement: true,
             },
@@ -300,6 +306,17 @@ Deno.test({
           );
           assert.match(await node!.sh("cat /etc/firewalld/zones/public.xml"), /target="DROP"[\s\S]*https/);
           assert.match(await node!.sh("cat /etc/security/time.conf"), /;alice;/);
+          // A local account joins the group: the agent recompiles the rules on its own (accounts are watched).
+          await node!.sh("groupadd pupils && useradd -m -G pupils carol");
+          await eventually(
+            async () =>
+              /;carol;/.test(
+                await Deno.readTextFile(node!.hostPath("/etc/security/time.conf")).catch(() => ""),
+              ),
+            60_000,
+            "carol's pam_time line after she was added to pupils",
+            context,
+          );
           assert.match(await node!.sh("cat /etc/chromium/policies/managed/*.json"), /PasswordManagerEnabled/);
 
           // Tamper: a locally changed dconf key file is put back.
