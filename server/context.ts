@@ -5,7 +5,7 @@
 import type { ServerConfig } from "./config/config.ts";
 import type { Db } from "./db/db.ts";
 import type { Ca } from "./pki/mod.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "./core/log.ts";
 import type { AuditRecorder } from "./audit/event.ts";
 import type { ServerPki } from "./pki/server_pki.ts";
 import { VERSION } from "../shared/version.ts";

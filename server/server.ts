@@ -7,7 +7,7 @@ import type { ServerConfig } from "./config/config.ts";
 import { contextBase, type ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
 import { connectionBudgetWarning } from "./db/connection_budget.ts";
-import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
+import { createLogger, type LogFormat, type Logger, type LogLevel } from "./core/log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
 import { type AcmeManager, startAcme } from "./acme/acme.ts";
 import { VERSION } from "../shared/version.ts";

@@ -14,7 +14,7 @@
  */
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
-import { notFoundError } from "../domain/errors.ts";
+import { notFoundError } from "../core/errors.ts";
 import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
 import {
   type ApiTokenRecord,

@@ -11,7 +11,7 @@
  */
 import { HttpError } from "../http/errors.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
-import { notFoundError } from "../domain/errors.ts";
+import { notFoundError } from "../core/errors.ts";
 import { confirmTotp, factorsOf, removeFactors, replaceBackupCodes, startTotpEnrolment } from "./mfa.ts";
 import { mfaRequiredFor } from "./mfa_policy.ts";
 import { assertHolds, identityTransaction, reachablePermissionsOfUser } from "./rbac.ts";

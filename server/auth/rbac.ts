@@ -8,7 +8,7 @@
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { ALL_PERMISSIONS, PERMISSION_CATALOGUE } from "../../shared/permissions.ts";
-import { conflictError, forbiddenError } from "../domain/errors.ts";
+import { conflictError, forbiddenError } from "../core/errors.ts";
 import type { AuthUser } from "../http/route.ts";
 import { BUILTIN_ROLES, builtinRolePermissions, SUPER_ADMIN } from "./builtin_roles.ts";
 

@@ -8,7 +8,7 @@
 import type { Permission } from "../../shared/permissions.ts";
 import type { ServerContext } from "../context.ts";
 import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { slicePage } from "../domain/pagination.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";

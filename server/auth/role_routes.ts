@@ -6,7 +6,7 @@
  * step-up then.)
  */
 import { ALL_PERMISSIONS } from "../../shared/permissions.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { assertNameFree } from "../domain/records.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";

@@ -5,7 +5,7 @@
  * changes what people may do: like binding roles, it needs step-up re-authentication.
  */
 import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { assertNameFree } from "../domain/records.ts";
 import { badRequest, conflict, notFound } from "../http/errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";

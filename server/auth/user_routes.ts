@@ -5,7 +5,7 @@
  * permission that user can reach; otherwise an account manager could take over a more powerful account.
  */
 import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { assertNameFree } from "../domain/records.ts";
 import { badRequest, conflict } from "../http/errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { notFoundError } from "../domain/errors.ts";
+import { notFoundError } from "../core/errors.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
 import type { IdentityServices } from "./services.ts";
 import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";

@@ -6,7 +6,7 @@
  * the key and say how to fix it, and stop the server before anything listens.
  */
 import { parse as parseYaml } from "yaml";
-import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../pki/ca_key_type.ts";
+import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "./ca_key_type.ts";
 
 /** The whole server configuration after defaults, file and environment are merged. */
 export interface ServerConfig {

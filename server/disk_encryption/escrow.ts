@@ -10,7 +10,7 @@
  * @module
  */
 import type { Db, Queryable } from "../db/db.ts";
-import { conflictError, DomainError, notFoundError } from "../domain/errors.ts";
+import { conflictError, DomainError, notFoundError } from "../core/errors.ts";
 import { sendNodeCommand } from "../hub/publish.ts";
 import { luksEscrowOperations, luksRecoveryKeyReveals } from "../metrics/counters.ts";
 import { type Keyring, openRecoveryKey, rewrapDataKey, type SealedKey, sealRecoveryKey } from "./envelope.ts";

@@ -17,7 +17,7 @@ import {
   LuksKeySlotKind,
   type ReportDiskEncryptionStateRequest,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { checkCount, checkText, checkUuid, invalid } from "../grpc/validate.ts";
 import { KekError } from "./envelope.ts";
 import {

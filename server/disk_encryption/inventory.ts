@@ -7,7 +7,7 @@
  * @module
  */
 import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { diskEncryptionType, volumeRequirementIssues } from "../../shared/policy_types/disk_encryption.ts";
 import type { DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
 import { type Page, type PageRequest, slicePage } from "../domain/pagination.ts";

@@ -5,7 +5,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { conflictError, found, invalidError } from "./errors.ts";
+import { conflictError, found, invalidError } from "../core/errors.ts";
 import { type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 import { lockRow } from "./records.ts";
 import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";

@@ -4,7 +4,7 @@
  * from an unbound or archived policy describes nothing the node is asked to do any more.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { found } from "./errors.ts";
+import { found } from "../core/errors.ts";
 import {
   likePattern,
   type ListOptions,

@@ -25,7 +25,7 @@ import {
 } from "./bundle_codec.ts";
 import { runOffLoop } from "../offloop/jobs.ts";
 import { createBinding } from "./bindings.ts";
-import { DomainError, forbiddenError, invalidError, notFoundError } from "./errors.ts";
+import { DomainError, forbiddenError, invalidError, notFoundError } from "../core/errors.ts";
 import { createPolicy, findPolicyByName, type PolicyRecord, updatePolicy } from "./policies.ts";
 
 export {

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
-import { conflictError, found, invalidError, notFoundError } from "./errors.ts";
+import { conflictError, found, invalidError, notFoundError } from "../core/errors.ts";
 import {
   likePattern,
   type ListOptions,

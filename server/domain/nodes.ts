@@ -8,7 +8,7 @@ import { type Queryable, queryOne } from "../db/db.ts";
 import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
 import { publishLiveHint } from "../events/publish.ts";
 import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
-import { conflictError, notFoundError } from "./errors.ts";
+import { conflictError, notFoundError } from "../core/errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 

@@ -8,7 +8,7 @@ import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { checkContent, type CheckedContent } from "./bundle_codec.ts";
-import { conflictError, fieldsError, found, invalidError } from "./errors.ts";
+import { conflictError, fieldsError, found, invalidError } from "../core/errors.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";

@@ -8,7 +8,7 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../hub/publish.ts";
 import type { CheckedContent } from "./bundle_codec.ts";
-import { conflictError, found, notFoundError } from "./errors.ts";
+import { conflictError, found, notFoundError } from "../core/errors.ts";
 import {
   assertReleasable,
   createPolicy,

@@ -20,7 +20,7 @@ import { PkiError, validateCommonName } from "../pki/mod.ts";
 import { createEnrollmentToken, sha256Hex } from "../domain/node_groups.ts";
 import { reEnrollNode } from "../domain/nodes.ts";
 import { kerberosEnroll } from "../pki/kerberos_enroll.ts";
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { checkText, checkUuid, invalid } from "./validate.ts";
 import type { VerifiedCertificate } from "./peer_identity.ts";

@@ -9,7 +9,7 @@ import { buildRoutes } from "../server.ts";
 import { createIdentity } from "../auth/mod.ts";
 import { resolveConfig } from "../config/config.ts";
 import type { ServerContext } from "../context.ts";
-import { createLogger } from "../log.ts";
+import { createLogger } from "../core/log.ts";
 import { openApiDocument } from "./openapi.ts";
 import { VERSION } from "../../shared/version.ts";
 

@@ -4,7 +4,7 @@
  * {@link toHttpError} is the one place where other errors (domain refusals, database constraint
  * violations) get their HTTP status; the app's error handler and the route audit both use it.
  */
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { DatabaseUnavailableError, isStorageFull } from "../db/db.ts";
 
 /** Seconds a client is asked to wait before retrying while the database is unreachable. */

@@ -10,9 +10,9 @@
  * when the content's digest in the database (`policies.content_sha256`) is the one it was made from, so a
  * snapshot of a cached large policy does not read its content at all.
  */
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { INLINE_CONTENT_LENGTH, runOffLoop } from "../offloop/jobs.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { Queryable } from "../db/db.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
 import { encodeContentField, type EncodedMembers, encodeMembers } from "./typed_content.ts";

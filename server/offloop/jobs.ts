@@ -23,7 +23,7 @@ import {
   type RenderedExport,
   renderExport,
 } from "../domain/bundle_codec.ts";
-import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "../domain/errors.ts";
+import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "../core/errors.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
 import { type EncodedMembers, encodeMembers } from "../hub/typed_content.ts";
 import { type ParsedBody, parseJsonBody } from "../http/json_body.ts";

@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { localServerSettings } from "../helpers/process.ts";
 import { DRIVERS, freshDb } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
@@ -24,7 +24,7 @@ import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
 const DRIVER = DRIVERS[DRIVERS.length - 1];
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-list-tests";
-const SHOTS = new URL("../../test-artifacts/list-pages/", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/list-pages", import.meta.url);
 if (!haveChromium) {
   console.log("skipped: the list page browser test needs Debian's chromium at /usr/bin/chromium");
 }

@@ -20,7 +20,7 @@ import * as grpc from "@grpc/grpc-js";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { type RunningServer, startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { createClient } from "../../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import {
@@ -38,7 +38,7 @@ const DRIVER = DRIVERS[DRIVERS.length - 1];
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-ui-tests";
 const VIEWER_PASSWORD = "Viewer-Passw0rd-for-ui-tests";
 const ACCESS_TTL_SECONDS = 5;
-const SHOTS = new URL("../../test-artifacts/screenshots/", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/screenshots", import.meta.url);
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
 );

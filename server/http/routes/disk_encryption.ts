@@ -17,7 +17,7 @@ import {
 } from "../../disk_encryption/inventory.ts";
 import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
 import { sendNodeCommand } from "../../hub/publish.ts";
-import { notFoundError } from "../../domain/errors.ts";
+import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";

@@ -1,7 +1,9 @@
 /**
- * Errors of the domain layer (policies, nodes, users, roles, …). Domain functions know nothing about HTTP;
- * they throw a {@link DomainError} whose `kind` says what went wrong, and the HTTP app maps the kind to a
- * status code in one place (`toHttpError` in server/http/errors.ts); the gRPC services map it themselves.
+ * The refusal every floor of the server throws: domain rules, identity, the hub, the off-loop jobs. None of
+ * them knows about HTTP; they throw a {@link DomainError} whose `kind` says what went wrong, and the HTTP app
+ * maps the kind to a status code in one place (`toHttpError` in server/http/errors.ts); the gRPC services
+ * map it themselves. It lives on the ground floor because the off-loop worker pool (server/core/offloop.ts)
+ * carries it back from a worker thread, below every layer that throws it.
  */
 
 /** One problem with one field, e.g. `{field: "content.rules[2].action_ids", message: "…"}`. */
