@@ -2,7 +2,7 @@
  * Password hashing with argon2id (`argon2.ts`), run in an off-loop worker so that no login holds up other
  * requests, and the password rules.
  */
-import { badRequest } from "../http/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { runOffLoop } from "../offloop/jobs.ts";
 
 /** Shortest password the server accepts. */
@@ -36,17 +36,17 @@ export async function verifyPassword(password: string, hash: string | undefined)
 export function checkPasswordRules(password: string, field = "password"): void {
   const length = [...password].length;
   if (length < MIN_PASSWORD_LENGTH) {
-    throw badRequest(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters long`, [
+    throw badPassword(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters long`, [
       { field, message: `must be at least ${MIN_PASSWORD_LENGTH} characters long` },
     ]);
   }
   if (length > MAX_PASSWORD_LENGTH) {
-    throw badRequest(`${field} must be at most ${MAX_PASSWORD_LENGTH} characters long`, [
+    throw badPassword(`${field} must be at most ${MAX_PASSWORD_LENGTH} characters long`, [
       { field, message: `must be at most ${MAX_PASSWORD_LENGTH} characters long` },
     ]);
   }
   if (password.trim() === "") {
-    throw badRequest(`${field} must not be only whitespace`, [{
+    throw badPassword(`${field} must not be only whitespace`, [{
       field,
       message: "must not be only whitespace",
     }]);
@@ -65,4 +65,9 @@ export function generatePassword(length = 24): string {
     }
   }
   return out.join("");
+}
+
+/** 400 `bad_request` naming the password field and what is wrong with it. */
+function badPassword(message: string, fields: { field: string; message: string }[]): DomainError {
+  return new DomainError("bad_request", message, fields);
 }

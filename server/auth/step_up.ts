@@ -16,7 +16,7 @@
  */
 import type { ServerConfig } from "../config/config.ts";
 import { afterUnit, type Db, type Queryable, queryOne } from "../db/db.ts";
-import { HttpError } from "../http/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { body, type RouteContext } from "../http/route.ts";
 import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
@@ -154,10 +154,11 @@ export function createStepUp(
     } catch (err) {
       if (!(err instanceof LdapError)) throw err;
       if (err.kind === "unreachable" || err.kind === "bad_bind") {
-        throw new HttpError(
-          503,
-          "directory_unavailable",
+        throw new DomainError(
+          "unavailable",
           "the user directory cannot check your password right now; try again later",
+          undefined,
+          { code: "directory_unavailable" },
         );
       }
       return false;
@@ -180,10 +181,11 @@ export function createStepUp(
   return {
     async check(q, userId, proof, clientIp) {
       if (!proof.password) {
-        throw new HttpError(
-          403,
-          "reauthentication_required",
+        throw new DomainError(
+          "forbidden",
           "this action needs fresh re-authentication: send your current password in the request",
+          undefined,
+          { code: "reauthentication_required" },
         );
       }
       const addressKey = [`stepup-user-ip:${userId}:${clientIp}`];
@@ -193,19 +195,18 @@ export function createStepUp(
           await fromAddress.fail(db, addressKey);
           await fromAnywhere.fail(db, accountKey);
         });
-        throw new HttpError(403, "reauthentication_failed", message);
+        throw new DomainError("forbidden", message, undefined, { code: "reauthentication_failed" });
       };
       const wait = Math.max(
         await fromAddress.retryAfter(q, addressKey),
         await fromAnywhere.retryAfter(q, accountKey),
       );
       if (wait > 0) {
-        throw new HttpError(
-          429,
-          "too_many_attempts",
+        throw new DomainError(
+          "too_many_requests",
           `too many failed re-authentications of your account; try again in ${wait} seconds`,
           undefined,
-          { "retry-after": String(wait) },
+          { code: "too_many_attempts", retryAfterSeconds: wait },
         );
       }
       if (!(await passwordOk(q, userId, proof.password))) {
@@ -213,11 +214,12 @@ export function createStepUp(
       }
       if (hasSecondFactor(await factorsOf(q, userId))) {
         if (!proof.code && !proof.backupCode && !proof.webauthn) {
-          throw new HttpError(
-            403,
-            "second_factor_required",
+          throw new DomainError(
+            "forbidden",
             "this action needs your second factor too: send code (6 digits from your authenticator app), " +
               "backup_code or webauthn (a security key's answer)",
+            undefined,
+            { code: "second_factor_required" },
           );
         }
         const passed = proof.webauthn

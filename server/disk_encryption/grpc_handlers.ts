@@ -61,6 +61,10 @@ async function mapped<T>(fn: () => Promise<T>): Promise<T> {
         conflict: grpc.status.FAILED_PRECONDITION,
         invalid: grpc.status.INVALID_ARGUMENT,
         forbidden: grpc.status.PERMISSION_DENIED,
+        bad_request: grpc.status.INVALID_ARGUMENT,
+        unauthorized: grpc.status.UNAUTHENTICATED,
+        too_many_requests: grpc.status.RESOURCE_EXHAUSTED,
+        unavailable: grpc.status.UNAVAILABLE,
       }[err.kind];
       throw new GrpcError(code, err.message);
     }
