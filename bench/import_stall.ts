@@ -31,7 +31,7 @@ import { closeWorkers, keepWorkerWarm } from "../server/offloop/jobs.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../server/domain/export_import.ts";
 import { MAX_JSON_BODY } from "../server/http/route.ts";
 import { domainRoutes } from "../server/http/routes/mod.ts";
-import { systemRoutes } from "../server/http/system_routes.ts";
+import { systemRoutes } from "../server/http/routes/system.ts";
 import { TEST_ADMIN_PASSWORD, type TestClient, type TestResponse } from "../tests/helpers/app.ts";
 import { freshDb, TEST_DATABASE_URL } from "../tests/helpers/db.ts";
 

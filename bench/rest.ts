@@ -17,7 +17,7 @@
  */
 import postgres from "postgres";
 import { type Db, migrate, openPostgres } from "../server/db/mod.ts";
-import { buildRoutes } from "../server/server.ts";
+import { buildRoutes } from "../server/http/routes/mod.ts";
 import { createLogger } from "../server/core/log.ts";
 import { collectDatabaseFamilies } from "../server/metrics/collector.ts";
 import { renderStream } from "../server/metrics/exposition.ts";

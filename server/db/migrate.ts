@@ -16,7 +16,7 @@ export interface Migration {
 }
 
 /** The repository's migrations directory. */
-export const MIGRATIONS_DIR = new URL("../../migrations", import.meta.url);
+export const MIGRATIONS_DIR = new URL("../../migrations/", import.meta.url);
 
 /**
  * Migrations compiled into a bundled build (`packaging/program.ts` generates a module that calls

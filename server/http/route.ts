@@ -38,18 +38,9 @@ import {
   parseJsonBody,
   summarizeFields,
 } from "./json_body.ts";
+import type { AuthUser } from "../auth/rbac.ts";
 import { runOffLoop } from "../offloop/jobs.ts";
 import { inUnitOfWork } from "../db/db.ts";
-
-/** The authenticated caller. */
-export interface AuthUser {
-  id: string;
-  username: string;
-  /** Effective global permissions (node-group-scoped grants give nothing in the community edition). */
-  permissions: ReadonlySet<string>;
-  /** How the request authenticated: a session (cookie, or its access token as bearer), or an API token. */
-  via: "cookie" | "bearer" | "api_token";
-}
 
 /** Hono environment: variables set by middlewares. */
 export type AppEnv = {

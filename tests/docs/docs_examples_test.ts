@@ -22,7 +22,7 @@ import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { freshDb, TEST_DATABASE_URL, type TestDb } from "../helpers/db.ts";
 
-const DOCS = new URL("../../docs", import.meta.url).pathname;
+const DOCS = new URL("../../docs/", import.meta.url).pathname;
 
 interface Block {
   file: string;

@@ -22,7 +22,7 @@ import { Api, eventually, type Json } from "../helpers/agent_process.ts";
 import { deployScript } from "../../web/src/deploy_script.ts";
 import type { AgentStatus } from "../../agent/status.ts";
 
-const DIST = new URL("../../dist", import.meta.url).pathname;
+const DIST = new URL("../../dist/", import.meta.url).pathname;
 const REQUIRED = Deno.env.get("SVC_REQUIRE_PACKAGES") === "1";
 const HOST_ARCH = Deno.build.arch === "x86_64" ? "amd64" : "arm64";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";

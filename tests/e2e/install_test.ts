@@ -26,7 +26,7 @@ import { createAgentRepo } from "../../server/http/agent_repo.ts";
 import { buildPackages } from "../../packaging/packages.ts";
 import { VERSION } from "../../shared/version.ts";
 
-const DIST = new URL("../../dist", import.meta.url).pathname;
+const DIST = new URL("../../dist/", import.meta.url).pathname;
 const REQUIRED = Deno.env.get("SVC_REQUIRE_PACKAGES") === "1";
 const HOST_ARCH = Deno.build.arch === "x86_64" ? "amd64" : "arm64";
 const RPM_ARCH = HOST_ARCH === "amd64" ? "x86_64" : "aarch64";
@@ -650,7 +650,7 @@ Deno.test({
         const [next] = (await buildPackages("svc-agent", {
           programs: { [`svc-agent/${HOST_ARCH}`]: `${DIST}svc-agent-linux-${HOST_ARCH}` },
           out: `${base}/release2`,
-          root: new URL("../..", import.meta.url).pathname,
+          root: new URL("../../", import.meta.url).pathname,
           workDir: work,
           release: "2",
           formats: ["deb", "rpm"],

@@ -308,7 +308,7 @@ Deno.test({
   ...OPTS,
   async fn() {
     const cwd = await Deno.makeTempDir({ prefix: "svc-start-" });
-    const repo = new URL("../..", import.meta.url).pathname;
+    const repo = new URL("../../", import.meta.url).pathname;
     const [web, policy, metrics] = [freePort(), freePort(), freePort()];
     const child = new Deno.Command(Deno.execPath(), {
       args: ["task", "--config", `${repo}deno.json`, "start"],

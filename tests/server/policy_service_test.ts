@@ -433,7 +433,7 @@ async function burstThenClose(
   `;
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "-"],
-    cwd: new URL("../..", import.meta.url).pathname,
+    cwd: new URL("../../", import.meta.url).pathname,
     stdin: "piped",
     stdout: "null",
     stderr: "piped",

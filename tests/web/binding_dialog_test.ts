@@ -21,7 +21,7 @@ import { Api } from "../helpers/agent_process.ts";
 import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = new URL("../../test-artifacts/console", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/console/", import.meta.url);
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
 );

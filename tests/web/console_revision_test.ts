@@ -28,7 +28,7 @@ const CHROMIUM = "/usr/bin/chromium";
 const NODE = "revision-node";
 const OFFLINE_NODE = "offline-node";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
-const SHOTS = new URL("../../test-artifacts/console", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/console/", import.meta.url);
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
 );

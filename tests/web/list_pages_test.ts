@@ -24,7 +24,7 @@ import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
 const DRIVER = DRIVERS[DRIVERS.length - 1];
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-list-tests";
-const SHOTS = new URL("../../test-artifacts/list-pages", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/list-pages/", import.meta.url);
 if (!haveChromium) {
   console.log("skipped: the list page browser test needs Debian's chromium at /usr/bin/chromium");
 }

@@ -248,7 +248,7 @@ message N {
 });
 
 Deno.test("every registered policy type has its editor and documented content message", async () => {
-  const docs = await readProtoDocs(new URL("../../proto/svc/policy/v1", import.meta.url));
+  const docs = await readProtoDocs(new URL("../../proto/svc/policy/v1/", import.meta.url));
   for (const def of listPolicyTypes()) {
     const editor = editorFor(def.wireName);
     assert.equal(editor.type, def.wireName);

@@ -38,7 +38,7 @@ const DRIVER = DRIVERS[DRIVERS.length - 1];
 const ADMIN_PASSWORD = "Admin-Passw0rd-for-ui-tests";
 const VIEWER_PASSWORD = "Viewer-Passw0rd-for-ui-tests";
 const ACCESS_TTL_SECONDS = 5;
-const SHOTS = new URL("../../test-artifacts/screenshots", import.meta.url);
+const SHOTS = new URL("../../test-artifacts/screenshots/", import.meta.url);
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
 );

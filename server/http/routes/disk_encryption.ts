@@ -5,7 +5,8 @@
  * `disk_encryption.reveal`; a caller without the permission leaves `access_denied`).
  */
 import type { ServerContext } from "../../context.ts";
-import { createStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../../auth/step_up.ts";
+import { createStepUp } from "../../auth/step_up.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { createSecretSealer } from "../../auth/mfa.ts";
 import { KekError } from "../../disk_encryption/envelope.ts";
 import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";

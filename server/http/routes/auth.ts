@@ -13,27 +13,27 @@
  */
 import type { Context } from "hono";
 import { getCookie } from "hono/cookie";
-import { badRequest, HttpError, unauthorized } from "../http/errors.ts";
-import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../http/route.ts";
-import type { AuditEvent } from "../audit/event.ts";
-import { bearerToken } from "./hooks.ts";
-import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "./cookies.ts";
-import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "./password.ts";
-import { effectivePermissions, identityTransaction } from "./rbac.ts";
-import { factorsOf, hasSecondFactor, useSecondFactor } from "./mfa.ts";
-import { mustEnrol } from "./mfa_policy.ts";
+import { badRequest, HttpError, unauthorized } from "../errors.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../route.ts";
+import type { AuditEvent } from "../../audit/event.ts";
+import { bearerToken } from "../auth_hooks.ts";
+import { clearSessionCookies, REFRESH_COOKIE, SESSION_COOKIE, setSessionCookies } from "../cookies.ts";
+import { checkPasswordRules, MAX_PASSWORD_LENGTH, verifyPassword } from "../../auth/password.ts";
+import { effectivePermissions, identityTransaction } from "../../auth/rbac.ts";
+import { factorsOf, hasSecondFactor, useSecondFactor } from "../../auth/mfa.ts";
+import { mustEnrol } from "../../auth/mfa_policy.ts";
 import {
   consumePendingLogin,
   createPendingLogin,
   failPendingLogin,
   findPendingLogin,
-} from "./pending_logins.ts";
-import { createLoginThrottle, createWindowLimiter } from "./rate_limit.ts";
-import { maskCodes } from "./step_up.ts";
-import { afterUnit } from "../db/db.ts";
-import { revokeSession, rotateRefreshToken, startSession } from "./sessions.ts";
-import type { IdentityServices } from "./services.ts";
-import { isWellFormedToken } from "./tokens.ts";
+} from "../../auth/pending_logins.ts";
+import { createLoginThrottle, createWindowLimiter } from "../../auth/rate_limit.ts";
+import { maskCodes } from "../step_up.ts";
+import { afterUnit } from "../../db/db.ts";
+import { revokeSession, rotateRefreshToken, startSession } from "../../auth/sessions.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { isWellFormedToken } from "../../auth/tokens.ts";
 import {
   findUserForLogin,
   getUser,
@@ -41,11 +41,11 @@ import {
   setPassword,
   type User,
   USERNAME_PATTERN,
-} from "./users.ts";
-import { ldapAuthenticate, LdapError, parseGroupMap } from "./ldap.ts";
-import { disableLdapUser, syncLdapUser } from "./ldap_users.ts";
-import { relyingPartyOf, startAuthentication, verifyAssertion, WebAuthnError } from "./webauthn.ts";
-import { requestRpId } from "./webauthn_routes.ts";
+} from "../../auth/users.ts";
+import { ldapAuthenticate, LdapError, parseGroupMap } from "../../auth/ldap.ts";
+import { disableLdapUser, syncLdapUser } from "../../auth/ldap_users.ts";
+import { relyingPartyOf, startAuthentication, verifyAssertion, WebAuthnError } from "../../auth/webauthn.ts";
+import { requestRpId } from "./webauthn.ts";
 
 /** What `/auth/me` (and login) answer. */
 export interface MeResponse {

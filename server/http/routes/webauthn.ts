@@ -5,10 +5,10 @@
  *
  * @module
  */
-import { notFoundError } from "../core/errors.ts";
-import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
-import type { IdentityServices } from "./services.ts";
-import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import { notFoundError } from "../../core/errors.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import {
   finishRegistration,
   listCredentials,
@@ -17,8 +17,8 @@ import {
   rpIdFor,
   startAuthentication,
   startRegistration,
-} from "./webauthn.ts";
-import { getUser } from "./users.ts";
+} from "../../auth/webauthn.ts";
+import { getUser } from "../../auth/users.ts";
 
 const OPTIONS_SCHEMA = {
   type: "object",
