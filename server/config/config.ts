@@ -52,7 +52,7 @@ export interface ServerConfig {
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
-  /** Kerberos enrollment (see server/pki/kerberos_enroll.ts). */
+  /** Kerberos enrollment (see server/grpc/kerberos_enroll.ts). */
   kerberos: { enabled: boolean; keytab: string; realm: string; defaultNodeGroup: string };
   /** ACME for the web port's certificate (see server/acme/acme.ts). */
   acme: {

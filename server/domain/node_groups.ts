@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
+import { publishResync } from "../events/hub_notice.ts";
 import { conflictError, found, invalidError, notFoundError } from "../core/errors.ts";
 import {
   likePattern,

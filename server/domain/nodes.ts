@@ -5,7 +5,7 @@
  * close. Deleting a node revokes first, so a deleted node's certificate stays refused.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
+import { isNodeConnected, sendNodeCommand } from "../events/hub_notice.ts";
 import { publishLiveHint } from "../events/publish.ts";
 import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "../core/errors.ts";

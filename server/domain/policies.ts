@@ -5,7 +5,7 @@
  * for the node groups the policy reaches, inside the caller's transaction.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
+import { publishResync } from "../events/hub_notice.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { checkContent, type CheckedContent } from "./bundle_codec.ts";
 import { conflictError, fieldsError, found, invalidError } from "../core/errors.ts";

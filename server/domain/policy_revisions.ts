@@ -6,7 +6,7 @@
  * it leaves the policy as it was. Duplicating copies any policy into a new draft.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
+import { publishResync } from "../events/hub_notice.ts";
 import type { CheckedContent } from "./bundle_codec.ts";
 import { conflictError, found, notFoundError } from "../core/errors.ts";
 import {

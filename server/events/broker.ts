@@ -10,7 +10,7 @@
  */
 import type { ServerContext } from "../context.ts";
 import { DomainError } from "../core/errors.ts";
-import { HUB_CHANNEL, type HubNotice } from "../hub/publish.ts";
+import { HUB_CHANNEL, type HubNotice } from "./hub_notice.ts";
 import { incLiveEventStreamsOpen } from "../metrics/counters.ts";
 import { LIVE_CHANNEL, LIVE_TOPICS, type LiveHint, MAX_HINT_IDS, parseLiveHint } from "./publish.ts";
 import { createSseStream, type SseOptions, type SseStream } from "./sse.ts";

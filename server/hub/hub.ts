@@ -28,7 +28,7 @@ import {
   type SubscribePolicyUpdatesRequestSchema,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { incPolicyStreamsOpen, observePolicyPropagation } from "../metrics/counters.ts";
-import { HUB_CHANNEL, type HubNotice, type NodeCommand } from "./publish.ts";
+import { HUB_CHANNEL, type HubNotice, type NodeCommand } from "../events/hub_notice.ts";
 import { buildSnapshot, currentRevision, type Snapshot } from "./snapshot.ts";
 import { decideInitialSync, encodeReplay } from "./initial_sync.ts";
 import { markNodesOffline, recordStreamClosed, recordStreamOpen } from "./node_status.ts";

@@ -8,7 +8,7 @@ import type { ServerContext } from "../../context.ts";
 import { createStepUp } from "../../auth/step_up.ts";
 import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { createSecretSealer } from "../../auth/mfa.ts";
-import { KekError } from "../../disk_encryption/envelope.ts";
+import { KekError } from "../../pki/envelope.ts";
 import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";
 import {
   ESCROW_STATES,
@@ -17,7 +17,7 @@ import {
   VOLUME_COMPLIANCE,
 } from "../../disk_encryption/inventory.ts";
 import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
-import { sendNodeCommand } from "../../hub/publish.ts";
+import { sendNodeCommand } from "../../events/hub_notice.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";

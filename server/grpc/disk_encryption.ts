@@ -18,8 +18,8 @@ import {
   type ReportDiskEncryptionStateRequest,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { DomainError } from "../core/errors.ts";
-import { checkCount, checkText, checkUuid, invalid } from "../grpc/validate.ts";
-import { KekError } from "./envelope.ts";
+import { checkCount, checkText, checkUuid, invalid } from "./validate.ts";
+import { KekError } from "../pki/envelope.ts";
 import {
   beginRotation,
   confirmKey,
@@ -30,8 +30,8 @@ import {
   RECOVERY_KEY_PATTERN,
   storeReport,
   type VolumeReport,
-} from "./escrow.ts";
-import { keyringFor } from "./kek.ts";
+} from "../disk_encryption/escrow.ts";
+import { keyringFor } from "../disk_encryption/kek.ts";
 
 const SLOT_KINDS: Record<number, string> = {
   [LuksKeySlotKind.UNSPECIFIED]: "unknown",
