@@ -27,7 +27,7 @@ import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
 import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
 import { type PolicyWorkers, startPolicyWorkers } from "./workers/supervisor.ts";
-import { keepWorkerWarm } from "./offloop/jobs.ts";
+import { keepWorkerWarm } from "./core/offloop.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {

@@ -3,7 +3,7 @@
  * requests, and the password rules.
  */
 import { DomainError } from "../core/errors.ts";
-import { runOffLoop } from "../offloop/jobs.ts";
+import { argon2idHashOffLoop, argon2idVerifyOffLoop } from "./argon2.ts";
 
 /** Shortest password the server accepts. */
 export const MIN_PASSWORD_LENGTH = 12;
@@ -12,7 +12,7 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 /** Hashes a password into the PHC string form (`$argon2id$v=19$m=…`). */
 export async function hashPassword(password: string): Promise<string> {
-  return await runOffLoop<string>({ op: "password-hash", password });
+  return await argon2idHashOffLoop({ password });
 }
 
 /** A valid hash of a random password: verifying against it costs the same time as a real check. */
@@ -26,10 +26,10 @@ export async function verifyPassword(password: string, hash: string | undefined)
   if (password.length > MAX_PASSWORD_LENGTH) return false;
   if (!hash || !hash.startsWith("$argon2id$")) {
     dummyHash ??= hashPassword(crypto.randomUUID());
-    await runOffLoop<boolean>({ op: "password-verify", password, hash: await dummyHash });
+    await argon2idVerifyOffLoop({ password, hash: await dummyHash });
     return false;
   }
-  return await runOffLoop<boolean>({ op: "password-verify", password, hash });
+  return await argon2idVerifyOffLoop({ password, hash });
 }
 
 /** Throws a 400 naming `field` when the password breaks the rules. */

@@ -34,12 +34,12 @@ import { isUuid, type JsonSchema, unstorableReason, validateJson } from "./json_
 import {
   isLargeJson,
   LARGE_JSON_BYTES,
-  type ParsedBody,
   parseJsonBody,
+  parseJsonBodyOffLoop,
+  stringifyOffLoop,
   summarizeFields,
 } from "./json_body.ts";
 import type { AuthUser } from "../auth/rbac.ts";
-import { runOffLoop } from "../offloop/jobs.ts";
 import { inUnitOfWork } from "../db/db.ts";
 
 /** Hono environment: variables set by middlewares. */
@@ -227,7 +227,7 @@ async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknow
   }
   const parsed = bytes.length < LARGE_JSON_BYTES
     ? parseJsonBody(new TextDecoder().decode(bytes), schema)
-    : await runOffLoop<ParsedBody>({ op: "body", bytes, schema });
+    : await parseJsonBodyOffLoop({ bytes, schema });
   if (!parsed.ok) throw badRequest(parsed.message, parsed.fields);
   return parsed.value;
 }
@@ -353,7 +353,7 @@ export async function respondJson(
 }
 
 async function serializedOffLoop(c: RouteContext, value: unknown, status: 200 | 201): Promise<Response> {
-  const bytes = await runOffLoop<Uint8Array<ArrayBuffer>>({ op: "stringify", value });
+  const bytes = await stringifyOffLoop({ value });
   return c.body(bytes, status, { "content-type": "application/json" });
 }
 

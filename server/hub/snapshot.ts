@@ -19,7 +19,7 @@ import { encodedMembersOf } from "./typed_content_cache.ts";
 import { withEncodedMembers } from "./typed_content.ts";
 import { yieldAfterLongWork } from "../core/loop_turn.ts";
 import { encodePolicyUpdate } from "./stream_message.ts";
-import { INLINE_CONTENT_LENGTH } from "../offloop/jobs.ts";
+import { INLINE_CONTENT_LENGTH } from "../domain/content_offloop.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {

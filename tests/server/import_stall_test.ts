@@ -34,7 +34,7 @@ import {
   type OffLoopJob,
   runOffLoop,
   workerPool,
-} from "../../server/offloop/jobs.ts";
+} from "../../server/core/offloop.ts";
 import { afterCommit } from "../../server/db/db.ts";
 import { MAX_JSON_BODY } from "../../server/http/route.ts";
 import { typedContentFor, validatePolicyContent } from "../../shared/policy_types/mod.ts";
