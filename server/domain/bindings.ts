@@ -6,7 +6,7 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { publishResync } from "../events/hub_notice.ts";
 import { conflictError, found, invalidError } from "../core/errors.ts";
-import { type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { lockRow } from "./records.ts";
 import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 

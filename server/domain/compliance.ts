@@ -13,7 +13,7 @@ import {
   type PageRequest,
   Params,
   selectPage,
-} from "./pagination.ts";
+} from "../db/pagination.ts";
 
 /** Stored compliance statuses (lower-case forms of the protocol's ComplianceStatus). */
 export const COMPLIANCE_STATUSES = [

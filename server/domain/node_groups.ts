@@ -16,7 +16,7 @@ import {
   type PageRequest,
   Params,
   selectPage,
-} from "./pagination.ts";
+} from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 
 /** Lifetime of an enrollment token (spec: 5 minutes, single use). */

@@ -10,7 +10,7 @@ import { publishLiveHint } from "../events/publish.ts";
 import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
 import { conflictError, notFoundError } from "../core/errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
-import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 
 /** Node statuses. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;

@@ -9,7 +9,7 @@ import { publishResync } from "../events/hub_notice.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { checkContent, type CheckedContent } from "./bundle_codec.ts";
 import { conflictError, fieldsError, found, invalidError } from "../core/errors.ts";
-import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 

@@ -9,7 +9,7 @@ import type { Permission } from "../../../shared/permissions.ts";
 import type { ServerContext } from "../../context.ts";
 import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
-import { slicePage } from "../../domain/pagination.ts";
+import { slicePage } from "../../db/pagination.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
