@@ -1,7 +1,7 @@
 /**
  * `/api/v1/auth/webauthn/*`: a person's own security keys and passkeys (register with step-up, list, remove
  * with step-up), and `/api/v1/auth/step-up/webauthn/options`, the challenge a step-up answers with a key.
- * The login with a key is in auth_routes.ts (it ends in the session the password login starts).
+ * The login with a key is in auth_login.ts (it ends in the session the password login starts).
  *
  * @module
  */
