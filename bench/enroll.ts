@@ -31,7 +31,7 @@ import { createEnrollmentHandlers } from "../server/grpc/enrollment_service.ts";
 import { startWebPort } from "../server/web_port.ts";
 import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
 import { checkCsr, issueClientCert } from "../server/pki/sign_csr.ts";
-import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../server/pki/ca_key_type.ts";
+import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../server/config/ca_key_type.ts";
 import { createClient } from "../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";

@@ -30,7 +30,7 @@ import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_gr
 import { changePolicyState, createPolicy } from "../server/domain/policies.ts";
 import { createBinding, updateBinding } from "../server/domain/bindings.ts";
 import { buildSnapshot } from "../server/hub/snapshot.ts";
-import { createLogger } from "../server/log.ts";
+import { createLogger } from "../server/core/log.ts";
 import { ensureInternalServerCert, loadOrCreateCa } from "../server/pki/mod.ts";
 import { GRPC_LIMITS } from "../server/grpc/policy_server.ts";
 import { PolicyPortCredentials } from "../server/grpc/tls_credentials.ts";

@@ -17,7 +17,7 @@
  * encoding, the WASM database's work and the garbage collection of the copies).
  *
  * Numbers, not pass/fail. Parsing, content checks and typed-content encoding run in a worker
- * (server/offloop/jobs.ts) before the request's unit of work opens; what remains on the loop is reading
+ * (server/domain/content_offloop.ts) before the request's unit of work opens; what remains on the loop is reading
  * the body, the database statements, copying the worker's answer back, encoding the stream message and the
  * TLS write. The agent's stream only counts messages and runs in its own process (tests/helpers/stall.ts), as
  * a real agent does, so receiving a 1 MiB message is not counted; the in-process REST client sends bodies
@@ -27,11 +27,11 @@ import { parseArgs } from "node:util";
 import { migrate, openPglite } from "../server/db/mod.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../tests/helpers/agents.ts";
 import { countingStream, idleStall, stallDuring } from "../tests/helpers/stall.ts";
-import { closeWorkers, keepWorkerWarm } from "../server/offloop/jobs.ts";
+import { closeWorkers, keepWorkerWarm } from "../server/core/offloop.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../server/domain/export_import.ts";
 import { MAX_JSON_BODY } from "../server/http/route.ts";
 import { domainRoutes } from "../server/http/routes/mod.ts";
-import { systemRoutes } from "../server/http/system_routes.ts";
+import { systemRoutes } from "../server/http/routes/system.ts";
 import { TEST_ADMIN_PASSWORD, type TestClient, type TestResponse } from "../tests/helpers/app.ts";
 import { freshDb, TEST_DATABASE_URL } from "../tests/helpers/db.ts";
 

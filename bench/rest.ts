@@ -17,8 +17,8 @@
  */
 import postgres from "postgres";
 import { type Db, migrate, openPostgres } from "../server/db/mod.ts";
-import { buildRoutes } from "../server/server.ts";
-import { createLogger } from "../server/log.ts";
+import { buildRoutes } from "../server/http/routes/mod.ts";
+import { createLogger } from "../server/core/log.ts";
 import { collectDatabaseFamilies } from "../server/metrics/collector.ts";
 import { renderStream } from "../server/metrics/exposition.ts";
 import { createTestServer } from "../tests/helpers/app.ts";

@@ -1,11 +1,18 @@
 /**
- * What every server part receives: configuration, database, PKI material, version and a logger. Built once
- * in main.ts (or by a test) and passed down; no module reaches for globals.
+ * What the services and transports of the server receive: configuration, database, PKI material, version, a
+ * logger and the audit recorder. Built once per process in server.ts (or policy_worker.ts, or by a test) and
+ * passed down. It stands above storage, PKI and audit (whose types it names) and below the services, so the
+ * lower floors take the few parts they need as parameters instead (the audit recorder, for one).
+ *
+ * Not everything comes through here: what a process has exactly one of lives in module state, namely the
+ * off-loop worker pool and its job table (core/offloop.ts), the metric counters and runtime sampler
+ * (metrics/), the typed-content cache (hub/typed_content_cache.ts), the embedded migrations
+ * (db/migrate.ts) and the Kerberos library handle (grpc/kerberos_enroll.ts).
  */
 import type { ServerConfig } from "./config/config.ts";
 import type { Db } from "./db/db.ts";
 import type { Ca } from "./pki/mod.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "./core/log.ts";
 import type { AuditRecorder } from "./audit/event.ts";
 import type { ServerPki } from "./pki/server_pki.ts";
 import { VERSION } from "../shared/version.ts";

@@ -7,17 +7,15 @@ import type { ServerConfig } from "./config/config.ts";
 import { contextBase, type ServerContext } from "./context.ts";
 import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
 import { connectionBudgetWarning } from "./db/connection_budget.ts";
-import { createLogger, type LogFormat, type Logger, type LogLevel } from "./log.ts";
+import { createLogger, type LogFormat, type Logger, type LogLevel } from "./core/log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
 import { type AcmeManager, startAcme } from "./acme/acme.ts";
 import { VERSION } from "../shared/version.ts";
-import { createAuditRecorder, createIdentity, type Identity } from "./auth/mod.ts";
+import { createAuditRecorder, createIdentity } from "./auth/mod.ts";
 import { boxed } from "./auth/initial_admin.ts";
 import { createApp } from "./http/app.ts";
-import type { RouteSpec } from "./http/route.ts";
-import { systemRoutes } from "./http/system_routes.ts";
-import { domainRoutes } from "./http/routes/mod.ts";
-import { openApiRoute } from "./http/openapi.ts";
+import { buildRoutes } from "./http/routes/mod.ts";
+import { createRouteHooks } from "./http/auth_hooks.ts";
 import { spaHandler } from "./http/spa.ts";
 import { createHub, type HubOptions } from "./hub/hub.ts";
 import { startPolicyServer } from "./grpc/policy_server.ts";
@@ -29,7 +27,7 @@ import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
 import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
 import { type PolicyWorkers, startPolicyWorkers } from "./workers/supervisor.ts";
-import { keepWorkerWarm } from "./offloop/jobs.ts";
+import { keepWorkerWarm } from "./core/offloop.ts";
 
 /** Options for {@link startServer}. */
 export interface StartOptions {
@@ -56,13 +54,6 @@ export interface RunningServer {
   acme?: AcmeManager;
   /** Stops listeners, background jobs and (when it opened it) the database. */
   stop(): Promise<void>;
-}
-
-/** Every REST route the server mounts, in one list (also feeds OpenAPI and the permission test). */
-export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
-  const routes: RouteSpec[] = [...systemRoutes(ctx), ...identity.routes, ...domainRoutes(ctx)];
-  routes.push(openApiRoute(() => routes, ctx.version));
-  return routes;
 }
 
 /** Starts svc-server with `config`. */
@@ -127,7 +118,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     cleanups.unshift(startCatalogueRefresh(ctx));
 
     const routes = buildRoutes(ctx, identity);
-    const app = createApp({ ctx, routes, hooks: identity.hooks, spa: spaHandler() });
+    const app = createApp({ ctx, routes, hooks: createRouteHooks(identity.services), spa: spaHandler() });
     // With several policy workers the policy port lives in them; this process's hub only reaps and compacts.
     let workers: PolicyWorkers | undefined;
     const metrics = await startMetricsListener(ctx, {

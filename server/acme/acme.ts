@@ -15,7 +15,7 @@ import { isIP } from "node:net";
 import acme from "acme-client";
 import type { ServerConfig } from "../config/config.ts";
 import type { Db } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { SecretStore } from "../pki/secret_store.ts";
 import { decodeCertificate, x509 } from "../../shared/pki/csr.ts";
 

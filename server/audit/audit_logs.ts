@@ -1,6 +1,6 @@
 /** Reading the audit log: filters shared by the list and the export. SQL only, no HTTP. */
 import type { Queryable } from "../db/db.ts";
-import { type Page, type PageRequest, Params } from "../domain/pagination.ts";
+import { type Page, type PageRequest, Params } from "../db/pagination.ts";
 
 /** Filters of the list and the export (all optional, combined with AND). */
 export interface AuditFilter {

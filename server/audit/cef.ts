@@ -4,7 +4,7 @@
  */
 import type { StoredAuditEvent } from "./db_sink.ts";
 import { CEF_SEVERITY, severityOf } from "./severity.ts";
-import { parseIp } from "../auth/client_ip.ts";
+import { parseIp } from "../core/client_ip.ts";
 
 /** Vendor and product in the CEF header. */
 export const CEF_VENDOR = "svc";

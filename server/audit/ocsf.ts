@@ -5,7 +5,7 @@
  */
 import type { StoredAuditEvent } from "./db_sink.ts";
 import { OCSF_SEVERITY, severityOf } from "./severity.ts";
-import { parseIp } from "../auth/client_ip.ts";
+import { parseIp } from "../core/client_ip.ts";
 
 /** OCSF schema version the events follow. */
 export const OCSF_VERSION = "1.3.0";

@@ -4,8 +4,9 @@
  * the row joins the change's transaction: a failed insert throws and takes the change down with it, and the
  * syslog copy leaves only after the commit, so a collector never hears of a change that did not happen.
  */
-import type { ServerContext } from "../context.ts";
-import { afterCommit } from "../db/db.ts";
+import type { ServerConfig } from "../config/config.ts";
+import type { Logger } from "../core/log.ts";
+import { afterCommit, type Db } from "../db/db.ts";
 import type { AuditEvent, AuditRecorder } from "./event.ts";
 import { insertAuditEvent, type StoredAuditEvent } from "./db_sink.ts";
 import { redact } from "./redact.ts";
@@ -16,8 +17,13 @@ export interface ClosableAuditRecorder extends AuditRecorder {
   close(): Promise<void>;
 }
 
-/** Creates the recorder for a server context (without `audit`, which this becomes). */
-export function createAuditRecorder(ctx: Omit<ServerContext, "audit">): ClosableAuditRecorder {
+/**
+ * Creates the recorder from the parts of a server context it needs (the context's `audit` is what this
+ * becomes, so the context cannot be complete yet).
+ */
+export function createAuditRecorder(
+  ctx: { config: ServerConfig; db: Db; log: Logger; version: string },
+): ClosableAuditRecorder {
   const syslog: SyslogSink | undefined = ctx.config.audit.syslog.enabled
     ? createSyslogSink({ config: ctx.config.audit.syslog, log: ctx.log, version: ctx.version })
     : undefined;

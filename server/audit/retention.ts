@@ -1,6 +1,6 @@
 /** Audit retention: rows older than `audit.retention_days` are deleted at start and then every hour. */
 import type { Db } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { AuditRecorder } from "./event.ts";
 
 const BATCH = 10_000;

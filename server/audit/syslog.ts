@@ -6,7 +6,7 @@
  */
 import dgram from "node:dgram";
 import { hostname } from "node:os";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { ServerConfig } from "../config/config.ts";
 import type { StoredAuditEvent } from "./db_sink.ts";
 import { formatCef } from "./cef.ts";

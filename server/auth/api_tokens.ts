@@ -7,7 +7,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { sha256Hex } from "../domain/node_groups.ts";
-import { conflictError, notFoundError } from "../domain/errors.ts";
+import { conflictError, notFoundError } from "../core/errors.ts";
 
 /** Prefix that tells an API token from a session JWT (and lets secret scanners find leaked ones). */
 export const API_TOKEN_PREFIX = "svcpat_";

@@ -6,7 +6,7 @@
  * @module
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { LdapIdentity } from "./ldap.ts";
 import { getUser, type User, USERNAME_PATTERN } from "./users.ts";
 import { revokeAllSessions } from "./sessions.ts";

@@ -12,7 +12,7 @@
  * @module
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { HttpError } from "../http/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { hashToken } from "./tokens.ts";
 import { matchTotpStep, newTotpSecret } from "./totp.ts";
 
@@ -175,10 +175,11 @@ export async function startTotpEnrolment(
     [userId, sealed],
   );
   if (rows.length === 0) {
-    throw new HttpError(
-      409,
-      "totp_already_enrolled",
+    throw new DomainError(
+      "conflict",
       "an authenticator app is already set up; remove it first (Settings → Second factors) to set up another",
+      undefined,
+      { code: "totp_already_enrolled" },
     );
   }
   return secret;
@@ -201,17 +202,15 @@ export async function confirmTotp(
     [userId],
   );
   if (!row) {
-    throw new HttpError(
-      409,
-      "no_pending_enrolment",
-      "no authenticator enrolment is waiting: start one first",
-    );
+    throw new DomainError("conflict", "no authenticator enrolment is waiting: start one first", undefined, {
+      code: "no_pending_enrolment",
+    });
   }
   const step = await matchTotpStep(await sealer.open(userId, row.secret_sealed), code, atMs);
   if (step === undefined) {
-    throw new HttpError(400, "invalid_code", "the code is wrong: type the 6 digits the app shows now", [
+    throw new DomainError("bad_request", "the code is wrong: type the 6 digits the app shows now", [
       { field: "code", message: "does not match the authenticator" },
-    ]);
+    ], { code: "invalid_code" });
   }
   await q.query(
     "UPDATE user_totp SET confirmed_at = now(), last_used_step = $2 WHERE user_id = $1",

@@ -1,43 +1,33 @@
 /**
- * Identity and access: local users, sessions (cookies, bearer tokens, rotating refresh tokens), RBAC, and
- * the audit routes. The server creates the audit recorder first (it becomes `ctx.audit`), then the identity:
+ * Identity and access: local users, sessions (bearer tokens, rotating refresh tokens), second factors, RBAC.
+ * These are rules over the database; they throw `DomainError` and know nothing about HTTP. Their REST face
+ * (routes in server/http/routes/, the request hooks in server/http/auth_hooks.ts) is built from
+ * {@link Identity.services}. The server creates the audit recorder first (it becomes `ctx.audit`), then the
+ * identity:
  *
  * ```ts
  * const audit = createAuditRecorder(base);
  * const ctx = { ...base, audit };
  * const identity = createIdentity(ctx);
  * await identity.start();
- * const app = createApp({ ctx, routes: [...identity.routes, ...others], hooks: identity.hooks });
+ * const app = createApp({ ctx, routes: buildRoutes(ctx, identity), hooks: createRouteHooks(identity.services) });
  * ```
  */
 import type { ServerContext } from "../context.ts";
 import type { AuditRecorder } from "../audit/event.ts";
-import type { RouteHooks, RouteSpec } from "../http/route.ts";
-import { auditLogRoutes } from "../audit/routes.ts";
 import { startRetentionJob } from "../audit/retention.ts";
-import { authRoutes } from "./auth_routes.ts";
-import { apiTokenRoutes } from "./api_token_routes.ts";
-import { mfaRoutes } from "./mfa_routes.ts";
 import { resealLegacyTotpSecrets } from "./mfa.ts";
-import { webauthnRoutes } from "./webauthn_routes.ts";
-import { mfaPolicyRoutes } from "./mfa_policy_routes.ts";
-import { createRouteHooks } from "./hooks.ts";
 import { ensureInitialAdmin, initialAdminNotice } from "./initial_admin.ts";
 import { seedCatalogue } from "./rbac.ts";
-import { createIdentityServices } from "./services.ts";
+import { createIdentityServices, type IdentityServices } from "./services.ts";
 import { purgeExpiredSessions } from "./sessions.ts";
-import { userRoutes } from "./user_routes.ts";
-import { roleRoutes } from "./role_routes.ts";
-import { userGroupRoutes } from "./user_group_routes.ts";
 
 export { createAuditRecorder } from "../audit/recorder.ts";
 
 /** What the server gets from the identity module. */
 export interface Identity {
-  /** authenticate (cookie `svc_session` first, then `Authorization: Bearer`) + audit. */
-  hooks: RouteHooks;
-  /** All identity and audit routes. */
-  routes: RouteSpec[];
+  /** What the identity's routes and request hooks share (token signer, limiters, step-up, …). */
+  services: IdentityServices;
   /** The recorder from the context (also `ctx.audit`). */
   audit: AuditRecorder;
   /** Seeds permissions and built-in roles, ensures the initial admin, starts the retention job. */
@@ -57,18 +47,7 @@ export function createIdentity(ctx: ServerContext): Identity {
   let stopRetention: (() => Promise<void>) | undefined;
   let createdAdmin = false;
   return {
-    hooks: createRouteHooks(services),
-    routes: [
-      ...authRoutes(services),
-      ...userRoutes(services),
-      ...roleRoutes(services),
-      ...userGroupRoutes(services),
-      ...auditLogRoutes(ctx),
-      ...apiTokenRoutes(services),
-      ...mfaRoutes(services),
-      ...webauthnRoutes(services),
-      ...mfaPolicyRoutes(services),
-    ],
+    services,
     audit: ctx.audit,
     async start() {
       await seedCatalogue(ctx.db);

@@ -2,8 +2,8 @@
  * Password hashing with argon2id (`argon2.ts`), run in an off-loop worker so that no login holds up other
  * requests, and the password rules.
  */
-import { badRequest } from "../http/errors.ts";
-import { runOffLoop } from "../offloop/jobs.ts";
+import { DomainError } from "../core/errors.ts";
+import { argon2idHashOffLoop, argon2idVerifyOffLoop } from "./argon2.ts";
 
 /** Shortest password the server accepts. */
 export const MIN_PASSWORD_LENGTH = 12;
@@ -12,7 +12,7 @@ export const MAX_PASSWORD_LENGTH = 1024;
 
 /** Hashes a password into the PHC string form (`$argon2id$v=19$m=…`). */
 export async function hashPassword(password: string): Promise<string> {
-  return await runOffLoop<string>({ op: "password-hash", password });
+  return await argon2idHashOffLoop({ password });
 }
 
 /** A valid hash of a random password: verifying against it costs the same time as a real check. */
@@ -26,27 +26,27 @@ export async function verifyPassword(password: string, hash: string | undefined)
   if (password.length > MAX_PASSWORD_LENGTH) return false;
   if (!hash || !hash.startsWith("$argon2id$")) {
     dummyHash ??= hashPassword(crypto.randomUUID());
-    await runOffLoop<boolean>({ op: "password-verify", password, hash: await dummyHash });
+    await argon2idVerifyOffLoop({ password, hash: await dummyHash });
     return false;
   }
-  return await runOffLoop<boolean>({ op: "password-verify", password, hash });
+  return await argon2idVerifyOffLoop({ password, hash });
 }
 
 /** Throws a 400 naming `field` when the password breaks the rules. */
 export function checkPasswordRules(password: string, field = "password"): void {
   const length = [...password].length;
   if (length < MIN_PASSWORD_LENGTH) {
-    throw badRequest(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters long`, [
+    throw badPassword(`${field} must be at least ${MIN_PASSWORD_LENGTH} characters long`, [
       { field, message: `must be at least ${MIN_PASSWORD_LENGTH} characters long` },
     ]);
   }
   if (length > MAX_PASSWORD_LENGTH) {
-    throw badRequest(`${field} must be at most ${MAX_PASSWORD_LENGTH} characters long`, [
+    throw badPassword(`${field} must be at most ${MAX_PASSWORD_LENGTH} characters long`, [
       { field, message: `must be at most ${MAX_PASSWORD_LENGTH} characters long` },
     ]);
   }
   if (password.trim() === "") {
-    throw badRequest(`${field} must not be only whitespace`, [{
+    throw badPassword(`${field} must not be only whitespace`, [{
       field,
       message: "must not be only whitespace",
     }]);
@@ -65,4 +65,9 @@ export function generatePassword(length = 24): string {
     }
   }
   return out.join("");
+}
+
+/** 400 `bad_request` naming the password field and what is wrong with it. */
+function badPassword(message: string, fields: { field: string; message: string }[]): DomainError {
+  return new DomainError("bad_request", message, fields);
 }

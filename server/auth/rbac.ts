@@ -8,9 +8,18 @@
  */
 import type { Db, Queryable } from "../db/db.ts";
 import { ALL_PERMISSIONS, PERMISSION_CATALOGUE } from "../../shared/permissions.ts";
-import { conflictError, forbiddenError } from "../domain/errors.ts";
-import type { AuthUser } from "../http/route.ts";
+import { conflictError, forbiddenError } from "../core/errors.ts";
 import { BUILTIN_ROLES, builtinRolePermissions, SUPER_ADMIN } from "./builtin_roles.ts";
+
+/** The authenticated caller. */
+export interface AuthUser {
+  id: string;
+  username: string;
+  /** Effective global permissions (node-group-scoped grants give nothing in the community edition). */
+  permissions: ReadonlySet<string>;
+  /** How the request authenticated: a session (cookie, or its access token as bearer), or an API token. */
+  via: "cookie" | "bearer" | "api_token";
+}
 
 /** Advisory lock serialising identity changes (so two "remove a Super Admin" changes cannot both pass). */
 const IDENTITY_LOCK = 7368678;

@@ -4,14 +4,7 @@
  * binding says so in `effective`. SQL only, no HTTP.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import {
-  likePattern,
-  type ListOptions,
-  orderBy,
-  type Page,
-  Params,
-  selectPage,
-} from "../domain/pagination.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 
 /** Who receives the role. */
 export type BindingSubject = { userId: string } | { userGroupId: string };

@@ -1,7 +1,7 @@
 /** Roles and the permission catalogue. Built-in roles are read-only here; SQL only, no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { conflictError } from "../domain/errors.ts";
-import { type Page, type PageRequest, selectPage } from "../domain/pagination.ts";
+import { conflictError } from "../core/errors.ts";
+import { type Page, type PageRequest, selectPage } from "../db/pagination.ts";
 
 /** A role with its permissions. */
 export interface Role {

@@ -1,6 +1,6 @@
 /** What the identity routes and hooks share: context, token signer, login limiter and client-address resolver. */
 import type { ServerContext } from "../context.ts";
-import { type ClientIpResolver, createClientIpResolver } from "./client_ip.ts";
+import { type ClientIpResolver, createClientIpResolver } from "../core/client_ip.ts";
 import { createSecretSealer, type SecretSealer } from "./mfa.ts";
 import { createWindowLimiter, type WindowLimiter } from "./rate_limit.ts";
 import { createStepUp, type StepUp } from "./step_up.ts";

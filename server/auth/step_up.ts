@@ -16,8 +16,7 @@
  */
 import type { ServerConfig } from "../config/config.ts";
 import { afterUnit, type Db, type Queryable, queryOne } from "../db/db.ts";
-import { HttpError } from "../http/errors.ts";
-import { body, type RouteContext } from "../http/route.ts";
+import { DomainError } from "../core/errors.ts";
 import { factorsOf, hasSecondFactor, type SecretSealer, useSecondFactor } from "./mfa.ts";
 import { verifyPassword } from "./password.ts";
 import { createWindowLimiter } from "./rate_limit.ts";
@@ -36,77 +35,6 @@ export interface StepUpProof {
    * `POST /api/v1/auth/step-up/webauthn/options` and the answer of `navigator.credentials.get`.
    */
   webauthn?: { token: string; response: unknown };
-}
-
-/** The proof's fields, as a route's body or its `step_up` object carries them. */
-const PROOF_PROPERTIES = {
-  password: { type: "string", maxLength: 1024, description: "Your password (step-up re-authentication)" },
-  code: {
-    type: "string",
-    maxLength: 16,
-    description: "A code from your authenticator app, when you have one",
-  },
-  backup_code: { type: "string", maxLength: 32, description: "A backup code, instead of code" },
-  webauthn: {
-    type: "object",
-    additionalProperties: false,
-    description:
-      "A security key's answer instead of code (challenge from /api/v1/auth/step-up/webauthn/options)",
-    properties: {
-      token: { type: "string", maxLength: 64 },
-      response: { type: "object", description: "PublicKeyCredential.toJSON() of navigator.credentials.get" },
-    },
-  },
-} as const;
-
-/**
- * The `step_up` body property: the same proof as one object. The console always sends it this way, and it is
- * the only way where the body's own `password` means something else (`POST /api/v1/users`).
- */
-export const STEP_UP_OBJECT_PROPERTY = {
-  step_up: {
-    type: "object",
-    additionalProperties: false,
-    description: "Step-up re-authentication as one object (password, code, backup_code or webauthn)",
-    properties: PROOF_PROPERTIES,
-  },
-} as const;
-
-/** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}: top level or `step_up`. */
-export const STEP_UP_PROPERTIES = { ...PROOF_PROPERTIES, ...STEP_UP_OBJECT_PROPERTY } as const;
-
-/**
- * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES} (or, with `objectOnly`, only
- * {@link STEP_UP_OBJECT_PROPERTY}, where the body's own fields mean something else). The codes are then
- * masked in the body the request's audit row copies (the recorder masks passwords by key, but not `code`: a
- * backup code typed wrong by one character must not end up in the audit log).
- */
-export function takeStepUpProof(c: RouteContext, options: { objectOnly?: boolean } = {}): StepUpProof {
-  type Fields = {
-    password?: string;
-    code?: string;
-    backup_code?: string;
-    webauthn?: { token: string; response: unknown };
-  };
-  const whole = body<Fields & { step_up?: Fields }>(c);
-  // `step_up` wins: where the route has its own `password` (a new user's), only the object is the proof.
-  const input: Fields = whole.step_up ?? (options.objectOnly ? {} : whole);
-  maskCodes(c, ["code", "backup_code", "webauthn", "step_up"]);
-  return {
-    password: input.password,
-    code: input.code,
-    backupCode: input.backup_code,
-    webauthn: input.webauthn,
-  };
-}
-
-/** Replaces the named fields of the request body (as the audit row copies it) with a mask. */
-export function maskCodes(c: RouteContext, fields: readonly string[]): void {
-  const input = c.get("body") as Record<string, unknown> | undefined;
-  if (!input || typeof input !== "object") return;
-  const masked = { ...input };
-  for (const field of fields) if (masked[field] !== undefined) masked[field] = "[REDACTED]";
-  c.set("body", masked);
 }
 
 /**
@@ -154,10 +82,11 @@ export function createStepUp(
     } catch (err) {
       if (!(err instanceof LdapError)) throw err;
       if (err.kind === "unreachable" || err.kind === "bad_bind") {
-        throw new HttpError(
-          503,
-          "directory_unavailable",
+        throw new DomainError(
+          "unavailable",
           "the user directory cannot check your password right now; try again later",
+          undefined,
+          { code: "directory_unavailable" },
         );
       }
       return false;
@@ -180,10 +109,11 @@ export function createStepUp(
   return {
     async check(q, userId, proof, clientIp) {
       if (!proof.password) {
-        throw new HttpError(
-          403,
-          "reauthentication_required",
+        throw new DomainError(
+          "forbidden",
           "this action needs fresh re-authentication: send your current password in the request",
+          undefined,
+          { code: "reauthentication_required" },
         );
       }
       const addressKey = [`stepup-user-ip:${userId}:${clientIp}`];
@@ -193,19 +123,18 @@ export function createStepUp(
           await fromAddress.fail(db, addressKey);
           await fromAnywhere.fail(db, accountKey);
         });
-        throw new HttpError(403, "reauthentication_failed", message);
+        throw new DomainError("forbidden", message, undefined, { code: "reauthentication_failed" });
       };
       const wait = Math.max(
         await fromAddress.retryAfter(q, addressKey),
         await fromAnywhere.retryAfter(q, accountKey),
       );
       if (wait > 0) {
-        throw new HttpError(
-          429,
-          "too_many_attempts",
+        throw new DomainError(
+          "too_many_requests",
           `too many failed re-authentications of your account; try again in ${wait} seconds`,
           undefined,
-          { "retry-after": String(wait) },
+          { code: "too_many_attempts", retryAfterSeconds: wait },
         );
       }
       if (!(await passwordOk(q, userId, proof.password))) {
@@ -213,11 +142,12 @@ export function createStepUp(
       }
       if (hasSecondFactor(await factorsOf(q, userId))) {
         if (!proof.code && !proof.backupCode && !proof.webauthn) {
-          throw new HttpError(
-            403,
-            "second_factor_required",
+          throw new DomainError(
+            "forbidden",
             "this action needs your second factor too: send code (6 digits from your authenticator app), " +
               "backup_code or webauthn (a security key's answer)",
+            undefined,
+            { code: "second_factor_required" },
           );
         }
         const passed = proof.webauthn

@@ -12,7 +12,7 @@
  * same value without trusting the cookie it was sent.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 
 const ISSUER = "svc-server";
 const AUDIENCE = "svc-api";

@@ -1,6 +1,6 @@
 /** User groups and their members. SQL only, no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { type Page, type PageRequest, selectPage } from "../domain/pagination.ts";
+import { type Page, type PageRequest, selectPage } from "../db/pagination.ts";
 import type { User } from "./users.ts";
 
 /** A user group. */

@@ -1,6 +1,6 @@
 /** Users: local accounts, their profile and enabled flag. SQL only; no HTTP. */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { likePattern, type Page, type PageRequest, Params, selectPage } from "../domain/pagination.ts";
+import { likePattern, type Page, type PageRequest, Params, selectPage } from "../db/pagination.ts";
 import { hashPassword } from "./password.ts";
 import { revokeAllSessions } from "./sessions.ts";
 

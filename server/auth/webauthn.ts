@@ -24,7 +24,7 @@ import {
 } from "@simplewebauthn/server";
 import type { ServerConfig } from "../config/config.ts";
 import { type Queryable, queryOne } from "../db/db.ts";
-import { HttpError } from "../http/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { consumePendingLogin, createPendingLogin, findPendingLogin } from "./pending_logins.ts";
 
 /** The relying party: names a credential may be scoped to and the pages that may use it. */
@@ -123,9 +123,9 @@ export async function startRegistration(
 type AuthenticatorTransportName = "ble" | "cable" | "hybrid" | "internal" | "nfc" | "smart-card" | "usb";
 
 /** Why a WebAuthn check failed (400 for the person; the kind goes to the audit row). */
-export class WebAuthnError extends HttpError {
+export class WebAuthnError extends DomainError {
   constructor(readonly reason: string, message: string) {
-    super(400, "webauthn_failed", message);
+    super("bad_request", message, undefined, { code: "webauthn_failed" });
   }
 }
 
@@ -141,9 +141,9 @@ export async function finishRegistration(
 ): Promise<CredentialInfo> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > 100) {
-    throw new HttpError(400, "validation_failed", "name the key (1 to 100 characters)", [
+    throw new DomainError("bad_request", "name the key (1 to 100 characters)", [
       { field: "name", message: "must be 1 to 100 characters" },
-    ]);
+    ], { code: "validation_failed" });
   }
   const pending = await findPendingLogin(q, input.token, "webauthn_register");
   if (
@@ -180,10 +180,11 @@ export async function finishRegistration(
     ],
   );
   if (rows.length === 0) {
-    throw new HttpError(
-      409,
-      "webauthn_duplicate",
+    throw new DomainError(
+      "conflict",
       "this key is already registered, or another of your keys has this name: choose another name",
+      undefined,
+      { code: "webauthn_duplicate" },
     );
   }
   return { id: rows[0].id, name, createdAt: new Date(rows[0].created_at), lastUsedAt: null };

@@ -6,7 +6,7 @@
  * the key and say how to fix it, and stop the server before anything listens.
  */
 import { parse as parseYaml } from "yaml";
-import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../pki/ca_key_type.ts";
+import { CA_KEY_TYPES, type CaKeyType, DEFAULT_CA_KEY_TYPE } from "./ca_key_type.ts";
 
 /** The whole server configuration after defaults, file and environment are merged. */
 export interface ServerConfig {
@@ -52,7 +52,7 @@ export interface ServerConfig {
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
-  /** Kerberos enrollment (see server/pki/kerberos_enroll.ts). */
+  /** Kerberos enrollment (see server/grpc/kerberos_enroll.ts). */
   kerberos: { enabled: boolean; keytab: string; realm: string; defaultNodeGroup: string };
   /** ACME for the web port's certificate (see server/acme/acme.ts). */
   acme: {

@@ -1,7 +1,7 @@
 /** Embedded PGlite driver for the {@link Db} interface: real Postgres in WASM, one process, no server. */
 import { PGlite } from "@electric-sql/pglite";
 import { classified, type Db, type NotifyHandler, type Queryable, withUnitsOfWork } from "./db.ts";
-import { yieldAfterLongWork } from "../loop_turn.ts";
+import { yieldAfterLongWork } from "../core/loop_turn.ts";
 
 /** Options for {@link openPglite}. */
 export interface PgliteOptions {

@@ -10,10 +10,16 @@
  * @module
  */
 import type { Db, Queryable } from "../db/db.ts";
-import { conflictError, DomainError, notFoundError } from "../domain/errors.ts";
-import { sendNodeCommand } from "../hub/publish.ts";
+import { conflictError, DomainError, notFoundError } from "../core/errors.ts";
+import { sendNodeCommand } from "../events/hub_notice.ts";
 import { luksEscrowOperations, luksRecoveryKeyReveals } from "../metrics/counters.ts";
-import { type Keyring, openRecoveryKey, rewrapDataKey, type SealedKey, sealRecoveryKey } from "./envelope.ts";
+import {
+  type Keyring,
+  openRecoveryKey,
+  rewrapDataKey,
+  type SealedKey,
+  sealRecoveryKey,
+} from "../pki/envelope.ts";
 import { effectivePolicy } from "./policy.ts";
 
 /** A reported volume after validation. */

@@ -7,10 +7,10 @@
  * @module
  */
 import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
+import { found } from "../core/errors.ts";
 import { diskEncryptionType, volumeRequirementIssues } from "../../shared/policy_types/disk_encryption.ts";
 import type { DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
-import { type Page, type PageRequest, slicePage } from "../domain/pagination.ts";
+import { type Page, type PageRequest, slicePage } from "../db/pagination.ts";
 
 /** Escrow states of a volume. */
 export const ESCROW_STATES = ["escrowed", "pending", "none", "not_applicable"] as const;

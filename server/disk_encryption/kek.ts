@@ -11,7 +11,7 @@
  */
 import type { ServerConfig } from "../config/config.ts";
 import type { Queryable } from "../db/db.ts";
-import { createKekFile, KekError, type Keyring, loadKeyring } from "./envelope.ts";
+import { createKekFile, KekError, type Keyring, loadKeyring } from "../pki/envelope.ts";
 
 const loaded = new WeakMap<ServerConfig["diskEncryption"], { keyring: Promise<Keyring>; stamp: string }>();
 

@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { addKekToFile, createKekFile } from "./envelope.ts";
+import { addKekToFile, createKekFile } from "../pki/envelope.ts";
 
 const USAGE = "usage: svc-server kek generate|add FILE [--for ca|disk-encryption]";
 

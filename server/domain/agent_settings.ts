@@ -5,7 +5,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { getPolicyType } from "../../shared/policy_types/mod.ts";
-import { type DomainFieldError, fieldsError } from "./errors.ts";
+import { type DomainFieldError, fieldsError } from "../core/errors.ts";
 
 /** Settings key in the `settings` table. */
 export const AGENT_NOTIFICATIONS_KEY = "agent.notifications";

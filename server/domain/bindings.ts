@@ -4,9 +4,9 @@
  * enabled binding publish a resync for the binding's node group inside the caller's transaction.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
-import { conflictError, found, invalidError } from "./errors.ts";
-import { type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { publishResync } from "../events/hub_notice.ts";
+import { conflictError, found, invalidError } from "../core/errors.ts";
+import { type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { lockRow } from "./records.ts";
 import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 

@@ -11,7 +11,7 @@ import { isAlias, isMap, isScalar, parseAllDocuments, stringify, visit, type YAM
 import { checkPolicyContent, getPolicyType } from "../../shared/policy_types/mod.ts";
 import { jsonDepth, utf8Length } from "../../shared/policy_types/json_guard.ts";
 import { multiLineText, singleLine } from "../../shared/policy_types/sanitizers.ts";
-import { DomainError, type DomainFieldError, fieldsError, invalidError } from "./errors.ts";
+import { DomainError, type DomainFieldError, fieldsError, invalidError } from "../core/errors.ts";
 
 /** Envelope version of every document. */
 export const BUNDLE_API_VERSION = "svc.dev/v1";

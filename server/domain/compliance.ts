@@ -4,7 +4,7 @@
  * from an unbound or archived policy describes nothing the node is asked to do any more.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { found } from "./errors.ts";
+import { found } from "../core/errors.ts";
 import {
   likePattern,
   type ListOptions,
@@ -13,7 +13,7 @@ import {
   type PageRequest,
   Params,
   selectPage,
-} from "./pagination.ts";
+} from "../db/pagination.ts";
 
 /** Stored compliance statuses (lower-case forms of the protocol's ComplianceStatus). */
 export const COMPLIANCE_STATUSES = [

@@ -8,7 +8,7 @@
  * unknown type is left out and reported, with its bindings),
  * validates every document before writing anything, and writes all or nothing in one transaction; a dry run
  * does the whole import and rolls it back. Parsing, content validation and rendering run in a worker
- * (`server/offloop/jobs.ts`), so a large or hostile bundle never holds up other requests, and content checked there
+ * (`server/domain/content_offloop.ts`), so a large or hostile bundle never holds up other requests, and content checked there
  * is stored without being checked again; this module does the database part.
  */
 import type { Db, Queryable } from "../db/db.ts";
@@ -21,11 +21,10 @@ import {
   type ExportBindingRow,
   type ExportPolicyRow,
   type PolicyDoc,
-  type RenderedExport,
 } from "./bundle_codec.ts";
-import { runOffLoop } from "../offloop/jobs.ts";
+import { checkBundleOffLoop, renderExportOffLoop } from "./content_offloop.ts";
 import { createBinding } from "./bindings.ts";
-import { DomainError, forbiddenError, invalidError, notFoundError } from "./errors.ts";
+import { DomainError, forbiddenError, invalidError, notFoundError } from "../core/errors.ts";
 import { createPolicy, findPolicyByName, type PolicyRecord, updatePolicy } from "./policies.ts";
 
 export {
@@ -81,8 +80,7 @@ export async function exportBundle(
       [policies.map((p) => p.id)],
     );
   }
-  const rendered = await runOffLoop<RenderedExport>({
-    op: "render",
+  const rendered = await renderExportOffLoop({
     policies: policies.map((p): ExportPolicyRow => ({
       id: p.id,
       name: p.name,
@@ -155,7 +153,7 @@ class Rollback extends Error {
  * its unit of work opens, so no database connection waits on the parse.
  */
 export async function checkBundleText(text: string, format?: BundleFormat): Promise<CheckedBundle> {
-  return await runOffLoop<CheckedBundle>({ op: "check", text, format });
+  return await checkBundleOffLoop({ text, format });
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import type { Queryable } from "../db/db.ts";
 import builtin from "../catalogues/gsettings_builtin.json" with { type: "json" };
-import { DomainError } from "./errors.ts";
+import { DomainError } from "../core/errors.ts";
 
 /** One key as the REST API shows it. */
 export interface GSettingsKeyRecord {

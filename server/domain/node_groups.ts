@@ -6,8 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
-import { conflictError, found, invalidError, notFoundError } from "./errors.ts";
+import { publishResync } from "../events/hub_notice.ts";
+import { conflictError, found, invalidError, notFoundError } from "../core/errors.ts";
 import {
   likePattern,
   type ListOptions,
@@ -16,7 +16,7 @@ import {
   type PageRequest,
   Params,
   selectPage,
-} from "./pagination.ts";
+} from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 
 /** Lifetime of an enrollment token (spec: 5 minutes, single use). */

@@ -5,12 +5,12 @@
  * close. Deleting a node revokes first, so a deleted node's certificate stays refused.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { isNodeConnected, sendNodeCommand } from "../hub/publish.ts";
+import { isNodeConnected, sendNodeCommand } from "../events/hub_notice.ts";
 import { publishLiveHint } from "../events/publish.ts";
 import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
-import { conflictError, notFoundError } from "./errors.ts";
+import { conflictError, notFoundError } from "../core/errors.ts";
 import { ENROLLMENT_TOKEN_TTL_MS, sha256Hex } from "./node_groups.ts";
-import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 
 /** Node statuses. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;

@@ -5,11 +5,11 @@
  * for the node groups the policy reaches, inside the caller's transaction.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
+import { publishResync } from "../events/hub_notice.ts";
 import { validatePolicyContent } from "../../shared/policy_types/mod.ts";
 import { checkContent, type CheckedContent } from "./bundle_codec.ts";
-import { conflictError, fieldsError, found, invalidError } from "./errors.ts";
-import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "./pagination.ts";
+import { conflictError, fieldsError, found, invalidError } from "../core/errors.ts";
+import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
 
@@ -150,7 +150,7 @@ export async function findPolicyByName(q: Queryable, name: string): Promise<Poli
 /**
  * Validates content for `type` (spec rules 1–5) and returns the text to store: the canonical protojson for a
  * known type, the trimmed text for an unknown one. Throws `invalid` naming the field (`content.…`). `checked`
- * is the result of checking this very content already (`checkContentOffLoop`, server/offloop/jobs.ts, which checks
+ * is the result of checking this very content already (`checkContentOffLoop`, server/domain/content_offloop.ts, which checks
  * large content in a worker): when it matches type and text it is used as is, so the check never runs twice.
  */
 export function normalizeContent(type: string, content: string, checked?: CheckedContent): string {
@@ -161,7 +161,7 @@ export function normalizeContent(type: string, content: string, checked?: Checke
 /**
  * Refuses content that does not validate for `type` ("<what> cannot be released: …", fields named
  * `content.…`). `checked` is this content checked off the event loop already (large content, see
- * `precheckContent` in server/offloop/jobs.ts): when it matches type and text, the check does not run again.
+ * `precheckContent` in server/domain/content_offloop.ts): when it matches type and text, the check does not run again.
  */
 export function assertReleasable(
   type: string,

@@ -6,9 +6,9 @@
  * it leaves the policy as it was. Duplicating copies any policy into a new draft.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { publishResync } from "../hub/publish.ts";
+import { publishResync } from "../events/hub_notice.ts";
 import type { CheckedContent } from "./bundle_codec.ts";
-import { conflictError, found, notFoundError } from "./errors.ts";
+import { conflictError, found, notFoundError } from "../core/errors.ts";
 import {
   assertReleasable,
   createPolicy,
@@ -120,7 +120,7 @@ export interface RevisionRelease {
  * bumps the version, removes the revision and publishes one resync for the groups the policy reaches, all in
  * the caller's transaction. Refused when the policy is no longer released or its version moved on since the
  * revision was started. `checked` is the revision's content checked off the event loop already (large
- * content; see `precheckContent` in server/offloop/jobs.ts), which is then not checked again here.
+ * content; see `precheckContent` in server/domain/content_offloop.ts), which is then not checked again here.
  */
 export async function releaseRevision(
   q: Queryable,

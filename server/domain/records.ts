@@ -4,7 +4,7 @@
  * clash. Table and column names come from code, never from a request.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { conflictError, found } from "./errors.ts";
+import { conflictError, found } from "../core/errors.ts";
 
 /** Locks the row `id` of `table` for the rest of the transaction; `not_found` for `what` when it is absent. */
 export async function lockRow(q: Queryable, row: { table: string; id: string; what: string }): Promise<void> {

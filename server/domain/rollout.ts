@@ -7,8 +7,8 @@
  */
 import type { Queryable } from "../db/db.ts";
 import { queryOne } from "../db/db.ts";
-import { found } from "./errors.ts";
-import { likePattern, type Page, type PageRequest, Params, selectPage } from "./pagination.ts";
+import { found } from "../core/errors.ts";
+import { likePattern, type Page, type PageRequest, Params, selectPage } from "../db/pagination.ts";
 import { REACHED_PAIRS_SQL } from "./compliance.ts";
 
 /** Where a node stands with the current version of a policy. */

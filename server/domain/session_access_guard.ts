@@ -21,7 +21,7 @@ import {
   type LockoutReport,
   type PolicyInput,
 } from "../../shared/session_access_rules.ts";
-import { conflictError, invalidError } from "./errors.ts";
+import { conflictError, invalidError } from "../core/errors.ts";
 
 /** Wire name of the guarded type. */
 export const SESSION_ACCESS_TYPE = "SessionAccess";

@@ -9,8 +9,8 @@
  * that never serves a console stream never listens.
  */
 import type { ServerContext } from "../context.ts";
-import { HttpError } from "../http/errors.ts";
-import { HUB_CHANNEL, type HubNotice } from "../hub/publish.ts";
+import { DomainError } from "../core/errors.ts";
+import { HUB_CHANNEL, type HubNotice } from "./hub_notice.ts";
 import { incLiveEventStreamsOpen } from "../metrics/counters.ts";
 import { LIVE_CHANNEL, LIVE_TOPICS, type LiveHint, MAX_HINT_IDS, parseLiveHint } from "./publish.ts";
 import { createSseStream, type SseOptions, type SseStream } from "./sse.ts";
@@ -111,8 +111,11 @@ function createBroker(ctx: ServerContext, tuning: BrokerTuning): LiveBroker {
     return listening;
   }
 
-  function limitError(message: string): HttpError {
-    return new HttpError(429, "too_many_streams", message, undefined, { "Retry-After": "30" });
+  function limitError(message: string): DomainError {
+    return new DomainError("too_many_requests", message, undefined, {
+      code: "too_many_streams",
+      retryAfterSeconds: 30,
+    });
   }
 
   return {
@@ -120,7 +123,7 @@ function createBroker(ctx: ServerContext, tuning: BrokerTuning): LiveBroker {
       // Listening before the stream is answered: a change committed after the client sees the stream open
       // is never missed. The limits are checked after it, with no await between check and registration.
       await listen();
-      if (stopped) throw new HttpError(503, "unavailable", "the server is shutting down; reconnect");
+      if (stopped) throw new DomainError("unavailable", "the server is shutting down; reconnect");
       const { maxStreams, maxStreamsPerUser, heartbeatSeconds } = config.events;
       if (streams.size >= maxStreams) {
         throw limitError(

@@ -10,7 +10,7 @@
  *   the document are avoided on purpose: the lazy `<component>(.*?)</component>` this replaces rescanned the
  *   rest of the document for every unclosed start tag, and 644 KiB of them held the event loop for 20 s;
  * - it reads the document in pieces and gives the event loop a turn whenever it has worked for
- *   {@link LONG_WORK_MS} (server/loop_turn.ts), so a 64 MiB document delays other requests by milliseconds
+ *   {@link LONG_WORK_MS} (server/core/loop_turn.ts), so a 64 MiB document delays other requests by milliseconds
  *   at a time, never by its whole parse; the gzip stream is inflated and hashed piece by piece too;
  * - tags ({@link MAX_TAG_BYTES}), nesting ({@link MAX_DEPTH}), the text kept per field and the number of
  *   applications ({@link MAX_APPS}) are limited;
@@ -20,7 +20,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { LONG_WORK_MS, nextTurn } from "../loop_turn.ts";
+import { LONG_WORK_MS, nextTurn } from "../core/loop_turn.ts";
 
 /** One indexed application. */
 export interface CatalogApp {

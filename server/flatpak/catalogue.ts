@@ -15,7 +15,7 @@
 
 import type { Db, Queryable } from "../db/db.ts";
 import type { ServerContext } from "../context.ts";
-import { conflictError, found, invalidError } from "../domain/errors.ts";
+import { conflictError, found, invalidError } from "../core/errors.ts";
 import { flatpakCatalogRefresh } from "../metrics/counters.ts";
 import { type AppstreamDocument, readAppstream } from "./appstream.ts";
 import { readRootFile, resolveRef } from "./ostree.ts";

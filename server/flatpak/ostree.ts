@@ -13,7 +13,7 @@
  */
 
 import { decodeGVariant, hex, tupleElements, tupleMember } from "./gvariant.ts";
-import { LONG_WORK_MS, nextTurn } from "../loop_turn.ts";
+import { LONG_WORK_MS, nextTurn } from "../core/loop_turn.ts";
 
 /** GETs a path relative to the repository; undefined when it is not there (404). */
 export type RepoGet = (path: string) => Promise<Uint8Array | undefined>;

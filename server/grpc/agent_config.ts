@@ -4,7 +4,7 @@
  * Agents use a type's own message when it has one and the default message otherwise.
  */
 import type { Queryable } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import { getAgentSettings } from "../domain/agent_settings.ts";
 
 /** Notification settings as the agent receives them. */

@@ -19,8 +19,8 @@ import type { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrol
 import { PkiError, validateCommonName } from "../pki/mod.ts";
 import { createEnrollmentToken, sha256Hex } from "../domain/node_groups.ts";
 import { reEnrollNode } from "../domain/nodes.ts";
-import { kerberosEnroll } from "../pki/kerberos_enroll.ts";
-import { DomainError } from "../domain/errors.ts";
+import { kerberosEnroll } from "./kerberos_enroll.ts";
+import { DomainError } from "../core/errors.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { checkText, checkUuid, invalid } from "./validate.ts";
 import type { VerifiedCertificate } from "./peer_identity.ts";

@@ -22,7 +22,7 @@ import { certificateFromPeer, type CertificateVerifier, type NodeIdentity } from
 import { storePolkitCatalogue, storeSchemaCatalogue } from "./catalogues.ts";
 import { loadNotificationSettings } from "./agent_config.ts";
 import { checkCount, checkText, checkUuid, invalid } from "./validate.ts";
-import { diskEncryptionHandlers } from "../disk_encryption/grpc_handlers.ts";
+import { diskEncryptionHandlers } from "./disk_encryption.ts";
 
 type Handlers = ServiceHandlers<typeof PolicyService>;
 

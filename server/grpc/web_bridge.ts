@@ -10,7 +10,7 @@ import { Buffer } from "node:buffer";
 import * as grpc from "@grpc/grpc-js";
 import { create, type DescMessage, type DescService, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { GrpcError, statusFromError } from "../../shared/grpc/adapter.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { EnrollmentPeer } from "./enrollment_service.ts";
 import { grpcErrorOf } from "./errors.ts";
 

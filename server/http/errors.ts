@@ -4,7 +4,7 @@
  * {@link toHttpError} is the one place where other errors (domain refusals, database constraint
  * violations) get their HTTP status; the app's error handler and the route audit both use it.
  */
-import { DomainError } from "../domain/errors.ts";
+import { DomainError } from "../core/errors.ts";
 import { DatabaseUnavailableError, isStorageFull } from "../db/db.ts";
 
 /** Seconds a client is asked to wait before retrying while the database is unreachable. */
@@ -75,11 +75,16 @@ const STATUS_BY_KIND: Record<DomainError["kind"], { status: number; code: string
   conflict: { status: 409, code: "conflict" },
   invalid: { status: 422, code: "validation_failed" },
   forbidden: { status: 403, code: "forbidden" },
+  bad_request: { status: 400, code: "bad_request" },
+  unauthorized: { status: 401, code: "unauthorized" },
+  too_many_requests: { status: 429, code: "too_many_requests" },
+  unavailable: { status: 503, code: "unavailable" },
 };
 
 /**
  * The HTTP form of an error a handler threw: an {@link HttpError} as it is, a domain refusal by its kind
- * (404, 409, 422 or 403 with the domain's message and fields), a database constraint violation as a
+ * (404, 409, 422, 403, 400, 401, 429 or 503 with the domain's message, fields, precise code and
+ * `Retry-After`), a database constraint violation as a
  * person-readable 400 or 409, an unreachable database as 503 with `Retry-After`, full storage (database or
  * files) as 507 `storage_full` with `Retry-After`; undefined for anything else (a bug: logged, answered with a
  * bare 500).
@@ -98,7 +103,9 @@ export function toHttpError(err: unknown): HttpError | undefined {
   }
   if (err instanceof DomainError) {
     const { status, code } = STATUS_BY_KIND[err.kind];
-    return new HttpError(status, code, err.message, err.fields);
+    const wait = err.detail.retryAfterSeconds;
+    const headers = wait === undefined ? undefined : { "Retry-After": String(wait) };
+    return new HttpError(status, err.detail.code ?? code, err.message, err.fields, headers);
   }
   return fromDatabaseError(err);
 }

@@ -1,13 +1,14 @@
 /**
  * JSON request bodies and responses that may be large. Parsing and checking a body is a pure function of its
  * text and the route's schema ({@link parseJsonBody}), so it runs on the event loop for ordinary bodies and
- * in an off-loop worker (server/offloop/jobs.ts) for large ones; {@link isLargeJson} decides the same for
+ * in an off-loop worker (server/core/offloop.ts) for large ones; {@link isLargeJson} decides the same for
  * answers. A 1 MiB policy body costs the loop ~10 ms to decode and parse, and its answer as much to
  * serialize (every quote of JSON content inside a string is escaped): meanwhile every other request and
  * every agent's stream waits.
  */
 import type { FieldError } from "./errors.ts";
 import { type JsonSchema, unstorableFields, validateJson } from "./json_schema.ts";
+import { defineOffLoopJob } from "../core/offloop.ts";
 
 /**
  * Bodies and answers of at least this many bytes (answers: estimated) are parsed or serialized in a worker.
@@ -75,3 +76,18 @@ export function isLargeJson(value: unknown, bytes = LARGE_JSON_BYTES): boolean {
   }
   return false;
 }
+
+/** A large request body (UTF-8) parsed and checked against its route's schema in an off-loop worker. */
+export const parseJsonBodyOffLoop: (input: { bytes: Uint8Array; schema: JsonSchema }) => Promise<ParsedBody> =
+  defineOffLoopJob(
+    "body",
+    (job: { bytes: Uint8Array; schema: JsonSchema }) =>
+      parseJsonBody(new TextDecoder().decode(job.bytes), job.schema),
+  );
+
+/** A large answer serialized as JSON in an off-loop worker, returned as UTF-8 (moved back, not copied). */
+export const stringifyOffLoop: (input: { value: unknown }) => Promise<Uint8Array<ArrayBuffer>> =
+  defineOffLoopJob(
+    "stringify",
+    (job: { value: unknown }) => new TextEncoder().encode(JSON.stringify(job.value)),
+  );

@@ -1,9 +1,9 @@
 /**
  * Pages and sorting, HTTP side, for every list route: the query schemas to declare, reading the validated
  * `page`, `per_page`, `sort` and `order`, and the response schema of a page. What a page is and how it is read
- * from the database lives in server/domain/pagination.ts.
+ * from the database lives in server/db/pagination.ts.
  */
-import { DEFAULT_PER_PAGE, type ListOptions, MAX_PER_PAGE, type PageRequest } from "../domain/pagination.ts";
+import { DEFAULT_PER_PAGE, type ListOptions, MAX_PER_PAGE, type PageRequest } from "../db/pagination.ts";
 import type { JsonSchema } from "./json_schema.ts";
 import { queryInt, type RouteContext } from "./route.ts";
 

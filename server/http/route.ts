@@ -34,22 +34,13 @@ import { isUuid, type JsonSchema, unstorableReason, validateJson } from "./json_
 import {
   isLargeJson,
   LARGE_JSON_BYTES,
-  type ParsedBody,
   parseJsonBody,
+  parseJsonBodyOffLoop,
+  stringifyOffLoop,
   summarizeFields,
 } from "./json_body.ts";
-import { runOffLoop } from "../offloop/jobs.ts";
+import type { AuthUser } from "../auth/rbac.ts";
 import { inUnitOfWork } from "../db/db.ts";
-
-/** The authenticated caller. */
-export interface AuthUser {
-  id: string;
-  username: string;
-  /** Effective global permissions (node-group-scoped grants give nothing in the community edition). */
-  permissions: ReadonlySet<string>;
-  /** How the request authenticated: a session (cookie, or its access token as bearer), or an API token. */
-  via: "cookie" | "bearer" | "api_token";
-}
 
 /** Hono environment: variables set by middlewares. */
 export type AppEnv = {
@@ -236,7 +227,7 @@ async function readJsonBody(c: RouteContext, schema: JsonSchema): Promise<unknow
   }
   const parsed = bytes.length < LARGE_JSON_BYTES
     ? parseJsonBody(new TextDecoder().decode(bytes), schema)
-    : await runOffLoop<ParsedBody>({ op: "body", bytes, schema });
+    : await parseJsonBodyOffLoop({ bytes, schema });
   if (!parsed.ok) throw badRequest(parsed.message, parsed.fields);
   return parsed.value;
 }
@@ -362,7 +353,7 @@ export async function respondJson(
 }
 
 async function serializedOffLoop(c: RouteContext, value: unknown, status: 200 | 201): Promise<Response> {
-  const bytes = await runOffLoop<Uint8Array<ArrayBuffer>>({ op: "stringify", value });
+  const bytes = await stringifyOffLoop({ value });
   return c.body(bytes, status, { "content-type": "application/json" });
 }
 

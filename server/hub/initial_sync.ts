@@ -11,7 +11,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { Queryable } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import { EventType, PolicyUpdateSchema } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { currentRevision, loadDeliveredPolicies, toPolicyMessages } from "./snapshot.ts";
 import { encodePolicyUpdate } from "./stream_message.ts";

@@ -7,7 +7,7 @@
  */
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { Queryable } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import {
   EventType,
   type Policy,
@@ -17,9 +17,9 @@ import {
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { encodedMembersOf } from "./typed_content_cache.ts";
 import { withEncodedMembers } from "./typed_content.ts";
-import { yieldAfterLongWork } from "../loop_turn.ts";
+import { yieldAfterLongWork } from "../core/loop_turn.ts";
 import { encodePolicyUpdate } from "./stream_message.ts";
-import { INLINE_CONTENT_LENGTH } from "../offloop/jobs.ts";
+import { INLINE_CONTENT_LENGTH } from "../domain/content_offloop.ts";
 
 /** A policy row as the stream needs it. */
 export interface DeliveredPolicy {

@@ -7,7 +7,8 @@
 import { type DescField, type Message, toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { type Policy, PolicySchema } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { getPolicyType } from "../../shared/policy_types/mod.ts";
+import { getPolicyType, PolicyContentError } from "../../shared/policy_types/mod.ts";
+import { defineOffLoopJob } from "../core/offloop.ts";
 
 /** The `typed_content` member of `Policy` for each protobuf-es case name. */
 const TYPED_FIELDS = new Map<string, DescField>(
@@ -62,6 +63,16 @@ export interface EncodedMembers {
 export function encodeMembers(type: string, content: string): EncodedMembers {
   return { typed: encodeTypedContent(type, content), content: encodeContentField(content) };
 }
+
+/** {@link encodeMembers} in an off-loop worker (server/core/offloop.ts), for large content. */
+export const encodeMembersOffLoop: (input: { type: string; content: string }) => Promise<EncodedMembers> =
+  defineOffLoopJob(
+    "members",
+    (job: { type: string; content: string }) => encodeMembers(job.type, job.content),
+    {
+      invalidWhen: (err) => err instanceof PolicyContentError,
+    },
+  );
 
 /**
  * Puts the encoded members into `policy` (whose `content` is empty and `typedContent` unset): protobuf-es

@@ -10,12 +10,17 @@
  * when the content's digest in the database (`policies.content_sha256`) is the one it was made from, so a
  * snapshot of a cached large policy does not read its content at all.
  */
-import { DomainError } from "../domain/errors.ts";
-import { INLINE_CONTENT_LENGTH, runOffLoop } from "../offloop/jobs.ts";
-import type { Logger } from "../log.ts";
+import { DomainError } from "../core/errors.ts";
+import { INLINE_CONTENT_LENGTH } from "../domain/content_offloop.ts";
+import type { Logger } from "../core/log.ts";
 import type { Queryable } from "../db/db.ts";
 import { PolicyContentError } from "../../shared/policy_types/mod.ts";
-import { encodeContentField, type EncodedMembers, encodeMembers } from "./typed_content.ts";
+import {
+  encodeContentField,
+  type EncodedMembers,
+  encodeMembers,
+  encodeMembersOffLoop,
+} from "./typed_content.ts";
 
 /**
  * Most bytes the cache holds (content text as UTF-16 plus the encoded message), beyond which the least
@@ -128,11 +133,7 @@ async function encode(
     if (policy.content.length <= INLINE_CONTENT_LENGTH) {
       return { members: encodeMembers(policy.type, policy.content), lasting: true };
     }
-    const members = await runOffLoop<EncodedMembers>({
-      op: "members",
-      type: policy.type,
-      content: policy.content,
-    });
+    const members = await encodeMembersOffLoop({ type: policy.type, content: policy.content });
     return { members, lasting: true };
   } catch (err) {
     log.warn("hub: policy content does not parse; sending it without typed content", {

@@ -21,7 +21,7 @@
  * @module
  */
 import type { Db, Queryable } from "../db/db.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 
 /** Nodes read per query for the per-node families. */

@@ -12,7 +12,7 @@
  */
 import { setImmediate } from "node:timers";
 import type { Registry } from "prom-client";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 
 /** Metric types this server exposes. */
 export type MetricType = "counter" | "gauge" | "histogram";

@@ -19,7 +19,7 @@
  */
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { getHeapSpaceStatistics, getHeapStatistics } from "node:v8";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../core/log.ts";
 import { familiesFromRegistry, type MetricFamily } from "./exposition.ts";
 
 const runtimeRegistry = new Registry();

@@ -1,10 +1,17 @@
 /**
  * Worker entry of the off-loop jobs: runs one {@link OffLoopJob} per message and answers with its value or
  * its error, so a large or hostile bundle, or a password hash, costs this worker's time, never the server's
- * event loop.
+ * event loop. It stands at the top of the house because it imports every floor that declares a job (with
+ * `defineOffLoopJob`, server/core/offloop.ts): importing them registers the jobs in this thread. A job
+ * declared in a module missing here is answered as an internal error naming it. The pool finds this file by
+ * its address (packaging/program.ts bundles it beside the portable program as `worker.js`).
  */
 /// <reference lib="deno.worker" />
-import { type OffLoopAnswer, type OffLoopJob, runJob } from "./jobs.ts";
+import { type OffLoopAnswer, type OffLoopJob, runJob } from "../core/offloop.ts";
+import "../domain/content_offloop.ts";
+import "../hub/typed_content.ts";
+import "../http/json_body.ts";
+import "../auth/argon2.ts";
 
 self.onmessage = async (event: MessageEvent<OffLoopJob>) => {
   const answer: OffLoopAnswer = await runJob(event.data);

@@ -22,7 +22,7 @@ import { BACKDATE_MS, type CaCredentials, randomSerialHex } from "./issue.ts";
 import { exportPrivateKeyPem, importPrivateKeyPem, keyMatchesCertificate, signingAlgorithm } from "./keys.ts";
 import { signCsr, type SignCsrOptions, type SignedCertificate } from "./sign_csr.ts";
 import { isPkcs11Uri, openTokenKey, parsePkcs11Uri } from "./pkcs11.ts";
-import { type CaKeyType, DEFAULT_CA_KEY_TYPE } from "./ca_key_type.ts";
+import { type CaKeyType, DEFAULT_CA_KEY_TYPE } from "../config/ca_key_type.ts";
 
 const CA_VALIDITY_YEARS = 10;
 const CA_CERT_FILE = "ca.crt";

@@ -14,7 +14,7 @@
 import { join } from "node:path";
 import { decodeCertificate } from "../../shared/pki/csr.ts";
 import { type Ca, generateCaPem, loadCa, loadOrCreateCa } from "./ca.ts";
-import type { CaKeyType } from "./ca_key_type.ts";
+import type { CaKeyType } from "../config/ca_key_type.ts";
 import { ensurePrivateDir, exists, PUBLIC_FILE_MODE, readConfiguredFile, writeFileAtomic } from "./files.ts";
 import type { SecretStore } from "./secret_store.ts";
 

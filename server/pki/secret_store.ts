@@ -17,7 +17,7 @@
 import { dirname, join } from "node:path";
 import type { Db, Queryable } from "../db/db.ts";
 import { Buffer } from "node:buffer";
-import { type Keyring, parseKeyring } from "../disk_encryption/envelope.ts";
+import { type Keyring, parseKeyring } from "./envelope.ts";
 import { ensurePrivateDir } from "./files.ts";
 
 const NONCE_BYTES = 12;

@@ -9,7 +9,7 @@
  */
 import { contextBase, type ServerContext } from "../context.ts";
 import { openDatabase, openHeartbeatDatabase } from "../db/mod.ts";
-import { createLogger, type LogFormat, type LogLevel } from "../log.ts";
+import { createLogger, type LogFormat, type LogLevel } from "../core/log.ts";
 import { openServerPki } from "../pki/server_pki.ts";
 import { createAuditRecorder } from "../audit/recorder.ts";
 import { createHub } from "../hub/hub.ts";

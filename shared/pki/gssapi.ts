@@ -9,7 +9,7 @@
  * Structures are laid out for LP64 Linux (amd64, arm64).
  *
  * Used by `KerberosEnroll`: the agent's default SPNEGO provider (agent/enroll.ts) and the server's
- * acceptor (server/pki/kerberos_enroll.ts). Both need the runtime's FFI permission (`--allow-ffi`).
+ * acceptor (server/grpc/kerberos_enroll.ts). Both need the runtime's FFI permission (`--allow-ffi`).
  *
  * @module
  */

@@ -13,7 +13,7 @@ import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from
 import { createTestServer } from "../helpers/app.ts";
 import { diskEncryptionRoutes } from "../../server/http/routes/disk_encryption.ts";
 import { keyringFor } from "../../server/disk_encryption/kek.ts";
-import { openRecoveryKey } from "../../server/disk_encryption/envelope.ts";
+import { openRecoveryKey } from "../../server/pki/envelope.ts";
 import { RootFs } from "../../agent/fs.ts";
 import { agentPolicyClient } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";

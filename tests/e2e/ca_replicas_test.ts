@@ -12,7 +12,7 @@ import postgres from "postgres";
 import * as grpc from "@grpc/grpc-js";
 import { TEST_DATABASE_URL } from "../helpers/db.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { createKekFile } from "../../server/disk_encryption/envelope.ts";
+import { createKekFile } from "../../server/pki/envelope.ts";
 import { CSRF_COOKIE, CSRF_HEADER } from "../../server/http/csrf.ts";
 import { createClient } from "../../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";

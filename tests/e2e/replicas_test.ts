@@ -19,7 +19,7 @@ import {
 } from "../helpers/agents.ts";
 import { openPostgres } from "../../server/db/mod.ts";
 import { updateBinding } from "../../server/domain/bindings.ts";
-import { sendNodeCommand } from "../../server/hub/publish.ts";
+import { sendNodeCommand } from "../../server/events/hub_notice.ts";
 import { EventType } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 

@@ -21,16 +21,18 @@ import { join } from "node:path";
 import type { Db } from "../../server/db/db.ts";
 import type { ServerContext } from "../../server/context.ts";
 import { resolveConfig, type ServerConfig } from "../../server/config/config.ts";
-import { createLogger, type LogLevel } from "../../server/log.ts";
+import { createLogger, type LogLevel } from "../../server/core/log.ts";
 import { type Ca, ensureInternalServerCert, loadOrCreateCa } from "../../server/pki/mod.ts";
-import type { CaKeyType } from "../../server/pki/ca_key_type.ts";
+import type { CaKeyType } from "../../server/config/ca_key_type.ts";
 import { loadSharedTotpKey } from "../../server/pki/ca_store.ts";
 import { openSecretStore } from "../../server/pki/secret_store.ts";
 import { createApp } from "../../server/http/app.ts";
 import type { AppEnv, RouteSpec } from "../../server/http/route.ts";
 import { CSRF_COOKIE, CSRF_HEADER } from "../../server/http/csrf.ts";
+import { createRouteHooks } from "../../server/http/auth_hooks.ts";
+import { identityRoutes } from "../../server/http/routes/mod.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "../../server/auth/mod.ts";
-import { REMOTE_ADDR_HEADER } from "../../server/auth/client_ip.ts";
+import { REMOTE_ADDR_HEADER } from "../../server/core/client_ip.ts";
 import { SUPER_ADMIN } from "../../server/auth/builtin_roles.ts";
 import { builtinRoleId } from "../../server/auth/rbac.ts";
 import { createUser } from "../../server/auth/users.ts";
@@ -231,8 +233,11 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
   }
   const given = typeof options.routes === "function" ? options.routes(ctx, identity) : options.routes ?? [];
   const keys = new Set(given.map((r) => `${r.method} ${r.path}`));
-  const routes = [...given, ...identity.routes.filter((r) => !keys.has(`${r.method} ${r.path}`))];
-  const app = createApp({ ctx, routes, hooks: identity.hooks });
+  const routes = [
+    ...given,
+    ...identityRoutes(ctx, identity).filter((r) => !keys.has(`${r.method} ${r.path}`)),
+  ];
+  const app = createApp({ ctx, routes, hooks: createRouteHooks(identity.services) });
   const fetch = async (req: Request) => await app.fetch(req);
 
   const server: TestServer = {

@@ -8,7 +8,7 @@
  * tests/helpers/storage_full_child.ts "$1"' sh <dir>
  */
 import { migrate, openPglite } from "../../server/db/mod.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import { toHttpError } from "../../server/http/errors.ts";
 import { createTestServer } from "./app.ts";
 

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, TEST_ORIGIN } from "../helpers/app.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import { agentPackageDownloads } from "../../server/metrics/counters.ts";
 import { normaliseArch, repoContentType } from "../../server/http/agent_repo.ts";
 import { VERSION } from "../../shared/version.ts";

@@ -5,7 +5,7 @@ import {
   currentApiDocument,
   renderApiClient,
   tsType,
-} from "../../server/http/api_client_gen.ts";
+} from "../../server/tools/api_client_gen.ts";
 
 Deno.test("shared/api/svc_api.gen.ts is generated from the current routes", async () => {
   const committed = await Deno.readTextFile(API_CLIENT_PATH);

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestServer } from "../helpers/app.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import { sha256Hex } from "../../server/domain/node_groups.ts";
 
 /** A request carrying only the API token (no cookies), satisfying the double-submit rule as a script does. */

@@ -1,6 +1,6 @@
 /** Client address resolution behind (and not behind) trusted proxies. */
 import assert from "node:assert/strict";
-import { createClientIpResolver, parseIp, REMOTE_ADDR_HEADER } from "../../server/auth/client_ip.ts";
+import { createClientIpResolver, parseIp, REMOTE_ADDR_HEADER } from "../../server/core/client_ip.ts";
 
 const headers = (remote: string, xff?: string) =>
   new Headers({ [REMOTE_ADDR_HEADER]: remote, ...(xff === undefined ? {} : { "x-forwarded-for": xff }) });

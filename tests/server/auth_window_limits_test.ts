@@ -10,7 +10,7 @@ import { createTestServer, type TestClient, type TestServer } from "../helpers/a
 import { createWindowLimiter } from "../../server/auth/rate_limit.ts";
 import { STEP_UP_LIMIT } from "../../server/auth/step_up.ts";
 import { OWN_PASSWORD_LIMIT } from "../../server/auth/services.ts";
-import { PASSKEY_CHALLENGE_LIMIT } from "../../server/auth/auth_routes.ts";
+import { PASSKEY_CHALLENGE_LIMIT } from "../../server/http/routes/auth_kit.ts";
 
 const JWT_SECRET = "test-jwt-secret-for-window-limits-0123456789";
 

@@ -14,7 +14,7 @@ import {
   parseKeyring,
   rewrapDataKey,
   sealRecoveryKey,
-} from "../../server/disk_encryption/envelope.ts";
+} from "../../server/pki/envelope.ts";
 import { generateRecoveryKey } from "../../agent/disk_encryption/recovery_key.ts";
 
 Deno.test("envelope: seals open only with their KEK, for their row, unaltered", async () => {

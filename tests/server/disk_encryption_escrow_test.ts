@@ -19,8 +19,8 @@ import { DiskEncryptionTaskKind, LuksKeySlotKind } from "../../shared/gen/svc/po
 import { generateRecoveryKey } from "../../agent/disk_encryption/recovery_key.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { metricsRegistry } from "../../server/metrics/counters.ts";
-import { createLogger } from "../../server/log.ts";
-import { addKekToFile } from "../../server/disk_encryption/envelope.ts";
+import { createLogger } from "../../server/core/log.ts";
+import { addKekToFile } from "../../server/pki/envelope.ts";
 import { checkKekAtStart } from "../../server/disk_encryption/kek.ts";
 import { sweepDueRotations } from "../../server/disk_encryption/escrow.ts";
 import { resolveConfig } from "../../server/config/config.ts";

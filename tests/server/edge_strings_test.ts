@@ -9,7 +9,7 @@ import { dbTest } from "../helpers/db.ts";
 import { toHttpError } from "../../server/http/errors.ts";
 import { createTestServer, type TestClient, type TestServer } from "../helpers/app.ts";
 import { startAgentServer } from "../helpers/agents.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import { MAX_JSON_BODY, type RouteSpec } from "../../server/http/route.ts";
 
 async function withAdmin(

@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient } from "../helpers/app.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import type { Db } from "../../server/db/db.ts";
 import {
   fixedExamples,

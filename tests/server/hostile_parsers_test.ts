@@ -24,7 +24,7 @@ import { MAX_FLATPAKREPO_BYTES, parseFlatpakRepo } from "../../server/flatpak/ca
 import { readRootFile, resolveRef } from "../../server/flatpak/ostree.ts";
 import { checkBundleText } from "../../server/domain/export_import.ts";
 import { MAX_BUNDLE_BYTES } from "../../server/domain/bundle_codec.ts";
-import { closeWorkers, keepWorkerWarm } from "../../server/offloop/jobs.ts";
+import { closeWorkers, keepWorkerWarm } from "../../server/core/offloop.ts";
 import { cpuTime, cpuTimeOf, leastStall } from "../helpers/stall.ts";
 
 /** The largest AppStream document accepted by default (`flatpak.catalog_max_bytes`). */

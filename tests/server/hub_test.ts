@@ -23,7 +23,7 @@ import type { HubOptions } from "../../server/hub/hub.ts";
 import { changePolicyState, createPolicy } from "../../server/domain/policies.ts";
 import { createBinding, updateBinding } from "../../server/domain/bindings.ts";
 import { addMembers } from "../../server/domain/node_groups.ts";
-import { publishResync } from "../../server/hub/publish.ts";
+import { publishResync } from "../../server/events/hub_notice.ts";
 import { recordStreamOpen } from "../../server/hub/node_status.ts";
 import { revokeNode } from "../../server/domain/nodes.ts";
 import { seedNode } from "./domain_helpers.ts";

@@ -25,7 +25,7 @@ import postgres from "postgres";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient, type TestResponse } from "../helpers/app.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
-import { systemRoutes } from "../../server/http/system_routes.ts";
+import { systemRoutes } from "../../server/http/routes/system.ts";
 import { MAX_BUNDLE_BYTES, MAX_BUNDLE_NODES } from "../../server/domain/export_import.ts";
 import {
   closeWorkers,
@@ -34,7 +34,7 @@ import {
   type OffLoopJob,
   runOffLoop,
   workerPool,
-} from "../../server/offloop/jobs.ts";
+} from "../../server/core/offloop.ts";
 import { afterCommit } from "../../server/db/db.ts";
 import { MAX_JSON_BODY } from "../../server/http/route.ts";
 import { typedContentFor, validatePolicyContent } from "../../shared/policy_types/mod.ts";

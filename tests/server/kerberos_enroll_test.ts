@@ -14,7 +14,7 @@ import { freePort } from "../helpers/process.ts";
 import { createGroup, enrollmentClient, startAgentServer } from "../helpers/agents.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { openGssapi } from "../../shared/pki/gssapi.ts";
-import { nodeNameForPrincipal } from "../../server/pki/kerberos_enroll.ts";
+import { nodeNameForPrincipal } from "../../server/grpc/kerberos_enroll.ts";
 import { decodeCertificate, generateKeyAndCsr } from "../../shared/pki/csr.ts";
 import { buildAgentConfig } from "../../agent/config.ts";
 import { enroll } from "../../agent/enroll.ts";

@@ -8,8 +8,8 @@ import { isDeepStrictEqual } from "node:util";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer } from "../helpers/app.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
-import { systemRoutes } from "../../server/http/system_routes.ts";
-import { offLoopHooks, type OffLoopJob } from "../../server/offloop/jobs.ts";
+import { systemRoutes } from "../../server/http/routes/system.ts";
+import { offLoopHooks, type OffLoopJob } from "../../server/core/offloop.ts";
 import { isLargeJson, LARGE_JSON_BYTES } from "../../server/http/json_body.ts";
 import { afterCommit } from "../../server/db/db.ts";
 

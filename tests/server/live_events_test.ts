@@ -20,7 +20,7 @@ import {
 } from "../helpers/agents.ts";
 import type { TestClient } from "../helpers/app.ts";
 import type { ConfigOverrides } from "../helpers/app.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 import { releaseRevision, saveRevision } from "../../server/domain/policy_revisions.ts";
 import { liveBroker, tuneLiveBroker } from "../../server/events/broker.ts";
 import { publishLiveHint } from "../../server/events/publish.ts";

@@ -13,7 +13,7 @@ import {
   parseOpenMetrics,
 } from "../helpers/openmetrics_parser.ts";
 import { ConfigError, resolveConfig } from "../../server/config/config.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import type { ServerContext } from "../../server/context.ts";
 import type { Db } from "../../server/db/db.ts";
 import { openPglite } from "../../server/db/mod.ts";

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { Db } from "../../server/db/db.ts";
-import { HUB_CHANNEL, type HubNotice } from "../../server/hub/publish.ts";
+import { HUB_CHANNEL, type HubNotice } from "../../server/events/hub_notice.ts";
 import { dbTest } from "../helpers/db.ts";
 import {
   bind,

@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import type { RouteSpec } from "../../server/http/route.ts";
 import { openApiDocument, openApiRoute } from "../../server/http/openapi.ts";
-import { domainRoutes } from "../../server/http/routes/mod.ts";
-import { systemRoutes } from "../../server/http/system_routes.ts";
+import { domainRoutes, identityRoutes } from "../../server/http/routes/mod.ts";
+import { systemRoutes } from "../../server/http/routes/system.ts";
 import { createTestServer } from "../helpers/app.ts";
 import { dbTest } from "../helpers/db.ts";
 
@@ -25,7 +25,10 @@ dbTest("the OpenAPI document and the mounted routes describe the same API", asyn
   });
   try {
     const keys = new Set(given.map((r) => `${r.method} ${r.path}`));
-    all = [...given, ...server.identity.routes.filter((r) => !keys.has(`${r.method} ${r.path}`))];
+    all = [
+      ...given,
+      ...identityRoutes(server.ctx, server.identity).filter((r) => !keys.has(`${r.method} ${r.path}`)),
+    ];
     const res = await server.anonymous().request("GET", "/api/v1/openapi.json");
     assert.equal(res.status, 200, "public, no session needed");
     const doc = res.json;

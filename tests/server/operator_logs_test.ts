@@ -10,7 +10,7 @@ import { dbTest } from "../helpers/db.ts";
 import { createGroup, enrollAgent, eventually, startAgentServer, subscribe } from "../helpers/agents.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
-import { formatLogLine } from "../../server/log.ts";
+import { formatLogLine } from "../../server/core/log.ts";
 import { startServerProcess } from "../helpers/process.ts";
 
 dbTest("INFO lines for agent connect and disconnect, revocation and tamper events", async (db) => {

@@ -11,7 +11,7 @@ import { createTestServer, TEST_ADMIN_PASSWORD } from "../helpers/app.ts";
 import { idleStall, leastStall, stallDuring } from "../helpers/stall.ts";
 import { argon2idHash, argon2idVerify } from "../../server/auth/argon2.ts";
 import { hashPassword, verifyPassword } from "../../server/auth/password.ts";
-import { keepWorkerWarm } from "../../server/offloop/jobs.ts";
+import { keepWorkerWarm } from "../../server/core/offloop.ts";
 
 dbTest("logins and new passwords hash in a worker, never on the event loop", async (db) => {
   const server = await createTestServer({ db });

@@ -10,7 +10,7 @@ import { loadOrCreateCa } from "../../server/pki/ca.ts";
 import { CA_SECRET, loadSharedCa, loadSharedJwtSecret } from "../../server/pki/ca_store.ts";
 import { openSecretStore } from "../../server/pki/secret_store.ts";
 import { decodeCertificate, generateKeyAndCsr } from "../../shared/pki/csr.ts";
-import { addKekToFile, createKekFile } from "../../server/disk_encryption/envelope.ts";
+import { addKekToFile, createKekFile } from "../../server/pki/envelope.ts";
 
 async function tempDir(): Promise<string> {
   return await Deno.makeTempDir({ prefix: "svc-pki-db-" });

@@ -21,7 +21,7 @@ import {
 import type { Db } from "../../server/db/db.ts";
 import { deleteBinding, updateBinding } from "../../server/domain/bindings.ts";
 import { addMembers } from "../../server/domain/node_groups.ts";
-import { publishResync, sendNodeCommand } from "../../server/hub/publish.ts";
+import { publishResync, sendNodeCommand } from "../../server/events/hub_notice.ts";
 import { ComplianceStatus, EventType } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 

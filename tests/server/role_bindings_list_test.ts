@@ -5,7 +5,7 @@
  * also when a filter names them explicitly).
  */
 import assert from "node:assert/strict";
-import { roleBindingListRoutes } from "../../server/auth/role_binding_routes.ts";
+import { roleBindingListRoutes } from "../../server/http/routes/role_bindings.ts";
 import { createBinding } from "../../server/auth/role_bindings.ts";
 import { createRole } from "../../server/auth/roles.ts";
 import { createUserGroup } from "../../server/auth/user_groups.ts";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, TEST_ORIGIN, type TestClient, type TestResponse } from "../helpers/app.ts";
-import { REMOTE_ADDR_HEADER } from "../../server/auth/client_ip.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { REMOTE_ADDR_HEADER } from "../../server/core/client_ip.ts";
+import { buildRoutes, identityRoutes } from "../../server/http/routes/mod.ts";
 import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
 import type { RouteSpec } from "../../server/http/route.ts";
 
@@ -70,7 +70,9 @@ dbTest("every route checks its permission on every request", async (db) => {
     const routes = buildRoutes(server.ctx, server.identity);
     assert.ok(routes.length > 20, `only ${routes.length} routes found`);
     const mounted = new Set(routes.map(key));
-    for (const r of server.identity.routes) assert.ok(mounted.has(key(r)), `${key(r)} is not in buildRoutes`);
+    for (const r of identityRoutes(server.ctx, server.identity)) {
+      assert.ok(mounted.has(key(r)), `${key(r)} is not in buildRoutes`);
+    }
     for (const k of STREAMING_ROUTES) assert.ok(mounted.has(k), `${k} is not in buildRoutes`);
 
     // Anonymous: a CSRF pair is present, so 401 comes from the missing session and nothing else.

@@ -7,7 +7,7 @@ import { ConfigError, resolveConfig } from "../../server/config/config.ts";
 import { mergeWorkerFamilies } from "../../server/metrics/workers.ts";
 import type { MetricFamily } from "../../server/metrics/exposition.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { dbTest } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
 

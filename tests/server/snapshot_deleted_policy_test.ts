@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { type DeliveredPolicy, toPolicyMessages } from "../../server/hub/snapshot.ts";
 import { typedContentCacheStats } from "../../server/hub/typed_content_cache.ts";
 

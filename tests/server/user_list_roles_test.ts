@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer } from "../helpers/app.ts";
-import { buildRoutes } from "../../server/server.ts";
+import { buildRoutes } from "../../server/http/routes/mod.ts";
 
 dbTest("GET /api/v1/users lists each user's roles, direct and through user groups", async (db) => {
   const server = await createTestServer({ db, routes: (ctx, identity) => buildRoutes(ctx, identity) });

@@ -13,7 +13,7 @@ import * as grpc from "@grpc/grpc-js";
 import puppeteer, { type ElementHandle, type Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { createClient } from "../../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { LuksKeySlotKind, PolicyService } from "../../shared/gen/svc/policy/v1/policy_pb.ts";

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import puppeteer from "puppeteer-core";
 import { startServer } from "../../server/server.ts";
 import { resolveConfig } from "../../server/config/config.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { publishLiveHint } from "../../server/events/publish.ts";
 import { stopLiveEvents } from "../../server/events/broker.ts";
 import { type AgentServer, createGroup, enrollAgent, subscribe } from "../helpers/agents.ts";

@@ -5,9 +5,10 @@
  * `disk_encryption.reveal`; a caller without the permission leaves `access_denied`).
  */
 import type { ServerContext } from "../../context.ts";
-import { createStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../../auth/step_up.ts";
+import { createStepUp } from "../../auth/step_up.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { createSecretSealer } from "../../auth/mfa.ts";
-import { KekError } from "../../disk_encryption/envelope.ts";
+import { KekError } from "../../pki/envelope.ts";
 import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";
 import {
   ESCROW_STATES,
@@ -16,8 +17,8 @@ import {
   VOLUME_COMPLIANCE,
 } from "../../disk_encryption/inventory.ts";
 import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
-import { sendNodeCommand } from "../../hub/publish.ts";
-import { notFoundError } from "../../domain/errors.ts";
+import { sendNodeCommand } from "../../events/hub_notice.ts";
+import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";

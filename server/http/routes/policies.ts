@@ -33,7 +33,7 @@ import {
   MAX_BUNDLE_BYTES,
 } from "../../domain/export_import.ts";
 import type { CheckedBundle, CheckedContent } from "../../domain/bundle_codec.ts";
-import { checkContentOffLoop, INLINE_CONTENT_LENGTH, precheckContent } from "../../offloop/jobs.ts";
+import { checkContentOffLoop, INLINE_CONTENT_LENGTH, precheckContent } from "../../domain/content_offloop.ts";
 import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
 import { forbidden, HttpError } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
@@ -257,7 +257,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
       },
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
-      // Content is checked before the unit of work opens; large content in a worker (server/offloop/jobs.ts).
+      // Content is checked before the unit of work opens; large content in a worker (server/domain/content_offloop.ts).
       prepare: (c) => {
         const input = body<{ name: string; type: string; content: string }>(c);
         auditResource(c, { name: input.name });

@@ -17,9 +17,9 @@ import {
   LuksKeySlotKind,
   type ReportDiskEncryptionStateRequest,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-import { DomainError } from "../domain/errors.ts";
-import { checkCount, checkText, checkUuid, invalid } from "../grpc/validate.ts";
-import { KekError } from "./envelope.ts";
+import { DomainError } from "../core/errors.ts";
+import { checkCount, checkText, checkUuid, invalid } from "./validate.ts";
+import { KekError } from "../pki/envelope.ts";
 import {
   beginRotation,
   confirmKey,
@@ -30,8 +30,8 @@ import {
   RECOVERY_KEY_PATTERN,
   storeReport,
   type VolumeReport,
-} from "./escrow.ts";
-import { keyringFor } from "./kek.ts";
+} from "../disk_encryption/escrow.ts";
+import { keyringFor } from "../disk_encryption/kek.ts";
 
 const SLOT_KINDS: Record<number, string> = {
   [LuksKeySlotKind.UNSPECIFIED]: "unknown",
@@ -61,6 +61,10 @@ async function mapped<T>(fn: () => Promise<T>): Promise<T> {
         conflict: grpc.status.FAILED_PRECONDITION,
         invalid: grpc.status.INVALID_ARGUMENT,
         forbidden: grpc.status.PERMISSION_DENIED,
+        bad_request: grpc.status.INVALID_ARGUMENT,
+        unauthorized: grpc.status.UNAUTHENTICATED,
+        too_many_requests: grpc.status.RESOURCE_EXHAUSTED,
+        unavailable: grpc.status.UNAVAILABLE,
       }[err.kind];
       throw new GrpcError(code, err.message);
     }

@@ -9,17 +9,23 @@
  *
  * @module
  */
-import { HttpError } from "../http/errors.ts";
-import { auditResource, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
-import { notFoundError } from "../domain/errors.ts";
-import { confirmTotp, factorsOf, removeFactors, replaceBackupCodes, startTotpEnrolment } from "./mfa.ts";
-import { mfaRequiredFor } from "./mfa_policy.ts";
-import { assertHolds, identityTransaction, reachablePermissionsOfUser } from "./rbac.ts";
-import type { IdentityServices } from "./services.ts";
-import { revokeAllSessions } from "./sessions.ts";
-import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
-import { base32Encode, otpauthUri } from "./totp.ts";
-import { getUser } from "./users.ts";
+import { HttpError } from "../errors.ts";
+import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import { notFoundError } from "../../core/errors.ts";
+import {
+  confirmTotp,
+  factorsOf,
+  removeFactors,
+  replaceBackupCodes,
+  startTotpEnrolment,
+} from "../../auth/mfa.ts";
+import { mfaRequiredFor } from "../../auth/mfa_policy.ts";
+import { assertHolds, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { revokeAllSessions } from "../../auth/sessions.ts";
+import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { base32Encode, otpauthUri } from "../../auth/totp.ts";
+import { getUser } from "../../auth/users.ts";
 
 const STEP_UP_BODY = {
   type: "object",

@@ -1,162 +1,78 @@
 /**
- * Work too heavy for the server's event loop, and the workers that do it: the jobs ({@link runJob}), and
- * {@link runOffLoop}, which runs one in a worker with a bounded number of jobs at a time per lane and a
- * deadline. Two lanes: content work (bundles, policy content, large JSON bodies and answers, stream members)
- * and password hashing, so a login never queues behind a large import. When no worker can be started (a
- * build that did not ship `worker.ts`), the job runs in-process: correct, but then it blocks the loop while
- * it runs, and a warning says so once.
+ * The off-loop worker pool: work too heavy for the server's event loop runs in a worker thread, with a
+ * bounded number of jobs at a time per lane and a deadline. Two lanes: content work (bundles, policy content,
+ * large JSON bodies and answers, stream members) and password hashing, so a login never queues behind a
+ * large import. When no worker can be started (a build that did not ship the worker module), the job runs
+ * in-process: correct, but then it blocks the loop while it runs, and a warning says so once.
  *
- * Policy content goes through {@link checkContentOffLoop}: small content (the common case) is checked on the
- * calling thread, which takes well under a few milliseconds; larger content is checked in a worker, and the
- * result ({@link CheckedContent}) is handed to the policy domain, which then stores it without checking again.
- * The same worker encodes large delivered content as the stream's content and typed members once per content
- * (`server/hub/typed_content_cache.ts`), so no snapshot parses it on the loop.
+ * The pool knows no job: each floor declares its own with {@link defineOffLoopJob} beside the pure function
+ * the job runs (policy content and bundles in server/domain/content_offloop.ts, stream members in
+ * server/hub/typed_content.ts, JSON bodies in server/http/json_body.ts, passwords in server/auth/argon2.ts),
+ * and gets back the function that runs it off the loop. The worker entry (server/offloop/worker.ts, at the
+ * top of the house) imports those modules, which registers the same jobs in the worker; this file only
+ * computes the worker's address, so the ground floor imports nothing above it.
  */
-import {
-  type BundleFormat,
-  checkBundle,
-  checkContent,
-  type CheckedBundle,
-  type CheckedContent,
-  type ExportBindingRow,
-  type ExportPolicyRow,
-  type RenderedExport,
-  renderExport,
-} from "../domain/bundle_codec.ts";
-import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "../domain/errors.ts";
-import { PolicyContentError } from "../../shared/policy_types/mod.ts";
-import { type EncodedMembers, encodeMembers } from "../hub/typed_content.ts";
-import { type ParsedBody, parseJsonBody } from "../http/json_body.ts";
-import { argon2idHash, argon2idVerify } from "../auth/argon2.ts";
-import type { JsonSchema } from "../http/json_schema.ts";
+import { DomainError, type DomainErrorKind, type DomainFieldError, invalidError } from "./errors.ts";
 
-/** A unit of work too heavy for the event loop; pure (no database), so any worker runs it. */
-export type OffLoopJob =
-  | { op: "check"; text: string; format?: BundleFormat }
-  | { op: "content"; type: string; content: string }
-  /** A large request body (UTF-8) parsed and checked against its route's schema (server/http/json_body.ts). */
-  | { op: "body"; bytes: Uint8Array; schema: JsonSchema }
-  /** A large answer serialized as JSON, returned as UTF-8 (moved back to the caller, not copied). */
-  | { op: "stringify"; value: unknown }
-  /** Stored content as the stream's encoded content and typed members (server/hub/typed_content.ts). */
-  | { op: "members"; type: string; content: string }
-  | {
-    op: "render";
-    policies: ExportPolicyRow[];
-    bindings?: ExportBindingRow[];
-    format: BundleFormat;
-  }
-  /** argon2id of a password with a fresh salt (server/auth/argon2.ts): the PHC string. */
-  | { op: "password-hash"; password: string }
-  /** Whether a password matches a PHC string. */
-  | { op: "password-verify"; password: string; hash: string };
-
-/** What a job returns. */
-export type OffLoopValue =
-  | CheckedBundle
-  | RenderedExport
-  | CheckedCanonical
-  | EncodedMembers
-  | ParsedBody
-  | Uint8Array<ArrayBuffer>
-  | string
-  | boolean
-  | null;
+/** A job as it travels to a worker: `op` names a job declared with {@link defineOffLoopJob}; the rest is its input. */
+export type OffLoopJob = { readonly op: string } & Readonly<Record<string, unknown>>;
 
 /**
- * A content check's answer from a worker: the canonical form, or null when it is the content itself. The
- * caller holds the content already; sending it back would cost the loop a copy of it.
- */
-export interface CheckedCanonical {
-  canonical: string | null;
-}
-
-/**
- * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; content that
- * does not parse is `invalid`).
+ * The answer to a job: its value, or the error it threw (domain errors keep kind and fields; the errors a
+ * job declares as bad input are `invalid`).
  */
 export type OffLoopAnswer =
-  | { ok: true; value: OffLoopValue }
+  | { ok: true; value: unknown }
   | { ok: false; kind: DomainErrorKind | "internal"; message: string; fields?: DomainFieldError[] };
+
+/** The lanes: content work, and password hashing (which must never wait behind an import). */
+export type OffLoopLane = "content" | "password";
+
+interface JobKind {
+  run: (job: OffLoopJob) => unknown;
+  lane: OffLoopLane;
+  invalidWhen?: (err: unknown) => boolean;
+}
+
+/** The jobs declared in this thread (the server's, or a worker's: each imports the same declaring modules). */
+const jobKinds = new Map<string, JobKind>();
+
+/**
+ * Declares the job `op`, which runs `run` on its input (pure: no database, so any worker runs it), and
+ * returns the function that runs it in a worker. `lane` is `password` for password hashing; `invalidWhen`
+ * names the errors `run` throws for bad input (answered as `invalid` with their message). The module that
+ * declares a job must be imported by server/offloop/worker.ts.
+ */
+export function defineOffLoopJob<I extends Record<string, unknown>, V>(
+  op: string,
+  run: (input: I) => V | Promise<V>,
+  options: { lane?: OffLoopLane; invalidWhen?: (err: unknown) => boolean } = {},
+): (input: I) => Promise<V> {
+  if (jobKinds.has(op)) throw new Error(`off-loop job ${op} is declared twice`);
+  jobKinds.set(op, {
+    run: run as (job: OffLoopJob) => unknown,
+    lane: options.lane ?? "content",
+    invalidWhen: options.invalidWhen,
+  });
+  return async (input) => await runOffLoop({ ...input, op }) as V;
+}
 
 /** Runs `job` here and now. */
 export async function runJob(job: OffLoopJob): Promise<OffLoopAnswer> {
+  const kind = jobKinds.get(job.op);
   try {
-    if (job.op === "password-hash") return { ok: true, value: await argon2idHash(job.password) };
-    if (job.op === "password-verify") {
-      return { ok: true, value: await argon2idVerify(job.password, job.hash) };
-    }
-    const value = job.op === "check"
-      ? withoutParsedContent(checkBundle(job.text, job.format))
-      : job.op === "content"
-      ? canonicalOnly(checkContent(job.type, job.content))
-      : job.op === "body"
-      ? parseJsonBody(new TextDecoder().decode(job.bytes), job.schema)
-      : job.op === "stringify"
-      ? new TextEncoder().encode(JSON.stringify(job.value))
-      : job.op === "members"
-      ? encodeMembers(job.type, job.content)
-      : renderExport(job.policies, job.bindings, job.format);
-    return { ok: true, value };
+    if (!kind) throw new Error(`no off-loop job ${job.op} is declared in this thread`);
+    return { ok: true, value: await kind.run(job) };
   } catch (err) {
     if (err instanceof DomainError) {
       return { ok: false, kind: err.kind, message: err.message, fields: err.fields };
     }
-    if (err instanceof PolicyContentError) return { ok: false, kind: "invalid", message: err.message };
+    if (kind?.invalidWhen?.(err)) return { ok: false, kind: "invalid", message: (err as Error).message };
     if (err instanceof RangeError) {
       return { ok: false, kind: "invalid", message: `bundle is too complex to process: ${err.message}` };
     }
     return { ok: false, kind: "internal", message: (err as Error).message };
   }
-}
-
-function canonicalOnly(checked: CheckedContent): CheckedCanonical {
-  return { canonical: checked.canonical === checked.content ? null : checked.canonical };
-}
-
-/** `content` as checked: the worker's answer ({@link CheckedCanonical}) with the content the caller holds. */
-function withContent(type: string, content: string, answer: CheckedCanonical): CheckedContent {
-  return { type, content, canonical: answer.canonical ?? content };
-}
-
-/**
- * The checked bundle without each policy's parsed content object: the caller needs only its JSON text and
- * canonical form (in `contents`), and copying a 100,000-key object back to the server's thread would cost
- * that thread as much as a parse.
- */
-function withoutParsedContent(checked: CheckedBundle): CheckedBundle {
-  for (const doc of checked.docs) if (doc.kind === "Policy") doc.spec.content = null;
-  return checked;
-}
-
-/**
- * Longest content (in UTF-16 code units) checked on the calling thread. Checking costs about 1 ms per 2 KB
- * of content on a loaded machine (parse, semantic checks, canonical form), so this keeps the loop's share to
- * a few milliseconds while ordinary policies (a few KB) never wait for a worker.
- */
-export const INLINE_CONTENT_LENGTH = 8 * 1024;
-
-/**
- * Validates policy content and returns what to store ({@link checkContent}): on this thread when it is short,
- * in a worker when it is longer than {@link INLINE_CONTENT_LENGTH}. Throws `invalid` naming the field.
- */
-export async function checkContentOffLoop(type: string, content: string): Promise<CheckedContent> {
-  if (content.length <= INLINE_CONTENT_LENGTH) return checkContent(type, content);
-  return withContent(type, content, await runOffLoop<CheckedCanonical>({ op: "content", type, content }));
-}
-
-/**
- * Checks stored content that a unit of work is about to check again (a release), off the event loop and
- * before the unit opens: the result lets the domain skip its own check (`assertReleasable`, policies.ts).
- * Undefined for short content (checked inline in the unit, cheaply) and for content that fails, which the
- * domain then refuses with its own message.
- */
-export async function precheckContent(type: string, content: string): Promise<CheckedContent | undefined> {
-  if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
-  return await runOffLoop<CheckedCanonical>({ op: "content", type, content }).then(
-    (answer) => withContent(type, content, answer),
-    () => undefined,
-  );
 }
 
 /**
@@ -177,12 +93,12 @@ export const MAX_PARALLEL_JOBS = 2;
 export const JOB_DEADLINE_MS = 60_000;
 
 /**
- * The worker module: `worker.ts` beside this file in a checkout or a compiled build (which includes
- * it), `worker.js` beside the one-module bundle of the portable build (packaging/program.ts bundles
- * it there).
+ * The worker module: server/offloop/worker.ts in a checkout or a compiled build (which includes it),
+ * `worker.js` beside the one-module bundle of the portable build (packaging/program.ts bundles it there).
+ * A URL, not an import: the worker entry imports every floor that declares a job.
  */
 const WORKER_URL = new URL(
-  import.meta.url.endsWith(".ts") ? "./worker.ts" : "./worker.js",
+  import.meta.url.endsWith(".ts") ? "../offloop/worker.ts" : "./worker.js",
   import.meta.url,
 );
 let workerUnavailable = false;
@@ -196,7 +112,7 @@ interface Lane {
 const lanes = { content: { running: 0, waiting: [] } as Lane, password: { running: 0, waiting: [] } as Lane };
 
 function laneOf(job: OffLoopJob): Lane {
-  return job.op === "password-hash" || job.op === "password-verify" ? lanes.password : lanes.content;
+  return jobKinds.get(job.op)?.lane === "password" ? lanes.password : lanes.content;
 }
 
 async function acquire(lane: Lane): Promise<void> {
@@ -219,10 +135,11 @@ function answerValue<T>(answer: OffLoopAnswer): T {
   throw new DomainError(answer.kind, answer.message, answer.fields);
 }
 
-/** Runs `job` in a worker thread and returns its value (or throws its error). */
-export async function runOffLoop<T extends OffLoopValue>(
-  job: OffLoopJob,
-): Promise<T> {
+/**
+ * Runs `job` in a worker thread and returns its value (or throws its error). The functions that
+ * {@link defineOffLoopJob} returns call this with their job; tests call it with a job message as is.
+ */
+export async function runOffLoop<T = unknown>(job: OffLoopJob): Promise<T> {
   const lane = laneOf(job);
   await acquire(lane);
   try {

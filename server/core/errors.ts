@@ -1,7 +1,9 @@
 /**
- * Errors of the domain layer (policies, nodes, users, roles, …). Domain functions know nothing about HTTP;
- * they throw a {@link DomainError} whose `kind` says what went wrong, and the HTTP app maps the kind to a
- * status code in one place (`toHttpError` in server/http/errors.ts); the gRPC services map it themselves.
+ * The refusal every floor of the server throws: domain rules, identity, the hub, the off-loop jobs. None of
+ * them knows about HTTP; they throw a {@link DomainError} whose `kind` says what went wrong, and the HTTP app
+ * maps the kind to a status code in one place (`toHttpError` in server/http/errors.ts); the gRPC services
+ * map it themselves. It lives on the ground floor because the off-loop worker pool (server/core/offloop.ts)
+ * carries it back from a worker thread, below every layer that throws it.
  */
 
 /** One problem with one field, e.g. `{field: "content.rules[2].action_ids", message: "…"}`. */
@@ -13,9 +15,31 @@ export interface DomainFieldError {
 /**
  * What kind of failure: `not_found` (the named thing does not exist), `conflict` (refused because of the
  * current state; the message says what to do first), `invalid` (content or a value does not validate),
- * `forbidden` (the caller lacks a permission the request turned out to need).
+ * `forbidden` (the caller lacks a permission the request turned out to need, or must prove again who they
+ * are), `bad_request` (a value the caller sent is wrong, e.g. a one-time code), `unauthorized` (the caller is
+ * not signed in), `too_many_requests` (a limit was reached; {@link DomainErrorDetail.retryAfterSeconds}
+ * says when to try again), `unavailable` (something the server relies on, such as the user directory, does
+ * not answer).
  */
-export type DomainErrorKind = "not_found" | "conflict" | "invalid" | "forbidden";
+export type DomainErrorKind =
+  | "not_found"
+  | "conflict"
+  | "invalid"
+  | "forbidden"
+  | "bad_request"
+  | "unauthorized"
+  | "too_many_requests"
+  | "unavailable";
+
+/**
+ * What a refusal may add for the caller: a `code` more precise than the kind (the REST body's `error.code`,
+ * e.g. `reauthentication_required`; the kind's own code when absent), and for `too_many_requests` or
+ * `unavailable` the seconds after which a retry may pass (the REST answer's `Retry-After`).
+ */
+export interface DomainErrorDetail {
+  code?: string;
+  retryAfterSeconds?: number;
+}
 
 /** A refusal meant for a person: the message names the thing and the fix. */
 export class DomainError extends Error {
@@ -23,6 +47,7 @@ export class DomainError extends Error {
     readonly kind: DomainErrorKind,
     message: string,
     readonly fields?: DomainFieldError[],
+    readonly detail: DomainErrorDetail = {},
   ) {
     super(message);
     this.name = "DomainError";

@@ -5,7 +5,7 @@
  */
 import type { Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { CSRF_COOKIE } from "../http/csrf.ts";
+import { CSRF_COOKIE } from "./csrf.ts";
 
 /** Access-token cookie. */
 export const SESSION_COOKIE = "svc_session";

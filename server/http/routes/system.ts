@@ -1,6 +1,6 @@
 /** Routes about the server itself. */
-import type { ServerContext } from "../context.ts";
-import type { RouteSpec } from "./route.ts";
+import type { ServerContext } from "../../context.ts";
+import type { RouteSpec } from "../route.ts";
 
 /** `GET /api/v1/version`: answers without touching the database. */
 export function systemRoutes(ctx: ServerContext): RouteSpec[] {

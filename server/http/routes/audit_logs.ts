@@ -1,17 +1,17 @@
 /** `GET /api/v1/audit-logs` (filtered, paginated) and `GET /api/v1/audit-logs/export` (CSV or JSON). */
-import type { ServerContext } from "../context.ts";
-import { badRequest } from "../http/errors.ts";
-import type { JsonSchema } from "../http/json_schema.ts";
-import { PAGE_QUERY, pageRequest, pageSchema } from "../http/pagination.ts";
-import { callerEvent, type RouteContext, type RouteSpec } from "../http/route.ts";
+import type { ServerContext } from "../../context.ts";
+import { badRequest } from "../errors.ts";
+import type { JsonSchema } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { callerEvent, type RouteContext, type RouteSpec } from "../route.ts";
 import {
   type AuditFilter,
   type AuditLogRow,
   iterateAuditLogs,
   listAuditLogs,
   MAX_OFFSET_ROWS,
-} from "./audit_logs.ts";
-import { csvLine } from "./csv.ts";
+} from "../../audit/audit_logs.ts";
+import { csvLine } from "../../audit/csv.ts";
 
 const FILTER_QUERY: Record<string, JsonSchema> = {
   action: { type: "string", maxLength: 1000, description: "Action, or several separated by commas" },

@@ -1,14 +1,14 @@
 /**
  * `/api/v1/auth/webauthn/*`: a person's own security keys and passkeys (register with step-up, list, remove
  * with step-up), and `/api/v1/auth/step-up/webauthn/options`, the challenge a step-up answers with a key.
- * The login with a key is in auth_routes.ts (it ends in the session the password login starts).
+ * The login with a key is in auth_login.ts (it ends in the session the password login starts).
  *
  * @module
  */
-import { notFoundError } from "../domain/errors.ts";
-import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
-import type { IdentityServices } from "./services.ts";
-import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import { notFoundError } from "../../core/errors.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import {
   finishRegistration,
   listCredentials,
@@ -17,8 +17,8 @@ import {
   rpIdFor,
   startAuthentication,
   startRegistration,
-} from "./webauthn.ts";
-import { getUser } from "./users.ts";
+} from "../../auth/webauthn.ts";
+import { getUser } from "../../auth/users.ts";
 
 const OPTIONS_SCHEMA = {
   type: "object",

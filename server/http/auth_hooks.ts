@@ -3,17 +3,18 @@
  * `Authorization: Bearer`), and the audit row for every mutating or denied request.
  */
 import { queryOne } from "../db/db.ts";
-import { HttpError } from "../http/errors.ts";
-import { CSRF_HEADER, timingSafeEqual } from "../http/csrf.ts";
-import { isUuid } from "../http/json_schema.ts";
-import type { AuthUser, RouteContext, RouteHooks, RouteSpec } from "../http/route.ts";
+import { HttpError } from "./errors.ts";
+import { CSRF_HEADER, timingSafeEqual } from "./csrf.ts";
+import { isUuid } from "./json_schema.ts";
+import type { RouteContext, RouteHooks, RouteSpec } from "./route.ts";
+import type { AuthUser } from "../auth/rbac.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { SESSION_COOKIE } from "./cookies.ts";
-import type { IdentityServices } from "./services.ts";
-import type { AccessClaims } from "./tokens.ts";
+import type { IdentityServices } from "../auth/services.ts";
+import type { AccessClaims } from "../auth/tokens.ts";
 import { getCookie } from "hono/cookie";
-import { API_TOKEN_PREFIX, authenticateApiToken } from "./api_tokens.ts";
-import { mustEnrol } from "./mfa_policy.ts";
+import { API_TOKEN_PREFIX, authenticateApiToken } from "../auth/api_tokens.ts";
+import { mustEnrol } from "../auth/mfa_policy.ts";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 

@@ -12,10 +12,10 @@
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
-import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../http/route.ts";
-import { notFoundError } from "../domain/errors.ts";
-import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { notFoundError } from "../../core/errors.ts";
+import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
 import {
   type ApiTokenRecord,
   createApiToken,
@@ -24,12 +24,12 @@ import {
   listApiTokens,
   MAX_API_TOKEN_DAYS,
   revokeApiToken,
-} from "./api_tokens.ts";
-import { assertHolds, reachablePermissionsOfUser } from "./rbac.ts";
-import type { IdentityServices } from "./services.ts";
-import { getUser, USERNAME_PATTERN } from "./users.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
-import { HttpError } from "../http/errors.ts";
+} from "../../auth/api_tokens.ts";
+import { assertHolds, reachablePermissionsOfUser } from "../../auth/rbac.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { getUser, USERNAME_PATTERN } from "../../auth/users.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { HttpError } from "../errors.ts";
 
 const TOKEN_SCHEMA: JsonSchema = {
   type: "object",

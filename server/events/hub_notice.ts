@@ -4,6 +4,8 @@
  * A resync is recorded in the database inside the caller's transaction (revision high-water mark + event
  * row) and announced with NOTIFY, which PostgreSQL delivers only on commit, to every replica. A rolled-back
  * change therefore never reaches an agent, and a change made through replica A reaches streams on replica B.
+ * It sits beside the live-event notices (publish.ts) below both the domain that sends and the hub that
+ * listens, so neither imports the other.
  */
 import { notifyIn, type Queryable } from "../db/db.ts";
 

@@ -5,17 +5,18 @@
  * (`…/:id/role-bindings`) that users and user groups share, and the list of every binding
  * (`/api/v1/role-bindings`), which shows each holder only to callers who may view that kind of holder.
  */
-import type { Permission } from "../../shared/permissions.ts";
-import type { ServerContext } from "../context.ts";
-import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
-import { slicePage } from "../domain/pagination.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../http/pagination.ts";
-import { auditResource, type AuthUser, body, caller, type RouteSpec, uuidParam } from "../http/route.ts";
-import { assertHolds, identityTransaction } from "./rbac.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import type { Permission } from "../../../shared/permissions.ts";
+import type { ServerContext } from "../../context.ts";
+import type { Queryable } from "../../db/db.ts";
+import { found } from "../../core/errors.ts";
+import { slicePage } from "../../db/pagination.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import type { AuthUser } from "../../auth/rbac.ts";
+import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import {
   type BindingSubject,
   createBinding,
@@ -25,9 +26,9 @@ import {
   listAllBindings,
   listBindings,
   ROLE_BINDING_SORT_COLUMNS,
-} from "./role_bindings.ts";
-import { getRole, type Role } from "./roles.ts";
-import type { IdentityServices } from "./services.ts";
+} from "../../auth/role_bindings.ts";
+import { getRole, type Role } from "../../auth/roles.ts";
+import type { IdentityServices } from "../../auth/services.ts";
 
 /** A kind of subject that holds roles (users, user groups), as the routes managing it see it. */
 export interface Subject<T> {

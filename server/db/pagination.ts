@@ -5,7 +5,7 @@
  * fixed SQL expression, so no request text reaches SQL. The HTTP side (query schema, reading `page` and
  * `per_page`) is server/http/pagination.ts.
  */
-import type { Queryable } from "../db/db.ts";
+import type { Queryable } from "./db.ts";
 
 /** Page size when the request names none. */
 export const DEFAULT_PER_PAGE = 50;

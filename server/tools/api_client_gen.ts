@@ -5,12 +5,12 @@
  * the same route declarations the server mounts (handlers are never called), so the client cannot drift:
  * `deno task api:client` regenerates it and `tests/server/api_client_test.ts` fails when it is stale.
  */
-import { buildRoutes } from "../server.ts";
+import { buildRoutes } from "../http/routes/mod.ts";
 import { createIdentity } from "../auth/mod.ts";
 import { resolveConfig } from "../config/config.ts";
 import type { ServerContext } from "../context.ts";
-import { createLogger } from "../log.ts";
-import { openApiDocument } from "./openapi.ts";
+import { createLogger } from "../core/log.ts";
+import { openApiDocument } from "../http/openapi.ts";
 import { VERSION } from "../../shared/version.ts";
 
 /** Where the generated client lives. */

@@ -10,8 +10,8 @@ import * as grpc from "@grpc/grpc-js";
 import type { ServerContext } from "../context.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { type Gssapi, GssError, openGssapi } from "../../shared/pki/gssapi.ts";
-import { PkiError } from "./errors.ts";
-import { validateCommonName } from "./sign_csr.ts";
+import { PkiError } from "../pki/errors.ts";
+import { validateCommonName } from "../pki/sign_csr.ts";
 import { publishLiveHint } from "../events/publish.ts";
 
 /** What `KerberosEnroll` answers. */

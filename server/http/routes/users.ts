@@ -4,20 +4,20 @@
  * Managing a user (edit, disable, delete, reset the password, change their roles) requires holding every
  * permission that user can reach; otherwise an account manager could take over a more powerful account.
  */
-import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
-import { assertNameFree } from "../domain/records.ts";
-import { badRequest, conflict } from "../http/errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
-import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../http/route.ts";
-import { checkPasswordRules, MAX_PASSWORD_LENGTH } from "./password.ts";
-import { effectivePermissions, identityTransaction, reachablePermissionsOfUser } from "./rbac.ts";
-import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_binding_routes.ts";
-import { createBinding, listBindings } from "./role_bindings.ts";
-import type { IdentityServices } from "./services.ts";
-import { STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "./step_up.ts";
-import { groupsOfUser } from "./user_groups.ts";
+import type { Queryable } from "../../db/db.ts";
+import { found } from "../../core/errors.ts";
+import { assertNameFree } from "../../domain/records.ts";
+import { badRequest, conflict } from "../errors.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { checkPasswordRules, MAX_PASSWORD_LENGTH } from "../../auth/password.ts";
+import { effectivePermissions, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
+import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { createBinding, listBindings } from "../../auth/role_bindings.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "../step_up.ts";
+import { groupsOfUser } from "../../auth/user_groups.ts";
 import {
   createUser,
   deleteUser,
@@ -27,8 +27,8 @@ import {
   updateUser,
   type User,
   USERNAME_PATTERN,
-} from "./users.ts";
-import { OPTIONAL_NAME_PATTERN } from "../http/routes/common.ts";
+} from "../../auth/users.ts";
+import { OPTIONAL_NAME_PATTERN } from "./common.ts";
 
 const USER_SCHEMA: JsonSchema = {
   type: "object",

@@ -4,19 +4,19 @@
  * When the group carries roles, adding or removing a member (or deleting the group while it has members)
  * changes what people may do: like binding roles, it needs step-up re-authentication.
  */
-import type { Queryable } from "../db/db.ts";
-import { found } from "../domain/errors.ts";
-import { assertNameFree } from "../domain/records.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
-import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../http/route.ts";
-import { identityTransaction, reachablePermissionsOfGroup } from "./rbac.ts";
-import { manageable, roleBindingRoutes, type Subject } from "./role_binding_routes.ts";
-import { listBindings } from "./role_bindings.ts";
-import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./role_routes.ts";
-import type { IdentityServices } from "./services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import type { Queryable } from "../../db/db.ts";
+import { found } from "../../core/errors.ts";
+import { assertNameFree } from "../../domain/records.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
+import { identityTransaction, reachablePermissionsOfGroup } from "../../auth/rbac.ts";
+import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { listBindings } from "../../auth/role_bindings.ts";
+import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./roles.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import {
   addMember,
   createUserGroup,
@@ -27,8 +27,8 @@ import {
   removeMember,
   updateUserGroup,
   type UserGroup,
-} from "./user_groups.ts";
-import { getUser } from "./users.ts";
+} from "../../auth/user_groups.ts";
+import { getUser } from "../../auth/users.ts";
 
 const GROUP_SCHEMA: JsonSchema = {
   type: "object",

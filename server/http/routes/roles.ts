@@ -5,18 +5,18 @@
  * re-authentication. (A new role, or one nobody holds, changes nobody's permissions; binding it needs
  * step-up then.)
  */
-import { ALL_PERMISSIONS } from "../../shared/permissions.ts";
-import { found } from "../domain/errors.ts";
-import { assertNameFree } from "../domain/records.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../http/json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../http/pagination.ts";
-import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../http/route.ts";
-import { assertHolds, identityTransaction } from "./rbac.ts";
-import { roleIsBound } from "./role_bindings.ts";
-import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "./roles.ts";
-import type { IdentityServices } from "./services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
-import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "../http/routes/common.ts";
+import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
+import { found } from "../../core/errors.ts";
+import { assertNameFree } from "../../domain/records.ts";
+import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
+import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
+import { roleIsBound } from "../../auth/role_bindings.ts";
+import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "../../auth/roles.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",

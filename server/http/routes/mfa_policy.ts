@@ -4,12 +4,12 @@
  *
  * @module
  */
-import { badRequest } from "../http/errors.ts";
-import { auditResource, body, caller, type RouteSpec } from "../http/route.ts";
-import { isPermission } from "../../shared/permissions.ts";
-import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "./mfa_policy.ts";
-import type { IdentityServices } from "./services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "./step_up.ts";
+import { badRequest } from "../errors.ts";
+import { auditResource, body, caller, type RouteSpec } from "../route.ts";
+import { isPermission } from "../../../shared/permissions.ts";
+import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "../../auth/mfa_policy.ts";
+import type { IdentityServices } from "../../auth/services.ts";
+import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 
 const POLICY_PROPERTIES = {
   mode: {
