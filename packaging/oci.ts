@@ -21,7 +21,7 @@
  * compose file (packaging/compose.yaml) runs `svc-server healthcheck` with the same entrypoint.
  *
  * Output: an OCI image layout `dist/oci/svc-server` tagged with the version, and the same layout as one
- * file `dist/packages/svc-server-<version>-oci-amd64.tar` (`podman load -i`, `skopeo copy oci-archive:`).
+ * file `dist/oci/svc-server-<version>-oci-amd64.tar` (`skopeo copy oci-archive:…`, `podman load -i`).
  *
  * @module
  */
@@ -290,7 +290,7 @@ async function main(): Promise<number> {
   const workDir = await Deno.makeTempDir({ prefix: "svc-oci-" });
   try {
     const image = await buildOciImage({ program, layout: `${dist}/oci/svc-server`, workDir });
-    const archive = `${dist}/packages/svc-server-${VERSION}-oci-amd64.tar`;
+    const archive = `${dist}/oci/svc-server-${VERSION}-oci-amd64.tar`;
     await archiveLayout(image.layout, archive);
     const mb = (n: number) => `${(n / 1_000_000).toFixed(1)} MB`;
     console.error(
