@@ -46,6 +46,14 @@ const TOOLS = {
   nsenter: await which("nsenter"),
 };
 
+function programBuilt(): boolean {
+  try {
+    return Deno.statSync(`${PROGRAM}/lib/deno`).isFile;
+  } catch {
+    return false;
+  }
+}
+
 function missing(): string | undefined {
   for (const [tool, path] of Object.entries(TOOLS)) {
     if (!path) {
@@ -53,17 +61,13 @@ function missing(): string | undefined {
     }
   }
   if (Deno.uid() !== 0) return "needs root: namespaces, mounts and files owned by the image's uid 10001";
-  if (!Deno.statSync(`${PROGRAM}/lib/deno`).isFile) return "unreachable";
+  if (!programBuilt()) return `${PROGRAM}/lib/deno is absent: run \`deno task build --portable\` first`;
   if (!TEST_DATABASE_URL) return "SVC_TEST_DATABASE_URL is unset: the image is proven against PostgreSQL";
   return undefined;
 }
 
-let reason: string | undefined;
-try {
-  reason = missing();
-} catch {
-  reason = `${PROGRAM}/lib/deno is absent: run \`deno task build --portable\` first`;
-}
+const reason = missing();
+// CI (SVC_REQUIRE_PACKAGES=1) installs umoci; with the image tools there, nothing else may be missing.
 if (reason && REQUIRED && TOOLS.umoci) {
   throw new Error(`OCI image test cannot run but SVC_REQUIRE_PACKAGES=1: ${reason}`);
 }
