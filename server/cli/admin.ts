@@ -6,6 +6,7 @@
  *   svc-server create-token --group NAME [--valid-for 30m]
  *                                        one-time enrollment token for scripted installs (stdout only)
  *   svc-server check-config [--no-db]    validate the configuration, its files and the database
+ *   svc-server healthcheck [--url URL]   probe the running server's /api/v1/version (container health check)
  *
  * Every subcommand takes `--config FILE` and `--dev` like the server itself. Changes are audited in the same
  * transaction as the change, with the actor `svc-server cli` (there is no logged-in user on the host).
@@ -23,6 +24,7 @@ import { generatePassword } from "../auth/password.ts";
 import { setPassword } from "../auth/users.ts";
 import { createEnrollmentToken, MAX_ENROLLMENT_TOKEN_TTL_MS } from "../domain/node_groups.ts";
 import { INITIAL_PASSWORD_FILE } from "../auth/initial_admin.ts";
+import { HEALTHCHECK_TIMEOUT_MS, healthcheckCaFile, healthcheckUrl, probeHealth } from "./healthcheck.ts";
 
 /** Exit codes shared by every subcommand (documented in `--help`). */
 export const EXIT = {
@@ -38,7 +40,13 @@ export const EXIT = {
 } as const;
 
 /** The subcommands, for `svc-server --help` and dispatch. */
-export const ADMIN_COMMANDS = ["reset-admin", "migrate", "create-token", "check-config"] as const;
+export const ADMIN_COMMANDS = [
+  "reset-admin",
+  "migrate",
+  "create-token",
+  "check-config",
+  "healthcheck",
+] as const;
 
 const HELP: Record<(typeof ADMIN_COMMANDS)[number], string> = {
   "reset-admin": `usage: svc-server reset-admin USERNAME [--config FILE] [--dev]
@@ -61,6 +69,14 @@ Exit codes: 0 done, 1 failure, 2 usage or configuration, 3 no such node group.`,
 Loads the configuration exactly as the server would, checks that every file it names is readable, and
 (unless --no-db) that the database answers. Prints one line per check.
 Exit codes: 0 valid, 1 a file or the database is not usable, 2 the configuration itself is invalid.`,
+  healthcheck: `usage: svc-server healthcheck [--url URL] [--config FILE] [--dev]
+
+Asks the running server for /api/v1/version, as a container runtime or load balancer would, and prints the
+version it answered. Without --url it asks https://<server.address, or 127.0.0.1>:<server.enrollment_port>,
+trusting the internal CA ({data_dir}/pki/ca/ca.crt, or ca.cert_file) and the system store; with a web-port
+certificate that does not name 127.0.0.1, pass --url with a name it does. Needs no database and no shell or
+curl in the image. Waits at most ${HEALTHCHECK_TIMEOUT_MS / 1000} s.
+Exit codes: 0 healthy, 1 not answering or not an svc server, 2 usage or configuration.`,
 };
 
 interface Parsed {
@@ -69,7 +85,7 @@ interface Parsed {
 }
 
 /** Flags that take a value; every other flag is a switch. */
-const VALUE_FLAGS = new Set(["--config", "--group", "--valid-for"]);
+const VALUE_FLAGS = new Set(["--config", "--group", "--valid-for", "--url"]);
 
 function parse(args: string[], allowed: string[]): Parsed {
   const out: Parsed = { positional: [], flags: new Map() };
@@ -127,6 +143,8 @@ export async function runAdminCommand(args: string[], io: CliIo = CONSOLE_IO): P
         return await createToken(parse(rest, ["--config", "--dev", "--group", "--valid-for"]), io);
       case "check-config":
         return await checkConfig(parse(rest, ["--config", "--dev", "--no-db"]), io);
+      case "healthcheck":
+        return await healthcheck(parse(rest, ["--config", "--dev", "--url"]), io);
     }
   } catch (err) {
     if (err instanceof UsageError) {
@@ -355,4 +373,26 @@ async function checkConfig(args: Parsed, io: CliIo): Promise<number> {
     }
   }
   return bad ? EXIT.failure : EXIT.ok;
+}
+
+async function healthcheck(args: Parsed, io: CliIo): Promise<number> {
+  if (args.positional.length > 0) throw new UsageError(`unexpected argument ${args.positional[0]}`);
+  const config = await loadCliConfig(args.flags);
+  const explicit = args.flags.get("--url");
+  let url = healthcheckUrl(config);
+  if (typeof explicit === "string") {
+    const parsed = URL.parse(explicit);
+    if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+      throw new UsageError(`--url "${explicit}" is not an http(s) URL like https://svc.example:8443`);
+    }
+    // A base URL means the server's version route; a full URL is asked as given.
+    url = parsed.pathname === "/" ? new URL("/api/v1/version", parsed).href : parsed.href;
+  }
+  const result = await probeHealth(url, { caFile: healthcheckCaFile(config) });
+  if (!result.healthy) {
+    io.err(`svc-server healthcheck: unhealthy: ${result.reason}`);
+    return EXIT.failure;
+  }
+  io.out(`healthy: ${url} answered version ${result.version}`);
+  return EXIT.ok;
 }

@@ -36,7 +36,7 @@ async function configFile(dataDir: string, extra: Record<string, Record<string, 
 }
 
 Deno.test("every admin command answers --help with its usage and exit codes", async () => {
-  for (const cmd of ["reset-admin", "migrate", "create-token", "check-config"]) {
+  for (const cmd of ["reset-admin", "migrate", "create-token", "check-config", "healthcheck"]) {
     const run = await svcServer([cmd, "--help"]);
     assert.deepEqual(run.code, 0, run.stderr);
     includes(run.stdout, `usage: svc-server ${cmd}`);
