@@ -20,13 +20,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../tests/helpers/process.ts";
-import {
-  type AgentProcess,
-  Api,
-  eventually,
-  runAgentOnce,
-  spawnAgent,
-} from "../tests/helpers/agent_process.ts";
+import { type AgentProcess, Api, eventually, runAgentOnce } from "../tests/helpers/agent_process.ts";
 
 const args = parseArgs({
   options: {
@@ -164,8 +158,6 @@ function startAgent(): void {
     },
   };
 }
-// Unused by the loop but kept honest: spawnAgent's contract is the same.
-void spawnAgent;
 
 /** What a runtime abort prints (an nghttp2 assertion, a heap check, a Rust panic). */
 const LINE = /Assertion .* failed|free\(\): invalid|double free|Segmentation fault|panicked at/;

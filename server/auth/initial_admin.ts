@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import type { ServerContext } from "../context.ts";
-import { SUPER_ADMIN } from "./builtin_roles.ts";
+import { SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 import { checkPasswordRules, generatePassword } from "./password.ts";
 import { builtinRoleId } from "./rbac.ts";
 import { createUser } from "./users.ts";

@@ -9,7 +9,7 @@
 import type { Db, Queryable } from "../db/db.ts";
 import { ALL_PERMISSIONS, PERMISSION_CATALOGUE } from "../../shared/permissions.ts";
 import { conflictError, forbiddenError } from "../core/errors.ts";
-import { BUILTIN_ROLES, builtinRolePermissions, SUPER_ADMIN } from "./builtin_roles.ts";
+import { BUILTIN_ROLES, builtinRolePermissions, SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 
 /** The authenticated caller. */
 export interface AuthUser {

@@ -19,7 +19,7 @@ import { ConfigError, loadConfig, type ServerConfig } from "../config/config.ts"
 import { type Db, knownMigrations, migrate, openDatabase, type Queryable } from "../db/mod.ts";
 import { insertAuditEvent } from "../audit/db_sink.ts";
 import type { AuditEvent } from "../audit/event.ts";
-import { SUPER_ADMIN } from "../auth/builtin_roles.ts";
+import { SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 import { generatePassword } from "../auth/password.ts";
 import { setPassword } from "../auth/users.ts";
 import { createEnrollmentToken, MAX_ENROLLMENT_TOKEN_TTL_MS } from "../domain/node_groups.ts";

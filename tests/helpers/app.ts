@@ -33,7 +33,7 @@ import { createRouteHooks } from "../../server/http/auth_hooks.ts";
 import { identityRoutes } from "../../server/http/routes/mod.ts";
 import { createAuditRecorder, createIdentity, type Identity } from "../../server/auth/mod.ts";
 import { REMOTE_ADDR_HEADER } from "../../server/core/client_ip.ts";
-import { SUPER_ADMIN } from "../../server/auth/builtin_roles.ts";
+import { SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 import { builtinRoleId } from "../../server/auth/rbac.ts";
 import { createUser } from "../../server/auth/users.ts";
 import { createRole } from "../../server/auth/roles.ts";

@@ -8,7 +8,7 @@ import dgram from "node:dgram";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer } from "../helpers/app.ts";
 import { builtinRoleId } from "../../server/auth/rbac.ts";
-import { SUPER_ADMIN } from "../../server/auth/builtin_roles.ts";
+import { SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 import type { Db } from "../../server/db/db.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../helpers/agents.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestResponse, type TestServer } from "../helpers/app.ts";
 import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
-import { BUILTIN_ROLES, builtinRolePermissions } from "../../server/auth/builtin_roles.ts";
+import { BUILTIN_ROLES, builtinRolePermissions } from "../../shared/builtin_roles.ts";
 
 async function roleId(server: TestServer, name: string): Promise<string> {
   const [row] = await server.ctx.db.query<{ id: string }>("SELECT id FROM roles WHERE name = $1", [name]);

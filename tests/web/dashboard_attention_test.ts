@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { resolveConfig } from "../../server/config/config.ts";
 import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/log.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { localServerSettings } from "../helpers/process.ts";
 import { freshDb } from "../helpers/db.ts";
 import { axeViolations, haveChromium, launchChromium } from "../helpers/browser.ts";

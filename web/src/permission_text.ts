@@ -5,7 +5,7 @@
  * roles named here are the ones that grant it.
  */
 import { isPermission, type Permission } from "../../shared/permissions.ts";
-import { builtinRolePermissions } from "../../server/auth/builtin_roles.ts";
+import { builtinRolePermissions } from "../../shared/builtin_roles.ts";
 
 const RESOURCE_WORDS: Record<string, string> = {
   policy: "policies",

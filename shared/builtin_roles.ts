@@ -12,7 +12,7 @@
  * | Compliance Viewer | compliance view, policy view, node view, node_group view |
  * | Auditor | every `*:view` permission plus audit_log export (never reveals disk-encryption keys) |
  */
-import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
+import { ALL_PERMISSIONS, type Permission } from "./permissions.ts";
 
 /** Name of the role that holds every permission (and must always have an enabled holder). */
 export const SUPER_ADMIN = "Super Admin";
