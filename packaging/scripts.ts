@@ -45,8 +45,8 @@ fi`;
  * the service stopped: a node leaving management is left as it was, not frozen with unmanaged policies. A
  * failure is reported and does not block the removal.
  */
-export const AGENT_RELEASE = `if [ -x /usr/bin/svc-agent ]; then
-  /usr/bin/svc-agent release || echo "svc-agent: some of svc's changes could not be taken back; see above" >&2
+export const AGENT_RELEASE = `if command -v svc-agent >/dev/null 2>&1; then
+  svc-agent release || echo "svc-agent: some of svc's changes could not be taken back; see above" >&2
 fi`;
 
 /**
