@@ -11,7 +11,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
@@ -20,6 +19,7 @@ import {
   type Json,
   runAgentOnce,
   spawnAgent,
+  writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import type { AgentStatus } from "../../agent/status.ts";
 
@@ -53,23 +53,13 @@ Deno.test({
     const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
     const dataDir = server.dataDir;
     const configPath = join(base, "agent.yaml");
-    await Deno.writeTextFile(
-      configPath,
-      stringify({
-        server: { address: "localhost", enrollment_port: ports.web, policy_port: ports.policy },
-        // Only the node watcher can notice the install within this test: the safety net runs once a day here.
-        agent: {
-          client_id: NODE,
-          root_dir: root,
-          reevaluate_interval_seconds: 86_400,
-          status_file: statusFile,
-        },
-        enrollment: { data_dir: agentData },
-        log: { level: "debug" },
-      }),
-    );
-    await Deno.chmod(configPath, 0o600);
-    const agentEnv = { SSL_CERT_FILE: join(dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
+    const agentEnv = await writeAgentConfig(configPath, server, {
+      clientId: NODE,
+      root,
+      dataDir: agentData,
+      // Only the node watcher can notice the install within this test: the safety net runs once a day here.
+      agent: { reevaluate_interval_seconds: 86_400, status_file: statusFile },
+    });
     const status = async () => JSON.parse(await Deno.readTextFile(statusFile)) as AgentStatus;
     const compliance = async (policyId: string) => {
       const page = await api!.call("GET", `/api/v1/compliance?policy_id=${policyId}`);

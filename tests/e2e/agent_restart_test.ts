@@ -13,7 +13,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { type AgentProcess, Api, eventually, runAgentOnce, spawnAgent } from "../helpers/agent_process.ts";
+import {
+  type AgentProcess,
+  Api,
+  eventually,
+  runAgentOnce,
+  spawnAgent,
+  writeAgentConfig,
+} from "../helpers/agent_process.ts";
 
 const NODE = "restart-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -53,17 +60,11 @@ Deno.test({
     const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
     const dataDir = server.dataDir;
     const configPath = join(base, "agent.yaml");
-    await Deno.writeTextFile(
-      configPath,
-      stringify({
-        server: { address: "localhost", enrollment_port: ports.web, policy_port: ports.policy },
-        agent: { client_id: NODE, root_dir: root },
-        enrollment: { data_dir: agentData },
-        log: { level: "debug" },
-      }),
-    );
-    await Deno.chmod(configPath, 0o600);
-    const agentEnv = { SSL_CERT_FILE: join(dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
+    const agentEnv = await writeAgentConfig(configPath, server, {
+      clientId: NODE,
+      root,
+      dataDir: agentData,
+    });
 
     let failed = false;
     const step = async (name: string, fn: () => Promise<void>) => {

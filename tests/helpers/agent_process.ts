@@ -2,6 +2,7 @@
  * Real svc-agent processes for end-to-end tests, and the REST client of a logged-in admin: spawn the agent
  * from source with a config file, follow its output, wait on conditions (never fixed sleeps).
  */
+import { stringify } from "yaml";
 import type { ServerProcess } from "./process.ts";
 import { trustingClient } from "./process.ts";
 
@@ -134,4 +135,27 @@ export async function eventually<T>(
     `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${lastError}` : ""}` +
       (context ? `\n--- output ---\n${context().slice(-6000)}` : ""),
   );
+}
+
+/**
+ * An agent's configuration file (0600, as packaged) for `server`: its ports, `localhost` as the address, the
+ * node name, root and data directory, debug logs, and `agent` keys added to the agent section; and the
+ * environment under which the node trusts the server's CA (verification stays on).
+ */
+export async function writeAgentConfig(
+  path: string,
+  server: ServerProcess,
+  options: { clientId: string; root: string; dataDir: string; agent?: Record<string, unknown> },
+): Promise<Record<string, string>> {
+  await Deno.writeTextFile(
+    path,
+    stringify({
+      server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
+      agent: { client_id: options.clientId, root_dir: options.root, ...options.agent },
+      enrollment: { data_dir: options.dataDir },
+      log: { level: "debug" },
+    }),
+  );
+  await Deno.chmod(path, 0o600);
+  return { SSL_CERT_FILE: `${server.dataDir}/pki/ca/ca.crt`, SVC_ENROLLMENT_TOKEN: "" };
 }
