@@ -11,7 +11,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
