@@ -12,6 +12,7 @@ import { conflictError, fieldsError, found, invalidError } from "../core/errors.
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
 import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+import { recordReleasedVersion } from "./policy_versions.ts";
 
 /** Lifecycle states of a policy. */
 export const POLICY_STATES = ["draft", "released", "archived"] as const;
@@ -270,7 +271,7 @@ export async function changePolicyState(
   q: Queryable,
   id: string,
   target: PolicyState,
-  options: { lockoutReason?: string; checked?: CheckedContent } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent; by?: string } = {},
 ): Promise<StateChange> {
   const current = await getPolicy(q, id, { lock: true });
   const from = current.state;
@@ -294,6 +295,9 @@ export async function changePolicyState(
     );
   }
   await q.query("UPDATE policies SET state = $2, updated_at = now() WHERE id = $1", [id, target]);
+  if (target === "released") {
+    await recordReleasedVersion(q, id, { releasedBy: options.by ?? "", origin: "release" });
+  }
   await publishResync(q, await reachedGroups(q, id));
   return { policy: await getPolicy(q, id), from, lockoutOverride };
 }

@@ -32,6 +32,7 @@ import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
 import { policyRoutes } from "./policies.ts";
+import { policyVersionRoutes } from "./policy_versions.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
@@ -63,6 +64,7 @@ export function identityRoutes(ctx: ServerContext, identity: Identity): RouteSpe
 export function domainRoutes(ctx: ServerContext): RouteSpec[] {
   return [
     ...policyRoutes(ctx),
+    ...policyVersionRoutes(ctx),
     ...bindingRoutes(ctx),
     ...nodeGroupRoutes(ctx),
     ...nodeRoutes(ctx),

@@ -101,10 +101,15 @@ const POLICY_SUMMARY_SCHEMA: JsonSchema = {
   required: Object.keys(POLICY_SUMMARY_PROPERTIES),
 };
 
-const REVISION_SCHEMA: JsonSchema = {
+/** The pending revision of a released policy in responses. */
+export const REVISION_SCHEMA: JsonSchema = {
   type: "object",
   required: ["policy_id", "base_version", "description", "content", "created_by", "created_at", "updated_at"],
   properties: {
+    restored_from: {
+      type: ["integer", "null"],
+      description: "The released version whose content this revision restores (until its content is edited)",
+    },
     policy_id: UUID_SCHEMA,
     base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
     description: { type: "string" },
@@ -379,6 +384,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           changePolicyState(tx, id, state, {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
+            by: caller(c).username,
           })
         );
         auditResource(c, { id, name: policy.name });
@@ -465,16 +471,18 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { lockout_reason } = body<{ lockout_reason?: string }>(c);
-        const { policy, fromVersion, lockoutOverride } = await db.transaction((tx) =>
+        const { policy, fromVersion, lockoutOverride, restoredFrom } = await db.transaction((tx) =>
           releaseRevision(tx, id, {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
+            by: caller(c).username,
           })
         );
         auditResource(c, { id, name: policy.name });
         c.set("auditDetails", {
           from_version: fromVersion,
           to_version: policy.version,
+          ...(restoredFrom ? { restores_version: restoredFrom } : {}),
           ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
         });
         return await respondJson(c, policy);
