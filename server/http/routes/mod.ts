@@ -31,6 +31,7 @@ import { flatpakRoutes } from "./flatpak.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
+import { savedViewRoutes } from "./saved_views.ts";
 import { policyRoutes } from "./policies.ts";
 import { policyVersionRoutes } from "./policy_versions.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
@@ -68,6 +69,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...bindingRoutes(ctx),
     ...nodeGroupRoutes(ctx),
     ...nodeRoutes(ctx),
+    ...savedViewRoutes(ctx),
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
