@@ -31,6 +31,7 @@ import { flatpakRoutes } from "./flatpak.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
+import { nodeBulkRoutes } from "./nodes_bulk.ts";
 import { savedViewRoutes } from "./saved_views.ts";
 import { policyRoutes } from "./policies.ts";
 import { policyVersionRoutes } from "./policy_versions.ts";
@@ -68,6 +69,8 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...policyVersionRoutes(ctx),
     ...bindingRoutes(ctx),
     ...nodeGroupRoutes(ctx),
+    // Before the node routes: /nodes/matching must not be read as /nodes/:id.
+    ...nodeBulkRoutes(ctx),
     ...nodeRoutes(ctx),
     ...savedViewRoutes(ctx),
     ...complianceRoutes(ctx),

@@ -14,6 +14,7 @@ import {
   listNodes,
   NODE_SORT_COLUMNS,
   NODE_STATUSES,
+  type NodeFilter,
   nodeFilterOptions,
   type NodeStatus,
   requestNodeMetadata,
@@ -22,7 +23,7 @@ import {
 } from "../../domain/nodes.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
-import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 
@@ -68,6 +69,50 @@ const NODE_SCHEMA: JsonSchema = {
   },
 };
 
+/** Query parameters of the node list's filters (the list, and "select all matching" of bulk actions). */
+export const NODE_FILTER_QUERY: Record<string, JsonSchema> = {
+  status: { type: "string", enum: NODE_STATUSES },
+  group: {
+    type: "string",
+    pattern: "^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+    description: "Node group id, or `none` for nodes in no group",
+  },
+  os: { type: "string", maxLength: 200 },
+  compliance: {
+    type: "string",
+    enum: COMPLIANCE_ROLLUPS,
+    description: "Worst compliance status over the policies that reach the node (none: no policy)",
+  },
+  agent_version: { type: "string", maxLength: 100 },
+  desktop: { type: "string", maxLength: 100 },
+  cert_expiry: {
+    type: "string",
+    enum: EXPIRY_BUCKETS,
+    description: "Certificate expiry bucket, as the dashboard counts them",
+  },
+  search: {
+    type: "string",
+    maxLength: 200,
+    // What is searched is single-line text; control characters could only make odd matches.
+    pattern: OPTIONAL_NAME_PATTERN,
+    description: "Substring of name, FQDN, IP address or machine id",
+  },
+};
+
+/** The node list filter a request's query names (after validation against {@link NODE_FILTER_QUERY}). */
+export function nodeFilterFrom(c: RouteContext): NodeFilter {
+  return {
+    status: c.req.query("status") as NodeStatus | undefined,
+    group: c.req.query("group")?.toLowerCase(),
+    os: c.req.query("os"),
+    agentVersion: c.req.query("agent_version"),
+    desktop: c.req.query("desktop"),
+    search: c.req.query("search"),
+    compliance: c.req.query("compliance") as ComplianceRollup | undefined,
+    certExpiry: c.req.query("cert_expiry") as ExpiryBucket | undefined,
+  };
+}
+
 /** Routes of the node area. */
 export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
@@ -79,35 +124,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated",
       tag: "nodes",
       access: "node:view",
-      query: {
-        ...listQuery(NODE_SORT_COLUMNS),
-        status: { type: "string", enum: NODE_STATUSES },
-        group: {
-          type: "string",
-          pattern: "^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
-          description: "Node group id, or `none` for nodes in no group",
-        },
-        os: { type: "string", maxLength: 200 },
-        compliance: {
-          type: "string",
-          enum: COMPLIANCE_ROLLUPS,
-          description: "Worst compliance status over the policies that reach the node (none: no policy)",
-        },
-        agent_version: { type: "string", maxLength: 100 },
-        desktop: { type: "string", maxLength: 100 },
-        cert_expiry: {
-          type: "string",
-          enum: EXPIRY_BUCKETS,
-          description: "Certificate expiry bucket, as the dashboard counts them",
-        },
-        search: {
-          type: "string",
-          maxLength: 200,
-          // What is searched is single-line text; control characters could only make odd matches.
-          pattern: OPTIONAL_NAME_PATTERN,
-          description: "Substring of name, FQDN, IP address or machine id",
-        },
-      },
+      query: { ...listQuery(NODE_SORT_COLUMNS), ...NODE_FILTER_QUERY },
       responses: {
         "200": {
           description: "A page of nodes",
@@ -129,19 +146,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
           }),
         },
       },
-      handler: async (c) =>
-        c.json(
-          await listNodes(db, {
-            status: c.req.query("status") as NodeStatus | undefined,
-            group: c.req.query("group")?.toLowerCase(),
-            os: c.req.query("os"),
-            agentVersion: c.req.query("agent_version"),
-            desktop: c.req.query("desktop"),
-            search: c.req.query("search"),
-            compliance: c.req.query("compliance") as ComplianceRollup | undefined,
-            certExpiry: c.req.query("cert_expiry") as ExpiryBucket | undefined,
-          }, listRequest(c)),
-        ),
+      handler: async (c) => c.json(await listNodes(db, nodeFilterFrom(c), listRequest(c))),
     },
     {
       method: "GET",
