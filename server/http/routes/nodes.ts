@@ -24,11 +24,43 @@ import {
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
-import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
+import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
+import { pendingReasons } from "../../domain/node_pending.ts";
 
 const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
 const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
+
+/** Why an online node is Pending or receives no policy (server/domain/node_pending.ts). */
+const PENDING_REASONS: JsonSchema = {
+  type: "array",
+  description:
+    "Why this online node is Pending or receives no policy, each with the fix (empty when it is not, or is offline)",
+  items: {
+    type: "object",
+    required: ["code", "message"],
+    properties: {
+      code: {
+        type: "string",
+        enum: [
+          "no_group",
+          "no_enabled_binding",
+          "bound_policies_not_released",
+          "joined_after_connect",
+          "no_heartbeat",
+          "agent_too_old",
+          "type_unsupported",
+          "not_reported_since_connect",
+          "older_version_reported",
+        ],
+      },
+      message: { type: "string" },
+      policies: { type: "array", items: { type: "string" } },
+      groups: { type: "array", items: { type: "string" } },
+      since: DATE_TIME,
+    },
+  },
+};
 
 const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   id: UUID_SCHEMA,
@@ -66,6 +98,7 @@ const NODE_SCHEMA: JsonSchema = {
     updated_at: DATE_TIME,
     connected: { type: "boolean" },
     compliance: STATUS_COUNTS_SCHEMA,
+    pending_reasons: PENDING_REASONS,
   },
 };
 
@@ -142,11 +175,20 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
                   unknown: { type: "integer" },
                 },
               },
+              pending_reasons: PENDING_REASONS,
             },
           }),
         },
       },
-      handler: async (c) => c.json(await listNodes(db, nodeFilterFrom(c), listRequest(c))),
+      handler: async (c) => {
+        const page = await listNodes(db, nodeFilterFrom(c), listRequest(c));
+        const stuck = page.items.filter((n) => ["unknown", "none"].includes(n.compliance_rollup?.worst));
+        const reasons = await pendingReasons(db, stuck.map((n) => n.id));
+        return c.json({
+          ...page,
+          items: page.items.map((n) => ({ ...n, pending_reasons: reasons.get(n.id) ?? [] })),
+        });
+      },
     },
     {
       method: "GET",
@@ -176,7 +218,11 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "nodes",
       access: "node:view",
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: readById(db, getNode),
+      handler: async (c) => {
+        const node = await getNode(db, uuidParam(c, "id"));
+        const reasons = await pendingReasons(db, [node.id]);
+        return c.json({ ...node, pending_reasons: reasons.get(node.id) ?? [] });
+      },
     },
     {
       method: "PUT",
