@@ -238,7 +238,9 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
       },
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes)),
+      handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes), {
+        track: { read: getNode, fields: ["notes"] },
+      }),
     },
     {
       method: "DELETE",

@@ -51,6 +51,7 @@ import {
   type RouteSpec,
   uuidParam,
 } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import { changeById, DATE_TIME, NAME_PATTERN, noContent, readById, TEXT_PATTERN } from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 
@@ -324,6 +325,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         >(c);
         const checked = prepared<CheckedContent | undefined>(c);
         return updatePolicy(tx, id, { ...input, expectedVersion: input.version, checked });
+      }, {
+        track: {
+          read: getPolicy,
+          fields: ["name", "description", "type", "content", "version"],
+          contentFields: ["content"],
+        },
       }),
     },
     {
@@ -429,12 +436,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const id = uuidParam(c, "id");
         const input = body<{ description?: string; content?: string }>(c);
         const checked = prepared<CheckedContent | undefined>(c);
-        const revision = await db.transaction(async (tx) => {
+        const { before, revision } = await db.transaction(async (tx) => {
+          const before: object = await findRevision(tx, id) ?? await getPolicy(tx, id);
           const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username, checked });
           auditResource(c, { id, name: (await getPolicySummary(tx, id)).name });
-          return saved;
+          return { before, revision: saved };
         });
         c.set("auditDetails", { base_version: revision.base_version });
+        auditChanges(c, {
+          before,
+          after: revision,
+          fields: ["description", "content"],
+          contentFields: ["content"],
+        });
         return await respondJson(c, revision);
       },
     },
