@@ -12,6 +12,7 @@ import { ApiError } from "../api.ts";
 import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
+import { TableCards } from "./table_cards.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
@@ -48,6 +49,8 @@ export class PageElement extends LitElement {
 
   constructor() {
     super();
+    // Every table of every page becomes cards on a phone (table_cards.ts).
+    new TableCards(this);
     this.loading = false;
     this.loadError = undefined;
     this.now = Date.now();

@@ -1,0 +1,173 @@
+/**
+ * What the console flow and fleet browser tests share: an in-process server on a fresh database with a page
+ * logged in as the admin, API calls from that page (cookies and CSRF header, as the console makes them),
+ * axe held to every impact once toasts have settled, keyboard focus that follows into shadow roots, and
+ * screenshots.
+ */
+import assert from "node:assert/strict";
+import type { Browser, Page } from "puppeteer-core";
+import { resolveConfig } from "../../server/config/config.ts";
+import { startServer } from "../../server/server.ts";
+import { createLogger } from "../../server/core/log.ts";
+import { localServerSettings } from "../helpers/process.ts";
+import { DRIVERS, freshDb } from "../helpers/db.ts";
+import type { Db } from "../../server/db/db.ts";
+import { type AxeViolation, axeViolations, launchChromium } from "../helpers/browser.ts";
+import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+
+/** The driver the browser tests run on (PostgreSQL when configured, else PGlite). */
+export const DRIVER = DRIVERS[DRIVERS.length - 1];
+export const ADMIN_PASSWORD = "Admin-Passw0rd-for-console-tests";
+
+// Functions passed to page.evaluate run in the browser; the tests are type-checked without the DOM library.
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+// deno-lint-ignore no-explicit-any
+export type El = any;
+
+/** A running console: the page, its origin, the database and the browser (for more pages). */
+export interface Console {
+  page: Page;
+  base: string;
+  db: Db;
+  browser: Browser;
+}
+
+/** Runs `fn` with a server on a fresh database and a console page logged in as the admin. */
+export async function withConsole(prefix: string, fn: (c: Console) => Promise<void>): Promise<void> {
+  const dataDir = await Deno.makeTempDir({ prefix: `svc-${prefix}-` });
+  const config = resolveConfig(
+    localServerSettings(dataDir, {
+      "security.admin_password": ADMIN_PASSWORD,
+      "security.jwt_secret": "console-test-jwt-secret-0123456789abcdef0123456789",
+    }),
+    {},
+  );
+  const database = await freshDb(DRIVER);
+  const server = await startServer(config, { db: database.db, log: createLogger("warn") });
+  const chromium = await launchChromium();
+  try {
+    const base = `https://localhost:${server.ports.web}`;
+    const page = await chromium.browser.newPage();
+    page.setDefaultTimeout(60_000);
+    await page.setViewport({ width: 1440, height: 900 });
+    await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
+    try {
+      await fn({ page, base, db: database.db, browser: chromium.browser });
+    } catch (err) {
+      // What the page showed when it failed, for whoever reads the failure.
+      await shot(page, prefix, "failure").catch(() => {});
+      throw err;
+    }
+  } finally {
+    await chromium.close();
+    await server.stop();
+    await database.dispose();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  }
+}
+
+/** Calls the API from the logged-in page (cookies and the CSRF header, as the console does). */
+// deno-lint-ignore no-explicit-any
+export async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
+  const res = await page.evaluate(
+    async (m: string, p: string, b: string | undefined) => {
+      const csrf = document.cookie.split(";").map((c: string) => c.trim())
+        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
+      const r = await fetch(p, {
+        method: m,
+        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
+        body: b,
+      });
+      return { status: r.status, text: await r.text() };
+    },
+    method,
+    path,
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
+  return res.text ? JSON.parse(res.text) : undefined;
+}
+
+/** Every axe violation, any impact, once no toast is between open and gone (a closing toast is aria-hidden). */
+export async function axeAll(page: Page): Promise<AxeViolation[]> {
+  await page.waitForFunction(() =>
+    ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open)
+  );
+  return await axeViolations(page);
+}
+
+/** Saves a full-page screenshot under `test-artifacts/<folder>/`. */
+export async function shot(page: Page, folder: string, name: string): Promise<void> {
+  const dir = new URL(`../../test-artifacts/${folder}/`, import.meta.url);
+  await Deno.mkdir(dir, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, dir).pathname, fullPage: true });
+}
+
+/**
+ * Presses Tab (Shift+Tab with `back`) until the focused element — followed into shadow roots — or one of its
+ * hosts matches `selector`; fails after `limit` presses naming where the focus went.
+ */
+export async function tabTo(page: Page, selector: string, options: { back?: boolean; limit?: number } = {}) {
+  const seen: string[] = [];
+  for (let i = 0; i < (options.limit ?? 80); i++) {
+    if (options.back) {
+      await page.keyboard.down("Shift");
+      await page.keyboard.press("Tab");
+      await page.keyboard.up("Shift");
+    } else {
+      await page.keyboard.press("Tab");
+    }
+    const where = await page.evaluate((sel: string) => {
+      const chain: El[] = [];
+      let el: El = document.activeElement;
+      while (el) {
+        chain.push(el);
+        el = el.shadowRoot?.activeElement;
+      }
+      const hit = chain.some((e) => e.matches?.(sel)) ||
+        chain.some((e) => e.closest?.(sel));
+      const last = chain[chain.length - 1];
+      return {
+        hit,
+        name: last ? `${last.tagName.toLowerCase()}.${String(last.className).slice(0, 40)}` : "none",
+      };
+    }, selector);
+    if (where.hit) return;
+    seen.push(where.name);
+  }
+  assert.fail(`Tab never reached ${selector}; focus went through ${seen.slice(-12).join(" → ")}`);
+}
+
+/** The text of the first element matching `selector`, white space collapsed. */
+export async function text(page: Page, selector: string): Promise<string> {
+  return await page.$eval(selector, (e: El) => e.textContent.replace(/\s+/g, " ").trim());
+}
+
+/** Waits until the first element matching `selector` contains `expected` (text, white space collapsed). */
+export async function waitForText(page: Page, selector: string, expected: string | RegExp): Promise<void> {
+  const source = expected instanceof RegExp
+    ? expected.source
+    : expected.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  await page.waitForFunction(
+    (sel: string, src: string) => {
+      const t = document.querySelector(sel)?.textContent?.replace(/\s+/g, " ") ?? "";
+      return new RegExp(src).test(t);
+    },
+    {},
+    selector,
+    source,
+  );
+}
+
+/** Fails naming the widest elements when the page scrolls sideways at `width`. */
+export async function assertFits(page: Page, width: number, where: string): Promise<void> {
+  const scroll = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (scroll <= width) return;
+  const wide = await page.evaluate((w: number) =>
+    [...document.querySelectorAll("svc-app *")]
+      .filter((e: El) => e.getBoundingClientRect().right > w + 2)
+      .slice(-8)
+      .map((e: El) => `${e.tagName.toLowerCase()}.${String(e.className).slice(0, 30)}`), width);
+  assert.fail(`${where} is ${scroll} px wide at ${width} px: ${wide.join(", ")}`);
+}
