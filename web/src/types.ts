@@ -95,6 +95,18 @@ export interface NodeSummary {
     problems: number;
     unknown: number;
   };
+  /** Why this online node is Pending or receives no policy, each with the fix (empty otherwise). */
+  pending_reasons?: PendingReason[];
+}
+
+/** One reason an online node is Pending (server/domain/node_pending.ts). */
+export interface PendingReason {
+  code: string;
+  message: string;
+  policies?: string[];
+  groups?: string[];
+  /** When the situation began (the stream's opening). */
+  since?: string;
 }
 
 /** Counts per compliance status. */
@@ -189,6 +201,8 @@ export interface AuditEntry {
   outcome: string;
   source_ip: string;
   details: Record<string, unknown>;
+  /** Current names of the ids the entry mentions that still exist (resolved by the server). */
+  names?: Record<string, { type: string; name: string }>;
 }
 
 /** A console user. */
