@@ -33,13 +33,21 @@ export interface Console {
   browser: Browser;
 }
 
-/** Runs `fn` with a server on a fresh database and a console page logged in as the admin. */
-export async function withConsole(prefix: string, fn: (c: Console) => Promise<void>): Promise<void> {
+/**
+ * Runs `fn` with a server on a fresh database and a console page logged in as the admin; `settings` adds to
+ * the server's configuration.
+ */
+export async function withConsole(
+  prefix: string,
+  fn: (c: Console) => Promise<void>,
+  settings: Record<string, unknown> = {},
+): Promise<void> {
   const dataDir = await Deno.makeTempDir({ prefix: `svc-${prefix}-` });
   const config = resolveConfig(
     localServerSettings(dataDir, {
       "security.admin_password": ADMIN_PASSWORD,
       "security.jwt_secret": "console-test-jwt-secret-0123456789abcdef0123456789",
+      ...settings,
     }),
     {},
   );
@@ -89,10 +97,16 @@ export async function call(page: Page, method: string, path: string, body?: unkn
   return res.text ? JSON.parse(res.text) : undefined;
 }
 
-/** Every axe violation, any impact, once no toast is between open and gone (a closing toast is aria-hidden). */
+/**
+ * Every axe violation, any impact, once no toast is between open and gone (a closing toast is aria-hidden)
+ * and no finite animation runs (a dialog fading in has text of low contrast for a moment).
+ */
 export async function axeAll(page: Page): Promise<AxeViolation[]> {
   await page.waitForFunction(() =>
-    ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open)
+    ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open) &&
+    document.getAnimations().every((a: El) =>
+      a.playState !== "running" || a.effect?.getComputedTiming().iterations === Infinity
+    )
   );
   return await axeViolations(page);
 }

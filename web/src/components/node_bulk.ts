@@ -56,7 +56,8 @@ class SvcNodeBulk extends LitElement {
   declare dialog: "" | "move" | "report";
   declare target: string;
   declare keepOthers: boolean;
-  declare report: { title: string; answer: BulkAnswer } | undefined;
+  /** The outcome, with the names the nodes had when picked (a node deleted meanwhile is still named). */
+  declare report: { title: string; answer: BulkAnswer; names: Map<string, string> } | undefined;
   declare busy: boolean;
   declare error: unknown;
 
@@ -92,7 +93,7 @@ class SvcNodeBulk extends LitElement {
     this.error = undefined;
     try {
       const answer = await api.post<BulkAnswer>(path, { node_ids: this.#ids, ...body });
-      this.report = { title, answer };
+      this.report = { title, answer, names: new Map(this.selection.ids) };
       await this.#show("report");
     } catch (err) {
       if (this.dialog === "move") this.error = err;
@@ -212,8 +213,9 @@ class SvcNodeBulk extends LitElement {
     `;
   }
 
-  #reportDialog(report: { title: string; answer: BulkAnswer }): TemplateResult {
+  #reportDialog(report: { title: string; answer: BulkAnswer; names: Map<string, string> }): TemplateResult {
     const { answer } = report;
+    const name = (r: NodeResult) => report.names.get(r.node_id) ?? r.node_name;
     const total = answer.results.length;
     return html`
       <sl-dialog class="bulk-dialog bulk-report" label=${report.title} style="--width: 48rem"
@@ -242,16 +244,19 @@ class SvcNodeBulk extends LitElement {
             <tbody>
               ${answer.results.map((r) =>
                 html`
-                  <tr data-node=${r.node_name} data-ok=${String(r.ok)}>
-                    <th scope="row">${r.node_name}</th>
+                  <tr data-node=${name(r)} data-ok=${String(r.ok)}>
+                    <th scope="row">${name(r)}</th>
                     <td>${r.ok
                       ? html`<sl-badge variant="success" pill>Done</sl-badge>`
                       : html`<sl-badge variant="danger" pill>Failed</sl-badge>`}</td>
                     <td>${!r.ok ? r.error?.message : r.command
                       ? html`
                         <code class="bulk-command">${r.command}</code>
-                        <sl-copy-button value=${r
-                          .command} copy-label=${`Copy the command for ${r.node_name}`}></sl-copy-button>
+                        <sl-copy-button value=${r.command} copy-label=${`Copy the command for ${r.node_name}`}
+                          success-label="Command copied">
+                          <sl-icon slot="copy-icon" name="copy"
+                            label=${`Copy the command for ${r.node_name}`}></sl-icon>
+                        </sl-copy-button>
                       `
                       : r.joined
                       ? `In ${r.joined}${r.left?.length ? `; left ${r.left.join(", ")}` : ""}`

@@ -55,8 +55,11 @@ export function labelTable(table: HTMLTableElement): void {
             : "cell",
         );
         if (section !== table.tHead) {
-          // A cell across the whole row (an empty state, a detail row) is not one column's value.
-          const label = cell.colSpan > 1 || labels.length <= 1 ? "" : labels[column] ?? "";
+          // A cell across the whole row (an empty state, a detail row) is not one column's value, and a row's
+          // checkbox names itself.
+          const label = cell.colSpan > 1 || labels.length <= 1 || cell.classList.contains("select-cell")
+            ? ""
+            : labels[column] ?? "";
           if (cell.getAttribute("data-label") !== label) cell.setAttribute("data-label", label);
         }
         column += cell.colSpan;
