@@ -6,6 +6,7 @@
  * released like any other. Fires `restored` after a restore.
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { repeat } from "lit/directives/repeat.js";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { contentToValue } from "../content.ts";
@@ -169,7 +170,9 @@ class SvcPolicyHistory extends LitElement {
         ${this.policy.state === "released" && this.policy.revision_pending && list.length > 1
           ? html`<p class="muted">A revision is pending: release or discard it before restoring another version.</p>`
           : nothing}
-        ${list.map((v, i) =>
+        ${repeat(list, (v) => v.version, (v, i) =>
+          // Keyed by version: a newly released version gets a closed entry of its own, never the element
+          // (and the open state) of the version that was first before it.
           html`
             <sl-details class="history-version" data-version=${v.version}
               @sl-show=${(e: Event) => {
@@ -189,8 +192,7 @@ class SvcPolicyHistory extends LitElement {
                   <sl-icon slot="prefix" name="arrow-counterclockwise"></sl-icon>Restore this version</sl-button>`
                 : nothing}
             </sl-details>
-          `
-        )}
+          `)}
       </section>
     `;
   }
