@@ -20,14 +20,18 @@ function resourceHref(type: string, id: string, name: string): string | undefine
   return undefined;
 }
 
+/** Kinds of resource whose current names the server resolves (server/audit/audit_names.ts). */
+const RESOLVED_TYPES = new Set(["policy", "node", "node_group", "user", "role", "user_group", "binding"]);
+
 /** "policy: Browser" — the resource by name, linked while it exists; its id when nothing else is known. */
 function resourceCell(e: AuditEntry): TemplateResult {
   const name = e.resource_name || e.resource_id;
   if (!name) return html`${e.resource_type}`;
   const exists = !!e.names?.[e.resource_id.toLowerCase()];
   const href = exists ? resourceHref(e.resource_type, e.resource_id, name) : undefined;
+  const gone = !exists && RESOLVED_TYPES.has(e.resource_type) && /^[0-9a-f-]{36}$/i.test(e.resource_id);
   return html`${e.resource_type}: ${href ? html`<a href=${href}>${name}</a>` : name}${
-    !exists && e.resource_id && e.resource_name
+    gone && e.resource_name
       ? html`
         <span class="muted">(deleted or renamed)</span>
       `
