@@ -133,7 +133,10 @@ Deno.test({
         await text(page, `${v2} .history-summary`),
         /Version 2 Current Revision released by admin/,
       );
-      assert.match(await text(page, `${v2} table.setting-diff`), /Turn off Pocket\s*DisablePocket · Added \(not set\) on/);
+      assert.match(
+        await text(page, `${v2} table.setting-diff`),
+        /Turn off Pocket\s*DisablePocket · Added \(not set\) on/,
+      );
       await openVersion(page, 1);
       assert.match(
         await text(page, `${EDITOR} sl-details.history-version[data-version="1"]`),

@@ -76,14 +76,20 @@ async function choose(page: Page, select: string, text: string): Promise<void> {
 
 async function newPolicy(page: Page, base: string, type: string, name: string): Promise<void> {
   await page.goto(`${base}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
+  await page.waitForSelector(`svc-policy-flow-page .type-tile[data-type="${type}"]`, { visible: true });
+  await page.click(`svc-policy-flow-page .type-tile[data-type="${type}"] input`);
   await page.waitForFunction(
-    (t: string) => document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+    (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
     {},
     type,
   );
   await fill(page, ".policy-details sl-input[name=name]", name);
+  // The guided flow: name and type first, then the settings.
+  await page.click("svc-policy-flow-page sl-button.flow-next");
+  await page.waitForFunction(() =>
+    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
+      "configure"
+  );
 }
 
 async function save(page: Page): Promise<string> {

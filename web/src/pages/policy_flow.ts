@@ -547,7 +547,7 @@ class SvcPolicyFlowPage extends PageElement {
   #createStep(): TemplateResult {
     const e = this.detailErrors;
     return html`
-      <section class="card flow-details form-grid" aria-label="Details">
+      <section class="card policy-details flow-details form-grid" aria-label="Details">
         <sl-input name="name" label="Name" required autocomplete="off" .value=${this.name}
           class=${e.name ? "has-error" : ""} help-text=${e.name ?? ""}
           @sl-input=${(ev: Event) => {
