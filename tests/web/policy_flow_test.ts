@@ -261,6 +261,13 @@ Deno.test({
         classroom.id,
       ]);
 
+      // Opened for a type by a link, with nothing typed yet: leaving asks nothing.
+      await page.goto(`${base}/policies/new?type=SessionAccess`, { waitUntil: "load" });
+      await page.waitForSelector(`${FLOW} .type-tile[data-type="SessionAccess"] input:checked`);
+      await page.click('.sidebar a[href="/nodes"]');
+      await page.waitForFunction(() => location.pathname === "/nodes");
+      assert.equal(await page.$("svc-confirm-dialog"), null, "nothing to lose, nothing asked");
+
       // Leaving with something typed asks first; cancelling keeps it.
       await page.goto(`${base}/policies/new?type=SessionAccess`, { waitUntil: "load" });
       await page.waitForSelector(`${FLOW} sl-input[name=name]`);

@@ -148,7 +148,11 @@ class SvcPolicyFlowPage extends PageElement {
 
   protected override load(): Promise<void> {
     const requested = this.route?.query.get("type") ?? "";
-    if (!this.type && getPolicyType(requested)) this.#setType(requested);
+    if (!this.draft && !this.#saved) {
+      if (getPolicyType(requested)) this.#setType(requested);
+      // A type chosen by the link that opened the flow is where it starts, not a change of the person's.
+      this.#saved = this.#snapshot();
+    }
     return Promise.resolve();
   }
 
@@ -160,7 +164,7 @@ class SvcPolicyFlowPage extends PageElement {
   /** Typed details or settings not saved yet, or groups chosen and not released to. */
   override hasUnsavedChanges(): boolean {
     if (this.#released || !session.can("policy:create")) return false;
-    const typed = this.#snapshot() !== (this.#saved || JSON.stringify(["", "", "", {}]));
+    const typed = this.#snapshot() !== this.#saved;
     return typed || this.chosen.size > 0;
   }
 
