@@ -80,7 +80,7 @@ dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure
         assert.equal(rows[0].details.group, "lab");
         const [request] = await audit("node.bulk_move");
         const { requested, succeeded, failed } = request.details;
-      assert.deepEqual({ requested, succeeded, failed }, { requested: 3, succeeded: 2, failed: 1 });
+        assert.deepEqual({ requested, succeeded, failed }, { requested: 3, succeeded: 2, failed: 1 });
       },
     );
 
