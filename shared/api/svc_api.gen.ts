@@ -1892,7 +1892,7 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      items?: Array<{
+      items: Array<{
         policy_id: string;
         version: number;
         name: string;
@@ -2293,7 +2293,7 @@ export interface Operations {
     };
     body: undefined;
     response: {
-      items?: Array<{
+      items: Array<{
         id: string;
         list: string;
         name: string;

@@ -102,12 +102,19 @@ export async function call(page: Page, method: string, path: string, body?: unkn
  * and no finite animation runs (a dialog fading in has text of low contrast for a moment).
  */
 export async function axeAll(page: Page): Promise<AxeViolation[]> {
-  await page.waitForFunction(() =>
-    ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open) &&
-    document.getAnimations().every((a: El) =>
-      a.playState !== "running" || a.effect?.getComputedTiming().iterations === Infinity
-    )
-  );
+  await page.waitForFunction(() => {
+    if ([...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open)) {
+      return false;
+    }
+    // Animations run inside shadow roots too (a dialog's panel): walk them all.
+    const running = (root: El): boolean =>
+      [...root.querySelectorAll("*")].some((e: El) =>
+        e.getAnimations().some((a: El) =>
+          a.playState === "running" && a.effect?.getComputedTiming().iterations !== Infinity
+        ) || (e.shadowRoot && running(e.shadowRoot))
+      );
+    return !running(document);
+  });
   return await axeViolations(page);
 }
 

@@ -46,6 +46,8 @@ declare const document: any;
 
 async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
+  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
+  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
   await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
   await input!.click({ count: 3 });
   await page.keyboard.down("Control");

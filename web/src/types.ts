@@ -1,4 +1,5 @@
 /** Shapes of the REST records as the UI reads them (JSON: dates are ISO strings). */
+import type { Operations } from "../../shared/api/svc_api.gen.ts";
 
 /** A policy (list rows omit `content`). */
 export interface Policy {
@@ -99,15 +100,10 @@ export interface NodeSummary {
   pending_reasons?: PendingReason[];
 }
 
-/** One reason an online node is Pending (server/domain/node_pending.ts). */
-export interface PendingReason {
-  code: string;
-  message: string;
-  policies?: string[];
-  groups?: string[];
-  /** When the situation began (the stream's opening). */
-  since?: string;
-}
+/** One reason an online node is Pending (server/domain/node_pending.ts), as the API answers it. */
+export type PendingReason = NonNullable<
+  Operations["GET /api/v1/nodes/{id}"]["response"]["pending_reasons"]
+>[number];
 
 /** Counts per compliance status. */
 export interface StatusCounts {

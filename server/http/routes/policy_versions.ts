@@ -74,7 +74,11 @@ export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "The versions (without content)",
-          schema: { type: "object", properties: { items: { type: "array", items: VERSION_SUMMARY_SCHEMA } } },
+          schema: {
+            type: "object",
+            required: ["items"],
+            properties: { items: { type: "array", items: VERSION_SUMMARY_SCHEMA } },
+          },
         },
       },
       handler: async (c) => c.json({ items: await listPolicyVersions(db, uuidParam(c, "id")) }),

@@ -61,7 +61,11 @@ export function savedViewRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "The views",
-          schema: { type: "object", properties: { items: { type: "array", items: VIEW_SCHEMA } } },
+          schema: {
+            type: "object",
+            required: ["items"],
+            properties: { items: { type: "array", items: VIEW_SCHEMA } },
+          },
         },
       },
       handler: async (c) =>

@@ -10,19 +10,17 @@ import { session } from "../session.ts";
 import { confirmAction, errorAlert, notifyError, openDialog } from "./ui.ts";
 import type { Selection } from "./list_page.ts";
 import type { NodeGroup } from "../types.ts";
+import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 
-/** One node's outcome as the bulk routes report it. */
-interface NodeResult {
-  node_id: string;
-  node_name: string;
-  ok: boolean;
-  error?: { code: string; message: string };
-  command?: string;
-  expires_at?: string;
-  left?: string[];
-  joined?: string;
-}
+type Results<K extends keyof Operations> = Operations[K]["response"] extends { results: Array<infer R> } ? R
+  : never;
 
+/** One node's outcome as the bulk routes report it (the fields of every bulk action). */
+type NodeResult =
+  & Results<"POST /api/v1/nodes/bulk/re-enroll">
+  & Results<"POST /api/v1/nodes/bulk/move">;
+
+/** A bulk route's answer. */
 interface BulkAnswer {
   results: NodeResult[];
   succeeded: number;

@@ -14,21 +14,13 @@ import { confirmAction, formatDate, notify, notifyError } from "./ui.ts";
 import { errorText } from "./page.ts";
 import { renderSettingChanges } from "./content_diff.ts";
 import type { Policy } from "../types.ts";
+import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 
-/** A released version as the history lists it. */
-export interface PolicyVersionSummary {
-  version: number;
-  name: string;
-  description: string;
-  released_by: string;
-  released_at: string;
-  origin: "release" | "revision" | "rollback";
-  restored_from: number | null;
-}
+/** A released version as the history lists it (the API's own type). */
+export type PolicyVersionSummary =
+  Operations["GET /api/v1/policies/all/{id}/versions"]["response"]["items"][number];
 
-interface PolicyVersion extends PolicyVersionSummary {
-  content: string;
-}
+type PolicyVersion = Operations["GET /api/v1/policies/all/{id}/versions/{version}"]["response"];
 
 /** How a version came to be, in words. */
 export function originText(v: PolicyVersionSummary): string {

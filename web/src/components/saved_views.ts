@@ -6,14 +6,11 @@
  */
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
+import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
 
 /** A saved view as the API returns it. */
-interface SavedView {
-  id: string;
-  name: string;
-  query: string;
-}
+type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
 
 class SvcSavedViews extends LitElement {
   static override properties = {

@@ -82,20 +82,6 @@ class SvcPolicyEditorPage extends PageElement {
     this.assigning = false;
   }
 
-  override connectedCallback(): void {
-    globalThis.addEventListener("beforeunload", this.#beforeUnload);
-    super.connectedCallback();
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    globalThis.removeEventListener("beforeunload", this.#beforeUnload);
-  }
-
-  #beforeUnload = (e: BeforeUnloadEvent) => {
-    if (this.dirty) e.preventDefault();
-  };
-
   get #editable(): boolean {
     if (!session.can("policy:edit")) return false;
     return this.policy?.state === "draft" || (this.policy?.state === "released" && !!this.revision);

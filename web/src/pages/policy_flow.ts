@@ -132,20 +132,6 @@ class SvcPolicyFlowPage extends PageElement {
     this.previews = new Map();
   }
 
-  override connectedCallback(): void {
-    globalThis.addEventListener("beforeunload", this.#beforeUnload);
-    super.connectedCallback();
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    globalThis.removeEventListener("beforeunload", this.#beforeUnload);
-  }
-
-  #beforeUnload = (e: BeforeUnloadEvent) => {
-    if (this.hasUnsavedChanges()) e.preventDefault();
-  };
-
   protected override load(): Promise<void> {
     const requested = this.route?.query.get("type") ?? "";
     if (!this.draft && !this.#saved) {
