@@ -140,8 +140,8 @@ export class Winners<T extends { policy: CachedPolicy }> {
   itemsOf(policyId: string, how: WinnerReport<T>): ItemResult[] {
     return this.of(policyId).map((entry) => {
       const winner = this.winner(how.id(entry))!;
-      const [status, message] = winner !== entry && !how.same(winner, entry)
-        ? ["INAPPLICABLE" as const, overriddenBy(winner.policy, how.applied(winner))]
+      const [status, message] = winner !== entry && !how.same?.(winner, entry)
+        ? ["INAPPLICABLE" as const, overriddenBy(winner.policy, how.applied?.(winner))]
         : how.judge(winner, entry);
       return { ...how.item(entry), status, message };
     });
@@ -152,10 +152,10 @@ export class Winners<T extends { policy: CachedPolicy }> {
 export interface WinnerReport<T> {
   /** The merge identity of an entry (what {@linkcode Winners.add} was given). */
   id(entry: T): string;
-  /** Whether a losing entry asked for what the winner applies (then it is judged like the winner). */
-  same(winner: T, entry: T): boolean;
-  /** The applied value shown to a loser. */
-  applied(winner: T): string;
+  /** Whether a losing entry asked for what the winner applies (then it is judged like the winner); default never. */
+  same?(winner: T, entry: T): boolean;
+  /** The applied value shown to a loser; default none shown. */
+  applied?(winner: T): string;
   /** The item's schema id and key. */
   item(entry: T): { schemaId: string; key: string };
   /** Status and message of an entry in effect as far as the merge goes, against what the node shows. */
