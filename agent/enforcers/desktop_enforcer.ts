@@ -326,10 +326,18 @@ export interface DesktopType<V, P extends DesktopPlan, S> {
   report(checked: Checked<V>, context: { plan: P; state: S; landed: Landed }): Omit<PolicyResult, "policyId">;
 }
 
+/** Marks what {@linkcode desktopEnforcer} builds; a spread copy (a type adding traits) keeps it. */
+const BUILT_BY_SKELETON = Symbol("desktop skeleton");
+
+/** Whether `enforcer` runs the skeleton's steps (built by {@linkcode desktopEnforcer}, or a spread copy of one). */
+export function isDesktopEnforcer(enforcer: Enforcer): boolean {
+  return (enforcer as { [BUILT_BY_SKELETON]?: boolean })[BUILT_BY_SKELETON] === true;
+}
+
 /** Builds the enforcer of a desktop type; see the module documentation. */
 export function desktopEnforcer<V, P extends DesktopPlan, S>(def: DesktopType<V, P, S>): Enforcer {
   const ownContent = (path: string) => (text: string) => def.isOwnContent?.(text, path) === true;
-  return {
+  const enforcer: Enforcer = {
     type: def.type,
     notifiesUsers: def.notifiesUsers,
     watches: () => needWatches(def.needs, def.reads),
@@ -381,6 +389,7 @@ export function desktopEnforcer<V, P extends DesktopPlan, S>(def: DesktopType<V,
       return done();
     },
   };
+  return Object.assign(enforcer, { [BUILT_BY_SKELETON]: true });
 
   /**
    * No valid policy: everything the type did goes, the same way for every type. The plan of no policy only
