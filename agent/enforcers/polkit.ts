@@ -13,8 +13,8 @@
  * of the node's polkit authority (`pkaction`, or the action files under the agent's root when it is not
  * `/`): an action the node does not have is reported INAPPLICABLE for that rule only. Where a rule's decision
  * can be evaluated (it names a user, or applies to everyone, and asks nothing of the session or action
- * details), `pkcheck` run as that user says whether polkit really answers what the rule says, or a rule read
- * earlier decides first. Every file is written before any is checked; the files sort in the engine's policy
+ * details), `pkcheck` run as that user (`polkit/pkcheck.ts`) says whether polkit really answers what the rule
+ * says, or a rule read earlier decides first. Every file is written before any is checked; the files sort in the engine's policy
  * order, so a rule read earlier is always one of a policy reported before.
  *
  * @module
