@@ -39,7 +39,7 @@ import {
 } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import { flatpakType } from "../../shared/policy_types/flatpak.ts";
 import { readFileIfExists, writeFileAtomic } from "../fs.ts";
-import { flatpakStatePath } from "./flatpak_state.ts";
+import { FLATPAK_STATE_FILE, flatpakStatePath } from "./state_file.ts";
 import type { RunResult } from "../runner.ts";
 import {
   type CachedPolicy,
@@ -569,6 +569,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
     // by a user is taken out again; a PRESENT one removed comes back).
     watches: () => needWatches(NEEDS, ["/var/lib/flatpak/app"]),
 
+    residue: { stateFile: FLATPAK_STATE_FILE },
     async hasResidue(io) {
       return !isEmptyState(await loadState(io));
     },

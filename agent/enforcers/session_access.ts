@@ -324,6 +324,8 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
 
     tick,
 
+    // The residue is the running lock timer.
+    residue: "when loaded",
     hasResidue() {
       return Promise.resolve(timer !== undefined);
     },
