@@ -40,6 +40,7 @@ import { armorKey, filterPath, filterText, keyPath } from "./flatpak/files.ts";
 import { Installation, type InstallationPlan } from "./flatpak/installation.ts";
 import { emptyState, isEmptyState, loadState, saveState } from "./flatpak/state.ts";
 import { PeriodicUpdates } from "./flatpak/updates.ts";
+import { FLATPAK_STATE_FILE } from "./state_file.ts";
 
 export { parseInstalled, parseRemotes } from "./flatpak/cli.ts";
 
@@ -217,6 +218,7 @@ export function createFlatpakEnforcer(options: FlatpakEnforcerOptions = {}): Enf
   return {
     ...enforcer,
     background: true,
+    residue: { stateFile: FLATPAK_STATE_FILE },
     async hasResidue(io) {
       return !isEmptyState(await loadState(io));
     },

@@ -217,6 +217,8 @@ export function createSessionAccessEnforcer(options: SessionAccessOptions = {}):
       return timer.active;
     },
     tick: () => timer.tick(),
+    // The residue is the running lock timer.
+    residue: "when loaded",
     hasResidue: () => Promise.resolve(timer.active),
   };
 }

@@ -101,6 +101,9 @@ export interface EnforcerIO {
   releaseManaged(path: string): Promise<boolean>;
 }
 
+/** See {@linkcode Enforcer.residue}. */
+export type ResidueHint = "when loaded" | { readonly stateFile: string };
+
 /** Enforces every policy of one type; see `agent/enforcers/`. */
 export interface Enforcer {
   /** Wire name of the type. */
@@ -118,6 +121,13 @@ export interface Enforcer {
    * with no policy is synced only while it manages files.
    */
   hasResidue?(io: EnforcerIO): Promise<boolean>;
+  /**
+   * Set with {@linkcode hasResidue}: what the engine may learn before the type's module is loaded (it asks
+   * every sync in which the type has no policies, so asking must not load it; agent/enforcers/lazy.ts).
+   * `"when loaded"`: the residue lives only in a loaded module (a timer), so an unloaded type has none.
+   * `{ stateFile }`: residue is possible only while `{data_dir}/state/{stateFile}` exists.
+   */
+  readonly residue?: ResidueHint;
   /**
    * Node paths whose appearance, change or disappearance can change what this type does on the node (where
    * its programs are installed, the schemas or accounts it reads), so the agent re-evaluates without a

@@ -8,7 +8,7 @@
 
 import { readFileIfExists, writeFileAtomic } from "../../fs.ts";
 import type { EnforcerIO } from "../../sync/types.ts";
-import { flatpakStatePath } from "../flatpak_state.ts";
+import { flatpakStatePath } from "../state_file.ts";
 import type { RemoteSettings } from "./cli.ts";
 
 /** See the module documentation. */
