@@ -162,17 +162,25 @@ export function rollupStatus(items: readonly ItemResult[]): ComplianceStatusName
 }
 
 /**
- * The message of a policy some of whose items are not in effect: how many of how many `noun`s, then the first
- * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema).
+ * The message of a policy whose items are not all in effect: how many of how many `noun`s are not, then the first
+ * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema). With
+ * none failing (the UNKNOWN rollup) it says how many are in effect and names the ones nobody could tell; with no
+ * items at all, `0 of 0 <noun> in effect: nothing to enforce` (the policy names nothing this node can check).
  */
 export function rollupMessage(
   items: readonly ItemResult[],
   noun: string,
   label: (item: ItemResult) => string = (i) => i.key,
 ): string {
+  const named = (list: readonly ItemResult[]) =>
+    list.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
   const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
-  return `${bad.length} of ${items.length} ${noun} not in effect: ` +
-    bad.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
+  if (bad.length) return `${bad.length} of ${items.length} ${noun} not in effect: ${named(bad)}`;
+  if (items.length === 0) return `0 of 0 ${noun} in effect: nothing to enforce`;
+  const ok = items.filter((i) => i.status === "COMPLIANT").length;
+  const unknown = items.filter((i) => i.status === "UNKNOWN");
+  return `${ok} of ${items.length} ${noun} in effect` +
+    (unknown.length ? `; not known: ${named(unknown)}` : "");
 }
 
 /** Sorts policies the one way every enforcer sees them: priority descending, then id ascending. */
