@@ -215,7 +215,7 @@ function report(
 
 /** The Dconf enforcer; see the module documentation. */
 export const dconfEnforcer = desktopEnforcer({
-  type: "Dconf",
+  type: dconfType.wireName,
   notifiesUsers: false,
   check: dconfPolicyContent,
   needs: [{

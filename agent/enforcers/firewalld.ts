@@ -192,7 +192,7 @@ function report(
 
 /** The Firewalld enforcer; see the module documentation. */
 export const firewalldEnforcer = desktopEnforcer({
-  type: "Firewalld",
+  type: firewalldType.wireName,
   notifiesUsers: false,
   check: message,
   needs: [

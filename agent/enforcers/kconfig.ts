@@ -223,7 +223,7 @@ function report(
 
 /** The Kconfig enforcer; see the module documentation. */
 export const kconfigEnforcer = desktopEnforcer({
-  type: "Kconfig",
+  type: kconfigType.wireName,
   notifiesUsers: true,
   check: kconfigPolicyContent,
   needs: [{

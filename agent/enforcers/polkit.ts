@@ -195,7 +195,7 @@ function report({ policy, message: { message: m, path, text } }: Checked<Rendere
 
 /** The Polkit enforcer; see the module documentation. */
 export const polkitEnforcer = desktopEnforcer({
-  type: "Polkit",
+  type: polkitType.wireName,
   notifiesUsers: false,
   check: rendered,
   needs: [{
