@@ -290,14 +290,18 @@ export async function failingSettings(q: Queryable, limit: number): Promise<Fail
   return await q.query<FailingSetting>(
     `SELECT p.id AS policy_id, p.name AS policy_name, p.type AS policy_type, f.schema_id, f.key,
             f.nodes, f.error, f.non_compliant
-       FROM (SELECT r.policy_id, coalesce(i->>'schema_id', '') AS schema_id, i->>'key' AS key,
-                    count(DISTINCT r.node_id)::int AS nodes,
-                    count(DISTINCT r.node_id) FILTER (WHERE i->>'status' = 'error')::int AS error,
-                    count(DISTINCT r.node_id) FILTER (WHERE i->>'status' = 'non_compliant')::int AS non_compliant
+       FROM (SELECT r.policy_id, i.schema_id, i.key, count(*)::int AS nodes,
+                    count(*) FILTER (WHERE i.error)::int AS error,
+                    count(*) FILTER (WHERE NOT i.error)::int AS non_compliant
                FROM ${REPORTED_KEYS_SQL}
-              CROSS JOIN jsonb_array_elements(r.items) i
-              WHERE r.status IN ('error', 'non_compliant') AND i->>'status' IN ('error', 'non_compliant')
-                AND coalesce(i->>'key', '') <> ''
+              -- One row per failing setting of a result (its worst status), so a pair counts once.
+              CROSS JOIN LATERAL (
+                SELECT coalesce(e->>'schema_id', '') AS schema_id, e->>'key' AS key,
+                       bool_or(e->>'status' = 'error') AS error
+                  FROM jsonb_array_elements(r.items) e
+                 WHERE e->>'status' IN ('error', 'non_compliant') AND coalesce(e->>'key', '') <> ''
+                 GROUP BY 1, 2) i
+              WHERE r.status IN ('error', 'non_compliant')
               GROUP BY 1, 2, 3) f
        JOIN policies p ON p.id = f.policy_id
       ORDER BY f.nodes DESC, p.name, f.schema_id, f.key
