@@ -268,6 +268,9 @@ Deno.test({
       await t.step("the policy page draws the rollout over time", async () => {
         await page.goto(`${base}/policies/${policy}/edit`, { waitUntil: "domcontentloaded" });
         const chart = 'svc-rollout-trend svc-time-chart[chart-title^="Rollout of version"]';
+        // Beside the rollout panel, not in it: the panel's table of nodes stays the only table there.
+        await page.waitForSelector("svc-policy-rollout tbody tr");
+        assert.equal(await page.$("svc-policy-rollout svc-rollout-trend"), null);
         await page.waitForSelector(`${chart} svg.time-plot`);
         await page.click(`${chart} details.chart-data summary`);
         const rows = await tableRows(page, await page.$eval(chart, (c: El) => c.chartTitle));

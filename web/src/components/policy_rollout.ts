@@ -3,7 +3,7 @@
  * state that double as filters, and one row per node with the bindings that reach it, its state for the
  * current version ("pending" until the node reports on it, with "offline since …" for an offline node) and
  * its last report. Refreshes itself every few seconds (and says when it last did), keeping filter, page and
- * scroll, so a release can be watched as it lands; above them, the rollout over time (`<svc-rollout-trend>`).
+ * scroll, so a release can be watched as it lands.
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
@@ -11,6 +11,7 @@ import { LiveRefresh } from "../live_events.ts";
 import { errorText } from "./page.ts";
 import { formatDate, relativeTime } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
+// The editor shows the rollout over time beside this panel; defined with it.
 import "./rollout_trend.ts";
 
 /** Rollout states, in the order the panel lists them. */
@@ -211,7 +212,6 @@ class SvcPolicyRollout extends LitElement {
   #body(d: RolloutPage): TemplateResult {
     const c = d.counts;
     return html`
-      <svc-rollout-trend policy-id=${this.policyId} version=${d.version} .current=${c}></svc-rollout-trend>
       <div class="rollout-filters" role="group" aria-label="Show nodes by state">
         <sl-button size="small" class="rollout-filter" data-state="" variant=${this.state === ""
           ? "primary"

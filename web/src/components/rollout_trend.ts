@@ -1,23 +1,24 @@
 /**
- * `<svc-rollout-trend policy-id=… .current=…>`: a released policy's rollout over time, as a stacked area of
- * its reached nodes by state: the hourly points the server kept since the current version started to be
- * delivered (`GET /api/v1/policies/all/{id}/trends`), then where it stands now. The rollout panel mounts it
- * and hands it the live counts it already keeps fresh, so only the hourly points are fetched here (again when
- * the version changes, and every few minutes).
+ * `<svc-rollout-trend policy-id=… version=…>`: a released policy's rollout over time, as a stacked area of its
+ * reached nodes by state: the hourly points the server kept since the current version started to be
+ * delivered, then where it stands now (`GET /api/v1/policies/all/{id}/trends`). Read again when nodes report
+ * or the policy changes (live hints, polling while they are down) and when the version changes. Shows
+ * nothing for a policy that is not released, or to a reader without compliance:view.
  */
 import { html, LitElement, nothing, type PropertyValues } from "lit";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { api } from "../api.ts";
+import { session } from "../session.ts";
+import { LiveRefresh } from "../live_events.ts";
 import { errorText } from "./page.ts";
 import { formatDate } from "./ui.ts";
-import type { RolloutCounts } from "./policy_rollout.ts";
 import { hourLabel, TREND_COLORS } from "./trend_colors.ts";
 import "./charts.ts";
 
 type PolicyTrend = Operations["GET /api/v1/policies/all/{id}/trends"]["response"];
 
-/** How often the points are read again (one comes an hour). */
-const RELOAD_MS = 5 * 60_000;
+/** Polling interval while live hints are down. */
+const POLL_MS = 10_000;
 
 /** The bands, bottom up. */
 const BANDS = [
@@ -32,31 +33,24 @@ class SvcRolloutTrend extends LitElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
     version: { type: Number },
-    current: { attribute: false },
     trend: { state: true },
     error: { state: true },
   };
   declare policyId: string;
-  /** The version the rollout panel shows; a new one reloads the points. */
+  /** The policy's version as the page shows it; a new one reloads the points. */
   declare version: number;
-  /** Counts now, from the rollout panel. */
-  declare current: RolloutCounts | undefined;
   declare trend: PolicyTrend | undefined;
   declare error: unknown;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #loadedAt: number | undefined;
+  #live = new LiveRefresh(this, {
+    topics: ["compliance", "policies"],
+    reload: () => this.load(),
+    pollMs: () => (this.trend?.started_at ? POLL_MS : 0),
+    loadedAt: () => this.#loadedAt,
+  });
 
   protected override createRenderRoot(): HTMLElement {
     return this;
-  }
-
-  override connectedCallback(): void {
-    super.connectedCallback();
-    this.#timer = setInterval(() => void this.load(), RELOAD_MS);
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    clearInterval(this.#timer);
   }
 
   protected override updated(changed: PropertyValues<this>): void {
@@ -65,9 +59,10 @@ class SvcRolloutTrend extends LitElement {
 
   /** Reads the hourly points. */
   async load(): Promise<void> {
-    if (!this.policyId) return;
+    if (!this.policyId || !session.can("compliance:view")) return;
     try {
       this.trend = await api.get<PolicyTrend>(`/policies/all/${encodeURIComponent(this.policyId)}/trends`);
+      this.#loadedAt = Date.now();
       this.error = undefined;
     } catch (err) {
       this.error = err;
@@ -78,8 +73,10 @@ class SvcRolloutTrend extends LitElement {
     if (this.error) return html`<p class="muted rollout-trend-error">${errorText(this.error)}</p>`;
     const t = this.trend;
     if (!t || t.started_at === null) return nothing;
-    const now = this.current ?? t.current;
-    const rows = [...t.points, { ...now, bucket: new Date().toISOString() }];
+    const rows = [...t.points, {
+      ...t.current,
+      bucket: new Date(this.#loadedAt ?? Date.now()).toISOString(),
+    }];
     return html`
       <div class="rollout-trend">
         <svc-time-chart chart-title=${`Rollout of version ${t.version} over time`} kind="area"
