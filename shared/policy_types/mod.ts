@@ -9,6 +9,7 @@
  * types pass, for forward compatibility.
  */
 import type { Message } from "@bufbuild/protobuf";
+import { certificatesType } from "./certificates.ts";
 import { chromeType } from "./chrome.ts";
 import { dconfType } from "./dconf.ts";
 import type { PolicyTypeDef } from "./define.ts";
@@ -20,6 +21,7 @@ import { firewalldType } from "./firewalld.ts";
 import { flatpakType } from "./flatpak.ts";
 import { kconfigType } from "./kconfig.ts";
 import { polkitType } from "./polkit.ts";
+import { proxyType } from "./proxy.ts";
 import { sessionAccessType } from "./session_access.ts";
 import { thunderbirdType } from "./thunderbird.ts";
 
@@ -39,6 +41,8 @@ const TYPES: readonly PolicyTypeDef[] = [
   sessionAccessType,
   diskEncryptionType,
   kconfigType,
+  certificatesType,
+  proxyType,
 ] as PolicyTypeDef[];
 
 const BY_NAME = new Map(TYPES.map((t) => [t.wireName, t]));
