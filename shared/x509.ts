@@ -52,7 +52,6 @@ const SET = 0x31;
 const INTEGER = 0x02;
 const BIT_STRING = 0x03;
 const OCTET_STRING = 0x04;
-const NULL = 0x05;
 const OID = 0x06;
 const BOOLEAN = 0x01;
 const UTC_TIME = 0x17;
