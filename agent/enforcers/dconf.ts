@@ -87,8 +87,8 @@ export function dconfLocksPath(db: string): string {
   return `${DCONF_DB_DIR}/${db}.d/locks/${DCONF_FILE_NAME}`;
 }
 
-/** One entry of one policy, checked against the node. */
-interface Planned {
+/** One entry of one policy, checked against the node (also what the Proxy type renders for GNOME). */
+export interface Planned {
   policy: CachedPolicy;
   db: string;
   profile: string;
@@ -294,7 +294,11 @@ function toolMessage(result: { stderr: string; stdout: string; code: number }): 
 }
 
 /** Compiles the keyfile of one database in a scratch directory; undefined when dconf accepts it. */
-async function precompile(io: EnforcerIO, keyfile: string, locks: string): Promise<string | undefined> {
+export async function precompile(
+  io: EnforcerIO,
+  keyfile: string,
+  locks: string,
+): Promise<string | undefined> {
   const scratch = await Deno.makeTempDir({ prefix: "svc-dconf-" });
   try {
     await Deno.mkdir(`${scratch}/db.d/locks`, { recursive: true });
@@ -310,7 +314,7 @@ async function precompile(io: EnforcerIO, keyfile: string, locks: string): Promi
 }
 
 /** Reads what a session sees: `dconf dump /` and `dconf list-locks /` through a profile under the root. */
-async function readSession(
+export async function readSession(
   io: EnforcerIO,
   profile: string,
 ): Promise<{ values: Map<string, string>; locks: Set<string> } | string> {
@@ -403,9 +407,9 @@ async function planFiles(valid: Checked<DconfPolicy>[], io: EnforcerIO): Promise
 }
 
 /** Compiles the real databases when a file changed or a database was never compiled. */
-async function compile(
+export async function compile(
   io: EnforcerIO,
-  plan: DconfPlan,
+  plan: Pick<DconfPlan, "databases">,
   changed: readonly string[],
 ): Promise<string | undefined> {
   let dirty = changed.length > 0;

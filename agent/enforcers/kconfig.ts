@@ -78,8 +78,8 @@ const ACTIONS = {
   [KconfigUrlAction.REDIRECT]: "redirect",
 } as Record<number, string>;
 
-/** One key a policy wants. */
-interface Want {
+/** One key a policy wants (also what the Proxy type writes for KDE). */
+export interface Want {
   policy: CachedPolicy;
   /** Node path of the file. */
   path: string;
@@ -230,7 +230,7 @@ function stripNewline(text: string): string {
 }
 
 /** Reads every written key back; see the module documentation. */
-async function readBack(
+export async function readBack(
   io: EnforcerIO,
   winners: readonly Want[],
 ): Promise<Map<Want, string | { value: string; immutable: boolean }>> {

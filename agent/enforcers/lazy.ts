@@ -22,6 +22,8 @@ export interface EnforcerTraits {
    * a check that must say yes before the module is loaded and asked (its state file exists).
    */
   residue?: "when loaded" | ((io: EnforcerIO) => Promise<boolean>);
+  /** {@linkcode Enforcer.companions}. */
+  companions?: readonly string[];
 }
 
 /** An enforcer standing for the module `load` returns; see the module documentation. */
@@ -62,13 +64,14 @@ export function lazyEnforcer<K extends string>(
     type,
     notifiesUsers: traits.notifiesUsers,
     background: traits.background,
+    companions: traits.companions,
     load: real,
     loaded: () => loading !== undefined,
     hasResidue: traits.residue === undefined ? undefined : async (io) => {
       if (!loading && (traits.residue === "when loaded" || !await traits.residue!(io))) return false;
       return (await (await real()).hasResidue?.(io)) ?? false;
     },
-    sync: async (policies, io) => (await real()).sync(policies, io),
+    sync: async (policies, io, context) => (await real()).sync(policies, io, context),
     // A type with policies has been synced, so loaded; one that is not loaded has nothing to watch yet.
     watches: (io) => loadedEnforcer?.watches?.(io) ?? [],
   };

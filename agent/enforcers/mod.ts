@@ -11,12 +11,21 @@ import { type LazyEnforcer, lazyEnforcer as lazy, NOTIFIES, QUIET } from "./lazy
 import { flatpakStatePath } from "./flatpak_state.ts";
 import { fileExists } from "../fs.ts";
 
+/** Types whose settings for the browsers go into the Firefox and Chrome types' policy files. */
+const BROWSER_COMPANIONS = ["Certificates", "Proxy"];
+
 /** Fresh stand-ins of every enforcer of this build, none of them loaded yet. */
 export function lazyEnforcers(): LazyEnforcer[] {
   return [
-    lazy("Firefox", () => import("./firefox.ts"), "firefoxEnforcer", NOTIFIES),
+    lazy("Firefox", () => import("./firefox.ts"), "firefoxEnforcer", {
+      ...NOTIFIES,
+      companions: BROWSER_COMPANIONS,
+    }),
     lazy("Thunderbird", () => import("./thunderbird.ts"), "thunderbirdEnforcer", NOTIFIES),
-    lazy("Chrome", () => import("./chrome.ts"), "chromeEnforcer", NOTIFIES),
+    lazy("Chrome", () => import("./chrome.ts"), "chromeEnforcer", {
+      ...NOTIFIES,
+      companions: BROWSER_COMPANIONS,
+    }),
     lazy("Edge", () => import("./edge.ts"), "edgeEnforcer", NOTIFIES),
     lazy("Firewalld", () => import("./firewalld.ts"), "firewalldEnforcer", QUIET),
     lazy("Polkit", () => import("./polkit.ts"), "polkitEnforcer", QUIET),
@@ -37,6 +46,8 @@ export function lazyEnforcers(): LazyEnforcer[] {
       ...QUIET,
       background: true,
     }),
+    lazy("Certificates", () => import("./certificates.ts"), "certificatesEnforcer", NOTIFIES),
+    lazy("Proxy", () => import("./proxy.ts"), "proxyEnforcer", NOTIFIES),
   ];
 }
 
