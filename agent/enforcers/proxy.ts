@@ -47,6 +47,7 @@ import {
   compile,
   DCONF_DB_DIR,
   DCONF_PROFILE_DIR,
+  dconfKeyfilePath,
   isSvcDconfFile,
   type Planned,
   precompile,
@@ -81,8 +82,10 @@ import {
 export const ENVIRONMENT = "/etc/environment";
 export const APT_FILE = "/etc/apt/apt.conf.d/80svc-proxy";
 export const DNF_CONF = "/etc/dnf/dnf.conf";
-export const DCONF_KEYFILE = `${DCONF_DB_DIR}/local.d/svc-proxy`;
-export const DCONF_LOCKS = `${DCONF_DB_DIR}/local.d/locks/svc-proxy`;
+const LOCAL_DB = `${DCONF_DB_DIR}/local`;
+const LOCAL_DB_SOURCES = `${LOCAL_DB}.d`;
+export const DCONF_KEYFILE = `${LOCAL_DB_SOURCES}/svc-proxy`;
+export const DCONF_LOCKS = `${LOCAL_DB_SOURCES}/locks/svc-proxy`;
 export const DCONF_USER_PROFILE = `${DCONF_PROFILE_DIR}/user`;
 export const KIOSLAVERC = "/etc/xdg/kioslaverc";
 /** The GNOME schema of the proxy keys (node path): GNOME's proxy applies where it is installed. */
@@ -263,7 +266,16 @@ async function plan(valid: Checked<ProxyPolicy>[], io: EnforcerIO): Promise<Prox
   const first = valid[0];
   const found = await present(io);
   const files = new Map<string, string>();
-  if (!first) return { files, present: found, gnome: undefined, kde: [] };
+  // A profile line svc added for the proxy stays while the Dconf type's keys in the same database need it.
+  const keepProfile = async () => {
+    if (io.managedPaths().includes(DCONF_USER_PROFILE) && await io.fs.exists(dconfKeyfilePath("local"))) {
+      files.set(DCONF_USER_PROFILE, (await io.fs.readTextFile(DCONF_USER_PROFILE)) ?? "");
+    }
+  };
+  if (!first) {
+    await keepProfile();
+    return { files, present: found, gnome: undefined, kde: [] };
+  }
   const config = proxyConfig(first.message);
   const env = environmentLines(config);
   if (env) files.set(ENVIRONMENT, environmentFile(await io.fs.readTextFile(ENVIRONMENT), env));
@@ -281,7 +293,7 @@ async function plan(valid: Checked<ProxyPolicy>[], io: EnforcerIO): Promise<Prox
     if (next !== undefined || io.managedPaths().includes(DCONF_USER_PROFILE)) {
       files.set(DCONF_USER_PROFILE, next ?? profile!);
     }
-  }
+  } else await keepProfile();
   const kde = found.kde ? kdeWants(first.policy, config) : [];
   if (kde.length) {
     files.set(
@@ -520,10 +532,16 @@ export const proxyEnforcer = desktopEnforcer<ProxyPolicy, ProxyPlan, ProxySeen>(
   },
   transaction: {
     what: "the proxy files",
-    activate(io, plan, { changed }) {
+    async activate(io, plan, { changed }) {
       const dconf = changed.filter((p) => p.startsWith(DCONF_DB_DIR) || p === DCONF_USER_PROFILE);
+      if (!plan.gnome && dconf.length && !(await io.fs.exists(LOCAL_DB_SOURCES))) {
+        // The store removes a directory svc created once nothing is left in it: the compiled database was made
+        // from svc's keyfile alone, and dconf would leave it behind.
+        await io.fs.remove(LOCAL_DB);
+        return undefined;
+      }
       const databases = new Map(plan.gnome ? [["local", plan.gnome]] : []);
-      return dconf.length || plan.gnome ? compile(io, { databases }, dconf) : Promise.resolve(undefined);
+      return dconf.length || plan.gnome ? await compile(io, { databases }, dconf) : undefined;
     },
     async reactivate(io) {
       // The restored files are compiled again, as if every one had changed.
