@@ -6,6 +6,7 @@
 import { isBrowserType } from "../../../shared/policy_types/browser.ts";
 import { getPolicyType } from "../../../shared/policy_types/mod.ts";
 import { browserHints, type EditorSpec } from "./spec.ts";
+import { certificatesEditor } from "./certificates.ts";
 import { chromeEditor } from "./chrome.ts";
 import { dconfEditor } from "./dconf.ts";
 import { diskEncryptionEditor } from "./disk_encryption.ts";
@@ -15,6 +16,7 @@ import { firewalldEditor } from "./firewalld.ts";
 import { flatpakEditor } from "./flatpak.ts";
 import { kconfigEditor } from "./kconfig.ts";
 import { polkitEditor } from "./polkit.ts";
+import { proxyEditor } from "./proxy.ts";
 import { sessionAccessEditor } from "./session_access.ts";
 import { thunderbirdEditor } from "./thunderbird.ts";
 
@@ -32,6 +34,8 @@ const EDITORS: readonly EditorSpec[] = [
   sessionAccessEditor,
   diskEncryptionEditor,
   kconfigEditor,
+  certificatesEditor,
+  proxyEditor,
 ];
 
 /**

@@ -25,6 +25,11 @@ const INFO: Record<string, Omit<PolicyTypeInfo, "wireName">> = {
   SessionAccess: { label: "Login hours", description: "Which users may log in, and when." },
   DiskEncryption: { label: "Disk encryption", description: "LUKS recovery keys escrowed to the server." },
   Kconfig: { label: "KDE settings", description: "Plasma and KDE application settings, optionally locked." },
+  Certificates: {
+    label: "Trusted certificates",
+    description: "CA certificates trusted by the system, Firefox and Chromium.",
+  },
+  Proxy: { label: "Proxy", description: "One proxy for the session, apt, dnf, GNOME, KDE and the browsers." },
 };
 
 /** The label and description of `wireName`; its wire name when the console does not describe it. */
