@@ -35,6 +35,7 @@ import { policyRoutes } from "./policies.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
+import { trustAnchorRoutes } from "./trust_anchors.ts";
 
 /** Every REST route the server mounts, in the order the OpenAPI document lists them. */
 export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
@@ -77,5 +78,6 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...sessionAccessRoutes(ctx),
     ...flatpakRoutes(ctx),
     ...agentRepoRoutes(ctx),
+    ...trustAnchorRoutes(ctx),
   ];
 }
