@@ -12,13 +12,15 @@
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
 import type { DescMessage } from "@bufbuild/protobuf";
-import puppeteer, { type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { ProxyPolicySchema } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
 import { pemBlocks, pemBodyBytes } from "../../shared/x509.ts";
 import { proxyEditor } from "../../web/src/editors/proxy.ts";
 import { fileAsPem, nameFromFile, summarizeCertificate } from "../../web/src/certificate_summary.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
+import { haveChromium, launchChromium } from "../helpers/browser.ts";
+import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 import { makeCertificate } from "../helpers/test_ca.ts";
 
 /** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
@@ -63,8 +65,6 @@ Deno.test("Certificates form: summary, expiring days, refusal in the rules' word
   assert.equal(nameFromFile("../../..crt"), "certificate");
 });
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
 if (!haveChromium) console.warn("Certificates editor browser test skipped: chromium is not installed");
 
 // deno-lint-ignore no-explicit-any
@@ -95,36 +95,18 @@ Deno.test({
   async fn() {
     let server: ServerProcess | undefined;
     const dir = await Deno.makeTempDir({ prefix: "svc-certs-ui-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${dir}/profile`,
-        "--ignore-certificate-errors",
-      ],
-    });
+    const chromium = await launchChromium();
     try {
       await Deno.writeFile(`${dir}/corp-root.der`, pemBodyBytes(pemBlocks(ROOT.pem).blocks[0].body));
       await Deno.writeTextFile(`${dir}/short-lived.pem`, SOON.pem);
       await Deno.writeTextFile(`${dir}/www.pem`, SERVER.pem);
       server = await startServerProcess();
       const api = await Api.login(server);
-      const page = await browser.newPage();
+      const page = await chromium.browser.newPage();
       await page.setViewport({ width: 1280, height: 1000 });
       page.setDefaultTimeout(30_000);
       const web = `https://localhost:${server.webPort}`;
-      await page.goto(`${web}/`, { waitUntil: "load" });
-      await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
-      await fill(page, "svc-login-page sl-input[name=username]", "admin");
-      await fill(page, "svc-login-page sl-input[name=password]", await server.adminPassword());
-      await page.keyboard.press("Enter");
-      await page.waitForSelector("svc-app .masthead", { visible: true });
+      await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
 
       await page.goto(`${web}/policies/new`, { waitUntil: "load" });
       await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Certificates"]', {
@@ -185,7 +167,7 @@ Deno.test({
       assert.deepEqual(saved.certificates.map((c: { name: string }) => c.name), ["corp-root", "short-lived"]);
       assert.equal(saved.certificates[0].pem, ROOT.pem);
     } catch (err) {
-      const page = (await browser.pages()).at(-1);
+      const page = (await chromium.browser.pages()).at(-1);
       if (page) {
         await page.screenshot({ path: "/tmp/certificates_editor_failure.png" }).catch(() => {});
         console.error(
@@ -195,7 +177,7 @@ Deno.test({
       }
       throw err;
     } finally {
-      await browser.close();
+      await chromium.close();
       await server?.stop();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
