@@ -391,20 +391,46 @@ export function parseCertificate(der: Uint8Array): CertificateInfo {
   };
 }
 
-const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END ([A-Z0-9 ]+)-----/g;
+const BEGIN = "-----BEGIN ";
+const END = "-----END ";
+const DASHES = "-----";
+const LABEL = /^[A-Z0-9 ]{1,64}$/;
 
-/** The PEM blocks of `text`: each block's label and body, and whether anything but whitespace lies outside. */
+/**
+ * The PEM blocks of `text`: each block's label and body, and whether anything but whitespace lies outside. One
+ * pass with `indexOf` (never a backtracking pattern), so hostile text costs time linear in its length.
+ */
 export function pemBlocks(text: string): { blocks: { label: string; body: string }[]; strayText: boolean } {
   const blocks: { label: string; body: string }[] = [];
-  let outside = "";
-  let last = 0;
-  for (const m of text.matchAll(PEM_BLOCK)) {
-    outside += text.slice(last, m.index);
-    last = m.index! + m[0].length;
-    blocks.push({ label: m[1] === m[3] ? m[1] : `${m[1]}/${m[3]}`, body: m[2] });
+  let strayText = false;
+  let pos = 0;
+  const outside = (from: number, to: number) => {
+    strayText ||= /\S/.test(text.slice(from, to));
+  };
+  for (;;) {
+    const begin = text.indexOf(BEGIN, pos);
+    const labelEnd = begin < 0 ? -1 : text.indexOf(DASHES, begin + BEGIN.length);
+    const end = labelEnd < 0 ? -1 : text.indexOf(END, labelEnd + DASHES.length);
+    const endLabelEnd = end < 0 ? -1 : text.indexOf(DASHES, end + END.length);
+    if (endLabelEnd < 0) {
+      outside(pos, text.length);
+      return { blocks, strayText };
+    }
+    const label = text.slice(begin + BEGIN.length, labelEnd);
+    const endLabel = text.slice(end + END.length, endLabelEnd);
+    if (!LABEL.test(label) || !LABEL.test(endLabel)) {
+      // Not a PEM boundary: text like any other, and the search goes on after it.
+      outside(pos, begin + BEGIN.length);
+      pos = begin + BEGIN.length;
+      continue;
+    }
+    outside(pos, begin);
+    blocks.push({
+      label: label === endLabel ? label : `${label}/${endLabel}`,
+      body: text.slice(labelEnd + 5, end),
+    });
+    pos = endLabelEnd + DASHES.length;
   }
-  outside += text.slice(last);
-  return { blocks, strayText: /\S/.test(outside) };
 }
 
 /**

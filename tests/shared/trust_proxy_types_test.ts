@@ -6,10 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { validatePolicyContent, type ValidationIssue } from "../../shared/policy_types/mod.ts";
-import { certificatesType, checkCertificates } from "../../shared/policy_types/certificates.ts";
+import { certificatesType, checkCertificates, trustAnchor } from "../../shared/policy_types/certificates.ts";
 import { noProxyEntry, pacUrl, proxyHost } from "../../shared/policy_types/proxy.ts";
 import { IssueList } from "../../shared/policy_types/sanitizers.ts";
 import { embedded, HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
+import { cpuTime } from "../helpers/stall.ts";
 import { makeCertificate } from "../helpers/test_ca.ts";
 
 function describe(issues: ValidationIssue[]): string {
@@ -233,4 +234,33 @@ Deno.test("Proxy: the hostile corpus is refused in hosts and no-proxy entries, a
       assert.ok(pacUrl(value), `pac_url ${h.name}: ${JSON.stringify(value)}`);
     }
   }
+});
+
+Deno.test("Certificates: checking hostile PEM text takes time linear in its size", () => {
+  // Unterminated and malformed markers at N and 4N characters (the most an entry accepts): a pattern that
+  // backtracks over the rest of the text at every marker makes 4N cost 16 times N.
+  const pem = (size: number) =>
+    "-----BEGIN X-----\n-----BEGIN CERTIFICATE-----A".repeat(Math.floor(size / 45));
+  const least = (text: string) =>
+    Math.min(...[0, 1, 2, 3, 4].map(() =>
+      cpuTime(() => {
+        for (let i = 0; i < 100; i++) trustAnchor(text);
+      })
+    ));
+  const [small, large] = [pem(4_000), pem(16_000)];
+  least(small);
+  const ratio = least(large) / Math.max(least(small), 0.05);
+  assert.ok(ratio < 8, `4x the text took ${ratio.toFixed(1)}x the time (linear is 4x, quadratic 16x)`);
+  assert.match(String(trustAnchor(large)), /holds no PEM certificate/);
+});
+
+Deno.test("Certificates: a malformed PEM label never reaches a message", () => {
+  const text = describe(
+    certs({ name: "root", pem: "-----BEGIN EVIL\nSet-Cookie: x-----\nAAAA\n-----END EVIL-----" }),
+  );
+  assert.doesNotMatch(text, /Set-Cookie/);
+  assert.match(
+    text,
+    /certificates\[0\].pem: holds a EVIL block|certificates\[0\].pem: has text outside|holds no PEM/,
+  );
 });
