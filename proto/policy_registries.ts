@@ -38,6 +38,8 @@ export interface AgentTraits {
   notifiesUsers: boolean;
   background?: boolean;
   residue?: "when loaded" | { stateFile: string };
+  /** Types whose policies the enforcer also takes (`Enforcer.companions`). */
+  companions?: readonly string[];
 }
 
 /** A type as the generator found it in the rooms. */
@@ -105,6 +107,7 @@ function traitsLiteral(t: AgentTraits): string {
   const parts = [`notifiesUsers: ${t.notifiesUsers}`];
   if (t.background) parts.push("background: true");
   if (t.residue) parts.push(`residue: ${JSON.stringify(t.residue).replace(/"([a-zA-Z]+)":/g, "$1: ")}`);
+  if (t.companions?.length) parts.push(`companions: ${JSON.stringify(t.companions)}`);
   return `{ ${parts.join(", ")} }`;
 }
 
@@ -220,6 +223,7 @@ async function findTypes(
         notifiesUsers: enforcer.notifiesUsers === true,
         background: enforcer.background === true,
         residue: enforcer.residue,
+        companions: enforcer.companions,
       };
       break;
     }

@@ -307,6 +307,12 @@ export interface DesktopType<V, P extends DesktopPlan, S> {
   reads?: readonly string[];
   /** Whether `text` found at `path` is svc's own (not an original to back up); default never. */
   isOwnContent?(text: string, path: string): boolean;
+  /**
+   * Managed files that stay, as they are, when no policy of the type is left, because another type relies on
+   * them (the Proxy type's line in a dconf profile that a Dconf policy's database also needs). Only files the type
+   * manages count; everything else it did still goes.
+   */
+  kept?(io: EnforcerIO): Promise<Map<string, string>>;
   /** Files in `dir` ending in `suffix` that carry svc's mark but no state entry (state lost): removed when unwanted. */
   strays?: { dir: string; suffix: string };
   /**
@@ -397,7 +403,10 @@ export function desktopEnforcer<V, P extends DesktopPlan, S>(def: DesktopType<V,
    */
   async function nothingToDo(io: EnforcerIO, landed: Landed): Promise<void> {
     const empty = def.transaction ? await def.plan([], io) : undefined;
-    const failure = await land(io, new Map(), landed, {
+    const kept = new Map<string, string>();
+    const managed = new Set(io.managedPaths());
+    for (const [path, text] of (await def.kept?.(io)) ?? []) if (managed.has(path)) kept.set(path, text);
+    const failure = await land(io, kept, landed, {
       plan: typeof empty === "string" ? undefined : empty,
       withdraw: true,
       policies: 0,

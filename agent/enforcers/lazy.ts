@@ -20,6 +20,8 @@ export interface EnforcerTraits {
   background?: boolean;
   /** {@linkcode Enforcer.residue}: set when the enforcer implements {@linkcode Enforcer.hasResidue}. */
   residue?: ResidueHint;
+  /** {@linkcode Enforcer.companions}. */
+  companions?: readonly string[];
 }
 
 /** An enforcer standing for the module `load` returns; see the module documentation. */
@@ -55,6 +57,7 @@ export function lazyEnforcer<K extends string>(
     type,
     notifiesUsers: traits.notifiesUsers,
     background: traits.background,
+    companions: traits.companions,
     load: real,
     loaded: () => loading !== undefined,
     residue: traits.residue,
@@ -65,7 +68,7 @@ export function lazyEnforcer<K extends string>(
       }
       return (await (await real()).hasResidue?.(io)) ?? false;
     },
-    sync: async (policies, io) => (await real()).sync(policies, io),
+    sync: async (policies, io, context) => (await real()).sync(policies, io, context),
     // A type with policies has been synced, so loaded; one that is not loaded has nothing to watch yet.
     watches: (io) => loadedEnforcer?.watches?.(io) ?? [],
   };

@@ -6,9 +6,15 @@ import { type LazyEnforcer, lazyEnforcer as lazy } from "./lazy.ts";
 /** Fresh stand-ins of every enforcer of this build, none of them loaded yet. */
 export function lazyEnforcers(): LazyEnforcer[] {
   return [
-    lazy("Firefox", () => import("./firefox.ts"), "firefoxEnforcer", { notifiesUsers: true }),
+    lazy("Firefox", () => import("./firefox.ts"), "firefoxEnforcer", {
+      notifiesUsers: true,
+      companions: ["Certificates", "Proxy"],
+    }),
     lazy("Thunderbird", () => import("./thunderbird.ts"), "thunderbirdEnforcer", { notifiesUsers: true }),
-    lazy("Chrome", () => import("./chrome.ts"), "chromeEnforcer", { notifiesUsers: true }),
+    lazy("Chrome", () => import("./chrome.ts"), "chromeEnforcer", {
+      notifiesUsers: true,
+      companions: ["Certificates", "Proxy"],
+    }),
     lazy("Edge", () => import("./edge.ts"), "edgeEnforcer", { notifiesUsers: true }),
     lazy("Dconf", () => import("./dconf.ts"), "dconfEnforcer", { notifiesUsers: false }),
     lazy("Firewalld", () => import("./firewalld.ts"), "firewalldEnforcer", { notifiesUsers: false }),
@@ -27,5 +33,7 @@ export function lazyEnforcers(): LazyEnforcer[] {
       background: true,
     }),
     lazy("Kconfig", () => import("./kconfig.ts"), "kconfigEnforcer", { notifiesUsers: true }),
+    lazy("Certificates", () => import("./certificates.ts"), "certificatesEnforcer", { notifiesUsers: true }),
+    lazy("Proxy", () => import("./proxy.ts"), "proxyEnforcer", { notifiesUsers: true }),
   ];
 }

@@ -104,6 +104,15 @@ export interface EnforcerIO {
 /** See {@linkcode Enforcer.residue}. */
 export type ResidueHint = "when loaded" | { readonly stateFile: string };
 
+/** What a sync gets besides its own type's policies. */
+export interface SyncContext {
+  /**
+   * The cached policies of the types in {@linkcode Enforcer.companions}, sorted like the type's own (priority
+   * descending, then id).
+   */
+  companions: CachedPolicy[];
+}
+
 /** Enforces every policy of one type; see `agent/enforcers/`. */
 export interface Enforcer {
   /** Wire name of the type. */
@@ -135,11 +144,18 @@ export interface Enforcer {
    */
   watches?(io: EnforcerIO): string[];
   /**
+   * Other types whose settings this type writes into a file it owns, because the program reads that one file
+   * only (Firefox's single policies.json carries the Certificates and Proxy types' keys too). The engine gives
+   * their policies to {@linkcode Enforcer.sync} as `context.companions`, syncs this type whenever one exists,
+   * and syncs it before those types, so that they read back what it wrote. It reports its own policies only.
+   */
+  readonly companions?: readonly string[];
+  /**
    * Brings the node in line with `policies` (all cached policies of this type, sorted by
    * priority descending then id ascending; empty means "undo everything of this type"), then
    * reads the real state back and reports per policy.
    */
-  sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult>;
+  sync(policies: CachedPolicy[], io: EnforcerIO, context?: SyncContext): Promise<SyncResult>;
 }
 
 const SEVERITY: Record<ComplianceStatusName, number> = {

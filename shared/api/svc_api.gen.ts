@@ -643,6 +643,25 @@ export interface Operations {
       }>;
     };
   };
+  /** CA certificates distributed by released Certificates policies that reach nodes and expire within the given days (expired ones included), soonest first */
+  "GET /api/v1/certificates/expiring": {
+    path: Record<string, never>;
+    query: {
+      within_days?: string;
+    };
+    body: undefined;
+    response: {
+      within_days: number;
+      items: Array<{
+        policy_id: string;
+        policy_name: string;
+        name: string;
+        subject: string;
+        not_after: string;
+        expired: boolean;
+      }>;
+    };
+  };
   /** Latest reported results, only where the policy still reaches the node; with counts per status */
   "GET /api/v1/compliance": {
     path: Record<string, never>;

@@ -13,6 +13,8 @@ import { flatpakType } from "./flatpak.ts";
 import { sessionAccessType } from "./session_access.ts";
 import { diskEncryptionType } from "./disk_encryption.ts";
 import { kconfigType } from "./kconfig.ts";
+import { certificatesType } from "./certificates.ts";
+import { proxyType } from "./proxy.ts";
 
 /** Every policy type, in the order of the typed_content oneof. */
 export const REGISTERED_TYPES: readonly PolicyTypeDef[] = [
@@ -27,4 +29,6 @@ export const REGISTERED_TYPES: readonly PolicyTypeDef[] = [
   sessionAccessType,
   diskEncryptionType,
   kconfigType,
+  certificatesType,
+  proxyType,
 ] as PolicyTypeDef[];

@@ -19,49 +19,28 @@ import assert from "node:assert/strict";
 import { BootedNode, bootedNodeUnavailable } from "../helpers/booted_node.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api, eventually, type Json } from "../helpers/agent_process.ts";
-import { deployScript } from "../../web/src/deploy_script.ts";
+import {
+  agentStatus,
+  deployAgent,
+  DIST,
+  HOST_ARCH,
+  nodeOnline as serverSeesOnline,
+  packagesUnavailable,
+  releaseAndBind,
+} from "../helpers/booted_agent.ts";
 import { buildFlatpakRepo, type FlatpakTestRepo } from "../helpers/flatpak_repo.ts";
 import type { AgentStatus } from "../../agent/status.ts";
 
-const DIST = new URL("../../dist/", import.meta.url).pathname;
 const REQUIRED = Deno.env.get("SVC_REQUIRE_PACKAGES") === "1";
-const HOST_ARCH = Deno.build.arch === "x86_64" ? "amd64" : "arm64";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 
 async function unavailable(): Promise<string | undefined> {
-  if (!await Deno.stat(`${DIST}agent-repo/manifest.json`).then(() => true, () => false)) {
-    return "dist/agent-repo is absent: run `deno task build --portable` first (CI does)";
-  }
-  return await bootedNodeUnavailable();
+  return await packagesUnavailable() ?? await bootedNodeUnavailable();
 }
 
 const reason = await unavailable();
 if (reason && REQUIRED) throw new Error(`booted-node test cannot run but SVC_REQUIRE_PACKAGES=1: ${reason}`);
 if (reason) console.error(`booted_node_test: skipped: ${reason}`);
-
-/** A released policy with an enabled binding to the group, as an admin makes it; the ids of both. */
-async function releaseAndBind(
-  api: Api,
-  groupId: string,
-  policy: { type: string; name: string; content: unknown; priority?: number; lockoutReason?: string },
-): Promise<{ policyId: string; bindingId: string }> {
-  const created = await api.call("POST", "/api/v1/policies/all", {
-    name: policy.name,
-    type: policy.type,
-    content: JSON.stringify(policy.content),
-  });
-  await api.call("PUT", `/api/v1/policies/all/${created.id}/state`, { state: "released" });
-  const binding = await api.call("POST", "/api/v1/policy-bindings", {
-    policy_id: created.id,
-    node_group_id: groupId,
-    priority: policy.priority ?? 5,
-  });
-  await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, {
-    state: "enabled",
-    ...(policy.lockoutReason ? { lockout_reason: policy.lockoutReason } : {}),
-  });
-  return { policyId: created.id, bindingId: binding.id };
-}
 
 Deno.test({
   name:
@@ -91,14 +70,11 @@ Deno.test({
     let journalText = "";
     const context = () => journalText;
     const status = async (): Promise<AgentStatus | undefined> => {
-      const r = await node!.exec(["runuser", "-u", "nobody", "--", "svc-agent", "status", "--json"]);
+      const s = await agentStatus(node!);
       journalText = await journal();
-      return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+      return s;
     };
-    const nodeOnline = async () => {
-      const page = await api!.call("GET", "/api/v1/nodes?search=booted-desk-1");
-      return page.items.find((n: Json) => n.name === "booted-desk-1")?.status === "online";
-    };
+    const nodeOnline = () => serverSeesOnline(api!, "booted-desk-1");
     let groupId = "";
     let policyId = "";
     let repo: FlatpakTestRepo | undefined;
@@ -107,34 +83,11 @@ Deno.test({
         "the wizard's Debian script installs, enrolls and starts svc-agent under systemd",
         async () => {
           node = await BootedNode.boot({ hostname: "booted-desk-1" });
-          const group = await api!.call("POST", "/api/v1/node-groups", { name: "booted desktops" });
-          groupId = group.id;
-          const { token } = await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-          const manifest = JSON.parse(await Deno.readTextFile(`${DIST}agent-repo/manifest.json`));
-          const script = deployScript({
-            origin: `https://localhost:${ports.web}`,
-            family: "debian",
-            arch: HOST_ARCH,
-            caPem: await Deno.readTextFile(`${server!.dataDir}/pki/ca/ca.crt`),
-            repoKey: await (await fetch(`${server!.baseUrl}/agent/repo-key.asc`, { client: api!.client }))
-              .text(),
-            packages: manifest.packages,
-            enrollment: { token, policyPort: ports.policy },
+          groupId = await deployAgent(node, server!, api!, {
+            nodeName: "booted-desk-1",
+            groupName: "booted desktops",
+            context: () => journalText,
           });
-          await Deno.writeTextFile(node.hostPath("/root/deploy.sh"), script);
-          const out = await node.sh("sh -e /root/deploy.sh 2>&1");
-          assert.match(out, /Enrolled node "booted-desk-1"/);
-          await eventually(
-            async () => {
-              const r = await node!.exec(["systemctl", "is-active", "svc-agent"]);
-              journalText = await journal();
-              return r.stdout.trim() === "active";
-            },
-            60_000,
-            "svc-agent active",
-            context,
-          );
-          await eventually(nodeOnline, 60_000, "the node online", context);
         },
       );
 

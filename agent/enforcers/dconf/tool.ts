@@ -32,7 +32,7 @@ export function precompile(io: EnforcerIO, keyfile: string, locks: string): Prom
 }
 
 /** Reads what a session sees: `dconf dump /` and `dconf list-locks /` through a profile under the root. */
-async function readSession(io: EnforcerIO, profile: string): Promise<DconfSession> {
+export async function readSession(io: EnforcerIO, profile: string): Promise<DconfSession> {
   const current = await io.fs.readTextFile(`${DCONF_PROFILE_DIR}/${profile}`);
   const lines: string[] = [];
   for (const raw of (current ?? "").split("\n")) {

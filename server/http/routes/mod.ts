@@ -36,6 +36,7 @@ import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
 import { trendRoutes } from "./trends.ts";
+import { trustAnchorRoutes } from "./trust_anchors.ts";
 
 /** Every REST route the server mounts, in the order the OpenAPI document lists them. */
 export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
@@ -79,5 +80,6 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...sessionAccessRoutes(ctx),
     ...flatpakRoutes(ctx),
     ...agentRepoRoutes(ctx),
+    ...trustAnchorRoutes(ctx),
   ];
 }

@@ -7,3 +7,4 @@ import "../components/dconf_form.ts";
 import "../components/polkit_form.ts";
 import "../components/flatpak_form.ts";
 import "../components/session_access_form.ts";
+import "../components/certificates_form.ts";

@@ -24,6 +24,10 @@ import { diskEncryptionType } from "../../../shared/policy_types/disk_encryption
 import { diskEncryptionEditor } from "./disk_encryption.ts";
 import { kconfigType } from "../../../shared/policy_types/kconfig.ts";
 import { kconfigEditor } from "./kconfig.ts";
+import { certificatesType } from "../../../shared/policy_types/certificates.ts";
+import { certificatesEditor } from "./certificates.ts";
+import { proxyType } from "../../../shared/policy_types/proxy.ts";
+import { proxyEditor } from "./proxy.ts";
 
 /** The console's own editor of each type that has one, by wire name. */
 export const EDITORS: ReadonlyMap<string, EditorSpec> = new Map<string, EditorSpec>([
@@ -38,4 +42,6 @@ export const EDITORS: ReadonlyMap<string, EditorSpec> = new Map<string, EditorSp
   [sessionAccessType.wireName, sessionAccessEditor],
   [diskEncryptionType.wireName, diskEncryptionEditor],
   [kconfigType.wireName, kconfigEditor],
+  [certificatesType.wireName, certificatesEditor],
+  [proxyType.wireName, proxyEditor],
 ]);

@@ -135,6 +135,8 @@ interface Attention {
   unescrowed?: number;
   /** The settings failing on most nodes (at most three). */
   settings?: FailingSetting[];
+  /** CA certificates distributed by Certificates policies that expire within 30 days, and how many have. */
+  expiringCertificates?: { count: number; expired: number };
 }
 
 async function total(path: string, query: Record<string, string>): Promise<number> {
@@ -184,6 +186,12 @@ async function loadAttention(serverVersion: Promise<string>): Promise<Attention>
         void (out.settings = s)
       ),
     );
+  }
+  if (session.can("policy:view")) {
+    jobs.push((async () => {
+      const { items } = await api.get<{ items: { expired: boolean }[] }>("/certificates/expiring");
+      out.expiringCertificates = { count: items.length, expired: items.filter((i) => i.expired).length };
+    })());
   }
   if (session.can("disk_encryption:view")) {
     jobs.push(total("/disk-encryption/volumes", { escrow: "none" }).then((n) => void (out.unescrowed = n)));
@@ -291,6 +299,19 @@ function attentionItems(summary: DashboardSummary, attention: Attention): Templa
         attention.unescrowed!,
         `encrypted ${attention.unescrowed === 1 ? "disk has" : "disks have"} no escrowed recovery key`,
         "warning",
+      ),
+    );
+  }
+  const expiring = attention.expiringCertificates;
+  if (expiring && expiring.count > 0) {
+    items.push(
+      item(
+        "/policies?type=Certificates&state=released",
+        expiring.count,
+        `distributed CA ${
+          expiring.count === 1 ? "certificate expires" : "certificates expire"
+        } within 30 days${expiring.expired ? ` (${expiring.expired} already expired)` : ""}`,
+        expiring.expired ? "danger" : "warning",
       ),
     );
   }
