@@ -16,7 +16,7 @@ import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, STEP_UP_BODY, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import {
   type BindingSubject,
   createBinding,
@@ -232,7 +232,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
           const label = `${role.name} → ${name}`;
           auditResource(c, { name: label });
           // Who may hold which permissions is the most dangerous change there is: prove presence again.
-          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          await checkStepUp(s.stepUp, tx, c, proof);
           const wanted = { subject: holder, roleId: role.id, scopeType, scopeId };
           if (await hasBinding(tx, wanted)) {
             throw conflict(`${noun} "${name}" already has role "${role.name}" in this scope`);
@@ -250,7 +250,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       tag,
       access: options.edit,
       audit: { resourceType: "role_binding" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Removed" },
         "403": { description: "Missing permission or step-up re-authentication (password, code)" },
@@ -266,7 +266,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
           const binding = await getBinding(tx, holder, bindingId);
           if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
           auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
-          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          await checkStepUp(s.stepUp, tx, c, proof);
           await deleteBinding(tx, holder, bindingId);
         });
         return c.body(null, 204);

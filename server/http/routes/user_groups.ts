@@ -16,7 +16,13 @@ import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts"
 import { listBindings } from "../../auth/role_bindings.ts";
 import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./roles.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import {
+  checkStepUp,
+  STEP_UP_BODY,
+  STEP_UP_PROPERTIES,
+  STEP_UP_REFUSED,
+  takeStepUpProof,
+} from "../step_up.ts";
 import {
   addMember,
   createUserGroup,
@@ -146,10 +152,10 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:delete",
       audit: { resourceType: "user_group" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Deleted" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -158,7 +164,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "delete" });
           auditResource(c, { id, name: group.name });
           if (group.member_count > 0 && (await carriesRoles(tx, id))) {
-            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+            await checkStepUp(s.stepUp, tx, c, proof);
           }
           await deleteUserGroup(tx, id);
         });
@@ -193,7 +199,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: {
         "204": { description: "Added" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -214,7 +220,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
             }]);
           }
           c.set("auditDetails", { member: user.username });
-          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          if (await carriesRoles(tx, id)) await checkStepUp(s.stepUp, tx, c, proof);
           if (!(await addMember(tx, id, userId))) {
             throw conflict(`"${user.username}" is already a member of "${group.name}"`);
           }
@@ -229,10 +235,10 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Removed" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -246,7 +252,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           });
           auditResource(c, { id, name: group.name });
           c.set("auditDetails", { member_id: userId });
-          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          if (await carriesRoles(tx, id)) await checkStepUp(s.stepUp, tx, c, proof);
           if (!(await removeMember(tx, id, userId))) {
             throw notFound(`member ${userId} of user group "${group.name}"`);
           }
