@@ -1,11 +1,14 @@
 /**
- * Pieces shared by the policy-domain routes: handlers for the two shapes most routes on one resource take
- * (read it by its `:id`; change it by its `:id` in a transaction, naming it in the audit row), and schema
- * fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
+ * Pieces shared by the routes: handlers for the shapes most routes on one resource take (read it by its
+ * `:id`; change it by its `:id` in a transaction, naming it in the audit row; change an identity record
+ * with step-up), and schema fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
  */
 import type { Db, Queryable } from "../../db/db.ts";
+import { identityTransaction } from "../../auth/rbac.ts";
+import type { IdentityServices } from "../../auth/services.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { auditResource, respondJson, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { checkStepUp, takeStepUpProof } from "../step_up.ts";
 
 type Handler = RouteSpec["handler"];
 type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
@@ -49,6 +52,23 @@ export function changeById<T>(
     const record = await db.transaction((tx) => change(tx, id, c));
     auditResource(c, { id, name: auditName(record) });
     return await respond(c, record);
+  };
+}
+
+/**
+ * Handler of a change to who may do what (a role, a user group, its members, a role binding) that answers
+ * 204 and may need step-up: the `:id` and the proof are read first, then `change` runs in one identity
+ * transaction and calls `stepUp()` where the change alters what someone may do.
+ */
+export function identityChange(
+  s: IdentityServices,
+  change: (tx: Queryable, id: string, c: RouteContext, stepUp: () => Promise<void>) => Promise<void>,
+): Handler {
+  return async (c) => {
+    const id = uuidParam(c, "id");
+    const proof = takeStepUpProof(c);
+    await identityTransaction(s.ctx.db, (tx) => change(tx, id, c, () => checkStepUp(s.stepUp, tx, c, proof)));
+    return noContent(c);
   };
 }
 

@@ -16,7 +16,14 @@ import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
-import { checkStepUp, STEP_UP_BODY, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import {
+  checkStepUp,
+  STEP_UP_BODY,
+  STEP_UP_PROPERTIES,
+  STEP_UP_REFUSED,
+  takeStepUpProof,
+} from "../step_up.ts";
+import { identityChange } from "./common.ts";
 import {
   type BindingSubject,
   createBinding,
@@ -251,26 +258,18 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       access: options.edit,
       audit: { resourceType: "role_binding" },
       body: STEP_UP_BODY,
-      responses: {
-        "204": { description: "Removed" },
-        "403": { description: "Missing permission or step-up re-authentication (password, code)" },
-      },
-      async handler(c) {
-        const id = uuidParam(c, "id");
+      responses: { "204": { description: "Removed" }, "403": STEP_UP_REFUSED },
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
         const bindingId = uuidParam(c, "bindingId");
         const holder = subject.holder(id);
-        const proof = takeStepUpProof(c);
         auditResource(c, { id: bindingId });
-        await identityTransaction(db, async (tx) => {
-          const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
-          const binding = await getBinding(tx, holder, bindingId);
-          if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
-          auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
-          await checkStepUp(s.stepUp, tx, c, proof);
-          await deleteBinding(tx, holder, bindingId);
-        });
-        return c.body(null, 204);
-      },
+        const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
+        const binding = await getBinding(tx, holder, bindingId);
+        if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
+        auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
+        await stepUp();
+        await deleteBinding(tx, holder, bindingId);
+      }),
     },
   ];
 }

@@ -22,7 +22,7 @@ import {
   STEP_UP_REFUSED,
   takeStepUpProof,
 } from "../step_up.ts";
-import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -186,21 +186,14 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         "204": { description: "Deleted" },
         "403": STEP_UP_REFUSED,
       },
-      async handler(c) {
-        const id = uuidParam(c, "id");
-        const proof = takeStepUpProof(c);
-        await identityTransaction(db, async (tx) => {
-          const role = found(await getRole(tx, id), `role ${id}`);
-          auditResource(c, { id, name: role.name });
-          assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
-          // (Built-in roles are refused below, without asking for a proof.)
-          if (!role.builtin && (await roleIsBound(tx, id))) {
-            await checkStepUp(s.stepUp, tx, c, proof);
-          }
-          await deleteRole(tx, role);
-        });
-        return c.body(null, 204);
-      },
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
+        const role = found(await getRole(tx, id), `role ${id}`);
+        auditResource(c, { id, name: role.name });
+        assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
+        // (Built-in roles are refused below, without asking for a proof.)
+        if (!role.builtin && (await roleIsBound(tx, id))) await stepUp();
+        await deleteRole(tx, role);
+      }),
     },
     {
       method: "GET",
