@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import postgres from "postgres";
+import { opensslCertificate } from "../helpers/certificates.ts";
+import { runCommand } from "../helpers/command.ts";
 import { freePort, type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
 import { VERSION } from "../../shared/version.ts";
@@ -15,19 +17,10 @@ import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
 
 const OPTS = { sanitizeResources: false, sanitizeOps: false };
 
-async function run(cmd: string, args: string[], stdin = ""): Promise<{ code: number; out: string }> {
-  const child = new Deno.Command(cmd, { args, stdin: "piped", stdout: "piped", stderr: "piped" }).spawn();
-  const w = child.stdin.getWriter();
-  await w.write(new TextEncoder().encode(stdin));
-  await w.close();
-  const { code, stdout, stderr } = await child.output();
-  return { code, out: new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr) };
-}
-
 /** openssl s_client handshake; returns whether the handshake completed and the transcript. */
 async function handshake(port: number, extra: string[]): Promise<{ ok: boolean; out: string }> {
   // The timeout only ends a hung s_client (it quits after the handshake); a loaded machine needs its margin.
-  const { out } = await run("timeout", [
+  const { output: out } = await runCommand("timeout", [
     "120",
     "openssl",
     "s_client",
@@ -36,7 +29,7 @@ async function handshake(port: number, extra: string[]): Promise<{ ok: boolean; 
     "-servername",
     "localhost",
     ...extra,
-  ], "Q\n");
+  ], { stdin: "Q\n" });
   // A completed handshake prints the negotiated cipher; a refused one prints "Cipher is (NONE)" or an alert.
   const ok = /New, TLSv1\.[0-3], Cipher is (?!\(NONE\))/.test(out) && !/alert|handshake failure/i.test(out);
   return { ok, out };
@@ -47,7 +40,7 @@ async function h1Get(
   proc: ServerProcess,
   path: string,
 ): Promise<{ status: number; body: string; httpVersion: string }> {
-  const res = await run("curl", [
+  const res = await runCommand("curl", [
     "-sS",
     "--http1.1",
     "--cacert",
@@ -56,7 +49,7 @@ async function h1Get(
     "\n%{http_code} %{http_version}",
     `https://127.0.0.1:${proc.webPort}${path}`,
   ]);
-  const lines = res.out.trimEnd().split("\n");
+  const lines = res.output.trimEnd().split("\n");
   const [status, httpVersion] = lines.pop()!.split(" ");
   return { status: Number(status), body: lines.join("\n"), httpVersion };
 }
@@ -124,7 +117,7 @@ Deno.test({
         const tls13 = await handshake(proc.webPort, ["-tls1_3"]);
         assert.equal(tls13.ok, true, tls13.out);
         // ChaCha20 is a fine AEAD, but the TLS 1.2 policy is AES-GCM only: no request may be served over it.
-        const chacha = await run("curl", [
+        const chacha = await runCommand("curl", [
           "-sS",
           "--tlsv1.2",
           "--tls-max",
@@ -135,10 +128,10 @@ Deno.test({
           `${proc.dataDir}/pki/ca/ca.crt`,
           `https://127.0.0.1:${proc.webPort}/api/v1/version`,
         ]);
-        assert.notEqual(chacha.code, 0, `TLS 1.2 ChaCha20 served a request: ${chacha.out}`);
+        assert.notEqual(chacha.code, 0, `TLS 1.2 ChaCha20 served a request: ${chacha.output}`);
         // The exact behaviour (README, Security notes): the runtime completes the ChaCha20 handshake, then the
         // server drops the connection before reading the request, so not one HTTP byte comes back.
-        const raw = await run("timeout", [
+        const raw = await runCommand("timeout", [
           "120",
           "openssl",
           "s_client",
@@ -150,14 +143,14 @@ Deno.test({
           "-cipher",
           "ECDHE-ECDSA-CHACHA20-POLY1305",
           "-ign_eof",
-        ], "GET /api/v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-        assert.match(raw.out, /New, TLSv1\.2, Cipher is ECDHE-ECDSA-CHACHA20-POLY1305/, raw.out);
+        ], { stdin: "GET /api/v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" });
+        assert.match(raw.output, /New, TLSv1\.2, Cipher is ECDHE-ECDSA-CHACHA20-POLY1305/, raw.output);
         assert.doesNotMatch(
-          raw.out,
+          raw.output,
           /HTTP\/1\.[01] \d{3}|"version"/,
-          `an HTTP answer over ChaCha20: ${raw.out}`,
+          `an HTTP answer over ChaCha20: ${raw.output}`,
         );
-        const aesGcm = await run("curl", [
+        const aesGcm = await runCommand("curl", [
           "-sS",
           "--tls-max",
           "1.2",
@@ -167,39 +160,23 @@ Deno.test({
           `${proc.dataDir}/pki/ca/ca.crt`,
           `https://127.0.0.1:${proc.webPort}/api/v1/version`,
         ]);
-        assert.equal(aesGcm.code, 0, aesGcm.out);
+        assert.equal(aesGcm.code, 0, aesGcm.output);
       });
       await t.step("web port refuses a client certificate that does not chain to the CA", async () => {
         const dir = await Deno.makeTempDir();
         try {
-          await run("openssl", [
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-subj",
-            "/CN=intruder",
-            "-keyout",
-            `${dir}/k.pem`,
-            "-out",
-            `${dir}/c.pem`,
-            "-days",
-            "1",
-          ]);
-          const res = await run("curl", [
+          const intruder = await opensslCertificate(dir, { name: "intruder", subject: "/CN=intruder" });
+          const res = await runCommand("curl", [
             "-sS",
             "--cacert",
             `${proc.dataDir}/pki/ca/ca.crt`,
             "--cert",
-            `${dir}/c.pem`,
+            intruder.certFile,
             "--key",
-            `${dir}/k.pem`,
+            intruder.keyFile,
             `https://127.0.0.1:${proc.webPort}/api/v1/version`,
           ]);
-          assert.notEqual(res.code, 0, `self-signed client certificate was accepted: ${res.out}`);
+          assert.notEqual(res.code, 0, `self-signed client certificate was accepted: ${res.output}`);
         } finally {
           await Deno.remove(dir, { recursive: true });
         }
@@ -209,7 +186,7 @@ Deno.test({
         assert.equal(tls12.ok, false, tls12.out);
         // In TLS 1.3 the server checks the client certificate after the client's Finished, so the refusal is an
         // alert the client reads once it sends data: "certificate required" (alert 116), and no data flows back.
-        const { out } = await run("timeout", [
+        const { output: out } = await runCommand("timeout", [
           "10",
           "openssl",
           "s_client",
@@ -223,11 +200,11 @@ Deno.test({
           `${proc.dataDir}/pki/ca/ca.crt`,
           "-servername",
           "localhost",
-        ], "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+        ], { stdin: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" });
         // Depending on timing the client reads the alert or only sees the connection closed; either way the
         // server refused before any application data.
         assert.match(out, /alert certificate required|unexpected eof while reading/, out);
-        const noCert = await run("curl", [
+        const noCert = await runCommand("curl", [
           "-sS",
           "--http2",
           "--cacert",
@@ -237,7 +214,7 @@ Deno.test({
         assert.notEqual(
           noCert.code,
           0,
-          `a request without a client certificate got an answer: ${noCert.out}`,
+          `a request without a client certificate got an answer: ${noCert.output}`,
         );
       });
       await t.step("policy port negotiates ALPN h2 with a CA-signed client certificate", async () => {
