@@ -18,7 +18,21 @@ export interface CertificateOptions {
   extensions?: readonly string[];
   /** The CA that signs it; without one the certificate signs itself. */
   issuer?: { certFile: string; keyFile: string };
+  /** The key's curve (default P-256). */
+  curve?: "P-256" | "P-384";
 }
+
+/** Extensions of a root CA's certificate. */
+export const ROOT_CA_EXTENSIONS: readonly string[] = [
+  "basicConstraints=critical,CA:TRUE",
+  "keyUsage=critical,keyCertSign,cRLSign",
+];
+
+/** Extensions of an intermediate CA that signs end-entity certificates only. */
+export const INTERMEDIATE_CA_EXTENSIONS: readonly string[] = [
+  "basicConstraints=critical,CA:TRUE,pathlen:0",
+  "keyUsage=critical,keyCertSign,cRLSign",
+];
 
 /** A certificate and its key as files. */
 export interface CertificateFiles {
@@ -28,7 +42,7 @@ export interface CertificateFiles {
   key: string;
 }
 
-/** A new P-256 key and a certificate for it, self-signed or signed by `issuer` (`openssl req -x509`). */
+/** A new EC key and a certificate for it, self-signed or signed by `issuer` (`openssl req -x509`). */
 export async function opensslCertificate(
   dir: string,
   options: CertificateOptions,
@@ -37,7 +51,15 @@ export async function opensslCertificate(
   const certFile = join(dir, `${options.name}.crt`);
   const issuer = options.issuer ? ["-CA", options.issuer.certFile, "-CAkey", options.issuer.keyFile] : [];
   await mustRun("openssl", [
-    ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
+    ...[
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      `ec_paramgen_curve:${options.curve ?? "P-256"}`,
+      "-nodes",
+    ],
     ...["-days", String(options.days ?? 1), "-subj", options.subject],
     ...(options.extensions ?? []).flatMap((line) => ["-addext", line]),
     ...issuer,

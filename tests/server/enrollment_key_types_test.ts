@@ -4,6 +4,7 @@
 // token is UNAUTHENTICATED (the shared hostile-string corpus supplies the shapes).
 
 import assert from "node:assert/strict";
+import { mustRun } from "../helpers/command.ts";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
 import {
@@ -41,24 +42,10 @@ async function grpcFailure(promise: Promise<unknown>): Promise<GrpcError> {
 async function opensslCsr(newkey: string[]): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "svc-csr-" });
   try {
-    const out = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-new",
-        "-newkey",
-        ...newkey,
-        "-nodes",
-        "-subj",
-        "/CN=pc",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/csr.pem`,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    await mustRun("openssl", [
+      ...["req", "-new", "-newkey", ...newkey, "-nodes", "-subj", "/CN=pc"],
+      ...["-keyout", `${dir}/key.pem`, "-out", `${dir}/csr.pem`],
+    ]);
     return await Deno.readTextFile(`${dir}/csr.pem`);
   } finally {
     await Deno.remove(dir, { recursive: true });
