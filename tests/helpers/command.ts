@@ -1,7 +1,12 @@
 /**
- * Runs a tool the tests lean on (openssl, curl, kinit, ldapadd, cryptsetup…) to its end and hands back what it
- * printed: one way for every test, so a failure always names the command and shows its output.
+ * Runs a tool the tests lean on (openssl, curl, kdb5_util, ldapadd, cryptsetup…) to its end and hands back
+ * what it printed: one way for every test, so a failure always names the command and shows its output. The
+ * agent's runner (agent/runner.ts) does the running; a missing tool exits 127 with "command not found".
  */
+import { Runner } from "../../agent/runner.ts";
+
+/** A limit no tool a test runs comes near (building a Flatpak repository on a loaded machine included). */
+const runner = new Runner({ defaultTimeoutMs: 600_000, historySize: 0 });
 
 /** What a finished command left. */
 export interface CommandResult {
@@ -27,24 +32,8 @@ export async function runCommand(
   args: readonly string[],
   options: CommandOptions = {},
 ): Promise<CommandResult> {
-  const child = new Deno.Command(cmd, {
-    args: [...args],
-    cwd: options.cwd,
-    env: options.env,
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (options.stdin !== undefined) {
-    const writer = child.stdin.getWriter();
-    await writer.write(new TextEncoder().encode(options.stdin));
-    await writer.close();
-  }
-  const out = await child.output();
-  const decoder = new TextDecoder();
-  const stdout = decoder.decode(out.stdout);
-  const stderr = decoder.decode(out.stderr);
-  return { code: out.code, stdout, stderr, output: stdout + stderr };
+  const { code, stdout, stderr } = await runner.run(cmd, [...args], options);
+  return { code, stdout, stderr, output: stdout + stderr };
 }
 
 /** As {@link runCommand}, but a non-zero exit throws an error naming the command and showing its output. */
