@@ -15,9 +15,10 @@ import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
   Api,
+  bindReleasedPolicy,
+  enrollIntoNewGroup,
   eventually,
   type Json,
-  runAgentOnce,
   spawnAgent,
   writeAgentConfig,
 } from "../helpers/agent_process.ts";
@@ -74,25 +75,18 @@ Deno.test({
     let policyId = "";
     try {
       await step("a Firefox policy before Firefox is installed: INAPPLICABLE, nothing written", async () => {
-        const group = await api!.call("POST", "/api/v1/node-groups", { name: "life desktops" });
-        const { token } = await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-        const tokenFile = join(base, "token");
-        await Deno.writeTextFile(tokenFile, token);
-        const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
-        assert.equal(enrolled.code, 0, enrolled.stderr);
-        const policy = await api!.call("POST", "/api/v1/policies/all", {
+        const groupId = await enrollIntoNewGroup(api!, {
+          groupName: "life desktops",
+          configPath,
+          env: agentEnv,
+          tokenFile: join(base, "token"),
+        });
+        ({ policyId } = await bindReleasedPolicy(api!, {
+          groupId,
           name: "life firefox",
-          type: "Firefox",
-          content: JSON.stringify({ DisableTelemetry: true }),
-        });
-        policyId = policy.id;
-        await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-        const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id: group.id,
+          content: { DisableTelemetry: true },
           priority: 10,
-        });
-        await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+        }));
         agent = spawnAgent(configPath, agentEnv);
         const s = await eventually(
           async () => {
