@@ -65,15 +65,6 @@ export async function reachablePermissionsOfGroup(q: Queryable, groupId: string)
   return rows.map((r) => r.id);
 }
 
-/** Permissions of a role. */
-export async function rolePermissions(q: Queryable, roleId: string): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(
-    "SELECT permission_id AS id FROM role_permissions WHERE role_id = $1 ORDER BY 1",
-    [roleId],
-  );
-  return rows.map((r) => r.id);
-}
-
 /**
  * Refuses (403) when `wanted` contains a permission the caller does not hold. `what` completes the sentence
  * "you cannot … because …", e.g. `grant role "Auditor"`.
