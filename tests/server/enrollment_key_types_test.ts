@@ -7,26 +7,10 @@ import assert from "node:assert/strict";
 import { mustRun } from "../helpers/command.ts";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
-import {
-  type AgentServer,
-  createGroup,
-  enrollmentClient,
-  enrollmentToken,
-  startAgentServer,
-} from "../helpers/agents.ts";
+import { createGroup, enrollmentClient, enrollmentToken, withAgentServer } from "../helpers/agents.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
-import type { Db } from "../../server/db/db.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { generateKeyAndCsr, toPem, x509 } from "../../shared/pki/csr.ts";
-
-async function withServer(db: Db, fn: (server: AgentServer) => Promise<void>): Promise<void> {
-  const server = await startAgentServer(db);
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
 
 async function grpcFailure(promise: Promise<unknown>): Promise<GrpcError> {
   try {
@@ -72,7 +56,7 @@ dbTest(
     if (!HAVE_OPENSSL) {
       console.warn("skipped the openssl half: openssl is not installed (.ci/run installs it)");
     }
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const client = enrollmentClient(server);
       try {
@@ -170,7 +154,7 @@ dbTest(
 dbTest(
   "enrollment tokens: malformed → INVALID_ARGUMENT untouched, any other wrong one → UNAUTHENTICATED",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const { csrPem } = await generateKeyAndCsr("pc");
       const client = enrollmentClient(server);
