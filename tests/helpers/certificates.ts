@@ -18,8 +18,10 @@ export interface CertificateOptions {
   extensions?: readonly string[];
   /** The CA that signs it; without one the certificate signs itself. */
   issuer?: { certFile: string; keyFile: string };
-  /** The key's curve (default P-256). */
+  /** The new key's curve (default P-256). */
   curve?: "P-256" | "P-384";
+  /** A key file to certify instead of making a new key (any type openssl reads). */
+  key?: string;
 }
 
 /** Extensions of a root CA's certificate. */
@@ -42,28 +44,34 @@ export interface CertificateFiles {
   key: string;
 }
 
-/** A new EC key and a certificate for it, self-signed or signed by `issuer` (`openssl req -x509`). */
+/**
+ * A certificate for a new EC key (or for `options.key`), self-signed or signed by `issuer`
+ * (`openssl req -x509`).
+ */
 export async function opensslCertificate(
   dir: string,
   options: CertificateOptions,
 ): Promise<CertificateFiles> {
-  const keyFile = join(dir, `${options.name}.key`);
+  const keyFile = options.key ?? join(dir, `${options.name}.key`);
   const certFile = join(dir, `${options.name}.crt`);
+  const key = options.key ? ["-new", "-key", keyFile] : [
+    "-newkey",
+    "ec",
+    "-pkeyopt",
+    `ec_paramgen_curve:${options.curve ?? "P-256"}`,
+    "-nodes",
+    "-keyout",
+    keyFile,
+  ];
   const issuer = options.issuer ? ["-CA", options.issuer.certFile, "-CAkey", options.issuer.keyFile] : [];
   await mustRun("openssl", [
-    ...[
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      `ec_paramgen_curve:${options.curve ?? "P-256"}`,
-      "-nodes",
-    ],
+    "req",
+    "-x509",
+    ...key,
     ...["-days", String(options.days ?? 1), "-subj", options.subject],
     ...(options.extensions ?? []).flatMap((line) => ["-addext", line]),
     ...issuer,
-    ...["-keyout", keyFile, "-out", certFile],
+    ...["-out", certFile],
   ]);
   return {
     certFile,

@@ -490,25 +490,14 @@ async function opensslCa(
   keyArgs: (out: string) => string[],
 ): Promise<{ certFile: string; keyFile: string }> {
   const keyFile = join(dir, "op-ca.key");
-  const certFile = join(dir, "op-ca.crt");
   await openssl(...keyArgs(keyFile));
-  await openssl(
-    "req",
-    "-x509",
-    "-new",
-    "-key",
-    keyFile,
-    "-days",
-    "30",
-    "-subj",
-    "/O=Example/CN=Example Agents CA",
-    "-addext",
-    "basicConstraints=critical,CA:TRUE,pathlen:0",
-    "-addext",
-    "keyUsage=critical,keyCertSign,cRLSign",
-    "-out",
-    certFile,
-  );
+  const { certFile } = await opensslCertificate(dir, {
+    name: "op-ca",
+    subject: "/O=Example/CN=Example Agents CA",
+    days: 30,
+    extensions: INTERMEDIATE_CA_EXTENSIONS,
+    key: keyFile,
+  });
   return { certFile, keyFile };
 }
 
@@ -605,21 +594,13 @@ Deno.test("operator TLS files are returned as written after a key check", async 
   const ca = await testCa();
   await withTempDir(async (dir) => {
     const keyFile = join(dir, "tls.key");
-    const certFile = join(dir, "tls.crt");
     await openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", keyFile);
-    await openssl(
-      "req",
-      "-x509",
-      "-new",
-      "-key",
-      keyFile,
-      "-days",
-      "30",
-      "-subj",
-      "/CN=web",
-      "-out",
-      certFile,
-    );
+    const { certFile } = await opensslCertificate(dir, {
+      name: "tls",
+      subject: "/CN=web",
+      days: 30,
+      key: keyFile,
+    });
     const result = await loadOrCreateServerCert(ca, { dataDir: dir, hostnames: [], certFile, keyFile });
     assert.deepEqual(result, {
       certPem: await Deno.readTextFile(certFile),
