@@ -84,5 +84,18 @@ export const VISIBLE_NAME_PATTERN = "^(?=.*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]
 /** Free text: no control characters except tab and newline. */
 export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$";
 
+/**
+ * Why a SessionAccess change goes ahead although its rules leave no named account able to log in at some
+ * time: the override a policy state change, a revision release or a binding change carries (audited).
+ */
+export const LOCKOUT_REASON: JsonSchema = {
+  type: "string",
+  minLength: 3,
+  maxLength: 500,
+  pattern: TEXT_PATTERN,
+  description:
+    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
+};
+
 /** Timestamp schema. */
 export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };
