@@ -29,6 +29,7 @@ import { createPolicyClient } from "../../agent/client.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { FIREFOX_MARKER_KEY } from "../../agent/enforcers/firefox.ts";
 import { VERSION } from "../../shared/version.ts";
+import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "e2e-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -113,11 +114,7 @@ Deno.test({
       api = await Api.login(server);
     };
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     try {
       let groupId = "";
       let nodeId = "";

@@ -23,6 +23,7 @@ import {
   writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import type { AgentStatus } from "../../agent/status.ts";
+import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "life-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -67,11 +68,7 @@ Deno.test({
       return page.items.find((r: Json) => r.node_name === NODE);
     };
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     let policyId = "";
     try {
       await step("a Firefox policy before Firefox is installed: INAPPLICABLE, nothing written", async () => {

@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { freePort } from "../helpers/process.ts";
+import { followOutput } from "../helpers/command.ts";
 
 const OPTS = { sanitizeResources: false, sanitizeOps: false };
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -48,29 +49,21 @@ Deno.test({
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    let stdout = "";
-    let stderr = "";
-    const pumps = Promise.all([
-      (async () => {
-        for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) stdout += c;
-      })(),
-      (async () => {
-        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) stderr += c;
-      })(),
-    ]);
+    const followed = followOutput(child);
+    const pumps = followed.closed;
     let exited = false;
     child.status.then(() => exited = true);
-    const out = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+    const out = () => `stdout:\n${followed.stdout()}\nstderr:\n${followed.stderr()}`;
     try {
       const deadline = Date.now() + FIRST_START_DEADLINE_MS;
-      while (!/└─+┘\s*$/.test(stdout) && !exited && Date.now() < deadline) {
+      while (!/└─+┘\s*$/.test(followed.stdout()) && !exited && Date.now() < deadline) {
         await new Promise((r) => setTimeout(r, 200));
       }
-      assert.match(stdout, /└─+┘\s*$/, `the login box is printed:\n${out()}`);
-      assert.match(stdout, /initial admin login: admin \/ \S{12,}/, out());
+      assert.match(followed.stdout(), /└─+┘\s*$/, `the login box is printed:\n${out()}`);
+      assert.match(followed.stdout(), /initial admin login: admin \/ \S{12,}/, out());
 
       // stdout: the login box and nothing else.
-      for (const line of stdout.trimEnd().split("\n")) {
+      for (const line of followed.stdout().trimEnd().split("\n")) {
         assert.match(
           line,
           /^[┌│└]/,
@@ -78,7 +71,7 @@ Deno.test({
         );
       }
       // stderr: Deno's one-line echo of the task, then the server's own log lines.
-      const [taskLine, ...logLines] = stderr.trimEnd().split("\n");
+      const [taskLine, ...logLines] = followed.stderr().trimEnd().split("\n");
       assert.match(taskLine, /^Task start deno run /, out());
       assert.ok(logLines.length > 0, out());
       for (const line of logLines) {
@@ -88,7 +81,7 @@ Deno.test({
           `only the server's own informational lines on stderr, found ${JSON.stringify(line)}:\n${out()}`,
         );
       }
-      assert.match(stderr, /svc-server started/, out());
+      assert.match(followed.stderr(), /svc-server started/, out());
 
       // Nothing was installed into the clone, and none of the tools the server does not run was fetched.
       assert.ok(!await Deno.stat(`${clone}/node_modules`).then(() => true, () => false), "no node_modules");

@@ -7,7 +7,7 @@ import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import postgres from "postgres";
 import { opensslCertificate } from "../helpers/certificates.ts";
-import { runCommand } from "../helpers/command.ts";
+import { followOutput, runCommand } from "../helpers/command.ts";
 import { freePort, type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
 import { VERSION } from "../../shared/version.ts";
@@ -301,29 +301,25 @@ Deno.test({
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    let stdout = "";
-    let stderr = "";
-    const pumps = Promise.all([
-      (async () => {
-        for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) stdout += c;
-      })(),
-      (async () => {
-        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) stderr += c;
-      })(),
-    ]);
-    const out = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+    const followed = followOutput(child);
+    const pumps = followed.closed;
+    const out = () => `stdout:\n${followed.stdout()}\nstderr:\n${followed.stderr()}`;
     try {
       // Wait on the condition (the bottom of the login box), with a deadline a loaded machine cannot miss.
-      for (let i = 0; i < 1200 && !/└─+┘\s*$/.test(stdout); i++) {
+      for (let i = 0; i < 1200 && !/└─+┘\s*$/.test(followed.stdout()); i++) {
         await new Promise((r) => setTimeout(r, 100));
       }
-      assert.match(stderr, /svc-server started/, out());
-      assert.match(stdout, /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
-      assert.match(stdout, new RegExp(`https://localhost:${web}/`), "with the URL to open");
-      assert.match(stdout, /└─+┘\s*$/, `the login box is the last thing printed:\n${out()}`);
-      assert.doesNotMatch(stdout + stderr, /Initialize|Download|approve-scripts/, "no package noise");
+      assert.match(followed.stderr(), /svc-server started/, out());
+      assert.match(followed.stdout(), /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
+      assert.match(followed.stdout(), new RegExp(`https://localhost:${web}/`), "with the URL to open");
+      assert.match(followed.stdout(), /└─+┘\s*$/, `the login box is the last thing printed:\n${out()}`);
+      assert.doesNotMatch(
+        followed.stdout() + followed.stderr(),
+        /Initialize|Download|approve-scripts/,
+        "no package noise",
+      );
       const password = (await Deno.readTextFile(`${cwd}/.svc-data/initial_admin_password`)).trim();
-      assert.ok(stdout.includes(password));
+      assert.ok(followed.stdout().includes(password));
       assert.equal((await Deno.stat(`${cwd}/.svc-data/initial_admin_password`)).mode! & 0o777, 0o600);
       assert.ok((await Deno.stat(`${cwd}/.svc-data/db`)).isDirectory, "embedded database under .svc-data/db");
     } finally {

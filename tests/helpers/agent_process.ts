@@ -5,6 +5,7 @@
 import { stringify } from "yaml";
 import type { ServerProcess } from "./process.ts";
 import { trustingClient } from "./process.ts";
+import { followOutput } from "./command.ts";
 
 /** The agent's entry point. */
 export const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathname;
@@ -77,17 +78,19 @@ export function spawnAgent(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const followed = followOutput(child);
+  const pumps = followed.closed;
   let exited: number | undefined;
   const status = child.status.then((s) => exited = s.code);
   return {
-    output: () => out,
+    output: followed.all,
     async waitForLog(pattern, timeoutMs = 30_000, from = 0) {
-      await eventually(() => pattern.test(out.slice(from)), timeoutMs, `agent log ${pattern}`, () => out);
+      await eventually(
+        () => pattern.test(followed.all().slice(from)),
+        timeoutMs,
+        `agent log ${pattern}`,
+        followed.all,
+      );
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (exited === undefined) {

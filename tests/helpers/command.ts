@@ -48,3 +48,31 @@ export async function mustRun(
   }
   return result;
 }
+
+/** What a spawned child prints, collected as it comes. */
+export interface FollowedOutput {
+  /** Both streams, interleaved as they arrived. */
+  all(): string;
+  stdout(): string;
+  stderr(): string;
+  /** Settles when both streams have ended. */
+  closed: Promise<void>;
+}
+
+/** Follows the output of `child`, whose stdout and stderr must be "piped". */
+export function followOutput(child: Deno.ChildProcess): FollowedOutput {
+  let all = "";
+  const streams = { stdout: "", stderr: "" };
+  const pump = async (name: "stdout" | "stderr") => {
+    for await (const chunk of child[name].pipeThrough(new TextDecoderStream())) {
+      streams[name] += chunk;
+      all += chunk;
+    }
+  };
+  return {
+    all: () => all,
+    stdout: () => streams.stdout,
+    stderr: () => streams.stderr,
+    closed: Promise.all([pump("stdout"), pump("stderr")]).then(() => {}),
+  };
+}
