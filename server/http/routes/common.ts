@@ -1,11 +1,14 @@
 /**
- * Pieces shared by the policy-domain routes: handlers for the two shapes most routes on one resource take
- * (read it by its `:id`; change it by its `:id` in a transaction, naming it in the audit row), and schema
- * fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
+ * Pieces shared by the routes: handlers for the shapes most routes on one resource take (read it by its
+ * `:id`; change it by its `:id` in a transaction, naming it in the audit row; change an identity record
+ * with step-up), and schema fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
  */
 import type { Db, Queryable } from "../../db/db.ts";
+import { identityTransaction } from "../../auth/rbac.ts";
+import type { IdentityServices } from "../../auth/services.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { auditResource, respondJson, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { checkStepUp, takeStepUpProof } from "../step_up.ts";
 
 type Handler = RouteSpec["handler"];
 type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
@@ -53,6 +56,23 @@ export function changeById<T>(
 }
 
 /**
+ * Handler of a change to who may do what (a role, a user group, its members, a role binding) that answers
+ * 204 and may need step-up: the `:id` and the proof are read first, then `change` runs in one identity
+ * transaction and calls `stepUp()` where the change alters what someone may do.
+ */
+export function identityChange(
+  s: IdentityServices,
+  change: (tx: Queryable, id: string, c: RouteContext, stepUp: () => Promise<void>) => Promise<void>,
+): Handler {
+  return async (c) => {
+    const id = uuidParam(c, "id");
+    const proof = takeStepUpProof(c);
+    await identityTransaction(s.ctx.db, (tx) => change(tx, id, c, () => checkStepUp(s.stepUp, tx, c, proof)));
+    return noContent(c);
+  };
+}
+
+/**
  * Single-line name text: no control characters (C0 such as ESC, CR, LF and BS; DEL; C1), so a name cannot
  * forge lines or terminal escapes wherever it is shown or logged.
  */
@@ -63,6 +83,19 @@ export const OPTIONAL_NAME_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$";
 export const VISIBLE_NAME_PATTERN = "^(?=.*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]+$";
 /** Free text: no control characters except tab and newline. */
 export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$";
+
+/**
+ * Why a SessionAccess change goes ahead although its rules leave no named account able to log in at some
+ * time: the override a policy state change, a revision release or a binding change carries (audited).
+ */
+export const LOCKOUT_REASON: JsonSchema = {
+  type: "string",
+  minLength: 3,
+  maxLength: 500,
+  pattern: TEXT_PATTERN,
+  description:
+    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
+};
 
 /** Timestamp schema. */
 export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };

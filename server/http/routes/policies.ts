@@ -51,7 +51,15 @@ import {
   type RouteSpec,
   uuidParam,
 } from "../route.ts";
-import { changeById, DATE_TIME, NAME_PATTERN, noContent, readById, TEXT_PATTERN } from "./common.ts";
+import {
+  changeById,
+  DATE_TIME,
+  LOCKOUT_REASON,
+  NAME_PATTERN,
+  noContent,
+  readById,
+  TEXT_PATTERN,
+} from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
@@ -113,15 +121,6 @@ const REVISION_SCHEMA: JsonSchema = {
     created_at: DATE_TIME,
     updated_at: DATE_TIME,
   },
-};
-
-const LOCKOUT_REASON: JsonSchema = {
-  type: "string",
-  minLength: 3,
-  maxLength: 500,
-  pattern: TEXT_PATTERN,
-  description:
-    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
 };
 
 const IMPORT_REPORT_SCHEMA: JsonSchema = {
@@ -345,14 +344,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         required: ["state"],
         properties: {
           state: { type: "string", enum: POLICY_STATES },
-          lockout_reason: {
-            type: "string",
-            minLength: 3,
-            maxLength: 500,
-            pattern: TEXT_PATTERN,
-            description:
-              "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
-          },
+          lockout_reason: LOCKOUT_REASON,
         },
       },
       responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
