@@ -3,12 +3,13 @@
  *
  * 1. Every policy is parsed and checked again with the shared rules (server data is untrusted); the date is left
  *    to each entry: an expired certificate is NON_COMPLIANT on its entry and not installed, the others are.
- * 2. Entries merge as `trust_anchors.ts` describes (every certificate installed once; a name to the first
+ * 2. Entries merge as `certificates/anchors.ts` describes (every certificate installed once; a name to the first
  *    policy in priority order).
  * 3. Each installed certificate becomes `svc-policy-<name>.crt` (PEM, re-encoded from the checked DER, so
- *    nothing but the certificate reaches the file) in the anchors directory of the node's system store; the
- *    store's own tool rebuilds it (`update-ca-certificates --fresh`, `update-ca-trust extract`) as the
- *    skeleton's transaction: when the tool fails, the previous files are put back and it runs again.
+ *    nothing but the certificate reaches the file) in the anchors directory of the node's system store
+ *    (`certificates/trust_store.ts`); the store's own tool rebuilds it (`update-ca-certificates --fresh`,
+ *    `update-ca-trust extract`) as the skeleton's transaction: when the tool fails, the previous files are put
+ *    back and it runs again.
  *    Removing a policy removes exactly svc's files and rebuilds the store, so nothing else changes.
  * 4. The browsers get the certificates through their own policy files, written by the Firefox and Chrome
  *    enforcers (which run first, see `Enforcer.companions`): Firefox's `Certificates.Install` lists the anchor
@@ -25,7 +26,7 @@
 
 import type { CertificatesPolicy } from "../../shared/gen/svc/policy/v1/certificates_pb.ts";
 import { certificatesType, isoDay } from "../../shared/policy_types/certificates.ts";
-import type { ComplianceStatusName, EnforcerIO, ItemResult, PolicyResult } from "../sync/types.ts";
+import type { ComplianceStatusName, ItemResult, PolicyResult } from "../sync/types.ts";
 import { type BrowserView, browserViews } from "./browser_views.ts";
 import { CHROME_BROWSERS, chromeFamily } from "./chrome.ts";
 import {
@@ -38,18 +39,21 @@ import {
 import { FIREFOX_INSTALL_PATHS, firefoxFamily } from "./firefox.ts";
 import {
   type Anchor,
-  ANCHOR_PREFIX,
-  anchorPath,
   type AnchorPlan,
   anchorStanding,
-  bundleCertificates,
   certificatesContent,
+  planAnchors,
+} from "./certificates/anchors.ts";
+import {
+  ANCHOR_PREFIX,
+  anchorPath,
+  bundleCertificates,
   detectTrustStore,
   NO_TRUST_STORE,
-  planAnchors,
+  rebuild,
   TRUST_STORES,
   type TrustStore,
-} from "./trust_anchors.ts";
+} from "./certificates/trust_store.ts";
 
 /** What the type lands: the anchor files of the node's store. */
 interface CertificatesPlan extends DesktopPlan {
@@ -72,16 +76,6 @@ const WORDS: SummaryWords = {
   noun: "certificate check(s)",
   label: (i) => `${i.key} in ${i.schemaId}`,
 };
-
-function toolMessage(result: { stderr: string; stdout: string; code: number }): string {
-  const text = `${result.stderr}\n${result.stdout}`.trim().replace(/\s+/g, " ");
-  return text ? text.slice(-1000) : `exit code ${result.code}`;
-}
-
-async function rebuild(io: EnforcerIO, store: TrustStore): Promise<string | undefined> {
-  const result = await io.runner.run(store.command, await store.args(io), { timeoutMs: 300_000 });
-  return result.success ? undefined : `${store.command} failed: ${toolMessage(result)}`;
-}
 
 function item(anchor: Anchor, schemaId: string, status: ComplianceStatusName, message: string): ItemResult {
   return { schemaId, key: anchor.name, status, message };

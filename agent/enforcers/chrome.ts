@@ -9,9 +9,9 @@
 import { chromeType } from "../../shared/policy_types/chrome.ts";
 import type { Enforcer } from "../sync/types.ts";
 import { browserEnforcer, type BrowserFamily } from "./browser_enforcer.ts";
-import { chromiumCertificates } from "./trust_anchors.ts";
+import { chromiumCertificates } from "./certificates/anchors.ts";
 import { type ChromiumBrowser, chromiumFamily } from "./chromium.ts";
-import { chromiumProxy } from "./proxy_settings.ts";
+import { chromiumProxy } from "./proxy/settings.ts";
 
 const FLATPAK_CHROMIUM = "/var/lib/flatpak/app/org.chromium.Chromium";
 

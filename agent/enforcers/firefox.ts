@@ -11,9 +11,9 @@
 import { firefoxType } from "../../shared/policy_types/firefox.ts";
 import type { Enforcer } from "../sync/types.ts";
 import { browserEnforcer, type BrowserFamily } from "./browser_enforcer.ts";
-import { firefoxCertificates } from "./trust_anchors.ts";
+import { firefoxCertificates } from "./certificates/anchors.ts";
 import { FLATPAK, MOZILLA_MARKER_KEY, mozillaFamily } from "./mozilla.ts";
-import { firefoxProxy } from "./proxy_settings.ts";
+import { firefoxProxy } from "./proxy/settings.ts";
 
 /** Top-level key of svc's `policies.json` that marks the file as managed (Firefox ignores it). */
 export const FIREFOX_MARKER_KEY: string = MOZILLA_MARKER_KEY;

@@ -15,7 +15,7 @@ import { ProxyPolicySchema } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
-import { parseEnvironment } from "../../agent/enforcers/proxy.ts";
+import { parseEnvironment } from "../../agent/enforcers/proxy/system_files.ts";
 import { engineFor, firefoxPolicy, readFirefoxFile, type TempNode, tempNode } from "./helpers.ts";
 
 const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";

@@ -1,22 +1,12 @@
 /**
  * The Certificates type's trust anchors on the agent: which certificates the policies install and under which
  * names (one merge, used by the Certificates enforcer and by the browsers that carry the certificates in their
- * policy files), where the node's system trust store keeps them, and the keys the browsers get.
+ * policy files), and the keys the browsers get. Where the node's system store keeps them is `trust_store.ts`'s.
  *
  * Merge (trust adds up): every certificate of every policy is installed. Entries are taken in the engine's
  * order (priority descending, then policy id): a name belongs to the first entry that uses it (a later entry
  * with another certificate under that name is overridden); a certificate given again under another name is
  * installed once, under its first name; an expired certificate is not installed (reported on its entry).
- *
- * System store, chosen by what the node has (checked in this order):
- *
- * | Layout | Found by | Anchors | Rebuilt with | Programs read |
- * |---|---|---|---|---|
- * | Debian, Ubuntu | `update-ca-certificates` and `/etc/ca-certificates.conf` | `/usr/local/share/ca-certificates` | `update-ca-certificates --fresh` | `/etc/ssl/certs/ca-certificates.crt` (and the hashed links beside it) |
- * | Fedora, RHEL | `update-ca-trust` and `/etc/pki/ca-trust/source/anchors` | that directory | `update-ca-trust extract` | `/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem` |
- *
- * Files are `svc-policy-<name>.crt` (the prefix keeps them apart from the `svc-ca.crt` the deployment script
- * installs). `--fresh` makes Debian's tool drop the links of removed files too, not only their bundle entries.
  *
  * Browsers: Firefox trusts neither the system store nor `/etc/pki/nssdb` on Debian (its built-in roots only;
  * `ImportEnterpriseRoots` works on Windows and macOS), so its policies file lists the anchor files in
@@ -29,98 +19,22 @@
  * @module
  */
 
-import type { CertificatesPolicy } from "../../shared/gen/svc/policy/v1/certificates_pb.ts";
+import type { CertificatesPolicy } from "../../../shared/gen/svc/policy/v1/certificates_pb.ts";
 import {
   certificatesType,
   checkCertificates,
   expiryProblem,
   trustAnchor,
-} from "../../shared/policy_types/certificates.ts";
-import { PolicyContentError } from "../../shared/policy_types/errors.ts";
-import { IssueList } from "../../shared/policy_types/sanitizers.ts";
-import { type CertificateInfo, certificatePem, derBase64, pemBlocks } from "../../shared/x509.ts";
-import { parsePolicyContent } from "../sync/content.ts";
-import type { KeyedValues } from "../sync/key_merge.ts";
-import type { CachedPolicy, EnforcerIO, ItemResult } from "../sync/types.ts";
-import type { BrowserCompanion } from "./browser_enforcer.ts";
-import { overriddenBy, Winners } from "./desktop_enforcer.ts";
-
-/** Prefix of svc's anchor files. */
-export const ANCHOR_PREFIX = "svc-policy-";
-
-/** A system trust store layout; see the module documentation. */
-export interface TrustStore {
-  /** For messages, e.g. `Debian`. */
-  name: string;
-  /** The command that rebuilds the store. */
-  command: string;
-  /** A node path that exists only with this layout. */
-  marker: string;
-  /** Directory of the administrator's anchors (node path). */
-  anchorsDir: string;
-  /** The bundle the node's programs read (node path). */
-  bundle: string;
-  /** The command's arguments for the node under `io`'s root. */
-  args(io: EnforcerIO): Promise<string[]>;
-}
-
-/** Debian and Ubuntu (ca-certificates). */
-export const DEBIAN_STORE: TrustStore = {
-  name: "Debian",
-  command: "update-ca-certificates",
-  marker: "/etc/ca-certificates.conf",
-  anchorsDir: "/usr/local/share/ca-certificates",
-  bundle: "/etc/ssl/certs/ca-certificates.crt",
-  // Every path given explicitly, resolved under the root: the same as the defaults on a node, a test root's own.
-  args: async (io) => [
-    "--fresh",
-    ...(await Promise.all([
-      ["--certsconf", "/etc/ca-certificates.conf"],
-      ["--certsdir", "/usr/share/ca-certificates"],
-      ["--localcertsdir", "/usr/local/share/ca-certificates"],
-      ["--etccertsdir", "/etc/ssl/certs"],
-      ["--hooksdir", "/etc/ca-certificates/update.d"],
-    ].map(async ([option, path]) => [option, await io.fs.resolve(path)]))).flat(),
-  ],
-};
-
-/** Fedora, RHEL and their relatives (ca-certificates with p11-kit). */
-export const FEDORA_STORE: TrustStore = {
-  name: "Fedora/RHEL",
-  command: "update-ca-trust",
-  marker: "/etc/pki/ca-trust/source/anchors",
-  anchorsDir: "/etc/pki/ca-trust/source/anchors",
-  bundle: "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-  args: () => Promise.resolve(["extract"]),
-};
-
-/** The layouts, in the order they are looked for. */
-export const TRUST_STORES: readonly TrustStore[] = [DEBIAN_STORE, FEDORA_STORE];
-
-/** Why no layout applies, naming what was looked for. */
-export const NO_TRUST_STORE = `no system trust store this agent knows: looked for ${
-  TRUST_STORES.map((s) => `${s.command} with ${s.marker}`).join(", and ")
-}`;
-
-/** The node's system trust store layout, if it has one. */
-export async function detectTrustStore(io: EnforcerIO): Promise<TrustStore | undefined> {
-  for (const store of TRUST_STORES) {
-    if (await io.runner.which(store.command) && await io.fs.exists(store.marker)) return store;
-  }
-  return undefined;
-}
-
-/** Node path of an anchor file. */
-export function anchorPath(store: TrustStore, name: string): string {
-  return `${store.anchorsDir}/${ANCHOR_PREFIX}${name}.crt`;
-}
-
-/** Base64 of the DER of every certificate in PEM text (a bundle), for membership tests. */
-export function bundleCertificates(text: string): Set<string> {
-  return new Set(
-    pemBlocks(text).blocks.filter((b) => b.label === "CERTIFICATE").map((b) => b.body.replace(/\s+/g, "")),
-  );
-}
+} from "../../../shared/policy_types/certificates.ts";
+import { PolicyContentError } from "../../../shared/policy_types/errors.ts";
+import { IssueList } from "../../../shared/policy_types/sanitizers.ts";
+import { type CertificateInfo, certificatePem, derBase64 } from "../../../shared/x509.ts";
+import { parsePolicyContent } from "../../sync/content.ts";
+import type { KeyedValues } from "../../sync/key_merge.ts";
+import type { CachedPolicy, ItemResult } from "../../sync/types.ts";
+import type { BrowserCompanion } from "../browser_enforcer.ts";
+import { overriddenBy, Winners } from "../desktop_enforcer.ts";
+import { anchorPath, detectTrustStore } from "./trust_store.ts";
 
 /** One certificate entry of one policy, read. */
 export interface Anchor {
@@ -192,11 +106,6 @@ export function planAnchors(
     plan.settled.set(policy.id, items);
   }
   return plan;
-}
-
-/** Whether `anchor` is the one installed under its name. */
-export function installed(plan: AnchorPlan, anchor: Anchor): boolean {
-  return plan.byName.winner(anchor.name) === anchor;
 }
 
 /**

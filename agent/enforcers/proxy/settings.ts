@@ -12,13 +12,13 @@
  * @module
  */
 
-import type { ProxyPolicy } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
-import { PolicyContentError } from "../../shared/policy_types/errors.ts";
-import { proxyType } from "../../shared/policy_types/proxy.ts";
-import type { KeyedValues } from "../sync/key_merge.ts";
-import type { CachedPolicy } from "../sync/types.ts";
-import type { BrowserCompanion } from "./browser_enforcer.ts";
-import { checkedContent } from "./revalidate.ts";
+import type { ProxyPolicy } from "../../../shared/gen/svc/policy/v1/proxy_pb.ts";
+import { PolicyContentError } from "../../../shared/policy_types/errors.ts";
+import { proxyType } from "../../../shared/policy_types/proxy.ts";
+import type { KeyedValues } from "../../sync/key_merge.ts";
+import type { CachedPolicy } from "../../sync/types.ts";
+import type { BrowserCompanion } from "../browser_enforcer.ts";
+import { checkedContent } from "../revalidate.ts";
 
 /** Bypass entries every configuration has. */
 export const ALWAYS_DIRECT: readonly string[] = ["localhost", "127.0.0.0/8", "::1"];
