@@ -37,6 +37,9 @@ export function lazyEnforcers(): LazyEnforcer[] {
       ...QUIET,
       background: true,
     }),
+    lazy("Privilege", () => import("./privilege.ts"), "privilegeEnforcer", QUIET),
+    // Scripts run for up to an hour each: their own lane, so nothing else waits for them.
+    lazy("Scripts", () => import("./scripts.ts"), "scriptsEnforcer", { ...QUIET, background: true }),
   ];
 }
 

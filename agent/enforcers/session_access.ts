@@ -51,6 +51,7 @@ import {
   type SyncResult,
 } from "../sync/types.ts";
 import { checkedContent, revalidate } from "./revalidate.ts";
+import { localAccounts } from "./local_accounts.ts";
 
 /** Node paths svc manages for pam_time. */
 export const TIME_CONF = "/etc/security/time.conf";
@@ -97,31 +98,6 @@ export interface SessionAccessEnforcer extends Enforcer {
   tick(): Promise<void>;
   /** Whether the session timer runs. */
   readonly active: boolean;
-}
-
-/** Local accounts and their groups, from `/etc/passwd` and `/etc/group` under the root. */
-async function localAccounts(io: EnforcerIO): Promise<Map<string, Set<string>>> {
-  const passwd = await io.fs.readTextFile("/etc/passwd") ?? "";
-  const group = await io.fs.readTextFile("/etc/group") ?? "";
-  const groupByGid = new Map<string, string>();
-  const accounts = new Map<string, Set<string>>();
-  for (const line of group.split("\n")) {
-    const [name, , gid, members] = line.split(":");
-    if (!name || gid === undefined) continue;
-    groupByGid.set(gid, name);
-    for (const member of (members ?? "").split(",").map((m) => m.trim()).filter(Boolean)) {
-      if (!accounts.has(member)) accounts.set(member, new Set());
-      accounts.get(member)!.add(name);
-    }
-  }
-  for (const line of passwd.split("\n")) {
-    const [name, , , gid] = line.split(":");
-    if (!name || gid === undefined) continue;
-    if (!accounts.has(name)) accounts.set(name, new Set());
-    const primary = groupByGid.get(gid);
-    if (primary) accounts.get(name)!.add(primary);
-  }
-  return accounts;
 }
 
 /** `Mo0800-1700|Tu0800-1700` for a week bitmap of allowed minutes; "" when always allowed. */

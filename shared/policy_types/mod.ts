@@ -20,6 +20,8 @@ import { firewalldType } from "./firewalld.ts";
 import { flatpakType } from "./flatpak.ts";
 import { kconfigType } from "./kconfig.ts";
 import { polkitType } from "./polkit.ts";
+import { privilegeType } from "./privilege.ts";
+import { scriptsType } from "./scripts.ts";
 import { sessionAccessType } from "./session_access.ts";
 import { thunderbirdType } from "./thunderbird.ts";
 
@@ -39,6 +41,8 @@ const TYPES: readonly PolicyTypeDef[] = [
   sessionAccessType,
   diskEncryptionType,
   kconfigType,
+  privilegeType,
+  scriptsType,
 ] as PolicyTypeDef[];
 
 const BY_NAME = new Map(TYPES.map((t) => [t.wireName, t]));
@@ -48,7 +52,7 @@ export function getPolicyType(wireName: string): PolicyTypeDef | undefined {
   return BY_NAME.get(wireName);
 }
 
-/** Every known type, in the order of the spec's list of wire names. */
+/** Every known type, in the order of the spec's list of wire names, then the types beyond the spec. */
 export function listPolicyTypes(): PolicyTypeDef[] {
   return [...TYPES];
 }

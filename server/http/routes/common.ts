@@ -66,3 +66,13 @@ export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$
 
 /** Timestamp schema. */
 export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };
+
+/** `lockout_reason` of the requests a lockout guard checks (server/domain/lockout_guards.ts). */
+export const LOCKOUT_REASON: JsonSchema = {
+  type: "string",
+  minLength: 3,
+  maxLength: 500,
+  pattern: TEXT_PATTERN,
+  description:
+    "SessionAccess and Privilege: why to go ahead although the set would lock people out of a node group (SessionAccess: no named account may log in at some time; Privilege: nobody but root administers its nodes) (audited)",
+};
