@@ -95,8 +95,10 @@ async function plan(valid: Checked<PrivilegePolicy>[], io: EnforcerIO): Promise<
     content: message,
   })));
   const sudoers = renderSudoers(merge, localGroups);
-  const files = new Map([[SUDOERS_PATH, sudoers]]);
   const identities = polkitIdentities(merge, localGroups);
+  // No valid policy: nothing of svc's stays.
+  if (valid.length === 0) return { files: new Map(), merge, localGroups, sudoers, identities };
+  const files = new Map([[SUDOERS_PATH, sudoers]]);
   let polkit: string | undefined;
   const hasPolkit = (await io.fs.stat("/etc/polkit-1"))?.isDirectory ||
     (await io.fs.stat("/usr/share/polkit-1"))?.isDirectory;
@@ -125,7 +127,7 @@ function visudoWords(r: { stdout: string; stderr: string }): string {
  * Exported for the tests that feed it what the sanitizers would never let through.
  */
 export async function vetSudoers(io: Pick<EnforcerIO, "runner">, text: string): Promise<string | undefined> {
-  const r = await io.runner.run("visudo", ["-c", "-q", "-f", "-"], { stdin: text, timeoutMs: 20_000 });
+  const r = await io.runner.run("visudo", ["-c", "-f", "-"], { stdin: text, timeoutMs: 20_000 });
   if (r.success) return undefined;
   return `visudo refused the sudoers file, nothing was written: ${visudoWords(r)}`;
 }
@@ -200,7 +202,7 @@ async function readBack(io: EnforcerIO, p: PrivilegePlan, landed: Landed): Promi
     );
   }
   if (io.fs.root !== "/") return state;
-  const check = await io.runner.run("visudo", ["-c", "-q"], { timeoutMs: 20_000 });
+  const check = await io.runner.run("visudo", ["-c"], { timeoutMs: 20_000 });
   state.visudo = { ok: check.success, words: visudoWords(check) };
   if (await io.runner.which("sudo")) {
     for (const user of accountsToAsk(p, state.accounts)) state.sudo.set(user, await askSudo(io, user));
@@ -433,7 +435,7 @@ export const privilegeEnforcer = desktopEnforcer<PrivilegePolicy, PrivilegePlan,
     // clean check puts the previous file back, so sudo keeps working.
     activate: async (io) => {
       if (io.fs.root !== "/") return undefined;
-      const r = await io.runner.run("visudo", ["-c", "-q"], { timeoutMs: 20_000 });
+      const r = await io.runner.run("visudo", ["-c"], { timeoutMs: 20_000 });
       return r.success ? undefined : `visudo -c refused the configuration with svc's file: ${visudoWords(r)}`;
     },
     reactivate: () => Promise.resolve(),

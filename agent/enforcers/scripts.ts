@@ -39,7 +39,7 @@ import type { Script, ScriptsPolicy } from "../../shared/gen/svc/policy/v1/scrip
 import { ScriptInterpreter, ScriptTrigger } from "../../shared/gen/svc/policy/v1/scripts_pb.ts";
 import { DEFAULT_SCRIPT_TIMEOUT_SECONDS, scriptsType } from "../../shared/policy_types/scripts.ts";
 import { verifyScriptsSignature } from "../../shared/scripts_signature.ts";
-import type { CachedPolicy, EnforcerIO, ItemResult } from "../sync/types.ts";
+import type { CachedPolicy, Enforcer, EnforcerIO, ItemResult } from "../sync/types.ts";
 import { type Checked, desktopEnforcer, type DesktopPlan, summarize } from "./desktop_enforcer.ts";
 import { checkedContent } from "./revalidate.ts";
 
@@ -420,43 +420,46 @@ export function isOwnScriptsFile(text: string): boolean {
   return text.split("\n", 2).includes(SCRIPTS_MARKER);
 }
 
-/** The Scripts enforcer; see the module documentation. */
-export const scriptsEnforcer = desktopEnforcer<ScriptsPolicy, ScriptsPlan, ScriptsState>({
-  type: "Scripts",
-  notifiesUsers: false,
-  check: (policy) => checkedContent(policy, scriptsType),
-  needs: [
-    { command: "systemctl", missing: "systemd is not installed on this node (no systemctl)" },
-    {
-      anyOf: [SYSTEM_UNITS, "/usr/lib/systemd/system", "/lib/systemd/system"],
-      directory: true,
-      missing: "systemd is not installed on this node (no unit directory)",
+/** The Scripts enforcer (in its own lane: a script may run for an hour); see the module documentation. */
+export const scriptsEnforcer: Enforcer = {
+  ...desktopEnforcer<ScriptsPolicy, ScriptsPlan, ScriptsState>({
+    type: "Scripts",
+    notifiesUsers: false,
+    check: (policy) => checkedContent(policy, scriptsType),
+    needs: [
+      { command: "systemctl", missing: "systemd is not installed on this node (no systemctl)" },
+      {
+        anyOf: [SYSTEM_UNITS, "/usr/lib/systemd/system", "/lib/systemd/system"],
+        directory: true,
+        missing: "systemd is not installed on this node (no unit directory)",
+      },
+    ],
+    isOwnContent: isOwnScriptsFile,
+    strays: { dir: SYSTEM_UNITS, suffix: ".service" },
+    plan,
+    transaction: {
+      what: "the script units",
+      // systemd reads the units anew; units withdrawn while armed are stopped (their runner finds the file gone).
+      activate: async (io, p, { changed }) => {
+        if (!(await systemdRunning(io)) || changed.length === 0) return undefined;
+        const reload = await io.runner.run("systemctl", ["daemon-reload"], { timeoutMs: 60_000 });
+        if (!reload.success) {
+          return `systemctl daemon-reload failed: ${(reload.stderr || reload.stdout).trim()}`;
+        }
+        for (const unit of p.withdrawn) {
+          await io.runner.run("systemctl", ["stop", unit], { timeoutMs: 120_000 });
+        }
+        return undefined;
+      },
+      reactivate: async (io) => {
+        if (await systemdRunning(io)) {
+          await io.runner.run("systemctl", ["daemon-reload"], { timeoutMs: 60_000 });
+        }
+      },
+      note: " (the previous units are back)",
     },
-  ],
-  isOwnContent: isOwnScriptsFile,
-  strays: { dir: SYSTEM_UNITS, suffix: ".service" },
-  plan,
-  transaction: {
-    what: "the script units",
-    // systemd reads the units anew; units withdrawn while armed are stopped (their runner finds the file gone).
-    activate: async (io, p, { changed }) => {
-      if (!(await systemdRunning(io)) || changed.length === 0) return undefined;
-      const reload = await io.runner.run("systemctl", ["daemon-reload"], { timeoutMs: 60_000 });
-      if (!reload.success) {
-        return `systemctl daemon-reload failed: ${(reload.stderr || reload.stdout).trim()}`;
-      }
-      for (const unit of p.withdrawn) {
-        await io.runner.run("systemctl", ["stop", unit], { timeoutMs: 120_000 });
-      }
-      return undefined;
-    },
-    reactivate: async (io) => {
-      if (await systemdRunning(io)) {
-        await io.runner.run("systemctl", ["daemon-reload"], { timeoutMs: 60_000 });
-      }
-    },
-    note: " (the previous units are back)",
-  },
-  readBack: (io, p) => readBack(io, p),
-  report: (checked, context) => report(checked, context),
-});
+    readBack: (io, p) => readBack(io, p),
+    report: (checked, context) => report(checked, context),
+  }),
+  background: true,
+};

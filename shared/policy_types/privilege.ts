@@ -26,7 +26,10 @@ export const privilegeType = defineType<PrivilegePolicy>({
   names: "proto",
   check(message, issues) {
     if (message.entries.length === 0 && !message.localSudoGroupNotAdmin) {
-      issues.add("entries", "policy content needs at least one entry (or local_sudo_group_not_admin)");
+      issues.add(
+        "entries",
+        "policy content needs at least one rule (an entry, or local_sudo_group_not_admin)",
+      );
     }
     const seen = new Set<string>();
     message.entries.forEach((entry, i) => {

@@ -31,7 +31,9 @@ export const scriptsType = defineType<ScriptsPolicy>({
   names: "proto",
   editPermission: "policy:edit_scripts",
   check(message, issues) {
-    if (message.scripts.length === 0) issues.add("scripts", "policy content needs at least one script");
+    if (message.scripts.length === 0) {
+      issues.add("scripts", "policy content needs at least one setting (a script)");
+    }
     const names = new Set<string>();
     message.scripts.forEach((script, i) => {
       const at = `scripts[${i}]`;
