@@ -23,7 +23,7 @@ export type ContentSigner = (data: Uint8Array<ArrayBuffer>) => Promise<Uint8Arra
 /** The shell's complaint in the policy's terms: "line 3: syntax error near unexpected token `fi'". */
 function shellWords(text: string): string {
   return text.trim().split("\n").filter((l) => l.trim() !== "").slice(0, 3).map((line) =>
-    line.replace(/^(?:bash|sh|dash|\/bin\/\w+): (?:line )?(\d+): /, "line $1: ")
+    line.replace(/^(?:\S*\/)?(?:bash|sh|dash): (?:line )?(\d+): /, "line $1: ")
   ).join(" ").slice(0, 500);
 }
 

@@ -15,6 +15,8 @@ import { firewalldEditor } from "./firewalld.ts";
 import { flatpakEditor } from "./flatpak.ts";
 import { kconfigEditor } from "./kconfig.ts";
 import { polkitEditor } from "./polkit.ts";
+import { privilegeEditor } from "./privilege.ts";
+import { scriptsEditor } from "./scripts.ts";
 import { sessionAccessEditor } from "./session_access.ts";
 import { thunderbirdEditor } from "./thunderbird.ts";
 
@@ -32,6 +34,8 @@ const EDITORS: readonly EditorSpec[] = [
   sessionAccessEditor,
   diskEncryptionEditor,
   kconfigEditor,
+  privilegeEditor,
+  scriptsEditor,
 ];
 
 /**

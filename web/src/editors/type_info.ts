@@ -25,6 +25,15 @@ const INFO: Record<string, Omit<PolicyTypeInfo, "wireName">> = {
   SessionAccess: { label: "Login hours", description: "Which users may log in, and when." },
   DiskEncryption: { label: "Disk encryption", description: "LUKS recovery keys escrowed to the server." },
   Kconfig: { label: "KDE settings", description: "Plasma and KDE application settings, optionally locked." },
+  Privilege: {
+    label: "Administrators",
+    description: "Who administers the node: sudo rights and the administrators polkit accepts.",
+  },
+  Scripts: {
+    label: "Scripts",
+    description:
+      "Startup, shutdown, login and logout scripts, signed by the server; needs its own permission.",
+  },
 };
 
 /** The label and description of `wireName`; its wire name when the console does not describe it. */

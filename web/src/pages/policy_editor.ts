@@ -38,6 +38,8 @@ import "../components/dconf_form.ts";
 import "../components/polkit_form.ts";
 import "../components/flatpak_form.ts";
 import "../components/session_access_form.ts";
+import "../components/privilege_form.ts";
+import "../components/scripts_form.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy, PolicyRevision } from "../types.ts";
