@@ -259,6 +259,8 @@ async function systemdRunning(io: EnforcerIO): Promise<boolean> {
 /** The last lines a unit's run wrote to the journal, for the report. */
 async function lastLines(io: EnforcerIO, match: string[]): Promise<string> {
   if (io.fs.root !== "/") return "";
+  // What journald has received but not yet written is written first, so a run that just ended shows its lines.
+  await io.runner.run("journalctl", ["--sync"], { timeoutMs: 10_000 });
   const r = await io.runner.run("journalctl", ["--no-pager", "-o", "cat", "-n", "10", ...match], {
     timeoutMs: 20_000,
   });

@@ -12,7 +12,7 @@ import { ScriptInterpreter, ScriptsSignatureSchema } from "../../shared/gen/svc/
 import { scriptsType } from "../../shared/policy_types/scripts.ts";
 import { scriptsSignedText } from "../../shared/scripts_signature.ts";
 import type { Queryable } from "../db/db.ts";
-import { type DomainFieldError, invalidError } from "../core/errors.ts";
+import { DomainError, type DomainFieldError, invalidError } from "../core/errors.ts";
 
 /** Wire name of the type. */
 export const SCRIPTS_TYPE = "Scripts";
@@ -25,6 +25,30 @@ function shellWords(text: string): string {
   return text.trim().split("\n").filter((l) => l.trim() !== "").slice(0, 3).map((line) =>
     line.replace(/^(?:\S*\/)?(?:bash|sh|dash): (?:line )?(\d+): /, "line $1: ")
   ).join(" ").slice(0, 500);
+}
+
+/** `<shell> -n` reading a script from its input, in an empty environment; refuses when the shell is missing. */
+function spawnShell(shell: string): Deno.ChildProcess {
+  try {
+    return new Deno.Command(shell, {
+      args: ["-n"],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+      clearEnv: true,
+      env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
+      signal: AbortSignal.timeout(10_000),
+    }).spawn();
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+    throw new DomainError(
+      "unavailable",
+      `the server cannot check the scripts' syntax: ${shell} is not installed where svc-server runs; install ` +
+        `${
+          shell === "sh" ? "a POSIX shell" : "bash"
+        } there (the OCI image has no shell: run svc-server from its package)`,
+    );
+  }
 }
 
 /**
@@ -43,15 +67,7 @@ export async function dryRunScripts(type: string, content: string): Promise<void
   const problems: DomainFieldError[] = [];
   for (const [i, script] of scripts.entries()) {
     const shell = script.interpreter === ScriptInterpreter.SH ? "sh" : "bash";
-    const child = new Deno.Command(shell, {
-      args: ["-n"],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "piped",
-      clearEnv: true,
-      env: { PATH: "/usr/bin:/bin", LC_ALL: "C" },
-      signal: AbortSignal.timeout(10_000),
-    }).spawn();
+    const child = spawnShell(shell);
     const writer = child.stdin.getWriter();
     await writer.write(new TextEncoder().encode(script.body)).catch(() => {});
     await writer.close().catch(() => {});

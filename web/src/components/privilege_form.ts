@@ -4,45 +4,13 @@
  * administrator rule, rendered by the agent's own code (`shared/privilege_rules.ts`, `shared/polkit_js.ts`).
  */
 import { html, LitElement } from "lit";
-import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { PrivilegePolicySchema } from "../../../shared/gen/svc/policy/v1/privilege_pb.ts";
-import {
-  administrators,
-  mergePrivilege,
-  renderSudoers,
-  SUDOERS_PATH,
-} from "../../../shared/privilege_rules.ts";
-import { POLKIT_ADMIN_RULES_PATH, renderPolkitAdminRule } from "../../../shared/polkit_js.ts";
+import { SUDOERS_PATH } from "../../../shared/privilege_rules.ts";
+import { POLKIT_ADMIN_RULES_PATH } from "../../../shared/polkit_js.ts";
 import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject } from "../content.ts";
-import { privilegeEditor } from "../editors/privilege.ts";
+import { PRIVILEGE_MERGE_RULE, privilegeEditor, privilegePreview } from "../editors/privilege.ts";
 import "../editors/schema_form.ts";
-
-/** The merge rule, stated once for the editor (the admin guide says the same). */
-export const PRIVILEGE_MERGE_RULE =
-  "Per user or group, the policy bound with the higher priority decides; at equal priority deny beats allow. " +
-  "A revoked group also revokes members allowed by name, and the server refuses a set that would leave a node " +
-  "group without an administrator unless you give a reason.";
-
-/** The sudoers text and polkit rule this content alone makes on a node whose sudo group is `sudo`. */
-export function privilegePreview(
-  value: JsonObject,
-): { sudoers: string; polkit: string } | { problem: string } {
-  try {
-    const content = fromJson(PrivilegePolicySchema, value as JsonValue, { ignoreUnknownFields: true });
-    if (content.entries.length === 0 && !content.localSudoGroupNotAdmin) {
-      return { problem: "Add an entry to see what the node gets." };
-    }
-    const merge = mergePrivilege([{ id: "this", name: "this policy", priority: 0, content }]);
-    const admins = administrators(merge, ["sudo"]).map((a) => `unix-${a.kind}:${a.name}`);
-    return {
-      sudoers: renderSudoers(merge, ["sudo"]),
-      polkit: renderPolkitAdminRule(admins.length ? admins : ["unix-user:root"]),
-    };
-  } catch (err) {
-    return { problem: `Complete the entries to see what the node gets (${(err as Error).message}).` };
-  }
-}
 
 class SvcPrivilegeForm extends LitElement {
   static override properties = {

@@ -4,6 +4,11 @@
  * rule this policy alone would produce (the agent's own renderers). It states the merge rule: per user or group the
  * policy bound with the higher priority decides, deny beats allow at equal priority and across principals.
  */
+import { fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { PrivilegePolicySchema } from "../../../shared/gen/svc/policy/v1/privilege_pb.ts";
+import { administrators, mergePrivilege, renderSudoers } from "../../../shared/privilege_rules.ts";
+import { renderPolkitAdminRule } from "../../../shared/polkit_js.ts";
+import type { JsonObject } from "../content.ts";
 import type { EditorSpec } from "./spec.ts";
 
 const WHO = "Administrators";
@@ -51,3 +56,29 @@ export const privilegeEditor: EditorSpec = {
     },
   },
 };
+
+/** The merge rule, stated once for the editor (the admin guide says the same). */
+export const PRIVILEGE_MERGE_RULE =
+  "Per user or group, the policy bound with the higher priority decides; at equal priority deny beats allow. " +
+  "A revoked group also revokes members allowed by name, and the server refuses a set that would leave a node " +
+  "group without an administrator unless you give a reason.";
+
+/** The sudoers text and polkit rule this content alone makes on a node whose sudo group is `sudo`. */
+export function privilegePreview(
+  value: JsonObject,
+): { sudoers: string; polkit: string } | { problem: string } {
+  try {
+    const content = fromJson(PrivilegePolicySchema, value as JsonValue, { ignoreUnknownFields: true });
+    if (content.entries.length === 0 && !content.localSudoGroupNotAdmin) {
+      return { problem: "Add an entry to see what the node gets." };
+    }
+    const merge = mergePrivilege([{ id: "this", name: "this policy", priority: 0, content }]);
+    const admins = administrators(merge, ["sudo"]).map((a) => `unix-${a.kind}:${a.name}`);
+    return {
+      sudoers: renderSudoers(merge, ["sudo"]),
+      polkit: renderPolkitAdminRule(admins.length ? admins : ["unix-user:root"]),
+    };
+  } catch (err) {
+    return { problem: `Complete the entries to see what the node gets (${(err as Error).message}).` };
+  }
+}
