@@ -18,6 +18,8 @@ import { verifyScriptsSignature } from "../../shared/scripts_signature.ts";
 import { builtinRolePermissions } from "../../shared/builtin_roles.ts";
 import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
 import { dbTest } from "../helpers/db.ts";
+import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
+import { createLogger } from "../../server/core/log.ts";
 import { bind, createGroup, createPolicy, domainServer, expectStatus } from "./domain_helpers.ts";
 
 const SCRIPTS = JSON.stringify({
@@ -279,6 +281,16 @@ dbTest(
           .status,
         409,
       );
+      // The metrics label the types: svc_policies_total has a series per state and type.
+      await createPolicy(admin, { name: "a script", type: "Scripts", content: SCRIPTS });
+      const families = await collectDatabaseFamilies(db, createLogger("error"));
+      const policies = families.find((f) => f.name === "svc_policies_total")!;
+      const series = Object.fromEntries(
+        policies.samples.map((x) => [`${x.labels.state}/${x.labels.type}`, x.value]),
+      );
+      assert.equal(series["released/Privilege"], 2);
+      assert.equal(series["draft/Privilege"], 1);
+      assert.equal(series["draft/Scripts"], 1);
     } finally {
       await server.close();
     }

@@ -10,26 +10,20 @@
  *   `policy:edit_scripts` is told the server refused, in words.
  */
 import assert from "node:assert/strict";
-import type { DescMessage } from "@bufbuild/protobuf";
-import puppeteer, { type Page } from "puppeteer-core";
+import type { Page } from "puppeteer-core";
 import { PrivilegePolicySchema } from "../../shared/gen/svc/policy/v1/privilege_pb.ts";
 import { privilegeEditor, privilegePreview } from "../../web/src/editors/privilege.ts";
 import { shellTokens } from "../../web/src/shell_highlight.ts";
 import { permissionWords } from "../../web/src/permission_text.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
-
-function paths(message: DescMessage, prefix = ""): string[] {
-  return message.fields.flatMap((f) => {
-    const path = prefix ? `${prefix}.${f.jsonName}` : f.jsonName;
-    if (f.fieldKind === "list" && f.listKind === "message") return [path, ...paths(f.message, `${path}[]`)];
-    return [path];
-  });
-}
+import { fieldPaths, fill } from "../helpers/editor_forms.ts";
+import { haveChromium, launchChromium } from "../helpers/browser.ts";
+import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
 Deno.test("Privilege editor: the catalogue covers every field; the preview is the agent's rendering", () => {
   const info = privilegeEditor.hints.catalogue!.fieldInfo;
-  const fields = paths(PrivilegePolicySchema);
+  const fields = fieldPaths(PrivilegePolicySchema);
   assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
   assert.deepEqual(Object.keys(info).filter((p) => !fields.includes(p)), [], "labels of no field");
   const preview = privilegePreview({
@@ -57,33 +51,10 @@ Deno.test("script highlighting: tokens join back to the text and name comments, 
   }
 });
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
 if (!haveChromium) console.warn("Privilege/Scripts browser test skipped: chromium is not installed");
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
-
-async function fill(page: Page, host: string, value: string): Promise<void> {
-  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
-  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-  await input!.click({ count: 3 });
-  await page.keyboard.down("Control");
-  await page.keyboard.press("a");
-  await page.keyboard.up("Control");
-  await page.keyboard.press("Backspace");
-  await input!.type(value);
-  await page.keyboard.press("Tab");
-}
-
-async function login(page: Page, web: string, username: string, password: string): Promise<void> {
-  await page.goto(`${web}/`, { waitUntil: "load" });
-  await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
-  await fill(page, "svc-login-page sl-input[name=username]", username);
-  await fill(page, "svc-login-page sl-input[name=password]", password);
-  await page.keyboard.press("Enter");
-  await page.waitForSelector("svc-app .masthead", { visible: true });
-}
 
 async function newPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
   await page.goto(`${web}/policies/new`, { waitUntil: "load" });
@@ -112,21 +83,8 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     let server: ServerProcess | undefined;
-    const profile = await Deno.makeTempDir({ prefix: "svc-scripts-ui-chromium-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
+    const chromium = await launchChromium();
+    const browser = chromium.browser;
     try {
       server = await startServerProcess();
       const api = await Api.login(server);
@@ -137,7 +95,7 @@ Deno.test({
       // Leaving an editor with changes asks the browser's own question; the test says leave.
       page.on("dialog", (dialog) => void dialog.accept());
       const web = `https://localhost:${server.webPort}`;
-      await login(page, web, "admin", await server.adminPassword());
+      await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
 
       await newPolicy(page, web, "Scripts", "lab startup");
       await page.waitForSelector("svc-scripts-form sl-button.script-add", { visible: true });
@@ -211,7 +169,7 @@ Deno.test({
       const edPage = await edContext.newPage();
       edPage.setDefaultTimeout(90_000);
       edPage.setDefaultNavigationTimeout(90_000);
-      await login(edPage, web, "ed", password);
+      await openConsoleLoggedIn(edPage, web, { username: "ed", password });
       await edPage.goto(`${web}/policies/${id}/edit`, { waitUntil: "load" });
       await edPage.waitForSelector("svc-scripts-form .script-card", { visible: true });
       await typeScript(edPage, 0, "echo edited\n");
@@ -230,9 +188,8 @@ Deno.test({
       }
       throw err;
     } finally {
-      await browser.close();
+      await chromium.close();
       await server?.stop();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
     }
   },
 });
