@@ -23,7 +23,7 @@ function parsePolicy(policy: CachedPolicy): DiskEncryptionPolicy {
 
 /** The DiskEncryption enforcer (read-only; see the module documentation). */
 export const diskEncryptionEnforcer: Enforcer = {
-  type: "DiskEncryption",
+  type: diskEncryptionType.wireName,
   notifiesUsers: false,
   background: true,
   async sync(policies, io) {

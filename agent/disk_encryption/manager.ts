@@ -41,6 +41,9 @@ import { type DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_e
 import { diskEncryptionType } from "../../shared/policy_types/disk_encryption.ts";
 import { parsePolicyContent } from "../sync/content.ts";
 
+/** The wire name of the type this manager serves (the daemon asks whether the node has such policies). */
+export const DISK_ENCRYPTION_TYPE: string = diskEncryptionType.wireName;
+
 /** Steps of one escrow, in order. */
 export const ESCROW_STEPS = ["generated", "escrowed", "slotted", "replaced", "confirmed"] as const;
 /** A step of {@link ESCROW_STEPS}. */
@@ -92,7 +95,7 @@ export interface DiskEncryptionOptions {
 
 /** The DiskEncryption policy in force: highest priority, then lowest id (the agent's merge order). */
 function effectivePolicy(policies: readonly CachedPolicy[]): DiskEncryptionPolicy | undefined {
-  const [top] = sortPolicies(policies.filter((p) => p.type === "DiskEncryption"));
+  const [top] = sortPolicies(policies.filter((p) => p.type === DISK_ENCRYPTION_TYPE));
   if (!top) return undefined;
   return parsePolicyContent(top, diskEncryptionType);
 }

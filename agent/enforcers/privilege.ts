@@ -51,7 +51,7 @@ import {
   type Landed,
   summarize,
 } from "./desktop_enforcer.ts";
-import { localAccounts, membersOf } from "./local_accounts.ts";
+import { accountGroups } from "./node_accounts.ts";
 import { checkPolkitAdminScript, PolkitScriptError } from "./polkit_script.ts";
 import { checkedContent } from "./revalidate.ts";
 
@@ -191,7 +191,7 @@ export async function askPolkitAdmins(
 }
 
 async function readBack(io: EnforcerIO, p: PrivilegePlan, landed: Landed): Promise<PrivilegeState> {
-  const state: PrivilegeState = { files: new Map(), sudo: new Map(), accounts: await localAccounts(io) };
+  const state: PrivilegeState = { files: new Map(), sudo: new Map(), accounts: await accountGroups(io) };
   for (const path of p.files.keys()) {
     const error = landed.failed.get(path);
     state.files.set(
@@ -215,6 +215,11 @@ async function readBack(io: EnforcerIO, p: PrivilegePlan, landed: Landed): Promi
       : { error: "no polkit action on this node asks for an administrator" };
   }
   return state;
+}
+
+/** The local members of `group` (primary or listed), in name order. */
+function membersOf(accounts: ReadonlyMap<string, ReadonlySet<string>>, group: string): string[] {
+  return [...accounts].filter(([, groups]) => groups.has(group)).map(([name]) => name).sort();
 }
 
 /** How many members of a group are asked about (the first in name order). */
@@ -417,7 +422,7 @@ export function isOwnPrivilegeFile(text: string): boolean {
 
 /** The Privilege enforcer; see the module documentation. */
 export const privilegeEnforcer = desktopEnforcer<PrivilegePolicy, PrivilegePlan, PrivilegeState>({
-  type: "Privilege",
+  type: privilegeType.wireName,
   notifiesUsers: false,
   check: (policy) => checkedContent(policy, privilegeType),
   needs: [

@@ -41,6 +41,7 @@ import { DEFAULT_SCRIPT_TIMEOUT_SECONDS, scriptsType } from "../../shared/policy
 import { verifyScriptsSignature } from "../../shared/scripts_signature.ts";
 import type { CachedPolicy, Enforcer, EnforcerIO, ItemResult } from "../sync/types.ts";
 import { type Checked, desktopEnforcer, type DesktopPlan, summarize } from "./desktop_enforcer.ts";
+import { passwdEntries } from "./node_accounts.ts";
 import { checkedContent } from "./revalidate.ts";
 
 /** The marker in every file the Scripts type writes. */
@@ -279,16 +280,11 @@ function parseDone(text: string | undefined): { code: number; invocation: string
 
 /** Local users with a home directory: the ones login scripts run for. */
 async function localUsers(io: EnforcerIO): Promise<{ name: string; uid: number; home: string }[]> {
-  const out: { name: string; uid: number; home: string }[] = [];
-  for (const line of ((await io.fs.readTextFile("/etc/passwd")) ?? "").split("\n")) {
-    const [name, , uid, , , home] = line.split(":");
-    if (
-      name && /^\d+$/.test(uid ?? "") && Number(uid) >= 1000 && Number(uid) < 60000 && home?.startsWith("/")
-    ) {
-      out.push({ name, uid: Number(uid), home });
-    }
-  }
-  return out;
+  return (await passwdEntries(io))
+    .filter(({ uid, home }) =>
+      /^\d+$/.test(uid) && Number(uid) >= 1000 && Number(uid) < 60000 && home.startsWith("/")
+    )
+    .map(({ name, uid, home }) => ({ name, uid: Number(uid), home }));
 }
 
 async function machineOutcome(io: EnforcerIO, r: RenderedScript, started?: string): Promise<Outcome> {
@@ -425,7 +421,7 @@ export function isOwnScriptsFile(text: string): boolean {
 /** The Scripts enforcer (in its own lane: a script may run for an hour); see the module documentation. */
 export const scriptsEnforcer: Enforcer = {
   ...desktopEnforcer<ScriptsPolicy, ScriptsPlan, ScriptsState>({
-    type: "Scripts",
+    type: scriptsType.wireName,
     notifiesUsers: false,
     check: (policy) => checkedContent(policy, scriptsType),
     needs: [

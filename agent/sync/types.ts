@@ -101,6 +101,9 @@ export interface EnforcerIO {
   releaseManaged(path: string): Promise<boolean>;
 }
 
+/** See {@linkcode Enforcer.residue}. */
+export type ResidueHint = "when loaded" | { readonly stateFile: string };
+
 /** Enforces every policy of one type; see `agent/enforcers/`. */
 export interface Enforcer {
   /** Wire name of the type. */
@@ -118,6 +121,13 @@ export interface Enforcer {
    * with no policy is synced only while it manages files.
    */
   hasResidue?(io: EnforcerIO): Promise<boolean>;
+  /**
+   * Set with {@linkcode hasResidue}: what the engine may learn before the type's module is loaded (it asks
+   * every sync in which the type has no policies, so asking must not load it; agent/enforcers/lazy.ts).
+   * `"when loaded"`: the residue lives only in a loaded module (a timer), so an unloaded type has none.
+   * `{ stateFile }`: residue is possible only while `{data_dir}/state/{stateFile}` exists.
+   */
+  readonly residue?: ResidueHint;
   /**
    * Node paths whose appearance, change or disappearance can change what this type does on the node (where
    * its programs are installed, the schemas or accounts it reads), so the agent re-evaluates without a
@@ -152,17 +162,25 @@ export function rollupStatus(items: readonly ItemResult[]): ComplianceStatusName
 }
 
 /**
- * The message of a policy some of whose items are not in effect: how many of how many `noun`s, then the first
- * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema).
+ * The message of a policy whose items are not all in effect: how many of how many `noun`s are not, then the first
+ * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema). With
+ * none failing (the UNKNOWN rollup) it says how many are in effect and names the ones nobody could tell; with no
+ * items at all, `0 of 0 <noun> in effect: nothing to enforce` (the policy names nothing this node can check).
  */
 export function rollupMessage(
   items: readonly ItemResult[],
   noun: string,
   label: (item: ItemResult) => string = (i) => i.key,
 ): string {
+  const named = (list: readonly ItemResult[]) =>
+    list.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
   const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
-  return `${bad.length} of ${items.length} ${noun} not in effect: ` +
-    bad.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
+  if (bad.length) return `${bad.length} of ${items.length} ${noun} not in effect: ${named(bad)}`;
+  if (items.length === 0) return `0 of 0 ${noun} in effect: nothing to enforce`;
+  const ok = items.filter((i) => i.status === "COMPLIANT").length;
+  const unknown = items.filter((i) => i.status === "UNKNOWN");
+  return `${ok} of ${items.length} ${noun} in effect` +
+    (unknown.length ? `; not known: ${named(unknown)}` : "");
 }
 
 /** Sorts policies the one way every enforcer sees them: priority descending, then id ascending. */

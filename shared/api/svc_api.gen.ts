@@ -656,6 +656,8 @@ export interface Operations {
       policy_id?: string;
       search?: string;
       include_unreported?: boolean;
+      setting?: string;
+      setting_schema?: string;
     };
     body: undefined;
     response: {
@@ -689,6 +691,24 @@ export interface Operations {
         total?: number;
       };
     };
+  };
+  /** The settings failing on most nodes (items reported as error or non_compliant, where the policy still reaches the node), by policy and setting, most nodes first */
+  "GET /api/v1/compliance/failing-settings": {
+    path: Record<string, never>;
+    query: {
+      limit?: number;
+    };
+    body: undefined;
+    response: Array<{
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      schema_id: string;
+      key: string;
+      nodes: number;
+      error: number;
+      non_compliant: number;
+    }>;
   };
   /** Fleet summary: expected results per status (missing reports count as unknown), score, nodes */
   "GET /api/v1/compliance/summary": {
@@ -1764,6 +1784,37 @@ export interface Operations {
       content: string;
     };
   };
+  /** The policy's rollout over time: hourly points of its current version since it started to be delivered (within the hourly retention), and where it stands now */
+  "GET /api/v1/policies/all/{id}/trends": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      policy_id: string;
+      version: number;
+      started_at: string | null;
+      points: Array<{
+        bucket: string;
+        sampled_at: string;
+        reached: number;
+        compliant: number;
+        pending: number;
+        error: number;
+        non_compliant: number;
+        inapplicable: number;
+      }>;
+      current: {
+        pending: number;
+        error: number;
+        non_compliant: number;
+        compliant: number;
+        inapplicable: number;
+        total: number;
+      };
+    };
+  };
   /** Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle */
   "GET /api/v1/policies/export": {
     path: Record<string, never>;
@@ -1799,6 +1850,29 @@ export interface Operations {
         message?: string;
       }>;
     };
+  };
+  /** Releases in flight: versions released in the last `hours` hours whose reached nodes have not all applied them (compliant or inapplicable), newest first, with their rollout counts */
+  "GET /api/v1/policies/in-flight": {
+    path: Record<string, never>;
+    query: {
+      hours?: number;
+    };
+    body: undefined;
+    response: Array<{
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      version: number;
+      started_at: string;
+      counts: {
+        pending: number;
+        error: number;
+        non_compliant: number;
+        compliant: number;
+        inapplicable: number;
+        total: number;
+      };
+    }>;
   };
   /** Rollout counts per state of up to 200 policies (one grouped query; for list pages) */
   "GET /api/v1/policies/rollout": {
@@ -2185,6 +2259,41 @@ export interface Operations {
       };
     };
     response: unknown;
+  };
+  /** The fleet's compliance and node status over time, as hourly or daily points kept by the server; each part only with its permission (compliance:view, node:view) */
+  "GET /api/v1/trends": {
+    path: Record<string, never>;
+    query: {
+      granularity?: "hour" | "day";
+      from?: string;
+      to?: string;
+    };
+    body: undefined;
+    response: {
+      granularity: "hour" | "day";
+      from: string;
+      to: string;
+      points: Array<{
+        bucket: string;
+        sampled_at: string;
+        compliance?: {
+          reached: number;
+          compliant: number;
+          non_compliant: number;
+          error: number;
+          unknown: number;
+          without_policies: number;
+          percent_compliant: number | null;
+        };
+        nodes?: {
+          total: number;
+          online: number;
+          degraded: number;
+          offline: number;
+          never_seen: number;
+        };
+      }>;
+    };
   };
   /** List user groups */
   "GET /api/v1/user-groups": {

@@ -30,8 +30,12 @@ export interface ParseOptions {
 
 /** Everything shared code knows about one policy type. */
 export interface PolicyTypeDef<M = unknown> {
-  /** Wire name, e.g. `Firefox`. */
+  /** Wire name, e.g. `Firefox`: the one place a type's name is written by hand. */
   wireName: string;
+  /** How the console names the type to an admin, e.g. `KDE settings`. */
+  label: string;
+  /** One line: what a policy of this type manages on a node. */
+  description: string;
   /** protobuf-es descriptor of the content message (a `GenMessage` from shared/gen). */
   schema: DescMessage;
   /** Member name of `Policy.typed_content` in protobuf-es, e.g. `firefoxPolicy`. */
@@ -57,6 +61,10 @@ export interface PolicyTypeDef<M = unknown> {
 /** What a type file declares. */
 export interface TypeSpec<M extends Message> {
   wireName: string;
+  /** {@link PolicyTypeDef.label}. */
+  label: string;
+  /** {@link PolicyTypeDef.description}. */
+  description: string;
   schema: GenMessage<M>;
   typedContentCase: string;
   merge: MergeRule;
@@ -75,6 +83,8 @@ export interface TypeSpec<M extends Message> {
 export function defineType<M extends Message>(spec: TypeSpec<M>): PolicyTypeDef<M> {
   return {
     wireName: spec.wireName,
+    label: spec.label,
+    description: spec.description,
     schema: spec.schema,
     typedContentCase: spec.typedContentCase,
     merge: spec.merge,

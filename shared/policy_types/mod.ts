@@ -9,41 +9,17 @@
  * types pass, for forward compatibility.
  */
 import type { Message } from "@bufbuild/protobuf";
-import { chromeType } from "./chrome.ts";
-import { dconfType } from "./dconf.ts";
 import type { PolicyTypeDef } from "./define.ts";
-import { diskEncryptionType } from "./disk_encryption.ts";
-import { edgeType } from "./edge.ts";
 import { PolicyContentError, type ValidationIssue } from "./errors.ts";
-import { firefoxType } from "./firefox.ts";
-import { firewalldType } from "./firewalld.ts";
-import { flatpakType } from "./flatpak.ts";
-import { kconfigType } from "./kconfig.ts";
-import { polkitType } from "./polkit.ts";
-import { privilegeType } from "./privilege.ts";
-import { scriptsType } from "./scripts.ts";
-import { sessionAccessType } from "./session_access.ts";
-import { thunderbirdType } from "./thunderbird.ts";
+import { REGISTERED_TYPES } from "./registry.gen.ts";
 
 export type { MergeRule, ParseOptions, PolicyTypeDef } from "./define.ts";
 export { PolicyContentError, type ValidationIssue } from "./errors.ts";
 export { MAX_CONTENT_BYTES, MAX_JSON_DEPTH, MAX_STRING_LENGTH } from "./sanitizers.ts";
 
-const TYPES: readonly PolicyTypeDef[] = [
-  firefoxType,
-  thunderbirdType,
-  chromeType,
-  edgeType,
-  dconfType,
-  firewalldType,
-  polkitType,
-  flatpakType,
-  sessionAccessType,
-  diskEncryptionType,
-  kconfigType,
-  privilegeType,
-  scriptsType,
-] as PolicyTypeDef[];
+// Written by `deno task proto` from the Policy.typed_content oneof (proto/policy_registries.ts): a type is
+// registered by declaring its member there and its definition in ./<type>.ts.
+const TYPES: readonly PolicyTypeDef[] = REGISTERED_TYPES;
 
 const BY_NAME = new Map(TYPES.map((t) => [t.wireName, t]));
 
@@ -52,7 +28,7 @@ export function getPolicyType(wireName: string): PolicyTypeDef | undefined {
   return BY_NAME.get(wireName);
 }
 
-/** Every known type, in the order of the spec's list of wire names, then the types beyond the spec. */
+/** Every known type, in the order of the spec's list of wire names. */
 export function listPolicyTypes(): PolicyTypeDef[] {
   return [...TYPES];
 }

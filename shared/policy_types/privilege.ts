@@ -20,6 +20,8 @@ const NOT_ROOT = (value: string) =>
 /** The Privilege policy type. */
 export const privilegeType = defineType<PrivilegePolicy>({
   wireName: "Privilege",
+  label: "Administrators",
+  description: "Who administers the node: sudo rights and the administrators polkit accepts.",
   schema: PrivilegePolicySchema,
   typedContentCase: "privilegePolicy",
   merge: "priority_merge",

@@ -25,6 +25,8 @@ export const DEFAULT_SCRIPT_TIMEOUT_SECONDS = 300;
 /** The Scripts policy type. */
 export const scriptsType = defineType<ScriptsPolicy>({
   wireName: "Scripts",
+  label: "Scripts",
+  description: "Startup, shutdown, login and logout scripts, signed by the server; needs its own permission.",
   schema: ScriptsPolicySchema,
   typedContentCase: "scriptsPolicy",
   merge: "file_per_policy",

@@ -206,6 +206,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     acme: { ...base.acme, ...o.acme },
     kerberos: { ...base.kerberos, ...o.kerberos },
     events: { ...base.events, ...o.events },
+    trends: { ...base.trends, ...o.trends },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki(config.ca.keyType);

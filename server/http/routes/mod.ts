@@ -35,6 +35,7 @@ import { policyRoutes } from "./policies.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
+import { trendRoutes } from "./trends.ts";
 
 /** Every REST route the server mounts, in the order the OpenAPI document lists them. */
 export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
@@ -69,6 +70,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
+    ...trendRoutes(ctx),
     ...eventRoutes(ctx),
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),

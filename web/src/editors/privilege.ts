@@ -15,7 +15,6 @@ const WHO = "Administrators";
 
 /** The Privilege editor. */
 export const privilegeEditor: EditorSpec = {
-  type: "Privilege",
   formTag: "svc-privilege-form",
   hints: {
     catalogue: {

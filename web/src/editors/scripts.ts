@@ -8,7 +8,6 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The Scripts editor. */
 export const scriptsEditor: EditorSpec = {
-  type: "Scripts",
   hints: {},
   formTag: "svc-scripts-form",
 };

@@ -29,17 +29,11 @@ import {
   statusBadge,
 } from "../components/ui.ts";
 import { lifecycleActions } from "../lifecycle.ts";
-import { editorFor } from "../editors/mod.ts";
+import { editorFor, type EditorSpec } from "../editors/mod.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
 import "../editors/schema_form.ts";
-// Type forms are custom elements named by their editor's formTag; they are defined here, not in editors/,
-// so editors/ (and the logic tests that import it) stay free of DOM code.
-import "../components/dconf_form.ts";
-import "../components/polkit_form.ts";
-import "../components/flatpak_form.ts";
-import "../components/session_access_form.ts";
-import "../components/privilege_form.ts";
-import "../components/scripts_form.ts";
+// Defines the types' own form elements (an editor's formTag), found by `deno task proto`.
+import "../editors/forms.gen.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy, PolicyRevision } from "../types.ts";
@@ -81,7 +75,7 @@ function typeSummary(type: string): string[] {
 
 /** A type's own form element (`EditorSpec.formTag`), or undefined for the generated form. */
 function typeForm(
-  tag: string | undefined,
+  editor: EditorSpec,
   props: {
     value: JsonObject;
     issues: ValidationIssue[];
@@ -89,8 +83,8 @@ function typeForm(
     onChange: (e: CustomEvent<JsonObject>) => void;
   },
 ): TemplateResult | undefined {
-  if (!tag) return undefined;
-  const name = unsafeStatic(tag);
+  if (!editor.formTag) return undefined;
+  const name = unsafeStatic(editor.formTag);
   return staticHtml`<${name} .value=${props.value} .issues=${props.issues} ?read-only=${props.readOnly}
     @value-change=${props.onChange}></${name}>`;
 }
@@ -491,6 +485,7 @@ class SvcPolicyEditorPage extends PageElement {
       ${this.saveError && !(this.saveError instanceof ApiError && this.saveError.fields.length)
         ? errorAlert(this.saveError)
         : nothing}
+      ${p ? html`<svc-rollout-trend policy-id=${p.id} version=${p.version}></svc-rollout-trend>` : nothing}
       ${p?.state === "released" && session.can("compliance:view")
         ? html`<svc-policy-rollout policy-id=${p.id} data-version=${p.version}></svc-policy-rollout>`
         : nothing}
@@ -653,7 +648,7 @@ class SvcPolicyEditorPage extends PageElement {
           ${def
             ? html`
               <sl-tab-panel name="form" ?active=${this.view === "form"}>
-                ${typeForm(editorFor(this.type).formTag, {
+                ${typeForm(editorFor(this.type), {
                   value: this.value,
                   issues,
                   readOnly: !editable,
