@@ -240,6 +240,8 @@ export interface Checked<V> {
 export interface DesktopPlan {
   /** Node path → content of every file svc wants; managed files not listed are released. */
   files: Map<string, string>;
+  /** Node path → mode of a file that must not be 0644 (sudoers files are 0440, a unit carrying a script 0600). */
+  modes?: ReadonlyMap<string, number>;
   /** Items settled while planning (not for this node, a value that does not fit), per policy id. */
   settled?: Map<string, ItemResult[]>;
 }
@@ -451,7 +453,8 @@ export function desktopEnforcer<V, P extends DesktopPlan, S>(def: DesktopType<V,
       for (const [path, content] of files) {
         await touch(path);
         try {
-          if (await io.writeManaged(path, content, { mode: 0o644, isOwnContent: ownContent(path) })) {
+          const mode = context.plan?.modes?.get(path) ?? 0o644;
+          if (await io.writeManaged(path, content, { mode, isOwnContent: ownContent(path) })) {
             changed.push(path);
           }
         } catch (err) {
@@ -471,7 +474,10 @@ export function desktopEnforcer<V, P extends DesktopPlan, S>(def: DesktopType<V,
       const text = before.get(path);
       try {
         if (!managed.has(path)) await io.releaseManaged(path);
-        else if (text !== undefined) await io.writeManaged(path, text, { isOwnContent: ownContent(path) });
+        else if (text !== undefined) {
+          const mode = context.plan?.modes?.get(path) ?? 0o644;
+          await io.writeManaged(path, text, { mode, isOwnContent: ownContent(path) });
+        }
       } catch (err) {
         io.logger.error(`cannot restore a ${def.type} file`, { path, error: (err as Error).message });
       }

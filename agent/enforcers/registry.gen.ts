@@ -33,6 +33,11 @@ export function lazyEnforcers(): LazyEnforcer[] {
       background: true,
     }),
     lazy("Kconfig", () => import("./kconfig.ts"), "kconfigEnforcer", { notifiesUsers: true }),
+    lazy("Privilege", () => import("./privilege.ts"), "privilegeEnforcer", { notifiesUsers: false }),
+    lazy("Scripts", () => import("./scripts.ts"), "scriptsEnforcer", {
+      notifiesUsers: false,
+      background: true,
+    }),
     lazy("Certificates", () => import("./certificates.ts"), "certificatesEnforcer", { notifiesUsers: true }),
     lazy("Proxy", () => import("./proxy.ts"), "proxyEnforcer", { notifiesUsers: true }),
   ];

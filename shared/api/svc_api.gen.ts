@@ -2092,7 +2092,7 @@ export interface Operations {
     body: {
       name: string;
       description?: string;
-      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
+      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:edit_scripts" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
     };
     response: {
       id?: string;
@@ -2126,7 +2126,7 @@ export interface Operations {
     body: {
       name?: string;
       description?: string;
-      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
+      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:edit_scripts" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
       password?: string;
       code?: string;
       backup_code?: string;

@@ -14,6 +14,7 @@ import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { PolicyContentError, type ValidationIssue } from "./errors.ts";
 import { parseGuardedJson } from "./json_guard.ts";
 import { IssueList } from "./sanitizers.ts";
+import type { Permission } from "../permissions.ts";
 
 /**
  * How several policies of one type reaching a node combine (spec: combination rule): merged key by key with
@@ -41,6 +42,12 @@ export interface PolicyTypeDef<M = unknown> {
   typedContentCase: string;
   merge: MergeRule;
   /**
+   * A permission needed besides `policy:create`/`policy:edit` to create or edit a policy of this type (Scripts:
+   * `policy:edit_scripts`, because its content runs as root on every node it reaches). The server refuses
+   * without it; the console hides what the person may not do.
+   */
+  editPermission?: Permission;
+  /**
    * Parses protojson (json_name/camelCase and original snake_case names both accepted) after the size, depth
    * and string limits. Throws {@link PolicyContentError}.
    */
@@ -66,6 +73,8 @@ export interface TypeSpec<M extends Message> {
    * own policy file) or `proto` (original snake_case names, matching the field paths in messages).
    */
   names: "json" | "proto";
+  /** {@link PolicyTypeDef.editPermission}. */
+  editPermission?: Permission;
   /** Adds problems to `issues`; the empty-content rule ("needs at least one …") belongs here too. */
   check(message: M, issues: IssueList): void;
 }
@@ -79,6 +88,7 @@ export function defineType<M extends Message>(spec: TypeSpec<M>): PolicyTypeDef<
     schema: spec.schema,
     typedContentCase: spec.typedContentCase,
     merge: spec.merge,
+    editPermission: spec.editPermission,
     parse(content, opts = {}) {
       const json = parseGuardedJson(content);
       try {

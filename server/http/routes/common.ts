@@ -84,18 +84,15 @@ export const VISIBLE_NAME_PATTERN = "^(?=.*\\S)[^\\u0000-\\u001f\\u007f-\\u009f]
 /** Free text: no control characters except tab and newline. */
 export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$";
 
-/**
- * Why a SessionAccess change goes ahead although its rules leave no named account able to log in at some
- * time: the override a policy state change, a revision release or a binding change carries (audited).
- */
+/** Timestamp schema. */
+export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };
+
+/** `lockout_reason` of the requests a lockout guard checks (server/domain/lockout_guards.ts). */
 export const LOCKOUT_REASON: JsonSchema = {
   type: "string",
   minLength: 3,
   maxLength: 500,
   pattern: TEXT_PATTERN,
   description:
-    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
+    "SessionAccess and Privilege: why to go ahead although the set would lock people out of a node group (SessionAccess: no named account may log in at some time; Privilege: nobody but root administers its nodes) (audited)",
 };
-
-/** Timestamp schema. */
-export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };

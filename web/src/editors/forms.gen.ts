@@ -7,4 +7,6 @@ import "../components/dconf_form.ts";
 import "../components/polkit_form.ts";
 import "../components/flatpak_form.ts";
 import "../components/session_access_form.ts";
+import "../components/privilege_form.ts";
+import "../components/scripts_form.ts";
 import "../components/certificates_form.ts";

@@ -24,6 +24,10 @@ import { diskEncryptionType } from "../../../shared/policy_types/disk_encryption
 import { diskEncryptionEditor } from "./disk_encryption.ts";
 import { kconfigType } from "../../../shared/policy_types/kconfig.ts";
 import { kconfigEditor } from "./kconfig.ts";
+import { privilegeType } from "../../../shared/policy_types/privilege.ts";
+import { privilegeEditor } from "./privilege.ts";
+import { scriptsType } from "../../../shared/policy_types/scripts.ts";
+import { scriptsEditor } from "./scripts.ts";
 import { certificatesType } from "../../../shared/policy_types/certificates.ts";
 import { certificatesEditor } from "./certificates.ts";
 import { proxyType } from "../../../shared/policy_types/proxy.ts";
@@ -42,6 +46,8 @@ export const EDITORS: ReadonlyMap<string, EditorSpec> = new Map<string, EditorSp
   [sessionAccessType.wireName, sessionAccessEditor],
   [diskEncryptionType.wireName, diskEncryptionEditor],
   [kconfigType.wireName, kconfigEditor],
+  [privilegeType.wireName, privilegeEditor],
+  [scriptsType.wireName, scriptsEditor],
   [certificatesType.wireName, certificatesEditor],
   [proxyType.wireName, proxyEditor],
 ]);
