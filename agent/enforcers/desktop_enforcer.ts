@@ -1,9 +1,9 @@
 /**
- * One enforcer body for the desktop types (Polkit, Kconfig, Dconf, Firewalld, SessionAccess, Flatpak), as
- * `browser_enforcer.ts` is for the browsers. A type declares ({@linkcode DesktopType}) how it re-checks a policy,
- * what the node must have, how the policies merge and render into files, how its tool vets or activates them,
- * what it changes besides files, how it reads the node back and how it reports one policy; this module runs the
- * steps the same way for all:
+ * One enforcer body for the desktop types (Polkit, Kconfig, Dconf, Firewalld, SessionAccess, Flatpak,
+ * DiskEncryption), as `browser_enforcer.ts` is for the browsers. A type declares ({@linkcode DesktopType}) how
+ * it re-checks a policy, what the node must have, how the policies merge and render into files, how its tool
+ * vets or activates them, what it changes besides files, how it reads the node back and how it reports one
+ * policy; this module runs the steps the same way for all:
  *
  * 1. re-validates every policy (`revalidate.ts`: server data is untrusted) — one that fails is ERROR and never
  *    reaches the node;
