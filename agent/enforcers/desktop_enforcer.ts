@@ -1,9 +1,9 @@
 /**
- * One enforcer body for the desktop types (Polkit, Kconfig, Dconf, Firewalld, SessionAccess, Flatpak), as
- * `browser_enforcer.ts` is for the browsers. A type declares ({@linkcode DesktopType}) how it re-checks a policy,
- * what the node must have, how the policies merge and render into files, how its tool vets or activates them,
- * what it changes besides files, how it reads the node back and how it reports one policy; this module runs the
- * steps the same way for all:
+ * One enforcer body for the desktop types (Polkit, Kconfig, Dconf, Firewalld, SessionAccess, Flatpak,
+ * DiskEncryption), as `browser_enforcer.ts` is for the browsers. A type declares ({@linkcode DesktopType}) how
+ * it re-checks a policy, what the node must have, how the policies merge and render into files, how its tool
+ * vets or activates them, what it changes besides files, how it reads the node back and how it reports one
+ * policy; this module runs the steps the same way for all:
  *
  * 1. re-validates every policy (`revalidate.ts`: server data is untrusted) — one that fails is ERROR and never
  *    reaches the node;
@@ -46,8 +46,10 @@ import { revalidate } from "./revalidate.ts";
 
 /** Something the node must have for a type to do anything; also what the type watches. */
 export interface NodeNeed {
-  /** A command the type runs, looked up on PATH; watched at `/usr/bin/<command>`. */
+  /** A command the type runs, looked up on PATH; watched at `/usr/bin/<command>` unless `installedAt` says. */
   command?: string;
+  /** Node paths where distributions install `command`, watched instead (a tool in `/usr/sbin`, such as cryptsetup). */
+  installedAt?: readonly string[];
   /** Node paths of which at least one must exist (be a directory, with `directory`); all are watched. */
   anyOf?: readonly string[];
   directory?: boolean;
@@ -62,7 +64,10 @@ export interface NodeNeed {
 
 /** Node paths whose appearance or change satisfies `needs`, plus what the type `reads`. */
 export function needWatches(needs: readonly NodeNeed[], reads: readonly string[] = []): string[] {
-  const paths = needs.flatMap((n) => [...(n.command ? [`/usr/bin/${n.command}`] : []), ...(n.anyOf ?? [])]);
+  const paths = needs.flatMap((n) => [
+    ...(n.installedAt ?? (n.command ? [`/usr/bin/${n.command}`] : [])),
+    ...(n.anyOf ?? []),
+  ]);
   return [...new Set([...paths, ...reads])];
 }
 

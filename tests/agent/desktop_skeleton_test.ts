@@ -27,6 +27,8 @@ import { dconfEnforcer } from "../../agent/enforcers/dconf.ts";
 import { firewalldEnforcer } from "../../agent/enforcers/firewalld.ts";
 import { createSessionAccessEnforcer, PAM_PROFILE, TIME_CONF } from "../../agent/enforcers/session_access.ts";
 import { createFlatpakEnforcer } from "../../agent/enforcers/flatpak.ts";
+import { DiskEncryptionPolicySchema } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import { diskEncryptionEnforcer } from "../../agent/disk_encryption/enforcer.ts";
 import { isDesktopEnforcer, summarize } from "../../agent/enforcers/desktop_enforcer.ts";
 import { lazyEnforcers } from "../../agent/enforcers/mod.ts";
 import { ManagedFiles } from "../../agent/sync/managed_files.ts";
@@ -91,8 +93,8 @@ interface SkeletonCase {
   path?(node: TempNode): Promise<string>;
   good(): CachedPolicy;
   bad: CachedPolicy;
-  /** A file only svc writes, once `good` is enforced (tampered with). */
-  tampered: string;
+  /** A file only svc writes, once `good` is enforced (tampered with); undefined: the type writes no file. */
+  tampered?: string;
   /** How the node lacks the type's need, and what the INAPPLICABLE message must name; undefined: no need. */
   withoutNeed?: WithoutNeed & { names: RegExp };
   /** Node paths of the type's needs, which `watches()` must hold. */
@@ -266,6 +268,35 @@ const CASES: SkeletonCase[] = [
       assert.deepEqual(state, { version: 1, remotes: {}, refs: [] });
     },
   },
+  {
+    type: "DiskEncryption",
+    unavailable: onPath("cryptsetup") ? undefined : "needs cryptsetup",
+    enforcer: () => diskEncryptionEnforcer,
+    async provide(node) {
+      // A LUKS2 volume on an image file, the one device the agent inventories.
+      await Deno.mkdir(`${node.root}/images`);
+      const image = `${node.root}/images/disk.img`;
+      await Deno.writeFile(image, new Uint8Array(20 * 1024 * 1024));
+      const format = await new Runner().run("cryptsetup", [
+        "luksFormat",
+        ...["--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "-q"],
+        ...[image, "--key-file=-"],
+      ], { stdin: "unlock" });
+      assert.ok(format.success, format.stderr);
+      node.config.diskEncryption.devices = ["/images/disk.img"];
+    },
+    good: () =>
+      cached(DiskEncryptionPolicySchema, "DiskEncryption", "good", {
+        requireEncryption: true,
+        minLuksVersion: 2,
+      }),
+    bad: forced("DiskEncryption", "bad", {
+      tang: { servers: [{ url: "file:///etc/shadow", thumbprint: "x" }] },
+    }),
+    // No tamper step: it writes no file (it reads the headers; the manager's escrow changes keyslots, not files).
+    withoutNeed: { runner: bareRunner, names: /^cryptsetup is not installed on this node$/ },
+    needPaths: ["/usr/sbin/cryptsetup", "/usr/bin/cryptsetup"],
+  },
 ];
 
 /** The EnforcerIO the sync engine gives a type (agent/sync/engine.ts), over the real managed-file store. */
@@ -345,17 +376,19 @@ for (const c of CASES) {
         // Enforced: the file is svc's and managed.
         const good = await enforcer.sync([c.good()], io);
         assert.notEqual(good.policies[0].status, "ERROR", JSON.stringify(good.policies[0]));
-        assert.ok(io.managedPaths().includes(c.tampered), `${c.tampered} in ${io.managedPaths()}`);
-        const written = await Deno.readTextFile(`${node.root}${c.tampered}`);
         const wereManaged = io.managedPaths();
 
         // Tamper: the file no longer holds what svc wrote (what the tamper watcher checks); the next sync writes it back.
-        await Deno.writeTextFile(`${node.root}${c.tampered}`, "tampered\n");
-        assert.equal(await managed.verify(node.fs, c.tampered), false);
-        const again = await enforcer.sync([c.good()], io);
-        assert.ok(again.changed.includes(c.tampered), `${c.tampered} restored: ${again.changed}`);
-        assert.equal(await Deno.readTextFile(`${node.root}${c.tampered}`), written);
-        assert.equal(await managed.verify(node.fs, c.tampered), true);
+        if (c.tampered) {
+          assert.ok(io.managedPaths().includes(c.tampered), `${c.tampered} in ${io.managedPaths()}`);
+          const written = await Deno.readTextFile(`${node.root}${c.tampered}`);
+          await Deno.writeTextFile(`${node.root}${c.tampered}`, "tampered\n");
+          assert.equal(await managed.verify(node.fs, c.tampered), false);
+          const again = await enforcer.sync([c.good()], io);
+          assert.ok(again.changed.includes(c.tampered), `${c.tampered} restored: ${again.changed}`);
+          assert.equal(await Deno.readTextFile(`${node.root}${c.tampered}`), written);
+          assert.equal(await managed.verify(node.fs, c.tampered), true);
+        }
 
         // Nothing to do (only a refused policy): svc's files go, only the refused policy is reported.
         const nothing = await enforcer.sync([c.bad], io);
