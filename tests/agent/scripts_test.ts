@@ -20,14 +20,14 @@ import { toPem, x509 } from "../../shared/pki/csr.ts";
 import { generateCaPem } from "../../server/pki/ca.ts";
 import { importPrivateKeyPem, signingAlgorithm } from "../../server/pki/keys.ts";
 import { caContentSigner } from "../../server/pki/content_signer.ts";
+import { scriptsEnforcer } from "../../agent/enforcers/scripts.ts";
 import {
   MACHINE_DONE_DIR,
   RUN_SCRIPT,
   RUN_SCRIPT_PATH,
-  scriptsEnforcer,
-  unitBase,
   USER_DONE_DIR,
-} from "../../agent/enforcers/scripts.ts";
+} from "../../agent/enforcers/scripts/runner.ts";
+import { unitBase } from "../../agent/enforcers/scripts/units.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { engineFor, type TempNode, tempNode } from "./helpers.ts";
