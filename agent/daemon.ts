@@ -30,7 +30,7 @@ import { ManagedFiles } from "./sync/managed_files.ts";
 import { SyncEngine, type SyncSummary } from "./sync/engine.ts";
 import type { Enforcer } from "./sync/types.ts";
 import { collectNodeFacts } from "./sysinfo.ts";
-import { DiskEncryptionManager } from "./disk_encryption/manager.ts";
+import { DISK_ENCRYPTION_TYPE, DiskEncryptionManager } from "./disk_encryption/manager.ts";
 import { type TamperEvent, TamperWatcher } from "./tamper.ts";
 import { NodeWatcher } from "./sync/node_watch.ts";
 import { PolicyStore } from "./sync/policy_store.ts";
@@ -332,7 +332,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
     policies: () => engine.cached(),
     // An escrow or rotation changes what the DiskEncryption policies read back.
     onTasksDone: () => {
-      if (engine.cached().some((p) => p.type === "DiskEncryption")) resync("disk-encryption task done");
+      if (engine.cached().some((p) => p.type === DISK_ENCRYPTION_TYPE)) resync("disk-encryption task done");
     },
   });
   // Inventory is reported even without a DiskEncryption policy; a change (new keyslot, new disk) is sent.
@@ -357,7 +357,7 @@ export async function runDaemon(options: DaemonOptions): Promise<void> {
           .then(() => diskEncryption.runTasks(current))
           .catch((err) => sideCallFailed(current, "disk encryption report", err));
       }
-      if (engine.cached().some((p) => p.type === "DiskEncryption")) {
+      if (engine.cached().some((p) => p.type === DISK_ENCRYPTION_TYPE)) {
         resync(`disks changed: ${paths.join(", ")}`);
       }
     },

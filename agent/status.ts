@@ -3,7 +3,9 @@
  * daemon keeps a summary in `agent.status_file` (default `/run/svc-agent/status.json`, mode 0644, so no root
  * is needed to read it) with the connection, the last sync and evaluation, each policy with its version and
  * compliance, every setting's result and why it is not applied, and the managed files. It holds no policy
- * content and no key material, only names, versions and results.
+ * content and no key material, only names, versions and results. A Scripts result's words carry the script's
+ * output (what the server's compliance report shows the admin), which may name anything the script printed: the
+ * file any local user can read keeps only the result's first words, up to the output.
  *
  * @module
  */
@@ -12,6 +14,20 @@ import { writeFileAtomic } from "./fs.ts";
 import type { Logger } from "./log.ts";
 import type { SyncSummary } from "./sync/engine.ts";
 import type { ComplianceStatusName } from "./sync/types.ts";
+import { scriptsType } from "../shared/policy_types/scripts.ts";
+
+/**
+ * Where a Scripts result's message turns into the script's output (agent/enforcers/scripts.ts words them
+ * "…; output: <lines>" and "… failed: exit <code>: <lines>").
+ */
+const OUTPUT_START = /; output: |(?<=exit -?\d+): /;
+
+/** A message fit for the world-readable file: a Scripts result loses the script's output. */
+export function publicMessage(type: string, message: string): string {
+  if (type !== scriptsType.wireName) return message;
+  const cut = OUTPUT_START.exec(message);
+  return cut ? `${message.slice(0, cut.index)} (output withheld here; the console shows it)` : message;
+}
 
 /** Where the policies being enforced came from. */
 export type PolicySource = "none" | "server" | "stored";
@@ -104,8 +120,8 @@ export class StatusFile {
         version: policy.version,
         priority: policy.priority,
         status: result.status,
-        message: result.message,
-        items: result.items.map((i) => ({ ...i })),
+        message: publicMessage(policy.type, result.message),
+        items: result.items.map((i) => ({ ...i, message: publicMessage(policy.type, i.message) })),
       });
     }
     this.#status.policies = [...byId.values()];

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { PackageSpec } from "./packages.ts";
+import type { PackageSpec } from "./package_spec.ts";
 import { PACKAGE_META } from "./targets.ts";
 import { SPDX_LICENSE } from "./notices.ts";
 import { apkScripts } from "./scripts.ts";

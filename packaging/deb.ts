@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { PackageSpec } from "./packages.ts";
+import type { PackageSpec } from "./package_spec.ts";
 import { PACKAGE_META } from "./targets.ts";
 import { debChangelog, debCopyright, lintianOverrides, wrap } from "./notices.ts";
 import { debScripts } from "./scripts.ts";

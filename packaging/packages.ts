@@ -17,54 +17,13 @@
  *
  * @module
  */
-import { type App, ARCH_ALL, ARCHES, PACKAGE_META, type PackageArch, type PackageName } from "./targets.ts";
+import { type App, ARCH_ALL, ARCHES, PACKAGE_META, type PackageName } from "./targets.ts";
 import { VERSION } from "../shared/version.ts";
 import { writeDeb } from "./deb.ts";
 import { writeRpm } from "./rpm.ts";
 import { writeApk } from "./apk.ts";
 import { writePacman } from "./pacman.ts";
-
-/** A package format. */
-export type Format = "deb" | "rpm" | "apk" | "arch";
-
-/** One installed path. */
-export interface PackageEntry {
-  /** Absolute install path. */
-  path: string;
-  type: "file" | "dir" | "symlink";
-  mode: number;
-  /** File content source on disk (files). */
-  source?: string;
-  /** Symlink target. */
-  linkname?: string;
-  /** Configuration file kept across upgrades. */
-  conffile?: boolean;
-  /** Group owner when not root (the server's config is readable by `svc`). */
-  group?: string;
-  /** The licence text (rpm marks it `%license`). */
-  license?: boolean;
-}
-
-/** Everything a format writer needs. */
-export interface PackageSpec {
-  name: PackageName;
-  version: string;
-  release: string;
-  arch: PackageArch;
-  summary: string;
-  description: string;
-  entries: PackageEntry[];
-  /** Build time, seconds since the epoch (SOURCE_DATE_EPOCH when set). */
-  mtime: number;
-}
-
-/** A built package file. */
-export interface BuiltPackage {
-  app: PackageName;
-  format: Format;
-  arch: PackageArch["name"];
-  file: string;
-}
+import type { BuiltPackage, Format, PackageEntry, PackageSpec } from "./package_spec.ts";
 
 const DESCRIPTIONS: Record<PackageName, { summary: string; description: string }> = {
   "svc-agent": {

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { BuiltPackage } from "./packages.ts";
+import type { BuiltPackage } from "./package_spec.ts";
 import { ARCHES } from "./targets.ts";
 import { type Signer, signRpm } from "./signing.ts";
 import { hexDigest } from "./stage.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { PackageEntry, PackageSpec } from "./packages.ts";
+import type { PackageEntry, PackageSpec } from "./package_spec.ts";
 import { PACKAGE_META } from "./targets.ts";
 import { rpmChangelog, SPDX_LICENSE, wrap } from "./notices.ts";
 import { CREATE_SVC_USER, RELOAD, SERVER_SETUP, stopAndDisable } from "./scripts.ts";

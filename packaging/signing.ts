@@ -64,6 +64,7 @@ export async function openSigner(options: { keyFile?: string }): Promise<Signer>
     }
     const publicKey = await gpg(["--armor", "--export", fingerprint]);
     const keyring = `${home}/verify.gpg`;
+    const signAs = ["--yes", "--local-user", fingerprint, "--digest-algo", "SHA512"];
     await gpg(["--dearmor", "-o", keyring], publicKey);
     return {
       label: options.keyFile ? uid.replace(/\\x3a/g, ":") : "build-local",
@@ -72,31 +73,10 @@ export async function openSigner(options: { keyFile?: string }): Promise<Signer>
       publicKey,
       home,
       async clearsign(file, out) {
-        await gpg([
-          "--yes",
-          "--local-user",
-          fingerprint,
-          "--digest-algo",
-          "SHA512",
-          "--clearsign",
-          "-o",
-          out,
-          file,
-        ]);
+        await gpg([...signAs, "--clearsign", "-o", out, file]);
       },
       async detachSign(file, out, { armor }) {
-        await gpg([
-          "--yes",
-          "--local-user",
-          fingerprint,
-          "--digest-algo",
-          "SHA512",
-          ...(armor ? ["--armor"] : []),
-          "--detach-sign",
-          "-o",
-          out,
-          file,
-        ]);
+        await gpg([...signAs, ...(armor ? ["--armor"] : []), "--detach-sign", "-o", out, file]);
       },
       async verify(signature, data) {
         try {

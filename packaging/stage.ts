@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { PackageEntry } from "./packages.ts";
+import type { PackageEntry } from "./package_spec.ts";
 
 /** Writes `entries` under `root` with their modes; returns the installed size in bytes. */
 export async function stageTree(entries: PackageEntry[], root: string): Promise<number> {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Generates the TypeScript protobuf code in shared/gen/ from proto/, and the
-# agent's own policy service in agent/gen/.
+# Generates the TypeScript protobuf code in shared/gen/ from proto/, the
+# agent's own policy service in agent/gen/, and the policy type registries
+# (proto/policy_registries.ts) from the Policy.typed_content oneof.
 #
 #   bash proto/generate.sh          regenerate shared/gen/ and agent/gen/
 #                                   (deno task proto)
@@ -133,6 +134,7 @@ if [[ "$mode" == "check" ]]; then
   done
   [[ $stale -eq 0 ]] || exit 1
   echo "shared/gen/ and agent/gen/ are up to date (${#protos[@]} proto files, $("$protoc_bin" --version))."
+  (cd "$root" && deno run -A --quiet proto/policy_registries.ts --check) || exit 1
   exit 0
 fi
 
@@ -141,3 +143,6 @@ mkdir -p "$(dirname "$out_dir")"
 cp -R "$generated" "$out_dir"
 cp -R "$agent_generated" "$agent_out_dir"
 echo "Generated shared/gen/ and agent/gen/ from ${#protos[@]} proto files ($("$protoc_bin" --version))."
+
+# The policy type registries of the shared code, the agent and the console follow the typed_content oneof.
+(cd "$root" && deno run -A --quiet proto/policy_registries.ts) || die "the policy type registries could not be written"

@@ -4,10 +4,14 @@
  * passed down. It stands above storage, PKI and audit (whose types it names) and below the services, so the
  * lower floors take the few parts they need as parameters instead (the audit recorder, for one).
  *
- * Not everything comes through here: what a process has exactly one of lives in module state, namely the
- * off-loop worker pool and its job table (core/offloop.ts), the metric counters and runtime sampler
- * (metrics/), the typed-content cache (hub/typed_content_cache.ts), the embedded migrations
- * (db/migrate.ts) and the Kerberos library handle (grpc/kerberos_enroll.ts).
+ * Not everything comes through here. What a process has exactly one of lives in module state: the off-loop
+ * worker pool and its job table (core/offloop.ts), the metric counters and runtime sampler (metrics/), the
+ * typed-content cache (hub/typed_content_cache.ts), the embedded migrations (db/migrate.ts), the Kerberos
+ * library handle (grpc/kerberos_enroll.ts) and the dummy hash that makes a login for an unknown user take as
+ * long as a real one (auth/password.ts). What belongs to one context but is made on first use hangs off it
+ * in a WeakMap rather than in a member here: the live-event broker (events/broker.ts), the agent repository
+ * (http/agent_repo.ts), the disk-encryption keyring (disk_encryption/kek.ts, keyed by its configuration) and
+ * the CA's prepared certificate issuer (pki/sign_csr.ts, keyed by the CA).
  */
 import type { ServerConfig } from "./config/config.ts";
 import type { Db } from "./db/db.ts";

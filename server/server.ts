@@ -26,6 +26,7 @@ import { startMetricsListener } from "./metrics/listener.ts";
 import { checkKekAtStart } from "./disk_encryption/kek.ts";
 import { startRotationSweep } from "./disk_encryption/sweep.ts";
 import { startCatalogueRefresh } from "./flatpak/catalogue.ts";
+import { startTrendSampler } from "./trends/schedule.ts";
 import { type PolicyWorkers, startPolicyWorkers } from "./workers/supervisor.ts";
 import { keepWorkerWarm } from "./core/offloop.ts";
 
@@ -116,6 +117,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     cleanups.unshift(() => hub.stop());
     cleanups.unshift(startRotationSweep(ctx));
     cleanups.unshift(startCatalogueRefresh(ctx));
+    cleanups.unshift(startTrendSampler(ctx));
 
     const routes = buildRoutes(ctx, identity);
     const app = createApp({ ctx, routes, hooks: createRouteHooks(identity.services), spa: spaHandler() });

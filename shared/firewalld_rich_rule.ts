@@ -113,32 +113,6 @@ const REJECT_TYPES: Record<"ipv4" | "ipv6", readonly string[]> = {
   ],
 };
 
-/** Elements (words without `=`). */
-const ELEMENTS = new Set([
-  "rule",
-  "source",
-  "destination",
-  "service",
-  "port",
-  "source-port",
-  "protocol",
-  "icmp-block",
-  "icmp-type",
-  "masquerade",
-  "forward-port",
-  "tcp-mss-clamp",
-  "log",
-  "nflog",
-  "audit",
-  "accept",
-  "drop",
-  "reject",
-  "mark",
-  "limit",
-  "not",
-  "NOT",
-]);
-
 /** Which attributes each element takes. */
 const ATTRIBUTES: Record<string, readonly string[]> = {
   rule: ["family", "priority"],
@@ -162,6 +136,9 @@ const ATTRIBUTES: Record<string, readonly string[]> = {
   mark: ["set"],
   limit: ["value"],
 };
+
+/** Elements (words without `=`): those that take attributes, and the negation of a source or destination. */
+const ELEMENTS = new Set([...Object.keys(ATTRIBUTES), "not", "NOT"]);
 
 const MATCH_ELEMENTS = new Set([
   "service",

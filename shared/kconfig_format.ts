@@ -15,9 +15,6 @@
 
 import { singleLine } from "./policy_types/sanitizers.ts";
 
-/** A problem description, or undefined when the value is fine (same shape as the policy sanitizers). */
-export type KconfigChecker = (value: string) => string | undefined;
-
 /**
  * What a group or key name may not be, for both: one line (no control, line-separator, bidi or lone-surrogate
  * character), no `[`, `]`, `=`, `$`, `\\`, `#` or `;` (group and key syntax, options such as `[$i]`, escapes,

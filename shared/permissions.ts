@@ -5,7 +5,8 @@
 
 /** Resource → actions. Adding a pair here makes it exist everywhere (database catalogue, roles, UI). */
 export const PERMISSION_CATALOGUE = {
-  policy: ["view", "create", "edit", "release", "delete"],
+  // edit_scripts: create and edit Scripts policies (their content runs as root on every node they reach).
+  policy: ["view", "create", "edit", "release", "delete", "edit_scripts"],
   binding: ["view", "create", "edit", "delete"],
   node: ["view", "edit", "delete", "revoke"],
   node_group: ["view", "create", "edit", "delete"],

@@ -108,3 +108,32 @@ export function renderPolkitRules(
   });
   return out.join("\n");
 }
+
+/**
+ * First line of the administrator-identities file of the Privilege type. Not {@link POLKIT_MARKER}: the Polkit
+ * type removes files carrying its marker that none of its policies wants.
+ */
+export const POLKIT_ADMIN_MARKER =
+  "// This file is managed by svc (Privilege); edits are overwritten by policy enforcement.";
+
+/**
+ * The administrator-identities file of the Privilege type: polkitd asks its admin rules in file-name order and
+ * the first that answers decides, so `05-…` comes before the distribution's (Debian `40-debian-sudo.rules`,
+ * upstream `50-default.rules`).
+ */
+export const POLKIT_ADMIN_RULES_PATH = `${POLKIT_RULES_DIR}/05-svc-privilege.rules`;
+
+/**
+ * The rules file naming polkit's administrator identities (`unix-user:alice`, `unix-group:staff`): one
+ * `polkit.addAdminRule` whose function returns them, each a {@link jsString} literal.
+ */
+export function renderPolkitAdminRule(identities: readonly string[]): string {
+  return [
+    POLKIT_ADMIN_MARKER,
+    "// Administrator identities from svc Privilege policies: polkit offers these when it asks for an administrator.",
+    "polkit.addAdminRule(function (action, subject) {",
+    `  return [${identities.map(jsString).join(", ")}];`,
+    "});",
+    "",
+  ].join("\n");
+}

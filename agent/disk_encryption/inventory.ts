@@ -1,16 +1,19 @@
 /**
  * The node's volumes as the disk-encryption report describes them: every LUKS volume (header facts,
  * keyslots and what each one is: passphrase, svc recovery key, TPM2, Tang, FIDO2, PKCS#11) and every
- * unencrypted fixed volume. Devices come from `lsblk -J` (fixed disks only: removable, hot-plugged, loop and
- * zram devices and the boot partitions are left out) or, when `disk_encryption.devices` is set, from that
- * list (tests point it at image files). An agent confined to another root than `/` discovers nothing: the
- * host's disks are not its node's.
+ * unencrypted fixed volume. Devices come from `lsblk -J` (fixed disks only, lsblk.ts) or, when
+ * `disk_encryption.devices` is set, from that list (tests point it at image files). An agent confined to another
+ * root than `/` discovers nothing: the host's disks are not its node's.
  *
  * @module
  */
 import type { RootFs } from "../fs.ts";
 import type { Runner } from "../runner.ts";
 import { type LuksHeader, readHeader } from "./cryptsetup.ts";
+import { devicesFromLsblk, LSBLK_COLUMNS, type Placement } from "./lsblk.ts";
+import { managedSlots, readVolumeState, type VolumeState } from "./state.ts";
+
+export { devicesFromLsblk, type LsblkDevice } from "./lsblk.ts";
 
 /** A slot kind as the report names it. */
 export type SlotKind = "passphrase" | "recovery" | "tpm2" | "tang" | "fido2" | "pkcs11";
@@ -34,88 +37,6 @@ export interface Volume {
   tpm2Enrolled: boolean;
   tpm2Pcrs: number[];
   tangEnrolled: boolean;
-}
-
-/** An entry of `lsblk -J -l -p`. */
-export interface LsblkDevice {
-  name: string;
-  type: string;
-  fstype: string | null;
-  uuid: string | null;
-  mountpoint: string | null;
-  rm: boolean | string | null;
-  hotplug: boolean | string | null;
-  pkname: string | null;
-}
-
-/** Where an LUKS device sits in the block tree: mapper name, mount point, root or not. */
-interface Placement {
-  mapperName: string;
-  mountPoint: string;
-  root: boolean;
-}
-
-const LSBLK_COLUMNS = "NAME,TYPE,FSTYPE,UUID,MOUNTPOINT,RM,HOTPLUG,PKNAME";
-const BOOT_MOUNTS = new Set(["/boot", "/boot/efi", "/efi"]);
-const SKIPPED_TYPES = new Set(["loop", "rom", "zram"]);
-
-function truthy(v: boolean | string | null): boolean {
-  return v === true || v === "1" || v === "true";
-}
-
-/**
- * Fixed devices from `lsblk` output: LUKS devices with their placement, and unencrypted fixed volumes (a
- * filesystem on a non-removable disk or partition, not a boot partition, not inside an opened LUKS volume).
- */
-export function devicesFromLsblk(
-  json: { blockdevices: LsblkDevice[] },
-): { luks: Map<string, Placement>; plain: { device: string; mountPoint: string; root: boolean }[] } {
-  const all = json.blockdevices;
-  const children = new Map<string, LsblkDevice[]>();
-  for (const d of all) {
-    if (!d.pkname) continue;
-    children.set(d.pkname, [...(children.get(d.pkname) ?? []), d]);
-  }
-  const descendants = (name: string): LsblkDevice[] => {
-    const out: LsblkDevice[] = [];
-    const walk = (n: string) => {
-      for (const c of children.get(n) ?? []) {
-        out.push(c);
-        walk(c.name);
-      }
-    };
-    walk(name);
-    return out;
-  };
-  const byName = new Map(all.map((d) => [d.name, d]));
-  const removable = (d: LsblkDevice): boolean => {
-    for (let cur: LsblkDevice | undefined = d; cur; cur = cur.pkname ? byName.get(cur.pkname) : undefined) {
-      if (truthy(cur.rm) || truthy(cur.hotplug) || SKIPPED_TYPES.has(cur.type)) return true;
-    }
-    return false;
-  };
-  const insideCrypt = new Set<string>();
-  const luks = new Map<string, Placement>();
-  for (const d of all) {
-    if (d.fstype !== "crypto_LUKS" || removable(d)) continue;
-    const below = descendants(d.name);
-    below.forEach((b) => insideCrypt.add(b.name));
-    const mapper = below.find((b) => b.type === "crypt");
-    const mounts = below.map((b) => b.mountpoint).filter((m): m is string => !!m);
-    luks.set(d.name, {
-      mapperName: mapper ? mapper.name.replace(/^\/dev\/mapper\//, "") : "",
-      mountPoint: mounts.includes("/") ? "/" : mounts[0] ?? "",
-      root: mounts.includes("/"),
-    });
-  }
-  const plain = all
-    .filter((d) =>
-      (d.type === "part" || d.type === "disk") && d.fstype && d.fstype !== "crypto_LUKS" &&
-      d.fstype !== "swap" &&
-      !insideCrypt.has(d.name) && !removable(d) && !BOOT_MOUNTS.has(d.mountpoint ?? "")
-    )
-    .map((d) => ({ device: d.name, mountPoint: d.mountpoint ?? "", root: d.mountpoint === "/" }));
-  return { luks, plain };
 }
 
 function decodeSegment(segment: string): Record<string, unknown> | undefined {
@@ -182,15 +103,23 @@ export interface InventoryOptions {
   runner: Runner;
   /** Node paths to look at; empty: discover with lsblk. */
   devices: readonly string[];
-  /** The agent's recovery slot per LUKS UUID (from its state). */
-  managedSlots: ReadonlyMap<string, number>;
+  /** The agent's data directory (host path), whose escrow state names svc's recovery slot per volume. */
+  dataDir: string;
 }
 
-/** Reads the inventory. A device whose header cannot be read is left out and named in `problems`. */
-export async function collectInventory(
-  options: InventoryOptions,
-): Promise<{ volumes: Volume[]; problems: string[] }> {
+/** What {@link collectInventory} found, with the escrow state it marked svc's recovery slots from. */
+export interface Inventory {
+  volumes: Volume[];
+  /** A device whose header cannot be read is left out and named here. */
+  problems: string[];
+  state: Record<string, VolumeState>;
+}
+
+/** Reads the inventory; see the module documentation. */
+export async function collectInventory(options: InventoryOptions): Promise<Inventory> {
   const { fs, runner } = options;
+  const state = await readVolumeState(options.dataDir);
+  const ownSlots = managedSlots(state);
   const problems: string[] = [];
   const candidates: { device: string; placement?: Placement; plain?: boolean }[] = [];
   if (options.devices.length > 0) {
@@ -246,11 +175,11 @@ export async function collectInventory(
         cipher: header.cipher,
         keySizeBits: header.keySizeBits,
         pbkdf: header.pbkdf,
-        ...describeSlots(header, options.managedSlots.get(header.uuid.toLowerCase())),
+        ...describeSlots(header, ownSlots.get(header.uuid.toLowerCase())),
       });
     } catch (err) {
       problems.push(`${c.device}: ${(err as Error).message}`);
     }
   }
-  return { volumes, problems };
+  return { volumes, problems, state };
 }

@@ -11,6 +11,7 @@ import type {
   DiskEncryptionTang,
   DiskEncryptionTpm2,
 } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import type { RootFs } from "../fs.ts";
 import type { Runner } from "../runner.ts";
 
 /** A protector could not be added; the message says why and what to do. */
@@ -19,6 +20,11 @@ export class ProtectorError extends Error {
     super(message);
     this.name = "ProtectorError";
   }
+}
+
+/** Whether the node has a TPM 2.0 (what the kernel says of its first TPM). */
+export async function tpm2Present(fs: RootFs): Promise<boolean> {
+  return (await fs.readTextFile("/sys/class/tpm/tpm0/tpm_version_major"))?.trim() === "2";
 }
 
 /** The tool's own words, all lines (clevis says what failed first and that binding failed last). */

@@ -17,13 +17,24 @@
  * No browser installed → every policy INAPPLICABLE, nothing written; a browser installed later is enforced as soon
  * as it appears, because the family's install locations are watched (agent/sync/node_watch.ts).
  *
+ * A browser reads one policy file per directory or installation, so the settings other types have for it (the
+ * Certificates type's trusted CAs, the Proxy type's proxy) are written into the same file
+ * ({@linkcode BrowserCompanion}): they merge with the type's own by priority like any policy's keys, and their
+ * own types read them back from the file and report them.
+ *
  * @module
  */
 
 import { ADDITIONAL_KEY, type BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { messageJson } from "../../shared/policy_types/define.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
-import { type KeyedValues, mergeKeys, type MergeOptions, readBackItems } from "../sync/key_merge.ts";
+import {
+  type KeyedValues,
+  type KeyMergeRule,
+  mergeKeys,
+  type MergeOptions,
+  readBackItems,
+} from "../sync/key_merge.ts";
 import {
   type CachedPolicy,
   type Enforcer,
@@ -32,6 +43,7 @@ import {
   type PolicyResult,
   rollupMessage,
   rollupStatus,
+  type SyncContext,
   type SyncResult,
 } from "../sync/types.ts";
 import { parsePolicyContent } from "../sync/content.ts";
@@ -61,6 +73,20 @@ export interface BrowserTarget {
 /** What {@linkcode BrowserTarget.effective} found, keyed by top-level key. */
 export type EffectiveReasons = Map<string, string | { inapplicable: string }>;
 
+/** Another policy type's settings for a browser family, written into the family's own files. */
+export interface BrowserCompanion {
+  /** Wire name of the other type. */
+  type: string;
+  /**
+   * The top-level keys its policies ask of the family's browsers, each attributed to the policy that gives it
+   * (the merge ranks them by its priority). Policies that do not pass the type's checks give nothing: their own
+   * enforcer reports them.
+   */
+  keyed(policies: readonly CachedPolicy[], io: EnforcerIO): Promise<KeyedValues[]>;
+  /** Merge rules of keys the family's catalogue does not know (a list of certificates adds up). */
+  rules?: Readonly<Record<string, KeyMergeRule>>;
+}
+
 /** What a browser family tells {@linkcode browserEnforcer}. */
 export interface BrowserFamily {
   /** The shared policy type (wire name, parser, validator, merge rules). */
@@ -76,6 +102,8 @@ export interface BrowserFamily {
    * or removal makes the agent look again ({@linkcode Enforcer.watches}).
    */
   installLocations(io: EnforcerIO): string[];
+  /** Other types whose settings go into the family's files. */
+  companions?: readonly BrowserCompanion[];
 }
 
 /**
@@ -158,12 +186,19 @@ function summarize(items: ItemResult[], where: string): { status: PolicyResult["
 /** Builds the enforcer of a browser family; see the module documentation. */
 export function browserEnforcer(family: BrowserFamily): Enforcer {
   const { def, product } = family;
+  const companions = family.companions ?? [];
+  const companionRules: Record<string, KeyMergeRule> = Object.assign(
+    {},
+    ...companions.map((c) => c.rules ?? {}),
+  );
+  const ruleOf = (key: string) => companionRules[key] ?? def.mergeRule(key);
   return {
     type: def.wireName,
     notifiesUsers: true,
     watches: (io) => family.installLocations(io),
+    companions: companions.length ? companions.map((c) => c.type) : undefined,
 
-    async sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult> {
+    async sync(policies: CachedPolicy[], io: EnforcerIO, context?: SyncContext): Promise<SyncResult> {
       const changed: string[] = [];
       const results: PolicyResult[] = [];
       const valid: KeyedValues[] = [];
@@ -185,11 +220,16 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
         }
       }
 
-      const { targets, lookedFor } = policies.length > 0
+      const inputs = [...valid];
+      for (const companion of companions) {
+        const theirs = (context?.companions ?? []).filter((p) => p.type === companion.type);
+        if (theirs.length) inputs.push(...await companion.keyed(theirs, io));
+      }
+      const { targets, lookedFor } = policies.length > 0 || inputs.length > 0
         ? await family.locate(io)
         : { targets: [], lookedFor: "" };
-      const merge = valid.length > 0
-        ? mergeKeys(valid, def.mergeRule, { itemIdentity: family.itemIdentity })
+      const merge = inputs.length > 0
+        ? mergeKeys(inputs, ruleOf, { itemIdentity: family.itemIdentity })
         : undefined;
       const planned = targets.map((target) => {
         const keys: Record<string, unknown> = {};
@@ -203,7 +243,7 @@ export function browserEnforcer(family: BrowserFamily): Enforcer {
       for (const path of io.managedPaths()) {
         if (!desired.has(path) && await io.releaseManaged(path)) changed.push(path);
       }
-      if (policies.length === 0 || valid.length === 0) return { policies: results, changed };
+      if (inputs.length === 0) return { policies: results, changed };
       if (targets.length === 0) {
         const message = `${product} is not installed (looked for ${lookedFor})`;
         for (const { policy } of valid) {

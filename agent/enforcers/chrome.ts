@@ -8,7 +8,10 @@
 
 import { chromeType } from "../../shared/policy_types/chrome.ts";
 import type { Enforcer } from "../sync/types.ts";
-import { type ChromiumBrowser, chromiumEnforcer } from "./chromium.ts";
+import { browserEnforcer, type BrowserFamily } from "./browser_enforcer.ts";
+import { chromiumCertificates } from "./certificates/anchors.ts";
+import { type ChromiumBrowser, chromiumFamily } from "./chromium.ts";
+import { chromiumProxy } from "./proxy/settings.ts";
 
 const FLATPAK_CHROMIUM = "/var/lib/flatpak/app/org.chromium.Chromium";
 
@@ -58,5 +61,14 @@ export const CHROME_BROWSERS: readonly ChromiumBrowser[] = [
   },
 ];
 
+/**
+ * The browsers of the Chrome type and the files they read; those files also carry the trusted CAs of the
+ * Certificates type (CACertificates) and the Proxy type's proxy.
+ */
+export const chromeFamily: BrowserFamily = chromiumFamily(chromeType, "Chrome or Chromium", CHROME_BROWSERS, [
+  chromiumCertificates,
+  chromiumProxy,
+]);
+
 /** The Chrome enforcer. */
-export const chromeEnforcer: Enforcer = chromiumEnforcer(chromeType, "Chrome or Chromium", CHROME_BROWSERS);
+export const chromeEnforcer: Enforcer = browserEnforcer(chromeFamily);

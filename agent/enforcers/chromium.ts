@@ -36,7 +36,14 @@ import type { BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { flatpakArch } from "../config.ts";
 import { canonicalJson } from "../sync/key_merge.ts";
 import type { Enforcer, EnforcerIO } from "../sync/types.ts";
-import { anyExists, browserEnforcer, type BrowserTarget, firstExisting } from "./browser_enforcer.ts";
+import {
+  anyExists,
+  type BrowserCompanion,
+  browserEnforcer,
+  type BrowserFamily,
+  type BrowserTarget,
+  firstExisting,
+} from "./browser_enforcer.ts";
 import { chromiumKnownPolicies } from "./known_policies.ts";
 
 /** Name of svc's file in each managed-policy directory. */
@@ -152,9 +159,20 @@ export function chromiumEnforcer(
   product: string,
   browsers: readonly ChromiumBrowser[],
 ): Enforcer {
-  return browserEnforcer({
+  return browserEnforcer(chromiumFamily(def, product, browsers));
+}
+
+/** The browser family of a Chromium-based policy type serving `browsers`, with other types' settings for them. */
+export function chromiumFamily(
+  def: BrowserTypeDef,
+  product: string,
+  browsers: readonly ChromiumBrowser[],
+  companions?: readonly BrowserCompanion[],
+): BrowserFamily {
+  return {
     def,
     product,
+    companions,
     itemIdentity: forcelistIdentity,
     installLocations: () => browsers.flatMap((b) => b.installPaths),
     async locate(io) {
@@ -164,5 +182,5 @@ export function chromiumEnforcer(
       }
       return { targets, lookedFor: browsers.flatMap((b) => b.installPaths).join(", ") };
     },
-  });
+  };
 }

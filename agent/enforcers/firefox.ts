@@ -10,7 +10,10 @@
 
 import { firefoxType } from "../../shared/policy_types/firefox.ts";
 import type { Enforcer } from "../sync/types.ts";
-import { FLATPAK, MOZILLA_MARKER_KEY, mozillaEnforcer } from "./mozilla.ts";
+import { browserEnforcer, type BrowserFamily } from "./browser_enforcer.ts";
+import { firefoxCertificates } from "./certificates/anchors.ts";
+import { FLATPAK, MOZILLA_MARKER_KEY, mozillaFamily } from "./mozilla.ts";
+import { firefoxProxy } from "./proxy/settings.ts";
 
 /** Top-level key of svc's `policies.json` that marks the file as managed (Firefox ignores it). */
 export const FIREFOX_MARKER_KEY: string = MOZILLA_MARKER_KEY;
@@ -25,8 +28,9 @@ export const FIREFOX_INSTALL_PATHS: readonly string[] = [
   "/usr/bin/firefox",
 ];
 
-/** The Firefox enforcer. */
-export const firefoxEnforcer: Enforcer = mozillaEnforcer({
+/** Where Firefox is installed and which files it reads; its policies file also carries the trusted CAs of the
+ * Certificates type and the Proxy type's proxy. */
+export const firefoxFamily: BrowserFamily = mozillaFamily({
   def: firefoxType,
   product: "Firefox",
   installPaths: FIREFOX_INSTALL_PATHS,
@@ -36,4 +40,8 @@ export const firefoxEnforcer: Enforcer = mozillaEnforcer({
     policiesPath: io.config.firefox.flatpakPoliciesPath,
     appDir: `${FLATPAK}/app/org.mozilla.firefox/current/active/files/lib/firefox`,
   }],
+  companions: [firefoxCertificates, firefoxProxy],
 });
+
+/** The Firefox enforcer. */
+export const firefoxEnforcer: Enforcer = browserEnforcer(firefoxFamily);

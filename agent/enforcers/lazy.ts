@@ -3,25 +3,25 @@
  * (with its catalogue, generated messages and parsers) is loaded only when its type is first synced; an
  * idle agent carries none of them. The engine reads some traits before it syncs a type (which lane, whether
  * a type without policies must still be synced to undo effects, whether users are told), so the registry
- * line declares them; `tests/agent/enforcer_registry_test.ts` checks them against the loaded module.
+ * (registry.gen.ts, written by proto/policy_registries.ts from the modules themselves) carries them;
+ * `tests/agent/enforcer_registry_test.ts` checks them against the loaded module.
  *
  * @module
  */
 
-import type { Enforcer, EnforcerIO } from "../sync/types.ts";
+import type { Enforcer, ResidueHint } from "../sync/types.ts";
+import { stateFilePath } from "./state_file.ts";
+import { fileExists } from "../fs.ts";
 
 /** What the engine needs to know about an enforcer before loading it. */
 export interface EnforcerTraits {
   notifiesUsers: boolean;
   /** {@linkcode Enforcer.background}. */
   background?: boolean;
-  /**
-   * Set when the enforcer implements {@linkcode Enforcer.hasResidue}; says what the engine learns without
-   * loading the module (it asks every sync in which the type has no policies, so asking must not load it):
-   * `"when loaded"` when residue lives only in a loaded module (a timer), so an unloaded one has none;
-   * a check that must say yes before the module is loaded and asked (its state file exists).
-   */
-  residue?: "when loaded" | ((io: EnforcerIO) => Promise<boolean>);
+  /** {@linkcode Enforcer.residue}: set when the enforcer implements {@linkcode Enforcer.hasResidue}. */
+  residue?: ResidueHint;
+  /** {@linkcode Enforcer.companions}. */
+  companions?: readonly string[];
 }
 
 /** An enforcer standing for the module `load` returns; see the module documentation. */
@@ -31,11 +31,6 @@ export interface LazyEnforcer extends Enforcer {
   /** Whether loading the module has started (what an idle agent must not have done). */
   loaded(): boolean;
 }
-
-/** Traits of an enforcer that tells users and runs in the foreground lane. */
-export const NOTIFIES: EnforcerTraits = { notifiesUsers: true };
-/** Traits of an enforcer that tells nobody and runs in the foreground lane. */
-export const QUIET: EnforcerTraits = { notifiesUsers: false };
 
 /** The enforcer of `type`: export `name` of the module `load` imports, loaded on first use. */
 export function lazyEnforcer<K extends string>(
@@ -62,13 +57,18 @@ export function lazyEnforcer<K extends string>(
     type,
     notifiesUsers: traits.notifiesUsers,
     background: traits.background,
+    companions: traits.companions,
     load: real,
     loaded: () => loading !== undefined,
+    residue: traits.residue,
     hasResidue: traits.residue === undefined ? undefined : async (io) => {
-      if (!loading && (traits.residue === "when loaded" || !await traits.residue!(io))) return false;
+      const hint = traits.residue!;
+      if (!loading && (hint === "when loaded" || !await fileExists(stateFilePath(io, hint.stateFile)))) {
+        return false;
+      }
       return (await (await real()).hasResidue?.(io)) ?? false;
     },
-    sync: async (policies, io) => (await real()).sync(policies, io),
+    sync: async (policies, io, context) => (await real()).sync(policies, io, context),
     // A type with policies has been synced, so loaded; one that is not loaded has nothing to watch yet.
     watches: (io) => loadedEnforcer?.watches?.(io) ?? [],
   };

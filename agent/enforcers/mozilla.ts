@@ -26,7 +26,14 @@
 import type { BrowserTypeDef } from "../../shared/policy_types/browser.ts";
 import { flatpakArch } from "../config.ts";
 import type { Enforcer, EnforcerIO } from "../sync/types.ts";
-import { anyExists, browserEnforcer, type BrowserTarget, type EffectiveReasons } from "./browser_enforcer.ts";
+import {
+  anyExists,
+  type BrowserCompanion,
+  browserEnforcer,
+  type BrowserFamily,
+  type BrowserTarget,
+  type EffectiveReasons,
+} from "./browser_enforcer.ts";
 import { type KnownPolicies, mozillaKnownPolicies } from "./known_policies.ts";
 
 /** Top-level key of svc's `policies.json` that marks the file as managed (the application ignores it). */
@@ -131,13 +138,21 @@ export interface MozillaProduct {
   systemPath(io: EnforcerIO): string;
   /** The application's Flatpak builds. */
   flatpaks(io: EnforcerIO): FlatpakApp[];
+  /** Other types whose settings go into the application's policies file. */
+  companions?: readonly BrowserCompanion[];
 }
 
 /** The enforcer of a Mozilla application; see the module documentation. */
 export function mozillaEnforcer(spec: MozillaProduct): Enforcer {
-  return browserEnforcer({
+  return browserEnforcer(mozillaFamily(spec));
+}
+
+/** The browser family of a Mozilla application: where it is installed and which files it reads. */
+export function mozillaFamily(spec: MozillaProduct): BrowserFamily {
+  return {
     def: spec.def,
     product: spec.product,
+    companions: spec.companions,
     installLocations: (io) => [
       ...spec.installPaths,
       ...spec.flatpaks(io).flatMap((app) => [`${FLATPAK}/app/${app.id}`, app.appDir]),
@@ -163,5 +178,5 @@ export function mozillaEnforcer(spec: MozillaProduct): Enforcer {
       }`;
       return { targets, lookedFor };
     },
-  });
+  };
 }

@@ -13,8 +13,8 @@
  * of the node's polkit authority (`pkaction`, or the action files under the agent's root when it is not
  * `/`): an action the node does not have is reported INAPPLICABLE for that rule only. Where a rule's decision
  * can be evaluated (it names a user, or applies to everyone, and asks nothing of the session or action
- * details), `pkcheck` run as that user says whether polkit really answers what the rule says, or a rule read
- * earlier decides first. Every file is written before any is checked; the files sort in the engine's policy
+ * details), `pkcheck` run as that user (`polkit/pkcheck.ts`) says whether polkit really answers what the rule
+ * says, or a rule read earlier decides first. Every file is written before any is checked; the files sort in the engine's policy
  * order, so a rule read earlier is always one of a policy reported before.
  *
  * @module
@@ -25,7 +25,6 @@ import { polkitType } from "../../shared/policy_types/polkit.ts";
 import { PolicyContentError } from "../../shared/policy_types/errors.ts";
 import {
   POLKIT_MARKER,
-  POLKIT_RESULT_NAMES,
   POLKIT_RULES_DIR,
   polkitFileName,
   renderPolkitRules,
@@ -35,6 +34,16 @@ import type { CachedPolicy, EnforcerIO, ItemResult } from "../sync/types.ts";
 import { checkedContent } from "./revalidate.ts";
 import { type Checked, desktopEnforcer, summarize } from "./desktop_enforcer.ts";
 import { checkPolkitScript, PolkitScriptError } from "./polkit_script.ts";
+import {
+  expectedAnswer,
+  pkcheckAccounts,
+  pkcheckAs,
+  pkcheckSubject,
+  type PolkitAnswer,
+  type RunCommand,
+} from "./polkit/pkcheck.ts";
+
+export { pkcheckAs, pkcheckSubject, type PolkitAnswer, type RunCommand } from "./polkit/pkcheck.ts";
 
 /** A policy's content and its rules file. */
 interface Rendered {
@@ -76,80 +85,6 @@ async function knownActions(io: EnforcerIO): Promise<{ ids: Set<string>; source:
   return scanned ? { ids: new Set(scanned.map((a) => a.actionId)), source: "the action files" } : undefined;
 }
 
-/** What polkit answers, as pkcheck tells it: yes, no, or an authentication challenge (kept or not). */
-export type PolkitAnswer = "yes" | "no" | "challenge" | "challenge_keep";
-
-const EXPECTED_ANSWER: Record<string, PolkitAnswer> = {
-  YES: "yes",
-  NO: "no",
-  AUTH_SELF: "challenge",
-  AUTH_ADMIN: "challenge",
-  AUTH_SELF_KEEP: "challenge_keep",
-  AUTH_ADMIN_KEEP: "challenge_keep",
-};
-
-/** Runs a command (the agent's runner, or a test's with a private bus). */
-export type RunCommand = (
-  cmd: string,
-  args: string[],
-) => Promise<{ code: number; stdout: string; stderr: string }>;
-
-/**
- * Asks the node's polkit authority what it answers `account` (uid, gid) for `actionId`: `pkcheck` checks its
- * own process started under the account's identity (`setpriv`), so no process of the user needs to exist. The
- * action id is passed as an argument, never as shell text. Resolves the answer, or what went wrong.
- */
-export async function pkcheckAs(
-  run: RunCommand,
-  account: { uid: number; gid: number },
-  actionId: string,
-): Promise<PolkitAnswer | { error: string }> {
-  const r = await run("setpriv", [
-    `--reuid=${account.uid}`,
-    `--regid=${account.gid}`,
-    "--init-groups",
-    "sh",
-    "-c",
-    'exec pkcheck --action-id "$0" --process $$',
-    actionId,
-  ]);
-  if (r.code === 0) return "yes";
-  if (r.code === 1 && /not authorized/i.test(r.stderr + r.stdout)) return "no";
-  if (r.code === 2) {
-    return /retains_authorization_after_challenge=1/.test(r.stdout) ? "challenge_keep" : "challenge";
-  }
-  return { error: `pkcheck failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().slice(0, 300)}` };
-}
-
-/** uid and gid of the accounts in `/etc/passwd` under the agent's root. */
-async function accounts(io: EnforcerIO): Promise<Map<string, { uid: number; gid: number }>> {
-  const out = new Map<string, { uid: number; gid: number }>();
-  for (const line of ((await io.fs.readTextFile("/etc/passwd")) ?? "").split("\n")) {
-    const [name, , uid, gid] = line.split(":");
-    if (name && /^\d+$/.test(uid ?? "") && /^\d+$/.test(gid ?? "")) {
-      out.set(name, { uid: Number(uid), gid: Number(gid) });
-    }
-  }
-  return out;
-}
-
-/**
- * The account a rule can be checked with by pkcheck, or undefined when its decision cannot be evaluated that
- * way: the rule must answer (not NOT_HANDLED), ask nothing of the session (a pkcheck process is neither local
- * nor active) or of action details, exclude no group, and name a user (or nobody, when it applies to all).
- */
-export function pkcheckSubject(rule: PolkitPolicy["rules"][number]): string | undefined {
-  const m = rule.match;
-  if (!EXPECTED_ANSWER[POLKIT_RESULT_NAMES[rule.result]] || rule.actionConditions.length > 0) {
-    return undefined;
-  }
-  if (m?.requireLocal || m?.requireActive || (m?.excludeUnixGroups.length ?? 0) > 0) return undefined;
-  const excluded = new Set(m?.excludeUnixUsers ?? []);
-  if (m?.unixUsers.length) return m.unixUsers.find((u) => !excluded.has(u));
-  if (m?.unixGroups.length) return undefined;
-  return excluded.has("nobody") ? undefined : "nobody";
-}
-
 /** What the node shows after the write. */
 interface PolkitState {
   /** Rules file → its text, or why it could not be written or read. */
@@ -182,7 +117,7 @@ async function readBack(
   const canCheck = io.fs.root === "/" && state.actions?.source === "pkaction" &&
     (await io.runner.which("pkcheck")) !== undefined && (await io.runner.which("setpriv")) !== undefined;
   if (!canCheck) return state;
-  const users = await accounts(io);
+  const users = await pkcheckAccounts(io);
   const run: RunCommand = (cmd, args) => io.runner.run(cmd, args, { timeoutMs: 20_000 });
   for (const { policy, message: { message, path, text } } of plan.valid) {
     const file = state.files.get(path)!;
@@ -230,7 +165,7 @@ function report({ policy, message: { message: m, path, text } }: Checked<Rendere
     }
     const subject = pkcheckSubject(rule);
     for (const [id, answer] of state.answers.get(policy.id)?.get(i) ?? []) {
-      const expected = EXPECTED_ANSWER[POLKIT_RESULT_NAMES[rule.result]];
+      const expected = expectedAnswer(rule);
       const key = `rules[${i}].pkcheck:${id}`;
       if (typeof answer === "object") {
         items.push({ schemaId, key, status: "UNKNOWN", message: answer.error });
@@ -260,7 +195,7 @@ function report({ policy, message: { message: m, path, text } }: Checked<Rendere
 
 /** The Polkit enforcer; see the module documentation. */
 export const polkitEnforcer = desktopEnforcer({
-  type: "Polkit",
+  type: polkitType.wireName,
   notifiesUsers: false,
   check: rendered,
   needs: [{

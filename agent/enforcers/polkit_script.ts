@@ -142,3 +142,45 @@ export function checkPolkitScript(text: string, ruleCount: number): void {
     }
   });
 }
+
+/**
+ * Parses `text` as JavaScript (never runs it) and checks that it is exactly one
+ * `polkit.addAdminRule(function (action, subject) { return ["…", …]; })` returning `identityCount` string
+ * literals: the Privilege type's administrator identities (`shared/polkit_js.ts`).
+ *
+ * @throws {PolkitScriptError} naming what does not fit.
+ */
+export function checkPolkitAdminScript(text: string, identityCount: number): void {
+  let program: Node;
+  try {
+    program = acorn.parse(text, { ecmaVersion: 5, sourceType: "script", allowReturnOutsideFunction: false });
+  } catch (err) {
+    throw new PolkitScriptError(`does not parse as JavaScript: ${(err as Error).message}`);
+  }
+  const call = program.body.length === 1 && program.body[0].type === "ExpressionStatement"
+    ? program.body[0].expression
+    : undefined;
+  if (
+    call?.type !== "CallExpression" || !isMember(call.callee, "polkit", "addAdminRule") ||
+    call.arguments.length !== 1
+  ) {
+    throw new PolkitScriptError("is not exactly one polkit.addAdminRule call");
+  }
+  const fn = call.arguments[0];
+  if (
+    fn.type !== "FunctionExpression" || fn.id || fn.params.length !== 2 || fn.params[0].name !== "action" ||
+    fn.params[1].name !== "subject"
+  ) {
+    throw new PolkitScriptError("the admin rule is not function (action, subject)");
+  }
+  const body: Node[] = fn.body.body;
+  const list = body.length === 1 && body[0].type === "ReturnStatement" ? body[0].argument : undefined;
+  if (
+    list?.type !== "ArrayExpression" || list.elements.length !== identityCount ||
+    !list.elements.every((e: Node) => isString(e) && /^unix-(user|group):/.test(e.value))
+  ) {
+    throw new PolkitScriptError(
+      `the admin rule does not return exactly ${identityCount} unix-user:/unix-group: identities`,
+    );
+  }
+}

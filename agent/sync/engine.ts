@@ -9,7 +9,8 @@
  *    snapshot cut off mid-way never leaks into the next one;
  * 3. CREATED/UPDATED set the entry, DELETED removes it, and each syncs;
  * 4. every sync recomputes from the whole cache, type by type, then reports compliance for
- *    every cached policy;
+ *    every cached policy; a type that writes other types' settings into its own files (Firefox's one
+ *    policies file carries the Certificates and Proxy settings) also gets their policies and runs before them;
  * 5. a type without enforcer is reported NON_COMPLIANT "unsupported policy type <T>";
  * 6. syncs run in the background, one at a time; requests made while one runs coalesce into
  *    one follow-up run over the latest cache, so the stream is never blocked; a type whose
@@ -247,7 +248,17 @@ export class SyncEngine {
         residue.push(type);
       }
     }
-    const types = [...new Set([...byType.keys(), ...managed.types(), ...residue])].sort();
+    // A type that writes other types' settings into its files runs whenever one of them has policies, and
+    // before them, so they read back what it wrote (Enforcer.companions).
+    const hosts: string[] = [];
+    const companionTypes = new Set<string>();
+    for (const [type, enforcer] of enforcers) {
+      for (const companion of enforcer.companions ?? []) companionTypes.add(companion);
+      if (enforcer.companions?.some((t) => byType.has(t))) hosts.push(type);
+    }
+    const types = [...new Set([...byType.keys(), ...managed.types(), ...residue, ...hosts])].sort((a, b) =>
+      Number(companionTypes.has(a)) - Number(companionTypes.has(b)) || (a < b ? -1 : a > b ? 1 : 0)
+    );
     const summary: SyncSummary = { changed: new Map(), managed: [], results: [] };
     for (const type of types) {
       const policies = sortPolicies(byType.get(type) ?? []);
@@ -276,7 +287,8 @@ export class SyncEngine {
       const started = performance.now();
       let results: PolicyResult[];
       try {
-        const outcome = await enforcer.sync(policies, this.#lockedIo(type));
+        const companions = sortPolicies((enforcer.companions ?? []).flatMap((t) => byType.get(t) ?? []));
+        const outcome = await enforcer.sync(policies, this.#lockedIo(type), { companions });
         results = outcome.policies;
         if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
       } catch (err) {

@@ -101,6 +101,18 @@ export interface EnforcerIO {
   releaseManaged(path: string): Promise<boolean>;
 }
 
+/** See {@linkcode Enforcer.residue}. */
+export type ResidueHint = "when loaded" | { readonly stateFile: string };
+
+/** What a sync gets besides its own type's policies. */
+export interface SyncContext {
+  /**
+   * The cached policies of the types in {@linkcode Enforcer.companions}, sorted like the type's own (priority
+   * descending, then id).
+   */
+  companions: CachedPolicy[];
+}
+
 /** Enforces every policy of one type; see `agent/enforcers/`. */
 export interface Enforcer {
   /** Wire name of the type. */
@@ -119,17 +131,31 @@ export interface Enforcer {
    */
   hasResidue?(io: EnforcerIO): Promise<boolean>;
   /**
+   * Set with {@linkcode hasResidue}: what the engine may learn before the type's module is loaded (it asks
+   * every sync in which the type has no policies, so asking must not load it; agent/enforcers/lazy.ts).
+   * `"when loaded"`: the residue lives only in a loaded module (a timer), so an unloaded type has none.
+   * `{ stateFile }`: residue is possible only while `{data_dir}/state/{stateFile}` exists.
+   */
+  readonly residue?: ResidueHint;
+  /**
    * Node paths whose appearance, change or disappearance can change what this type does on the node (where
    * its programs are installed, the schemas or accounts it reads), so the agent re-evaluates without a
    * server change (agent/sync/node_watch.ts). Asked only while the type has policies.
    */
   watches?(io: EnforcerIO): string[];
   /**
+   * Other types whose settings this type writes into a file it owns, because the program reads that one file
+   * only (Firefox's single policies.json carries the Certificates and Proxy types' keys too). The engine gives
+   * their policies to {@linkcode Enforcer.sync} as `context.companions`, syncs this type whenever one exists,
+   * and syncs it before those types, so that they read back what it wrote. It reports its own policies only.
+   */
+  readonly companions?: readonly string[];
+  /**
    * Brings the node in line with `policies` (all cached policies of this type, sorted by
    * priority descending then id ascending; empty means "undo everything of this type"), then
    * reads the real state back and reports per policy.
    */
-  sync(policies: CachedPolicy[], io: EnforcerIO): Promise<SyncResult>;
+  sync(policies: CachedPolicy[], io: EnforcerIO, context?: SyncContext): Promise<SyncResult>;
 }
 
 const SEVERITY: Record<ComplianceStatusName, number> = {
@@ -152,17 +178,25 @@ export function rollupStatus(items: readonly ItemResult[]): ComplianceStatusName
 }
 
 /**
- * The message of a policy some of whose items are not in effect: how many of how many `noun`s, then the first
- * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema).
+ * The message of a policy whose items are not all in effect: how many of how many `noun`s are not, then the first
+ * three, each as `label (why)`; `label` defaults to the item's key (GSettings-like items add their schema). With
+ * none failing (the UNKNOWN rollup) it says how many are in effect and names the ones nobody could tell; with no
+ * items at all, `0 of 0 <noun> in effect: nothing to enforce` (the policy names nothing this node can check).
  */
 export function rollupMessage(
   items: readonly ItemResult[],
   noun: string,
   label: (item: ItemResult) => string = (i) => i.key,
 ): string {
+  const named = (list: readonly ItemResult[]) =>
+    list.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
   const bad = items.filter((i) => i.status === "ERROR" || i.status === "NON_COMPLIANT");
-  return `${bad.length} of ${items.length} ${noun} not in effect: ` +
-    bad.slice(0, 3).map((i) => `${label(i)} (${i.message})`).join("; ");
+  if (bad.length) return `${bad.length} of ${items.length} ${noun} not in effect: ${named(bad)}`;
+  if (items.length === 0) return `0 of 0 ${noun} in effect: nothing to enforce`;
+  const ok = items.filter((i) => i.status === "COMPLIANT").length;
+  const unknown = items.filter((i) => i.status === "UNKNOWN");
+  return `${ok} of ${items.length} ${noun} in effect` +
+    (unknown.length ? `; not known: ${named(unknown)}` : "");
 }
 
 /** Sorts policies the one way every enforcer sees them: priority descending, then id ascending. */

@@ -8,6 +8,7 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { sha256Hex } from "../domain/node_groups.ts";
 import { conflictError, notFoundError } from "../core/errors.ts";
+import { effectivePermissionsSql } from "./rbac.ts";
 
 /** Prefix that tells an API token from a session JWT (and lets secret scanners find leaked ones). */
 export const API_TOKEN_PREFIX = "svcpat_";
@@ -109,14 +110,7 @@ export async function authenticateApiToken(
        FROM users u
       WHERE t.token_hash = $1 AND u.id = t.user_id AND u.enabled
         AND t.revoked_at IS NULL AND t.expires_at > now()
-     RETURNING t.id, t.name, t.user_id, u.username,
-       ARRAY(SELECT DISTINCT rp.permission_id FROM role_permissions rp
-              WHERE rp.role_id IN (
-                SELECT rb.role_id FROM role_bindings rb
-                 WHERE rb.scope_type = 'global'
-                   AND (rb.user_id = u.id OR rb.user_group_id IN (
-                         SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = u.id)))
-              ORDER BY 1) AS permissions`,
+     RETURNING t.id, t.name, t.user_id, u.username, ${effectivePermissionsSql("u.id")} AS permissions`,
     [sha256Hex(token)],
   );
   if (!row) return undefined;

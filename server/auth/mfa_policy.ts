@@ -12,6 +12,7 @@
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { factorsOf, hasSecondFactor } from "./mfa.ts";
+import { effectivePermissionsSql } from "./rbac.ts";
 
 /** Settings key. */
 export const MFA_POLICY_KEY = "auth.mfa_policy";
@@ -63,15 +64,7 @@ export async function mfaRequiredFor(q: Queryable, userId: string): Promise<bool
   if (policy.mode === "off") return false;
   const row = await queryOne<{ source: string; permissions: string[] }>(
     q,
-    `SELECT u.source,
-            ARRAY(SELECT DISTINCT rp.permission_id FROM role_permissions rp
-                   WHERE rp.role_id IN (
-                     SELECT rb.role_id FROM role_bindings rb
-                      WHERE rb.scope_type = 'global'
-                        AND (rb.user_id = u.id OR rb.user_group_id IN (
-                              SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = u.id)))
-                 ) AS permissions
-       FROM users u WHERE u.id = $1`,
+    `SELECT u.source, ${effectivePermissionsSql("u.id")} AS permissions FROM users u WHERE u.id = $1`,
     [userId],
   );
   return row !== undefined && policyCovers(policy, row.source, new Set(row.permissions));

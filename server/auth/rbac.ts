@@ -24,18 +24,29 @@ export interface AuthUser {
 /** Advisory lock serialising identity changes (so two "remove a Super Admin" changes cannot both pass). */
 const IDENTITY_LOCK = 7368678;
 
-/** SQL: roles that reach user `$1` through global bindings (direct or via a group). */
-const GLOBAL_ROLES_OF_USER = `
+/** SQL: roles that reach the user `userId` (an SQL expression: `$1`, `u.id`) through global bindings. */
+function globalRolesOf(userId: string): string {
+  return `
   SELECT rb.role_id FROM role_bindings rb
    WHERE rb.scope_type = 'global'
-     AND (rb.user_id = $1
-          OR rb.user_group_id IN (SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = $1))`;
+     AND (rb.user_id = ${userId}
+          OR rb.user_group_id IN (SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = ${userId}))`;
+}
+
+/**
+ * SQL expression: the effective (global) permissions of the user `userId` (an SQL expression such as `u.id`),
+ * sorted, as one array, for a query that loads a user with its permissions in one round trip.
+ */
+export function effectivePermissionsSql(userId: string): string {
+  return `ARRAY(SELECT DISTINCT rp.permission_id FROM role_permissions rp
+                 WHERE rp.role_id IN (${globalRolesOf(userId)}) ORDER BY 1)`;
+}
 
 /** Effective (global) permissions of an enabled or disabled user, sorted. */
 export async function effectivePermissions(q: Queryable, userId: string): Promise<string[]> {
   const rows = await q.query<{ id: string }>(
     `SELECT DISTINCT rp.permission_id AS id FROM role_permissions rp
-      WHERE rp.role_id IN (${GLOBAL_ROLES_OF_USER}) ORDER BY 1`,
+      WHERE rp.role_id IN (${globalRolesOf("$1")}) ORDER BY 1`,
     [userId],
   );
   return rows.map((r) => r.id);
@@ -61,15 +72,6 @@ export async function reachablePermissionsOfGroup(q: Queryable, groupId: string)
     `SELECT DISTINCT rp.permission_id AS id FROM role_permissions rp
       WHERE rp.role_id IN (SELECT role_id FROM role_bindings WHERE user_group_id = $1) ORDER BY 1`,
     [groupId],
-  );
-  return rows.map((r) => r.id);
-}
-
-/** Permissions of a role. */
-export async function rolePermissions(q: Queryable, roleId: string): Promise<string[]> {
-  const rows = await q.query<{ id: string }>(
-    "SELECT permission_id AS id FROM role_permissions WHERE role_id = $1 ORDER BY 1",
-    [roleId],
   );
   return rows.map((r) => r.id);
 }

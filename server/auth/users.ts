@@ -120,9 +120,3 @@ export async function deleteUser(q: Queryable, id: string): Promise<boolean> {
   const rows = await q.query("DELETE FROM users WHERE id = $1 RETURNING id", [id]);
   return rows.length > 0;
 }
-
-/** Number of users (initial admin check). */
-export async function countUsers(q: Queryable): Promise<number> {
-  const [{ n }] = await q.query<{ n: number }>("SELECT count(*)::int AS n FROM users");
-  return n;
-}

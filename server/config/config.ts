@@ -49,6 +49,8 @@ export interface ServerConfig {
   agentRepo: { dir: string };
   /** Console live-event streams (`GET /api/v1/events`, server/events/). */
   events: { maxStreams: number; maxStreamsPerUser: number; heartbeatSeconds: number };
+  /** How long the trend points (server/trends/) are kept: hourly ones, and the daily ones rolled from them. */
+  trends: { hourlyRetentionDays: number; dailyRetentionDays: number };
   log: { level: string; format: string };
   /** Key-encryption key file of escrowed recovery keys; `createKekFile` makes it on first start (dev). */
   diskEncryption: { kekFile: string; createKekFile: boolean };
@@ -150,6 +152,8 @@ export const CONFIG_KEYS: readonly KeySpec[] = [
   { key: "events.max_streams", kind: "int", default: 1000, min: 0, max: 1_000_000 },
   { key: "events.max_streams_per_user", kind: "int", default: 16, min: 0, max: 10_000 },
   { key: "events.heartbeat_seconds", kind: "int", default: 15, min: 1, max: 300 },
+  { key: "trends.hourly_retention_days", kind: "int", default: 14, min: 1, max: 366 },
+  { key: "trends.daily_retention_days", kind: "int", default: 400, min: 1, max: 36500 },
   { key: "log.level", kind: "string", default: "info", oneOf: ["debug", "info", "warn", "error"] },
   { key: "log.format", kind: "string", default: "text", oneOf: ["text", "json"] },
   { key: "disk_encryption.kek_file", kind: "string", default: "" },
@@ -318,6 +322,7 @@ export function resolveConfig(
       maxStreamsPerUser: v("events.max_streams_per_user"),
       heartbeatSeconds: v("events.heartbeat_seconds"),
     },
+    trends: trendRetention(v("trends.hourly_retention_days"), v("trends.daily_retention_days")),
     log: { level: v("log.level"), format: v("log.format") },
     diskEncryption: {
       // Creating a KEK without naming a file (dev mode) keeps it with the rest of the server's state.
@@ -483,6 +488,21 @@ function policyWorkers(configured: number, databaseUrl: string): number {
     return 1;
   }
   return configured > 0 ? configured : Math.max(1, navigator.hardwareConcurrency || 1);
+}
+
+/**
+ * The trend retentions: a day's point is rolled from the hourly samples of that day, so the daily chart must
+ * reach at least as far back as the hourly one.
+ */
+function trendRetention(hourly: number, daily: number): ServerConfig["trends"] {
+  if (daily < hourly) {
+    throw new ConfigError(
+      `trends.daily_retention_days (${daily}) is shorter than trends.hourly_retention_days (${hourly}): ` +
+        "daily points summarise the hourly ones and must be kept at least as long; raise " +
+        "trends.daily_retention_days or lower trends.hourly_retention_days",
+    );
+  }
+  return { hourlyRetentionDays: hourly, dailyRetentionDays: daily };
 }
 
 function checkDatabaseUrl(value: unknown): string | undefined {

@@ -84,6 +84,12 @@ export const CONFIG_DOCS: Record<string, { meaning: string; default?: string }> 
     meaning: "Console live-event streams this process serves at most (0 = none; consoles then poll)",
   },
   "events.max_streams_per_user": { meaning: "Live-event streams one user may hold open (one per tab)" },
+  "trends.hourly_retention_days": {
+    meaning: "Keep the hourly trend points (fleet compliance, node status, rollouts) this many days",
+  },
+  "trends.daily_retention_days": {
+    meaning: "Keep the daily trend points this many days (at least the hourly retention)",
+  },
   "events.heartbeat_seconds": {
     meaning: "Live-event keep-alive comment and session re-check interval (ends streams of ended sessions)",
   },

@@ -8,7 +8,7 @@ import { publishResync } from "../events/hub_notice.ts";
 import { conflictError, found, invalidError } from "../core/errors.ts";
 import { type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { lockRow } from "./records.ts";
-import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+import { guardBindingEnable } from "./lockout_guards.ts";
 
 /** Binding states. */
 export const BINDING_STATES = ["enabled", "disabled"] as const;
@@ -141,7 +141,7 @@ export async function createBinding(q: Queryable, input: CreateBindingInput): Pr
 export interface UpdateBindingInput {
   state?: BindingState;
   priority?: number;
-  /** Reason to enable a SessionAccess binding despite the lockout guard (audited by the route). */
+  /** Reason to enable a binding despite its type's lockout guard (SessionAccess, Privilege; audited by the route). */
   lockoutReason?: string;
   /** Set by the guard when the reason was used. */
   onLockoutOverride?: (reason: string) => void;
@@ -168,8 +168,9 @@ export async function updateBinding(
       `binding can only be enabled when its policy is released (current policy state: ${current.policy_state}); release the policy first`,
     );
   }
-  if (state === "enabled" && current.state !== "enabled" && current.policy_type === SESSION_ACCESS_TYPE) {
-    const { overriddenWith } = await guardSessionAccess(q, {
+  if (state === "enabled" && current.state !== "enabled") {
+    const overriddenWith = await guardBindingEnable(q, {
+      type: current.policy_type,
       policyId: current.policy_id,
       nodeGroupId: current.node_group_id,
       nodeGroupName: current.node_group_name,

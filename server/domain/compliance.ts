@@ -126,6 +126,20 @@ export interface ComplianceFilter {
    * the fleet summary's.
    */
   includeUnreported?: boolean;
+  /** Only pairs whose item for this setting is failing (error or non_compliant), as in {@link failingSettings}. */
+  failingSetting?: SettingRef;
+}
+
+/** One setting of a policy as compliance items name it: dconf items carry a schema, others only a key. */
+export interface SettingRef {
+  schemaId: string;
+  key: string;
+}
+
+/** SQL: the result `r` has a failing item for the setting in parameters `schema` and `key`. */
+function failingItemSql(schema: string, key: string): string {
+  return `EXISTS (SELECT 1 FROM jsonb_array_elements(r.items) i WHERE i->>'key' = ${key}
+    AND coalesce(i->>'schema_id', '') = ${schema} AND i->>'status' IN ('error', 'non_compliant'))`;
 }
 
 /** Reported results (only those whose policy still reaches the node), with counts per status. */
@@ -141,6 +155,10 @@ export async function listCompliance(
   if (filter.search) {
     const like = params.add(likePattern(filter.search));
     where.push(`(n.name ILIKE ${like} ESCAPE '\\' OR p.name ILIKE ${like} ESCAPE '\\')`);
+  }
+  if (filter.failingSetting) {
+    const { schemaId, key } = filter.failingSetting;
+    where.push(failingItemSql(params.add(schemaId), params.add(key)));
   }
   const from = filter.includeUnreported ? REACHED_PAIRS_SQL : REPORTED_PAIRS_SQL;
   // A reported result always has a status; only unreported pairs need the default (and lose the index).
@@ -248,6 +266,48 @@ export async function policyCompliance(
     pageKey: "pr.node_id, pr.policy_id",
   });
   return { policy_id: policyId, ...page, status_counts: toCounts(counts) };
+}
+
+/** A setting failing on nodes, for the dashboard's attention list. */
+export interface FailingSetting {
+  policy_id: string;
+  policy_name: string;
+  policy_type: string;
+  schema_id: string;
+  key: string;
+  /** Nodes where the setting's item is error or non_compliant. */
+  nodes: number;
+  error: number;
+  non_compliant: number;
+}
+
+/**
+ * The settings failing on most nodes: items reported as error or non_compliant in results whose policy still
+ * reaches the node, by policy and setting, most nodes first. Only problem results are read (their status
+ * index), never every result of the fleet.
+ */
+export async function failingSettings(q: Queryable, limit: number): Promise<FailingSetting[]> {
+  return await q.query<FailingSetting>(
+    `SELECT p.id AS policy_id, p.name AS policy_name, p.type AS policy_type, f.schema_id, f.key,
+            f.nodes, f.error, f.non_compliant
+       FROM (SELECT r.policy_id, i.schema_id, i.key, count(*)::int AS nodes,
+                    count(*) FILTER (WHERE i.error)::int AS error,
+                    count(*) FILTER (WHERE NOT i.error)::int AS non_compliant
+               FROM ${REPORTED_KEYS_SQL}
+              -- One row per failing setting of a result (its worst status), so a pair counts once.
+              CROSS JOIN LATERAL (
+                SELECT coalesce(e->>'schema_id', '') AS schema_id, e->>'key' AS key,
+                       bool_or(e->>'status' = 'error') AS error
+                  FROM jsonb_array_elements(r.items) e
+                 WHERE e->>'status' IN ('error', 'non_compliant') AND coalesce(e->>'key', '') <> ''
+                 GROUP BY 1, 2) i
+              WHERE r.status IN ('error', 'non_compliant')
+              GROUP BY 1, 2, 3) f
+       JOIN policies p ON p.id = f.policy_id
+      ORDER BY f.nodes DESC, p.name, f.schema_id, f.key
+      LIMIT $1`,
+    [limit],
+  );
 }
 
 /** Fleet summary. */

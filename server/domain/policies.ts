@@ -11,7 +11,8 @@ import { checkContent, type CheckedContent } from "./bundle_codec.ts";
 import { conflictError, fieldsError, found, invalidError } from "../core/errors.ts";
 import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { assertNameFree, lockRow } from "./records.ts";
-import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+import { guardRelease } from "./lockout_guards.ts";
+import { type ContentSigner, signScriptsOnRelease } from "./scripts_policy.ts";
 import { recordReleasedVersion } from "./policy_versions.ts";
 
 /** Lifecycle states of a policy. */
@@ -258,7 +259,7 @@ export async function updatePolicy(
 export interface StateChange {
   policy: PolicyRecord;
   from: PolicyState;
-  /** The reason given to release a SessionAccess policy despite the lockout guard. */
+  /** The reason given to release a policy despite its type's lockout guard. */
   lockoutOverride?: string;
 }
 
@@ -271,7 +272,7 @@ export async function changePolicyState(
   q: Queryable,
   id: string,
   target: PolicyState,
-  options: { lockoutReason?: string; checked?: CheckedContent; by?: string } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner; by?: string } = {},
 ): Promise<StateChange> {
   const current = await getPolicy(q, id, { lock: true });
   const from = current.state;
@@ -286,8 +287,13 @@ export async function changePolicyState(
     assertReleasable(current.type, current.content, { checked: options.checked, what: "policy" });
   }
   let lockoutOverride: string | undefined;
-  if (target === "released" && current.type === SESSION_ACCESS_TYPE) {
-    lockoutOverride = (await guardSessionAccessRelease(q, id, options.lockoutReason))?.overriddenWith;
+  if (target === "released") {
+    lockoutOverride = await guardRelease(q, {
+      type: current.type,
+      policyId: id,
+      reason: options.lockoutReason,
+    });
+    await signScriptsOnRelease(q, current, options.signer);
   }
   if (target === "draft" && current.enabled_bindings_count > 0) {
     throw conflictError(

@@ -18,7 +18,8 @@ import {
   reachedGroups,
   updatePolicy,
 } from "./policies.ts";
-import { guardSessionAccessRelease, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+import { guardRelease } from "./lockout_guards.ts";
+import { type ContentSigner, signScriptsOnRelease } from "./scripts_policy.ts";
 import { getPolicyVersion, recordReleasedVersion } from "./policy_versions.ts";
 
 /** The REST revision record. */
@@ -119,7 +120,7 @@ export async function discardRevision(q: Queryable, policyId: string): Promise<P
 export interface RevisionRelease {
   policy: PolicyRecord;
   fromVersion: number;
-  /** The reason given to release a SessionAccess revision despite the lockout guard. */
+  /** The reason given to release a revision despite its type's lockout guard. */
   lockoutOverride?: string;
   /** The released version a rollback revision restored. */
   restoredFrom: number | null;
@@ -135,7 +136,7 @@ export interface RevisionRelease {
 export async function releaseRevision(
   q: Queryable,
   policyId: string,
-  options: { lockoutReason?: string; checked?: CheckedContent; by?: string } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner; by?: string } = {},
 ): Promise<RevisionRelease> {
   const policy = await getPolicy(q, policyId, { lock: true });
   const revision = found(
@@ -160,10 +161,16 @@ export async function releaseRevision(
   );
   // The guard reads the stored content, which is the revision's from here on in this transaction; a refusal
   // rolls the whole release back.
-  let lockoutOverride: string | undefined;
-  if (policy.type === SESSION_ACCESS_TYPE) {
-    lockoutOverride = (await guardSessionAccessRelease(q, policyId, options.lockoutReason))?.overriddenWith;
-  }
+  const lockoutOverride = await guardRelease(q, {
+    type: policy.type,
+    policyId,
+    reason: options.lockoutReason,
+  });
+  await signScriptsOnRelease(
+    q,
+    { id: policyId, type: policy.type, version: policy.version + 1, content: revision.content },
+    options.signer,
+  );
   await q.query("DELETE FROM policy_revisions WHERE policy_id = $1", [policyId]);
   await recordReleasedVersion(q, policyId, {
     releasedBy: options.by ?? "",

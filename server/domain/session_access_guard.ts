@@ -1,10 +1,8 @@
 /**
- * Lockout guard for SessionAccess: before a SessionAccess policy is released (checked with every node
- * group it is bound to), or a binding of one is enabled, the rules that would then reach the node group
- * (every released SessionAccess policy with an enabled binding to it, plus the policy in question) are
- * compiled with the agent's own compiler, and the
- * week is searched for times at which no account the rules name may log in. Such a change is refused
- * with the accounts and the times, unless the caller gives a reason (the route audits it).
+ * Lockout guard for SessionAccess (the machinery is `lockout_guards.ts`): the rules that would reach a node
+ * group (every released SessionAccess policy with an enabled binding to it, plus the policy in question) are
+ * compiled with the agent's own compiler, and the week is searched for times at which no account the rules name
+ * may log in. Such a change is refused with the accounts and the times, unless the caller gives a reason.
  *
  * Only accounts the rules name count: the server cannot see a node's other accounts. A node in several
  * groups receives the union of their policies; the guard checks one group at a time.
@@ -21,17 +19,11 @@ import {
   type LockoutReport,
   type PolicyInput,
 } from "../../shared/session_access_rules.ts";
-import { conflictError, invalidError } from "../core/errors.ts";
+import { invalidError } from "../core/errors.ts";
+import { LOCKOUT_HINT, type LockoutGuard } from "./lockout.ts";
 
 /** Wire name of the guarded type. */
 export const SESSION_ACCESS_TYPE = "SessionAccess";
-
-/** What the guard found, and whether a reason overrode it. */
-export interface GuardOutcome {
-  report: LockoutReport;
-  /** The reason given to go ahead despite a lockout; undefined when there was none to override. */
-  overriddenWith?: string;
-}
 
 interface PolicyRow {
   id: string;
@@ -96,55 +88,14 @@ export function describeLockout(report: LockoutReport, where: string): string {
   );
   const more = report.lockouts.length > 4 ? ` and ${report.lockouts.length - 4} more` : "";
   return `${where}: none of the accounts the SessionAccess rules name (${who}) may log in ` +
-    `${
-      when.join(", ")
-    }${more} (${report.viewZone}); check the rules, or confirm with a lockout_reason to go ahead`;
+    `${when.join(", ")}${more} (${report.viewZone}); ${LOCKOUT_HINT}`;
 }
 
-/**
- * The release check: releasing delivers nothing by itself (bindings are enabled afterwards), so the
- * policy is checked with each node group it is bound to, as if those bindings were enabled.
- */
-export async function guardSessionAccessRelease(
-  q: Queryable,
-  policyId: string,
-  reason?: string,
-): Promise<GuardOutcome | undefined> {
-  const groups = await q.query<{ id: string; name: string }>(
-    `SELECT g.id, g.name FROM policy_bindings b JOIN node_groups g ON g.id = b.node_group_id
-     WHERE b.policy_id = $1 ORDER BY g.name`,
-    [policyId],
-  );
-  let outcome: GuardOutcome | undefined;
-  for (const group of groups) {
-    const report = await sessionAccessReport(q, { policyId, nodeGroupId: group.id });
-    if (report.lockouts.length === 0) continue;
-    if (!reason?.trim()) {
-      throw conflictError(
-        describeLockout(report, `releasing this policy would lock node group "${group.name}" out`),
-      );
-    }
-    outcome ??= { report, overriddenWith: reason.trim() };
-  }
-  return outcome;
-}
-
-/**
- * Refuses (conflict) a change that would leave no named account able to log in at some time of the
- * week, unless `reason` is given. Resolves with the report and the reason used, if any.
- */
-export async function guardSessionAccess(
-  q: Queryable,
-  options: { policyId: string; nodeGroupId?: string; nodeGroupName?: string; reason?: string },
-): Promise<GuardOutcome> {
-  const report = await sessionAccessReport(q, options);
-  if (report.lockouts.length === 0) return { report };
-  const reason = options.reason?.trim();
-  if (!reason) {
-    const where = options.nodeGroupId
-      ? `enabling this binding would lock node group "${options.nodeGroupName ?? options.nodeGroupId}" out`
-      : "this policy would lock its accounts out";
-    throw conflictError(describeLockout(report, where));
-  }
-  return { report, overriddenWith: reason };
-}
+/** The SessionAccess lockout guard (see `lockout_guards.ts`): some time of the week at which nobody named may log in. */
+export const sessionAccessGuard: LockoutGuard = {
+  async check(q, options, where) {
+    const report = await sessionAccessReport(q, options);
+    return report.lockouts.length === 0 ? undefined : describeLockout(report, where);
+  },
+  outcome: (groupName) => `lock node group "${groupName}" out`,
+};

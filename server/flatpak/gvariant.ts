@@ -7,8 +7,11 @@
  * @module
  */
 
-/** A decoded value: numbers/bigints, strings, byte arrays, arrays and tuples (as arrays). */
-export type GValue = number | bigint | boolean | string | Uint8Array | GValue[];
+/**
+ * A decoded value: numbers/bigints, strings, byte arrays, arrays and tuples (as arrays). Untyped, unlike
+ * `GValue` of shared/gvariant.ts (a typed value of the text format that dconf uses).
+ */
+export type DecodedGVariant = number | bigint | boolean | string | Uint8Array | DecodedGVariant[];
 
 interface TypeInfo {
   sig: string;
@@ -80,7 +83,7 @@ function slice(bytes: Uint8Array, start: number, end: number): Uint8Array {
   return bytes.subarray(start, end);
 }
 
-function decodeWith(type: TypeInfo, bytes: Uint8Array): GValue {
+function decodeWith(type: TypeInfo, bytes: Uint8Array): DecodedGVariant {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   switch (type.sig[0]) {
     case "y":
@@ -113,7 +116,7 @@ function decodeWith(type: TypeInfo, bytes: Uint8Array): GValue {
       const child = type.children[0];
       if (child.sig === "y") return bytes;
       if (child.fixed > 0) {
-        const out: GValue[] = [];
+        const out: DecodedGVariant[] = [];
         for (let at = 0; at + child.fixed <= bytes.length; at += child.fixed) {
           out.push(decodeWith(child, bytes.subarray(at, at + child.fixed)));
         }
@@ -206,7 +209,7 @@ export function* tupleElements(signature: string, bytes: Uint8Array): Generator<
 
 /** Decodes serialized bytes as GVariant type `signature` (a member or element from the functions above). */
 /** Decodes `bytes` as a value of GVariant type `signature`. */
-export function decodeGVariant(signature: string, bytes: Uint8Array): GValue {
+export function decodeGVariant(signature: string, bytes: Uint8Array): DecodedGVariant {
   return decodeWith(typeOf(signature), bytes);
 }
 

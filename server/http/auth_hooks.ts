@@ -7,7 +7,7 @@ import { HttpError } from "./errors.ts";
 import { CSRF_HEADER, timingSafeEqual } from "./csrf.ts";
 import { isUuid } from "./json_schema.ts";
 import type { RouteContext, RouteHooks, RouteSpec } from "./route.ts";
-import type { AuthUser } from "../auth/rbac.ts";
+import { type AuthUser, effectivePermissionsSql } from "../auth/rbac.ts";
 import type { AuditEvent } from "../audit/event.ts";
 import { SESSION_COOKIE } from "./cookies.ts";
 import type { IdentityServices } from "../auth/services.ts";
@@ -107,13 +107,7 @@ async function resolveUser(
     `SELECT u.id, u.username, u.source, u.enabled, u.tokens_valid_after,
             EXISTS (SELECT 1 FROM refresh_tokens t
                      WHERE t.family_id = $2 AND t.user_id = u.id AND t.revoked_at IS NULL) AS session_live,
-            ARRAY(SELECT DISTINCT rp.permission_id FROM role_permissions rp
-                   WHERE rp.role_id IN (
-                     SELECT rb.role_id FROM role_bindings rb
-                      WHERE rb.scope_type = 'global'
-                        AND (rb.user_id = u.id OR rb.user_group_id IN (
-                              SELECT m.user_group_id FROM user_group_members m WHERE m.user_id = u.id)))
-                   ORDER BY 1) AS permissions
+            ${effectivePermissionsSql("u.id")} AS permissions
        FROM users u WHERE u.id = $1`,
     [claims.userId, claims.sessionId],
   );

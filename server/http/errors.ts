@@ -38,11 +38,6 @@ export function badRequest(message: string, fields?: FieldError[]): HttpError {
   return new HttpError(400, "bad_request", message, fields);
 }
 
-/** 422: the request is well-formed but its content does not validate (e.g. policy content). */
-export function unprocessable(message: string, fields?: FieldError[]): HttpError {
-  return new HttpError(422, "validation_failed", message, fields);
-}
-
 /** 404 naming what was looked for. */
 export function notFound(what: string): HttpError {
   return new HttpError(404, "not_found", `${what} not found`);

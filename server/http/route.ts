@@ -280,6 +280,19 @@ export function queryBool(c: RouteContext, name: string): boolean | undefined {
   return raw === undefined ? undefined : raw === "true";
 }
 
+/** A query date or time (RFC 3339); undefined when absent or empty, 400 naming the parameter when unreadable. */
+export function queryTime(c: RouteContext, name: string): Date | undefined {
+  const raw = c.req.query(name);
+  if (raw === undefined || raw === "") return undefined;
+  const t = /^\d{4}-\d{2}-\d{2}/.test(raw) ? Date.parse(raw) : NaN;
+  if (Number.isNaN(t)) {
+    throw badRequest(`${name}: "${raw}" is not a date or time (use RFC 3339, e.g. 2024-05-01T00:00:00Z)`, [
+      { field: name, message: "must be an RFC 3339 date or time" },
+    ]);
+  }
+  return new Date(t);
+}
+
 /** A path parameter that must be a UUID, lower-cased (400 naming it otherwise). */
 export function uuidParam(c: RouteContext, name: string): string {
   const value = c.req.param(name) ?? "";

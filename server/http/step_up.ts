@@ -5,8 +5,9 @@
  *
  * @module
  */
-import type { StepUpProof } from "../auth/step_up.ts";
-import { body, type RouteContext } from "./route.ts";
+import type { StepUp, StepUpProof } from "../auth/step_up.ts";
+import type { Queryable } from "../db/db.ts";
+import { body, caller, type RouteContext } from "./route.ts";
 
 /** The proof's fields, as a route's body or its `step_up` object carries them. */
 const PROOF_PROPERTIES = {
@@ -44,6 +45,32 @@ export const STEP_UP_OBJECT_PROPERTY = {
 
 /** JSON-schema properties a route adds to its body to carry a {@link StepUpProof}: top level or `step_up`. */
 export const STEP_UP_PROPERTIES = { ...PROOF_PROPERTIES, ...STEP_UP_OBJECT_PROPERTY } as const;
+
+/** The body of a route whose only input is the step-up proof. */
+export const STEP_UP_BODY = {
+  type: "object",
+  additionalProperties: false,
+  properties: STEP_UP_PROPERTIES,
+} as const;
+
+/** The 403 answer of a route that may ask for step-up. */
+export const STEP_UP_REFUSED = {
+  description: "Missing permission, or step-up re-authentication (password, code)",
+} as const;
+
+/**
+ * Checks the caller's step-up proof: `proof`, or else the one in the body. A route that checks only in some
+ * cases takes the proof first ({@link takeStepUpProof}), so the codes are masked in the audit row's copy of
+ * the body whether or not the check runs.
+ */
+export async function checkStepUp(
+  stepUp: StepUp,
+  q: Queryable,
+  c: RouteContext,
+  proof: StepUpProof = takeStepUpProof(c),
+): Promise<void> {
+  await stepUp.check(q, caller(c).id, proof, c.get("clientIp"));
+}
 
 /**
  * The proof out of the body of a route that used {@link STEP_UP_PROPERTIES} (or, with `objectOnly`, only

@@ -647,6 +647,25 @@ export interface Operations {
       }>;
     };
   };
+  /** CA certificates distributed by released Certificates policies that reach nodes and expire within the given days (expired ones included), soonest first */
+  "GET /api/v1/certificates/expiring": {
+    path: Record<string, never>;
+    query: {
+      within_days?: string;
+    };
+    body: undefined;
+    response: {
+      within_days: number;
+      items: Array<{
+        policy_id: string;
+        policy_name: string;
+        name: string;
+        subject: string;
+        not_after: string;
+        expired: boolean;
+      }>;
+    };
+  };
   /** Latest reported results, only where the policy still reaches the node; with counts per status */
   "GET /api/v1/compliance": {
     path: Record<string, never>;
@@ -660,6 +679,8 @@ export interface Operations {
       policy_id?: string;
       search?: string;
       include_unreported?: boolean;
+      setting?: string;
+      setting_schema?: string;
     };
     body: undefined;
     response: {
@@ -693,6 +714,24 @@ export interface Operations {
         total?: number;
       };
     };
+  };
+  /** The settings failing on most nodes (items reported as error or non_compliant, where the policy still reaches the node), by policy and setting, most nodes first */
+  "GET /api/v1/compliance/failing-settings": {
+    path: Record<string, never>;
+    query: {
+      limit?: number;
+    };
+    body: undefined;
+    response: Array<{
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      schema_id: string;
+      key: string;
+      nodes: number;
+      error: number;
+      non_compliant: number;
+    }>;
   };
   /** Fleet summary: expected results per status (missing reports count as unknown), score, nodes */
   "GET /api/v1/compliance/summary": {
@@ -1884,6 +1923,37 @@ export interface Operations {
       content: string;
     };
   };
+  /** The policy's rollout over time: hourly points of its current version since it started to be delivered (within the hourly retention), and where it stands now */
+  "GET /api/v1/policies/all/{id}/trends": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      policy_id: string;
+      version: number;
+      started_at: string | null;
+      points: Array<{
+        bucket: string;
+        sampled_at: string;
+        reached: number;
+        compliant: number;
+        pending: number;
+        error: number;
+        non_compliant: number;
+        inapplicable: number;
+      }>;
+      current: {
+        pending: number;
+        error: number;
+        non_compliant: number;
+        compliant: number;
+        inapplicable: number;
+        total: number;
+      };
+    };
+  };
   /** The released versions of a policy, newest first: who released each, when and how */
   "GET /api/v1/policies/all/{id}/versions": {
     path: {
@@ -1999,6 +2069,29 @@ export interface Operations {
         message?: string;
       }>;
     };
+  };
+  /** Releases in flight: versions released in the last `hours` hours whose reached nodes have not all applied them (compliant or inapplicable), newest first, with their rollout counts */
+  "GET /api/v1/policies/in-flight": {
+    path: Record<string, never>;
+    query: {
+      hours?: number;
+    };
+    body: undefined;
+    response: Array<{
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      version: number;
+      started_at: string;
+      counts: {
+        pending: number;
+        error: number;
+        non_compliant: number;
+        compliant: number;
+        inapplicable: number;
+        total: number;
+      };
+    }>;
   };
   /** Rollout counts per state of up to 200 policies (one grouped query; for list pages) */
   "GET /api/v1/policies/rollout": {
@@ -2199,7 +2292,7 @@ export interface Operations {
     body: {
       name: string;
       description?: string;
-      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
+      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:edit_scripts" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
     };
     response: {
       id?: string;
@@ -2233,7 +2326,7 @@ export interface Operations {
     body: {
       name?: string;
       description?: string;
-      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
+      permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:edit_scripts" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
       password?: string;
       code?: string;
       backup_code?: string;
@@ -2449,6 +2542,41 @@ export interface Operations {
       };
     };
     response: unknown;
+  };
+  /** The fleet's compliance and node status over time, as hourly or daily points kept by the server; each part only with its permission (compliance:view, node:view) */
+  "GET /api/v1/trends": {
+    path: Record<string, never>;
+    query: {
+      granularity?: "hour" | "day";
+      from?: string;
+      to?: string;
+    };
+    body: undefined;
+    response: {
+      granularity: "hour" | "day";
+      from: string;
+      to: string;
+      points: Array<{
+        bucket: string;
+        sampled_at: string;
+        compliance?: {
+          reached: number;
+          compliant: number;
+          non_compliant: number;
+          error: number;
+          unknown: number;
+          without_policies: number;
+          percent_compliant: number | null;
+        };
+        nodes?: {
+          total: number;
+          online: number;
+          degraded: number;
+          offline: number;
+          never_seen: number;
+        };
+      }>;
+    };
   };
   /** List user groups */
   "GET /api/v1/user-groups": {

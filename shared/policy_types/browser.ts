@@ -173,6 +173,10 @@ export function below(
 export interface BrowserTypeSpec<M extends Message> {
   /** Wire name, e.g. `Chrome`. */
   wireName: string;
+  /** How the console names the type. */
+  label: string;
+  /** One line: what a policy of this type manages. */
+  description: string;
   /** The content message (json_name = the browser's policy key). */
   schema: GenMessage<M>;
   /** Member name of `Policy.typed_content` in protobuf-es. */
@@ -189,6 +193,8 @@ export function defineBrowserType<M extends Message & { additional: Record<strin
   const compiled = compile(catalogue);
   const base = defineType<M>({
     wireName: spec.wireName,
+    label: spec.label,
+    description: spec.description,
     schema: spec.schema,
     typedContentCase: spec.typedContentCase,
     merge: "priority_merge",

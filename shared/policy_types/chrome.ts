@@ -6,6 +6,8 @@ import { CHROME_CATALOGUE } from "./browser_catalogue/chrome.ts";
 /** The Chrome policy type (Google Chrome and Chromium). */
 export const chromeType: BrowserTypeDef<ChromePolicy> = defineBrowserType<ChromePolicy>({
   wireName: "Chrome",
+  label: "Chrome and Chromium",
+  description: "Browser policies for Google Chrome and Chromium.",
   schema: ChromePolicySchema,
   typedContentCase: "chromePolicy",
   catalogue: CHROME_CATALOGUE,

@@ -26,6 +26,8 @@ const DB_NAME = matches(
 /** The Dconf policy type. */
 export const dconfType = defineType<DconfPolicy>({
   wireName: "Dconf",
+  label: "GNOME settings",
+  description: "Desktop settings (dconf keys), optionally locked.",
   schema: DconfPolicySchema,
   typedContentCase: "dconfPolicy",
   merge: "priority_merge",

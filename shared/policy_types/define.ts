@@ -14,6 +14,7 @@ import type { GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { PolicyContentError, type ValidationIssue } from "./errors.ts";
 import { parseGuardedJson } from "./json_guard.ts";
 import { IssueList } from "./sanitizers.ts";
+import type { Permission } from "../permissions.ts";
 
 /**
  * How several policies of one type reaching a node combine (spec: combination rule): merged key by key with
@@ -29,13 +30,23 @@ export interface ParseOptions {
 
 /** Everything shared code knows about one policy type. */
 export interface PolicyTypeDef<M = unknown> {
-  /** Wire name, e.g. `Firefox`. */
+  /** Wire name, e.g. `Firefox`: the one place a type's name is written by hand. */
   wireName: string;
+  /** How the console names the type to an admin, e.g. `KDE settings`. */
+  label: string;
+  /** One line: what a policy of this type manages on a node. */
+  description: string;
   /** protobuf-es descriptor of the content message (a `GenMessage` from shared/gen). */
   schema: DescMessage;
   /** Member name of `Policy.typed_content` in protobuf-es, e.g. `firefoxPolicy`. */
   typedContentCase: string;
   merge: MergeRule;
+  /**
+   * A permission needed besides `policy:create`/`policy:edit` to create or edit a policy of this type (Scripts:
+   * `policy:edit_scripts`, because its content runs as root on every node it reaches). The server refuses
+   * without it; the console hides what the person may not do.
+   */
+  editPermission?: Permission;
   /**
    * Parses protojson (json_name/camelCase and original snake_case names both accepted) after the size, depth
    * and string limits. Throws {@link PolicyContentError}.
@@ -50,6 +61,10 @@ export interface PolicyTypeDef<M = unknown> {
 /** What a type file declares. */
 export interface TypeSpec<M extends Message> {
   wireName: string;
+  /** {@link PolicyTypeDef.label}. */
+  label: string;
+  /** {@link PolicyTypeDef.description}. */
+  description: string;
   schema: GenMessage<M>;
   typedContentCase: string;
   merge: MergeRule;
@@ -58,6 +73,8 @@ export interface TypeSpec<M extends Message> {
    * own policy file) or `proto` (original snake_case names, matching the field paths in messages).
    */
   names: "json" | "proto";
+  /** {@link PolicyTypeDef.editPermission}. */
+  editPermission?: Permission;
   /** Adds problems to `issues`; the empty-content rule ("needs at least one …") belongs here too. */
   check(message: M, issues: IssueList): void;
 }
@@ -66,9 +83,12 @@ export interface TypeSpec<M extends Message> {
 export function defineType<M extends Message>(spec: TypeSpec<M>): PolicyTypeDef<M> {
   return {
     wireName: spec.wireName,
+    label: spec.label,
+    description: spec.description,
     schema: spec.schema,
     typedContentCase: spec.typedContentCase,
     merge: spec.merge,
+    editPermission: spec.editPermission,
     parse(content, opts = {}) {
       const json = parseGuardedJson(content);
       try {

@@ -22,6 +22,8 @@ const THUMBPRINT = matches(
 /** The DiskEncryption policy type. */
 export const diskEncryptionType = defineType<DiskEncryptionPolicy>({
   wireName: "DiskEncryption",
+  label: "Disk encryption",
+  description: "LUKS recovery keys escrowed to the server.",
   schema: DiskEncryptionPolicySchema,
   typedContentCase: "diskEncryptionPolicy",
   merge: "priority_merge",

@@ -6,6 +6,8 @@ import { EDGE_CATALOGUE } from "./browser_catalogue/edge.ts";
 /** The Edge policy type. */
 export const edgeType: BrowserTypeDef<EdgePolicy> = defineBrowserType<EdgePolicy>({
   wireName: "Edge",
+  label: "Microsoft Edge",
+  description: "Browser policies for Microsoft Edge on Linux.",
   schema: EdgePolicySchema,
   typedContentCase: "edgePolicy",
   catalogue: EDGE_CATALOGUE,

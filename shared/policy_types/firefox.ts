@@ -6,6 +6,8 @@ import { FIREFOX_CATALOGUE } from "./browser_catalogue/firefox.ts";
 /** The Firefox policy type. */
 export const firefoxType: BrowserTypeDef<FirefoxPolicy> = defineBrowserType<FirefoxPolicy>({
   wireName: "Firefox",
+  label: "Firefox",
+  description: "Browser settings, extensions and bookmarks for Firefox.",
   schema: FirefoxPolicySchema,
   typedContentCase: "firefoxPolicy",
   catalogue: FIREFOX_CATALOGUE,

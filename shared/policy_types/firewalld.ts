@@ -28,6 +28,8 @@ import {
 /** The Firewalld policy type. */
 export const firewalldType = defineType<FirewalldPolicy>({
   wireName: "Firewalld",
+  label: "Firewall",
+  description: "firewalld zones: services, ports, targets and rules.",
   schema: FirewalldPolicySchema,
   typedContentCase: "firewalldPolicy",
   merge: "file_per_policy",

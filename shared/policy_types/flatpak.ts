@@ -48,6 +48,8 @@ function remoteTransport(value: string): string | undefined {
 /** The Flatpak policy type. */
 export const flatpakType = defineType<FlatpakPolicy>({
   wireName: "Flatpak",
+  label: "Flatpak apps",
+  description: "Flatpak remotes and the apps installed or removed.",
   schema: FlatpakPolicySchema,
   typedContentCase: "flatpakPolicy",
   merge: "priority_merge",

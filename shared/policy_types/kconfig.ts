@@ -29,6 +29,8 @@ const NO_COMMA: Checker = (v) =>
 /** The Kconfig policy type. */
 export const kconfigType = defineType<KconfigPolicy>({
   wireName: "Kconfig",
+  label: "KDE settings",
+  description: "Plasma and KDE application settings, optionally locked.",
   schema: KconfigPolicySchema,
   typedContentCase: "kconfigPolicy",
   merge: "priority_merge",

@@ -9,37 +9,17 @@
  * types pass, for forward compatibility.
  */
 import type { Message } from "@bufbuild/protobuf";
-import { chromeType } from "./chrome.ts";
-import { dconfType } from "./dconf.ts";
 import type { PolicyTypeDef } from "./define.ts";
-import { diskEncryptionType } from "./disk_encryption.ts";
-import { edgeType } from "./edge.ts";
 import { PolicyContentError, type ValidationIssue } from "./errors.ts";
-import { firefoxType } from "./firefox.ts";
-import { firewalldType } from "./firewalld.ts";
-import { flatpakType } from "./flatpak.ts";
-import { kconfigType } from "./kconfig.ts";
-import { polkitType } from "./polkit.ts";
-import { sessionAccessType } from "./session_access.ts";
-import { thunderbirdType } from "./thunderbird.ts";
+import { REGISTERED_TYPES } from "./registry.gen.ts";
 
 export type { MergeRule, ParseOptions, PolicyTypeDef } from "./define.ts";
 export { PolicyContentError, type ValidationIssue } from "./errors.ts";
 export { MAX_CONTENT_BYTES, MAX_JSON_DEPTH, MAX_STRING_LENGTH } from "./sanitizers.ts";
 
-const TYPES: readonly PolicyTypeDef[] = [
-  firefoxType,
-  thunderbirdType,
-  chromeType,
-  edgeType,
-  dconfType,
-  firewalldType,
-  polkitType,
-  flatpakType,
-  sessionAccessType,
-  diskEncryptionType,
-  kconfigType,
-] as PolicyTypeDef[];
+// Written by `deno task proto` from the Policy.typed_content oneof (proto/policy_registries.ts): a type is
+// registered by declaring its member there and its definition in ./<type>.ts.
+const TYPES: readonly PolicyTypeDef[] = REGISTERED_TYPES;
 
 const BY_NAME = new Map(TYPES.map((t) => [t.wireName, t]));
 

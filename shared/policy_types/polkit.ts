@@ -18,6 +18,8 @@ import {
 /** The Polkit policy type. */
 export const polkitType = defineType<PolkitPolicy>({
   wireName: "Polkit",
+  label: "Privileges",
+  description: "Who may do what without a password (polkit rules).",
   schema: PolkitPolicySchema,
   typedContentCase: "polkitPolicy",
   merge: "file_per_policy",

@@ -174,6 +174,40 @@ export function unixGroupName(value: string): string | undefined {
     : "must be a group name: letters, digits, '_', '.', '@', '-' and inner spaces (no quotes)";
 }
 
+/**
+ * sudoers(5) reads a word in capitals (`[A-Z][A-Z0-9_]*`) as an alias, and `ALL` as everyone: an account so
+ * named cannot be written as itself, so it is refused rather than silently meaning someone else.
+ */
+function sudoersAlias(value: string): string | undefined {
+  return /^[A-Z][A-Z0-9_]*$/.test(value)
+    ? "reads as a sudoers alias (a name in capitals such as ALL means something else to sudo); use the account's real name"
+    : undefined;
+}
+
+/**
+ * A user name a sudoers file can name as itself: a {@link unixUserName} (no `,`, `:`, `=`, `!`, `#`, `%`, `\`,
+ * quotes or spaces, which sudoers gives meaning) that does not read as an alias (`ALL`, `ADMINS`).
+ */
+export function sudoersUserName(value: string): string | undefined {
+  return unixUserName(value) ?? sudoersAlias(value);
+}
+
+/** A group name a sudoers file can name as `%group`: a {@link unixGroupName} that does not read as an alias. */
+export function sudoersGroupName(value: string): string | undefined {
+  return unixGroupName(value) ?? sudoersAlias(value);
+}
+
+/**
+ * A script body: text with Unix line ends (no carriage return, which a shell reads as part of a command), no
+ * NUL, no other control characters, and no bidirectional overrides (which make a script read otherwise than it
+ * runs).
+ */
+export function scriptText(value: string): string | undefined {
+  if (value.trim().length === 0) return "must not be empty";
+  if (value.includes("\r")) return "must use Unix line ends: remove the carriage returns (\\r)";
+  return multiLineText(value);
+}
+
 /** A GSettings schema id such as `org.gnome.desktop.screensaver`. */
 export function gsettingsSchemaId(value: string): string | undefined {
   const line = singleLine(value);

@@ -16,6 +16,8 @@ import { clockTime, identifier, required, timeZoneName, unixGroupName, unixUserN
 /** The SessionAccess policy type. */
 export const sessionAccessType = defineType<SessionAccessPolicy>({
   wireName: "SessionAccess",
+  label: "Login hours",
+  description: "Which users may log in, and when.",
   schema: SessionAccessPolicySchema,
   typedContentCase: "sessionAccessPolicy",
   merge: "union",

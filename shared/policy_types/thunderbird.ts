@@ -6,6 +6,8 @@ import { THUNDERBIRD_CATALOGUE } from "./browser_catalogue/thunderbird.ts";
 /** The Thunderbird policy type. */
 export const thunderbirdType: BrowserTypeDef<ThunderbirdPolicy> = defineBrowserType<ThunderbirdPolicy>({
   wireName: "Thunderbird",
+  label: "Thunderbird",
+  description: "Mail client settings and add-ons for Thunderbird.",
   schema: ThunderbirdPolicySchema,
   typedContentCase: "thunderbirdPolicy",
   catalogue: THUNDERBIRD_CATALOGUE,

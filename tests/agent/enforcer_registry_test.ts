@@ -19,6 +19,7 @@ Deno.test("every registry line declares the traits of the enforcer it loads", as
     assert.equal(entry.notifiesUsers, real.notifiesUsers, `${entry.type}: notifiesUsers`);
     assert.equal(entry.background ?? false, real.background ?? false, `${entry.type}: background`);
     assert.equal(entry.hasResidue !== undefined, real.hasResidue !== undefined, `${entry.type}: residue`);
+    assert.deepEqual(entry.companions ?? [], real.companions ?? [], `${entry.type}: companions`);
   }
 });
 

@@ -11,6 +11,8 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { opensslCertificate } from "../helpers/certificates.ts";
+import { runCommand } from "../helpers/command.ts";
 import { freePort } from "../helpers/process.ts";
 import { freshDb } from "../helpers/db.ts";
 import { resolveConfig } from "../../server/config/config.ts";
@@ -32,30 +34,16 @@ if (missing) {
   );
 }
 
-async function output(cmd: string, args: string[], cwd?: string): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd, stdin: "null", stdout: "piped", stderr: "piped" })
-    .output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
-  return text;
-}
-
 /** The certificate chain a TLS port presents, as openssl prints it, verified against `caFile` for `name`. */
 async function presented(
   port: number,
   caFile: string,
   name: string,
 ): Promise<{ text: string; leafPem: string }> {
-  const out = await new Deno.Command("openssl", {
-    args: [
-      ...["s_client", "-connect", `127.0.0.1:${port}`, "-servername", name, "-CAfile", caFile],
-      ...["-verify_hostname", name, "-showcerts"],
-    ],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  const { output: text } = await runCommand("openssl", [
+    ...["s_client", "-connect", `127.0.0.1:${port}`, "-servername", name, "-CAfile", caFile],
+    ...["-verify_hostname", name, "-showcerts"],
+  ]);
   const leafPem = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/.exec(text)?.[0] ?? "";
   return { text, leafPem };
 }
@@ -88,25 +76,18 @@ Deno.test({
     const info = await freshDb("pglite");
     try {
       // TLS of pebble's own endpoints: a throwaway CA and a certificate for 127.0.0.1/localhost.
-      await output("openssl", [
-        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
-        ...[
-          "-keyout",
-          "dir-ca.key",
-          "-out",
-          "dir-ca.crt",
-          "-subj",
-          "/CN=ACME directory test CA",
-          "-days",
-          "2",
-        ],
-      ], dir);
-      await output("openssl", [
-        ...["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"],
-        ...["-keyout", "dir.key", "-out", "dir.crt", "-subj", "/CN=localhost", "-days", "2"],
-        ...["-CA", "dir-ca.crt", "-CAkey", "dir-ca.key"],
-        ...["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-addext", "basicConstraints=CA:FALSE"],
-      ], dir);
+      const dirCa = await opensslCertificate(dir, {
+        name: "dir-ca",
+        subject: "/CN=ACME directory test CA",
+        days: 2,
+      });
+      const dirTls = await opensslCertificate(dir, {
+        name: "dir",
+        subject: "/CN=localhost",
+        days: 2,
+        extensions: ["subjectAltName=DNS:localhost,IP:127.0.0.1", "basicConstraints=CA:FALSE"],
+        issuer: dirCa,
+      });
       const eabKey = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32))))
         .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
       const [acmePort, mgmtPort, dnsPort, challMgmt, http01, tlsPort] = [1, 2, 3, 4, 5, 6].map(() =>
@@ -118,8 +99,8 @@ Deno.test({
           pebble: {
             listenAddress: `127.0.0.1:${acmePort}`,
             managementListenAddress: `127.0.0.1:${mgmtPort}`,
-            certificate: join(dir, "dir.crt"),
-            privateKey: join(dir, "dir.key"),
+            certificate: dirTls.certFile,
+            privateKey: dirTls.keyFile,
             httpPort: http01,
             tlsPort,
             ocspResponderURL: "",
@@ -143,8 +124,7 @@ Deno.test({
         PEBBLE_VA_NOSLEEP: "1",
         PEBBLE_WFE_NONCEREJECT: "0",
       });
-      const dirCa = await Deno.readTextFile(join(dir, "dir-ca.crt"));
-      const client = Deno.createHttpClient({ caCerts: [dirCa] });
+      const client = Deno.createHttpClient({ caCerts: [dirCa.cert] });
       try {
         await waitFor("pebble directory", async () => {
           const res = await fetch(`https://127.0.0.1:${acmePort}/dir`, { client });
@@ -168,7 +148,7 @@ Deno.test({
           "acme.directory_url": `https://127.0.0.1:${acmePort}/dir`,
           "acme.contact": ["admin@example.org"],
           "acme.hostnames": [NAME],
-          "acme.ca_file": join(dir, "dir-ca.crt"),
+          "acme.ca_file": dirCa.certFile,
           "acme.http_port": httpPort,
           "acme.eab_kid": "svc-test",
           "acme.eab_hmac_key": eabKey,
@@ -184,7 +164,7 @@ Deno.test({
       assert.ok(first, "a certificate was obtained at start");
 
       // pebble's root (changes every pebble start): fetched from its management endpoint.
-      const mgmt = Deno.createHttpClient({ caCerts: [dirCa] });
+      const mgmt = Deno.createHttpClient({ caCerts: [dirCa.cert] });
       const root = await (await fetch(`https://127.0.0.1:${mgmtPort}/roots/0`, { client: mgmt })).text();
       mgmt.close();
       await Deno.writeTextFile(join(dir, "pebble-root.pem"), root);

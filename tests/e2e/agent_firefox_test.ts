@@ -9,15 +9,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
   Api,
+  bindReleasedPolicy,
   eventually,
   type Json,
   runAgentOnce,
   spawnAgent,
+  writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import { openPglite } from "../../server/db/mod.ts";
 import type { Ca } from "../../server/pki/mod.ts";
@@ -28,6 +29,7 @@ import { createPolicyClient } from "../../agent/client.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { FIREFOX_MARKER_KEY } from "../../agent/enforcers/firefox.ts";
 import { VERSION } from "../../shared/version.ts";
+import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "e2e-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -105,29 +107,14 @@ Deno.test({
     const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
     const dataDir = server.dataDir;
     const configPath = join(base, "agent.yaml");
-    await Deno.writeTextFile(
-      configPath,
-      stringify({
-        server: { address: "localhost", enrollment_port: ports.web, policy_port: ports.policy },
-        agent: { client_id: NODE, root_dir: root },
-        enrollment: { data_dir: agentData },
-        log: { level: "debug" },
-      }),
-    );
-    await Deno.chmod(configPath, 0o600);
-    // The system trust store of this "node" holds the server's CA (so verification stays on).
-    const agentEnv = { SSL_CERT_FILE: join(dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
+    const agentEnv = await writeAgentConfig(configPath, server, { clientId: NODE, root, dataDir: agentData });
     const restartServer = async () => {
       api?.close();
       server = await startServerProcess({ dataDir, ports });
       api = await Api.login(server);
     };
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     try {
       let groupId = "";
       let nodeId = "";
@@ -208,20 +195,14 @@ Deno.test({
         "released Firefox policies bound and enabled → merged policies.json, COMPLIANT with items",
         async () => {
           const create = async (name: string, content: Json, priority: number) => {
-            const policy = await api!.call("POST", "/api/v1/policies/all", {
+            const { policyId, bindingId } = await bindReleasedPolicy(api!, {
+              groupId,
               name,
-              type: "Firefox",
-              content: JSON.stringify(content),
-            });
-            await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-            const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-              policy_id: policy.id,
-              node_group_id: groupId,
+              content,
               priority,
             });
-            bindings.push(binding.id);
-            policyIds[name] = policy.id;
-            await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+            bindings.push(bindingId);
+            policyIds[name] = policyId;
           };
           await create("Baseline", {
             DisableTelemetry: true,

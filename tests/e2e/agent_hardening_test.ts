@@ -11,15 +11,17 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
   Api,
+  bindReleasedPolicy,
+  enrollIntoNewGroup,
   eventually,
   type Json,
   runAgentOnce,
   spawnAgent,
+  writeAgentConfig,
 } from "../helpers/agent_process.ts";
 
 const NODE = "hardening-node";
@@ -54,34 +56,25 @@ async function startFleet(
   const fleet: Partial<Fleet> = { base, root, agentData, server };
   fleet.api = await Api.login(server);
   const configPath = join(base, "agent.yaml");
-  await Deno.writeTextFile(
-    configPath,
-    stringify({
-      server: { address: "localhost", enrollment_port: ports.web, policy_port: ports.policy },
-      agent: { client_id: NODE, root_dir: root },
-      enrollment: { data_dir: agentData },
-      log: { level: logLevel },
-    }),
-  );
-  const agentEnv = { SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"), SVC_ENROLLMENT_TOKEN: "" };
-  const api = fleet.api;
-  const group = await api.call("POST", "/api/v1/node-groups", { name: "hardening" });
-  const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-  await Deno.writeTextFile(join(base, "token"), token);
-  const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", join(base, "token")]);
-  assert.equal(enrolled.code, 0, enrolled.stderr);
-  const policy = await api.call("POST", "/api/v1/policies/all", {
-    name: "Baseline",
-    type: "Firefox",
-    content: JSON.stringify({ DisableTelemetry: true }),
+  const agentEnv = await writeAgentConfig(configPath, server, {
+    clientId: NODE,
+    root,
+    dataDir: agentData,
+    logLevel,
   });
-  await api.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-  const binding = await api.call("POST", "/api/v1/policy-bindings", {
-    policy_id: policy.id,
-    node_group_id: group.id,
+  const api = fleet.api;
+  const groupId = await enrollIntoNewGroup(api, {
+    groupName: "hardening",
+    configPath,
+    env: agentEnv,
+    tokenFile: join(base, "token"),
+  });
+  const { policyId } = await bindReleasedPolicy(api, {
+    groupId,
+    name: "Baseline",
+    content: { DisableTelemetry: true },
     priority: 10,
   });
-  await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
   await beforeAgent(api);
   const agent = spawnAgent(configPath, agentEnv);
   const node = await waitNode(api, (n) => n.status === "online", agent);
@@ -91,7 +84,7 @@ async function startFleet(
   await eventually(
     async () => {
       const { results } = await api.call("GET", `/api/v1/nodes/${node.id}/compliance`);
-      return (results as Json[]).some((r) => r.policy_id === policy.id && r.reported_version !== null) ||
+      return (results as Json[]).some((r) => r.policy_id === policyId && r.reported_version !== null) ||
         undefined;
     },
     60_000,
@@ -101,7 +94,7 @@ async function startFleet(
   return Object.assign(fleet, {
     configPath,
     agentEnv,
-    groupId: group.id,
+    groupId,
     nodeId: node.id,
     agent,
     async restartServer() {

@@ -15,13 +15,15 @@ import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
   Api,
+  bindReleasedPolicy,
+  enrollIntoNewGroup,
   eventually,
   type Json,
-  runAgentOnce,
   spawnAgent,
   writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import type { AgentStatus } from "../../agent/status.ts";
+import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "life-node-1";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
@@ -66,33 +68,22 @@ Deno.test({
       return page.items.find((r: Json) => r.node_name === NODE);
     };
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     let policyId = "";
     try {
       await step("a Firefox policy before Firefox is installed: INAPPLICABLE, nothing written", async () => {
-        const group = await api!.call("POST", "/api/v1/node-groups", { name: "life desktops" });
-        const { token } = await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-        const tokenFile = join(base, "token");
-        await Deno.writeTextFile(tokenFile, token);
-        const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
-        assert.equal(enrolled.code, 0, enrolled.stderr);
-        const policy = await api!.call("POST", "/api/v1/policies/all", {
+        const groupId = await enrollIntoNewGroup(api!, {
+          groupName: "life desktops",
+          configPath,
+          env: agentEnv,
+          tokenFile: join(base, "token"),
+        });
+        ({ policyId } = await bindReleasedPolicy(api!, {
+          groupId,
           name: "life firefox",
-          type: "Firefox",
-          content: JSON.stringify({ DisableTelemetry: true }),
-        });
-        policyId = policy.id;
-        await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-        const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id: group.id,
+          content: { DisableTelemetry: true },
           priority: 10,
-        });
-        await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+        }));
         agent = spawnAgent(configPath, agentEnv);
         const s = await eventually(
           async () => {

@@ -19,49 +19,29 @@ import assert from "node:assert/strict";
 import { BootedNode, bootedNodeUnavailable } from "../helpers/booted_node.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api, eventually, type Json } from "../helpers/agent_process.ts";
-import { deployScript } from "../../web/src/deploy_script.ts";
+import {
+  agentStatus,
+  deployAgent,
+  DIST,
+  HOST_ARCH,
+  nodeOnline as serverSeesOnline,
+  packagesUnavailable,
+  releaseAndBind,
+} from "../helpers/booted_agent.ts";
 import { buildFlatpakRepo, type FlatpakTestRepo } from "../helpers/flatpak_repo.ts";
 import type { AgentStatus } from "../../agent/status.ts";
+import { openDatabase } from "../../server/db/mod.ts";
 
-const DIST = new URL("../../dist/", import.meta.url).pathname;
 const REQUIRED = Deno.env.get("SVC_REQUIRE_PACKAGES") === "1";
-const HOST_ARCH = Deno.build.arch === "x86_64" ? "amd64" : "arm64";
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 
 async function unavailable(): Promise<string | undefined> {
-  if (!await Deno.stat(`${DIST}agent-repo/manifest.json`).then(() => true, () => false)) {
-    return "dist/agent-repo is absent: run `deno task build --portable` first (CI does)";
-  }
-  return await bootedNodeUnavailable();
+  return await packagesUnavailable() ?? await bootedNodeUnavailable();
 }
 
 const reason = await unavailable();
 if (reason && REQUIRED) throw new Error(`booted-node test cannot run but SVC_REQUIRE_PACKAGES=1: ${reason}`);
 if (reason) console.error(`booted_node_test: skipped: ${reason}`);
-
-/** A released policy with an enabled binding to the group, as an admin makes it; the ids of both. */
-async function releaseAndBind(
-  api: Api,
-  groupId: string,
-  policy: { type: string; name: string; content: unknown; priority?: number; lockoutReason?: string },
-): Promise<{ policyId: string; bindingId: string }> {
-  const created = await api.call("POST", "/api/v1/policies/all", {
-    name: policy.name,
-    type: policy.type,
-    content: JSON.stringify(policy.content),
-  });
-  await api.call("PUT", `/api/v1/policies/all/${created.id}/state`, { state: "released" });
-  const binding = await api.call("POST", "/api/v1/policy-bindings", {
-    policy_id: created.id,
-    node_group_id: groupId,
-    priority: policy.priority ?? 5,
-  });
-  await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, {
-    state: "enabled",
-    ...(policy.lockoutReason ? { lockout_reason: policy.lockoutReason } : {}),
-  });
-  return { policyId: created.id, bindingId: binding.id };
-}
 
 Deno.test({
   name:
@@ -91,14 +71,11 @@ Deno.test({
     let journalText = "";
     const context = () => journalText;
     const status = async (): Promise<AgentStatus | undefined> => {
-      const r = await node!.exec(["runuser", "-u", "nobody", "--", "svc-agent", "status", "--json"]);
+      const s = await agentStatus(node!);
       journalText = await journal();
-      return r.code === 0 ? JSON.parse(r.stdout) : undefined;
+      return s;
     };
-    const nodeOnline = async () => {
-      const page = await api!.call("GET", "/api/v1/nodes?search=booted-desk-1");
-      return page.items.find((n: Json) => n.name === "booted-desk-1")?.status === "online";
-    };
+    const nodeOnline = () => serverSeesOnline(api!, "booted-desk-1");
     let groupId = "";
     let policyId = "";
     let repo: FlatpakTestRepo | undefined;
@@ -107,34 +84,11 @@ Deno.test({
         "the wizard's Debian script installs, enrolls and starts svc-agent under systemd",
         async () => {
           node = await BootedNode.boot({ hostname: "booted-desk-1" });
-          const group = await api!.call("POST", "/api/v1/node-groups", { name: "booted desktops" });
-          groupId = group.id;
-          const { token } = await api!.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-          const manifest = JSON.parse(await Deno.readTextFile(`${DIST}agent-repo/manifest.json`));
-          const script = deployScript({
-            origin: `https://localhost:${ports.web}`,
-            family: "debian",
-            arch: HOST_ARCH,
-            caPem: await Deno.readTextFile(`${server!.dataDir}/pki/ca/ca.crt`),
-            repoKey: await (await fetch(`${server!.baseUrl}/agent/repo-key.asc`, { client: api!.client }))
-              .text(),
-            packages: manifest.packages,
-            enrollment: { token, policyPort: ports.policy },
+          groupId = await deployAgent(node, server!, api!, {
+            nodeName: "booted-desk-1",
+            groupName: "booted desktops",
+            context: () => journalText,
           });
-          await Deno.writeTextFile(node.hostPath("/root/deploy.sh"), script);
-          const out = await node.sh("sh -e /root/deploy.sh 2>&1");
-          assert.match(out, /Enrolled node "booted-desk-1"/);
-          await eventually(
-            async () => {
-              const r = await node!.exec(["systemctl", "is-active", "svc-agent"]);
-              journalText = await journal();
-              return r.stdout.trim() === "active";
-            },
-            60_000,
-            "svc-agent active",
-            context,
-          );
-          await eventually(nodeOnline, 60_000, "the node online", context);
         },
       );
 
@@ -467,6 +421,185 @@ Deno.test({
           await api!.call("PUT", `/api/v1/policy-bindings/${disks.bindingId}`, { state: "disabled" });
         },
       );
+
+      // --- Privilege and Scripts (issue 35, types1): one block. ---
+      await step(
+        "Privilege under the unit: sudo -l shows the grant, the local sudo group is revoked, visudo -c passes",
+        async () => {
+          await node!.sh(
+            "id alice >/dev/null 2>&1 || useradd -m alice; useradd -m bob && usermod -aG sudo bob",
+          );
+          const made = await releaseAndBind(api!, groupId, {
+            type: "Privilege",
+            name: "booted admins",
+            content: {
+              entries: [{
+                name: "alice",
+                user: "alice",
+                effect: "PRIVILEGE_EFFECT_ALLOW",
+                sudo_nopasswd: true,
+              }],
+              local_sudo_group_not_admin: true,
+            },
+          });
+          const result = await eventually(
+            async () => {
+              const p = (await status())?.policies.find((p) => p.id === made.policyId);
+              return p && p.status !== "UNKNOWN" ? p : undefined;
+            },
+            120_000,
+            "the Privilege policy's result",
+            context,
+          );
+          console.log(
+            `Privilege in the booted node: ${result.status} ${result.message}\n` +
+              result.items.map((i) => `  ${i.key}: ${i.status} ${i.message}`).join("\n"),
+          );
+          assert.equal(result.status, "COMPLIANT", result.message);
+          assert.match(await node!.sh("sudo -l -U alice"), /\(ALL : ALL\) NOPASSWD: ALL/);
+          assert.equal((await node!.exec(["runuser", "-u", "alice", "--", "sudo", "-n", "true"])).code, 0);
+          assert.equal(
+            (await node!.exec(["sudo", "-n", "-l", "-U", "bob", "/usr/bin/true"])).code,
+            1,
+            "bob revoked",
+          );
+          assert.equal((await node!.exec(["visudo", "-c"])).code, 0);
+          assert.equal((await node!.sh("stat -c %a /etc/sudoers.d/zz-svc-privilege")).trim(), "440");
+          const pkcheck = result.items.find((i) => i.key === "entries[0].pkcheck:alice");
+          assert.equal(pkcheck?.status, "COMPLIANT", `polkitd offers alice: ${JSON.stringify(pkcheck)}`);
+
+          await api!.call("PUT", `/api/v1/policy-bindings/${made.bindingId}`, { state: "disabled" });
+          await eventually(
+            async () => (await node!.exec(["test", "-e", "/etc/sudoers.d/zz-svc-privilege"])).code === 1,
+            60_000,
+            "the sudoers file taken back",
+            context,
+          );
+          assert.equal(
+            (await node!.exec(["sudo", "-n", "-l", "-U", "bob", "/usr/bin/true"])).code,
+            0,
+            "bob again",
+          );
+        },
+      );
+
+      await step(
+        "Scripts under the unit: a signed startup script runs once via systemd and is reported; a failure is " +
+          "ERROR with its output; content tampered in the database is refused and does not run",
+        async () => {
+          const hello = await releaseAndBind(api!, groupId, {
+            type: "Scripts",
+            name: "booted hello",
+            content: {
+              scripts: [{
+                name: "hello",
+                trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP",
+                body: '#!/bin/bash\necho "hello from $(id -un)"\ndate +%s%N >> /root/svc-script-runs\n',
+              }],
+            },
+          });
+          const ran = await eventually(
+            async () => {
+              const p = (await status())?.policies.find((p) => p.id === hello.policyId);
+              return p?.status === "COMPLIANT" ? p : undefined;
+            },
+            120_000,
+            "the startup script run and reported",
+            context,
+          );
+          console.log(`Scripts in the booted node: ${ran.items.map((i) => i.message).join("; ")}`);
+          assert.match(ran.items[0].message, /ran \(exit 0\).*hello from root/);
+          const unit = `svc-script-${hello.policyId}-hello.service`;
+          assert.match(await node!.sh(`journalctl -u ${unit} -o cat --no-pager`), /hello from root/);
+          assert.equal((await node!.sh("wc -l < /root/svc-script-runs")).trim(), "1");
+          // Never twice for the same version: an agent restart re-syncs, the script does not run again.
+          await node!.sh("systemctl restart svc-agent");
+          await eventually(
+            async () => {
+              const s = await status();
+              return s?.connection.state === "connected" &&
+                s.policies.find((p) => p.id === hello.policyId)?.status === "COMPLIANT";
+            },
+            120_000,
+            "the agent back, the script still reported",
+            context,
+          );
+          assert.equal((await node!.sh("wc -l < /root/svc-script-runs")).trim(), "1", "ran once");
+
+          const failing = await releaseAndBind(api!, groupId, {
+            type: "Scripts",
+            name: "booted failing",
+            content: {
+              scripts: [{
+                name: "fails",
+                trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP",
+                body: "echo 'cannot reach the share' >&2\nexit 3\n",
+              }],
+            },
+          });
+          const failed = await eventually(
+            async () => {
+              const p = (await status())?.policies.find((p) => p.id === failing.policyId);
+              return p?.status === "ERROR" ? p : undefined;
+            },
+            120_000,
+            "the failing script reported ERROR",
+            context,
+          );
+          assert.match(failed.message, /exit 3.*cannot reach the share/);
+
+          // Tamper with the released content in the server's database (as an attacker with database access
+          // would): the signature no longer verifies, so the node refuses it and runs nothing of it.
+          api!.close();
+          api = undefined;
+          await server!.stop();
+          const db = await openDatabase({ url: "", dataDir: server!.dataDir });
+          try {
+            const [row] = await db.query<{ content: string }>("SELECT content FROM policies WHERE id = $1", [
+              hello.policyId,
+            ]);
+            const content = JSON.parse(row.content);
+            content.scripts[0].body = "touch /root/svc-tampered\n";
+            await db.query("UPDATE policies SET content = $2 WHERE id = $1", [
+              hello.policyId,
+              JSON.stringify(content),
+            ]);
+          } finally {
+            await db.close();
+          }
+          server = await startServerProcess({ dataDir: server!.dataDir, ports, config: serverConfig });
+          api = await Api.login(server);
+          // A priority change publishes a resync: the node receives the tampered content.
+          await api.call("PUT", `/api/v1/policy-bindings/${hello.bindingId}`, { priority: 6 });
+          const refused = await eventually(
+            async () => {
+              const p = (await status())?.policies.find((p) => p.id === hello.policyId);
+              return p?.status === "ERROR" ? p : undefined;
+            },
+            150_000,
+            "the tampered script refused",
+            context,
+          );
+          assert.match(
+            refused.message,
+            /refused, nothing of this policy runs on this node: .*does not verify/,
+          );
+          assert.equal(
+            (await node!.exec(["test", "-e", "/root/svc-tampered"])).code,
+            1,
+            "the tampered script never ran",
+          );
+          assert.equal(
+            (await node!.exec(["test", "-e", `/etc/systemd/system/${unit}`])).code,
+            1,
+            "its unit is gone",
+          );
+          for (const made of [hello, failing]) {
+            await api.call("PUT", `/api/v1/policy-bindings/${made.bindingId}`, { state: "disabled" });
+          }
+        },
+      );
+      // --- end of Privilege and Scripts ---
 
       await step("a hand edit of the managed file is restored", async () => {
         await node!.sh(`echo '{"policies": {}}' > ${POLICIES_JSON}`);

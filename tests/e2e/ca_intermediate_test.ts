@@ -9,6 +9,12 @@ import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
+import {
+  INTERMEDIATE_CA_EXTENSIONS,
+  opensslCertificate,
+  ROOT_CA_EXTENSIONS,
+} from "../helpers/certificates.ts";
+import { mustRun, runCommand } from "../helpers/command.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { CSRF_COOKIE, CSRF_HEADER } from "../../server/http/csrf.ts";
 import { loadOrCreateCa } from "../../server/pki/ca.ts";
@@ -19,87 +25,25 @@ import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
 
 const DEADLINE_MS = 120_000;
 
-async function run(cmd: string, args: string[], options: { cwd?: string; stdin?: string } = {}) {
-  const child = new Deno.Command(cmd, {
-    args,
-    cwd: options.cwd,
-    stdin: options.stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (options.stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(options.stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  return { code: out.code, text };
-}
-
 async function openssl(cwd: string, ...args: string[]): Promise<string> {
-  const { code, text } = await run("openssl", args, { cwd });
-  if (code !== 0) throw new Error(`openssl ${args.join(" ")} failed:\n${text}`);
-  return text;
+  return (await mustRun("openssl", args, { cwd })).output;
 }
 
 /** root.crt/root.key (self-signed) and inter.crt/inter.key (CA, pathlen 0, signed by the root). */
 async function makeHierarchy(dir: string): Promise<void> {
-  await Deno.writeTextFile(
-    join(dir, "ext.cnf"),
-    [
-      "[root]",
-      "basicConstraints = critical, CA:TRUE",
-      "keyUsage = critical, keyCertSign, cRLSign",
-      "subjectKeyIdentifier = hash",
-      "[inter]",
-      "basicConstraints = critical, CA:TRUE, pathlen:0",
-      "keyUsage = critical, keyCertSign, cRLSign",
-      "subjectKeyIdentifier = hash",
-      "authorityKeyIdentifier = keyid",
-      "",
-    ].join("\n"),
-  );
-  await openssl(dir, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "root.key");
-  await openssl(
-    dir,
-    ...[
-      "req",
-      "-x509",
-      "-new",
-      "-key",
-      "root.key",
-      "-subj",
-      "/O=Example/CN=Example Root CA",
-      "-days",
-      "3650",
-    ],
-    ...["-config", "/dev/null", "-extensions", "root", "-extfile", "ext.cnf", "-out", "root.crt"],
-  ).catch(async () => {
-    // Older openssl req wants the extension section in -config; use the file for both.
-    await openssl(
-      dir,
-      ...["req", "-x509", "-new", "-key", "root.key", "-subj", "/O=Example/CN=Example Root CA"],
-      ...["-days", "3650", "-config", "ext.cnf", "-extensions", "root", "-out", "root.crt"],
-    );
+  const root = await opensslCertificate(dir, {
+    name: "root",
+    subject: "/O=Example/CN=Example Root CA",
+    days: 3650,
+    extensions: ROOT_CA_EXTENSIONS,
   });
-  await openssl(dir, "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "inter.key");
-  await openssl(
-    dir,
-    "req",
-    "-new",
-    "-key",
-    "inter.key",
-    "-subj",
-    "/O=Example/CN=Example svc Issuing CA",
-    "-out",
-    "inter.csr",
-  );
-  await openssl(
-    dir,
-    ...["x509", "-req", "-in", "inter.csr", "-CA", "root.crt", "-CAkey", "root.key", "-CAcreateserial"],
-    ...["-days", "1825", "-extfile", "ext.cnf", "-extensions", "inter", "-out", "inter.crt"],
-  );
+  await opensslCertificate(dir, {
+    name: "inter",
+    subject: "/O=Example/CN=Example svc Issuing CA",
+    days: 1825,
+    extensions: INTERMEDIATE_CA_EXTENSIONS,
+    issuer: root,
+  });
 }
 
 Deno.test({
@@ -214,7 +158,7 @@ Deno.test({
       await policy.heartbeat({ clientId: "pc-inter", healthy: true });
       // The policy port's chain as openssl sees it: leaf, then the intermediate.
       await Deno.writeTextFile(join(dir, "agent.key"), keyPem, { mode: 0o600 });
-      const { text } = await run("openssl", [
+      const { output: text } = await runCommand("openssl", [
         ...["s_client", "-connect", `127.0.0.1:${server.policyPort}`, "-CAfile", join(dir, "root.crt")],
         ...["-cert", join(dir, "agent.crt"), "-key", join(dir, "agent.key"), "-showcerts", "-alpn", "h2"],
       ], { stdin: "" });

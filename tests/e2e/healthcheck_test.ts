@@ -4,6 +4,7 @@
  * the port that answers a version with a certificate the server's CA did not issue.
  */
 import assert from "node:assert/strict";
+import { opensslCertificate } from "../helpers/certificates.ts";
 import { freePort, startServerProcess } from "../helpers/process.ts";
 import { VERSION } from "../../shared/version.ts";
 
@@ -20,35 +21,6 @@ async function healthcheck(args: string[]): Promise<{ code: number; stdout: stri
   return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
 }
 
-/** A self-signed certificate for 127.0.0.1 from openssl: a CA the svc server never saw. */
-async function foreignCertificate(dir: string): Promise<{ cert: string; key: string }> {
-  const out = await new Deno.Command("openssl", {
-    args: [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1",
-      "-keyout",
-      `${dir}/key.pem`,
-      "-out",
-      `${dir}/cert.pem`,
-    ],
-    stdout: "null",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return { cert: await Deno.readTextFile(`${dir}/cert.pem`), key: await Deno.readTextFile(`${dir}/key.pem`) };
-}
-
 Deno.test("healthcheck: healthy against the running server, unhealthy when stopped or impersonated", async () => {
   const proc = await startServerProcess();
   const dir = await Deno.makeTempDir({ prefix: "svc-health-" });
@@ -60,8 +32,14 @@ Deno.test("healthcheck: healthy against the running server, unhealthy when stopp
 
     // An impostor that answers the same route with a version, under a certificate of another CA.
     const port = freePort();
+    // A self-signed certificate for 127.0.0.1: a CA the svc server never saw.
+    const { cert, key } = await opensslCertificate(dir, {
+      name: "foreign",
+      subject: "/CN=127.0.0.1",
+      extensions: ["subjectAltName=IP:127.0.0.1"],
+    });
     const impostor = Deno.serve(
-      { port, hostname: "127.0.0.1", ...await foreignCertificate(dir), onListen: () => {} },
+      { port, hostname: "127.0.0.1", cert, key, onListen: () => {} },
       () => Response.json({ version: VERSION }),
     );
     try {

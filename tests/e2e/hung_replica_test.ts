@@ -12,7 +12,13 @@ import { join } from "node:path";
 import { stringify } from "yaml";
 import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
 import { freePort, type ServerProcess } from "../helpers/process.ts";
-import { type AgentProcess, eventually, runAgentOnce, spawnAgent } from "../helpers/agent_process.ts";
+import {
+  type AgentProcess,
+  bindReleasedPolicy,
+  enrollIntoNewGroup,
+  eventually,
+  spawnAgent,
+} from "../helpers/agent_process.ts";
 import { LOADED_MACHINE_DEADLINE_MS, login, startReplica } from "../helpers/replicas.ts";
 import { loadOrCreateCa } from "../../server/pki/mod.ts";
 import type { AgentStatus } from "../../agent/status.ts";
@@ -121,21 +127,6 @@ Deno.test({
       const apiB = await login(b, caPem, await a.adminPassword());
       closers.push(() => apiB.close());
 
-      const group = await apiA.call("POST", "/api/v1/node-groups", { name: "hung lab" });
-      const { token } = await apiA.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-      const policy = await apiA.call("POST", "/api/v1/policies/all", {
-        name: "hung firefox",
-        type: "Firefox",
-        content: JSON.stringify({ DisableTelemetry: true }),
-      });
-      await apiA.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-      const binding = await apiA.call("POST", "/api/v1/policy-bindings", {
-        policy_id: policy.id,
-        node_group_id: group.id,
-        priority: 1,
-      });
-      await apiA.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
-
       const root = join(tmp, "root");
       await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
       const statusFile = join(tmp, "status.json");
@@ -156,9 +147,18 @@ Deno.test({
       );
       await Deno.chmod(configPath, 0o600);
       const env = { SSL_CERT_FILE: caFile, SVC_ENROLLMENT_TOKEN: "" };
-      await Deno.writeTextFile(join(tmp, "token"), token);
-      const enrolled = await runAgentOnce(configPath, env, ["--token-file", join(tmp, "token")]);
-      assert.equal(enrolled.code, 0, enrolled.stderr);
+      const groupId = await enrollIntoNewGroup(apiA, {
+        groupName: "hung lab",
+        configPath,
+        env,
+        tokenFile: join(tmp, "token"),
+      });
+      await bindReleasedPolicy(apiA, {
+        groupId,
+        name: "hung firefox",
+        content: { DisableTelemetry: true },
+        priority: 1,
+      });
       agent = spawnAgent(configPath, env);
       const status = async () => JSON.parse(await Deno.readTextFile(statusFile)) as AgentStatus;
       const policiesFile = `${root}/etc/firefox/policies/policies.json`;
@@ -202,18 +202,12 @@ Deno.test({
       assert.match(agent.output(), /keepalive|did not answer|disconnected/i);
 
       // A change made through the healthy replica reaches the agent there.
-      const pocket = await healthyApi.call("POST", "/api/v1/policies/all", {
+      await bindReleasedPolicy(healthyApi, {
+        groupId,
         name: "hung pocket",
-        type: "Firefox",
-        content: JSON.stringify({ DisablePocket: true }),
-      });
-      await healthyApi.call("PUT", `/api/v1/policies/all/${pocket.id}/state`, { state: "released" });
-      const second = await healthyApi.call("POST", "/api/v1/policy-bindings", {
-        policy_id: pocket.id,
-        node_group_id: group.id,
+        content: { DisablePocket: true },
         priority: 2,
       });
-      await healthyApi.call("PUT", `/api/v1/policy-bindings/${second.id}`, { state: "enabled" });
       await eventually(
         async () => {
           const text = await Deno.readTextFile(policiesFile).catch(() => "{}");

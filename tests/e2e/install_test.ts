@@ -25,6 +25,8 @@ import { deployScript, deploySteps } from "../../web/src/deploy_script.ts";
 import { createAgentRepo } from "../../server/http/agent_repo.ts";
 import { buildPackages } from "../../packaging/packages.ts";
 import { VERSION } from "../../shared/version.ts";
+import { followOutput } from "../helpers/command.ts";
+import { storySteps } from "../helpers/steps.ts";
 
 const DIST = new URL("../../dist/", import.meta.url).pathname;
 const REQUIRED = Deno.env.get("SVC_REQUIRE_PACKAGES") === "1";
@@ -332,11 +334,8 @@ async function startInstalledServer(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let out = "";
-  const pump = async (s: ReadableStream<Uint8Array>) => {
-    for await (const c of s.pipeThrough(new TextDecoderStream())) out += c;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const followed = followOutput(child);
+  const pumps = followed.closed;
   let exited: number | undefined;
   const status = child.status.then((s) => exited = s.code);
   const proc = {
@@ -347,7 +346,7 @@ async function startInstalledServer(
     dataDir,
     configPath,
     baseUrl: `https://localhost:${webPort}`,
-    output: () => out,
+    output: followed.all,
     exitCode: () => exited,
     adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
     async stop() {
@@ -359,7 +358,7 @@ async function startInstalledServer(
   };
   await eventually(
     async () => {
-      if (exited !== undefined) throw new Error(`installed svc-server exited ${exited}:\n${out}`);
+      if (exited !== undefined) throw new Error(`installed svc-server exited ${exited}:\n${followed.all()}`);
       const client = Deno.createHttpClient({
         caCerts: [await Deno.readTextFile(`${dataDir}/pki/ca/ca.crt`)],
       });
@@ -375,7 +374,7 @@ async function startInstalledServer(
     },
     120_000,
     "the installed svc-server",
-    () => out,
+    followed.all,
   );
   return proc as unknown as ServerProcess & { child: Deno.ChildProcess };
 }
@@ -393,11 +392,7 @@ Deno.test({
       build.packages.map((p: string) => `${DIST}${p}`).filter((p: string) => p.includes(name));
     let server: (ServerProcess & { child: Deno.ChildProcess }) | undefined;
     let api: Api | undefined;
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     const serverRoot = `${base}/server-root`;
     try {
       await step(

@@ -25,6 +25,7 @@ import { buildOciImage } from "../../packaging/oci.ts";
 import { freePort } from "../helpers/process.ts";
 import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
 import { VERSION } from "../../shared/version.ts";
+import { followOutput } from "../helpers/command.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const PROGRAM = `${ROOT}dist/svc-server-linux-amd64`;
@@ -170,11 +171,8 @@ async function runContainer(options: RunOptions): Promise<Container> {
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const followed = followOutput(child);
+  const pumps = followed.closed;
   const status = child.status.then(async (s) => (await pumps, s));
   let exited = false;
   status.then(() => (exited = true));
@@ -185,14 +183,14 @@ async function runContainer(options: RunOptions): Promise<Container> {
     const children = await Deno.readTextFile(`/proc/${child.pid}/task/${child.pid}/children`).catch(() => "");
     pid = Number(children.trim().split(/\s+/)[0]) || 0;
     if (!pid && (exited || Date.now() > deadline)) {
-      throw new Error(`the container did not start:\n${out}`);
+      throw new Error(`the container did not start:\n${followed.all()}`);
     }
     if (!pid) await new Promise((r) => setTimeout(r, 20));
   }
   return {
     pid,
     status,
-    output: () => out,
+    output: followed.all,
     kill: () => {
       if (!exited) Deno.kill(pid, "SIGKILL");
     },

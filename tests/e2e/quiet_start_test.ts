@@ -5,7 +5,7 @@
  * of HEAD, never from this checkout, whose node_modules would hide an install.
  */
 import assert from "node:assert/strict";
-import { freePort } from "../helpers/process.ts";
+import { LOGIN_BOX_END, startTask } from "../helpers/task_start.ts";
 
 const OPTS = { sanitizeResources: false, sanitizeOps: false };
 const REPO = new URL("../../", import.meta.url).pathname;
@@ -33,40 +33,16 @@ Deno.test({
     const clone = `${tmp}/svc`;
     const denoDir = `${tmp}/deno-dir`;
     await git(["clone", "--quiet", "--no-hardlinks", REPO, clone]);
-    const [web, policy, metrics] = [freePort(), freePort(), freePort()];
-    const child = new Deno.Command(Deno.execPath(), {
+    const task = startTask({
       args: ["task", "start"],
       cwd: clone,
-      env: {
-        NO_COLOR: "1",
-        DENO_DIR: denoDir,
-        DENO_NO_UPDATE_CHECK: "1",
-        SVC_SERVER_ENROLLMENT_PORT: String(web),
-        SVC_SERVER_POLICY_PORT: String(policy),
-        SVC_METRICS_ADDR: `127.0.0.1:${metrics}`,
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    let stdout = "";
-    let stderr = "";
-    const pumps = Promise.all([
-      (async () => {
-        for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) stdout += c;
-      })(),
-      (async () => {
-        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) stderr += c;
-      })(),
-    ]);
-    let exited = false;
-    child.status.then(() => exited = true);
-    const out = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+      env: { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: "1" },
+    });
+    const out = task.output;
     try {
-      const deadline = Date.now() + FIRST_START_DEADLINE_MS;
-      while (!/└─+┘\s*$/.test(stdout) && !exited && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      assert.match(stdout, /└─+┘\s*$/, `the login box is printed:\n${out()}`);
+      await task.loginBox(FIRST_START_DEADLINE_MS);
+      const [stdout, stderr] = [task.stdout(), task.stderr()];
+      assert.match(stdout, LOGIN_BOX_END, `the login box is printed:\n${out()}`);
       assert.match(stdout, /initial admin login: admin \/ \S{12,}/, out());
 
       // stdout: the login box and nothing else.
@@ -98,9 +74,7 @@ Deno.test({
       for (const name of NOT_FOR_THE_SERVER) assert.ok(!cached.has(name), `${name} was downloaded`);
       assert.equal(await git(["status", "--porcelain"], clone), "", "the start leaves the clone unchanged");
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
-      await pumps;
+      await task.stop();
       await Deno.remove(tmp, { recursive: true }).catch(() => {});
     }
   },

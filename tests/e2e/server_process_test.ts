@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import postgres from "postgres";
-import { freePort, type ServerProcess, startServerProcess } from "../helpers/process.ts";
+import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { freshDb, TEST_DATABASE_URL } from "../helpers/db.ts";
 import { VERSION } from "../../shared/version.ts";
+import { LOGIN_BOX_END, startTask } from "../helpers/task_start.ts";
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { createClient } from "../../shared/grpc/adapter.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
@@ -309,50 +310,29 @@ Deno.test({
   async fn() {
     const cwd = await Deno.makeTempDir({ prefix: "svc-start-" });
     const repo = new URL("../../", import.meta.url).pathname;
-    const [web, policy, metrics] = [freePort(), freePort(), freePort()];
-    const child = new Deno.Command(Deno.execPath(), {
+    const task = startTask({
       args: ["task", "--config", `${repo}deno.json`, "start"],
-      env: {
-        NO_COLOR: "1",
-        // The task's default data dir is ./.svc-data in the checkout; the environment moves it to a temp dir so
-        // the test never shares state with a developer's running server.
-        SVC_SERVER_DATA_DIR: `${cwd}/.svc-data`,
-        SVC_SERVER_ENROLLMENT_PORT: String(web),
-        SVC_SERVER_POLICY_PORT: String(policy),
-        SVC_METRICS_ADDR: `127.0.0.1:${metrics}`,
-      },
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    let stdout = "";
-    let stderr = "";
-    const pumps = Promise.all([
-      (async () => {
-        for await (const c of child.stdout.pipeThrough(new TextDecoderStream())) stdout += c;
-      })(),
-      (async () => {
-        for await (const c of child.stderr.pipeThrough(new TextDecoderStream())) stderr += c;
-      })(),
-    ]);
-    const out = () => `stdout:\n${stdout}\nstderr:\n${stderr}`;
+      // The task's default data dir is ./.svc-data in the checkout; the environment moves it to a temp dir so
+      // the test never shares state with a developer's running server.
+      env: { SVC_SERVER_DATA_DIR: `${cwd}/.svc-data` },
+    });
+    const { web } = task.ports;
+    const out = task.output;
     try {
       // Wait on the condition (the bottom of the login box), with a deadline a loaded machine cannot miss.
-      for (let i = 0; i < 1200 && !/└─+┘\s*$/.test(stdout); i++) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await task.loginBox(120_000);
+      const [stdout, stderr] = [task.stdout(), task.stderr()];
       assert.match(stderr, /svc-server started/, out());
       assert.match(stdout, /initial admin login: admin \/ \S{12,}/, "the admin login is printed");
       assert.match(stdout, new RegExp(`https://localhost:${web}/`), "with the URL to open");
-      assert.match(stdout, /└─+┘\s*$/, `the login box is the last thing printed:\n${out()}`);
+      assert.match(stdout, LOGIN_BOX_END, `the login box is the last thing printed:\n${out()}`);
       assert.doesNotMatch(stdout + stderr, /Initialize|Download|approve-scripts/, "no package noise");
       const password = (await Deno.readTextFile(`${cwd}/.svc-data/initial_admin_password`)).trim();
       assert.ok(stdout.includes(password));
       assert.equal((await Deno.stat(`${cwd}/.svc-data/initial_admin_password`)).mode! & 0o777, 0o600);
       assert.ok((await Deno.stat(`${cwd}/.svc-data/db`)).isDirectory, "embedded database under .svc-data/db");
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
-      await pumps;
+      await task.stop();
       await Deno.remove(cwd, { recursive: true });
     }
   },

@@ -5,6 +5,7 @@
 import { stringify } from "yaml";
 import type { ServerProcess } from "./process.ts";
 import { trustingClient } from "./process.ts";
+import { followOutput } from "./command.ts";
 
 /** The agent's entry point. */
 export const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathname;
@@ -12,8 +13,13 @@ export const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathna
 // deno-lint-ignore no-explicit-any
 export type Json = any;
 
+/** What calls the REST API as a logged-in admin: {@link Api}, or `Rest` of ./replicas.ts. */
+export interface RestCaller {
+  call(method: string, path: string, body?: unknown): Promise<Json>;
+}
+
 /** REST client with the cookie jar and CSRF double submit of a browser. */
-export class Api {
+export class Api implements RestCaller {
   readonly #cookies = new Map<string, string>();
   constructor(readonly server: ServerProcess, readonly client: Deno.HttpClient) {}
 
@@ -72,17 +78,19 @@ export function spawnAgent(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const followed = followOutput(child);
+  const pumps = followed.closed;
   let exited: number | undefined;
   const status = child.status.then((s) => exited = s.code);
   return {
-    output: () => out,
+    output: followed.all,
     async waitForLog(pattern, timeoutMs = 30_000, from = 0) {
-      await eventually(() => pattern.test(out.slice(from)), timeoutMs, `agent log ${pattern}`, () => out);
+      await eventually(
+        () => pattern.test(followed.all().slice(from)),
+        timeoutMs,
+        `agent log ${pattern}`,
+        followed.all,
+      );
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
       if (exited === undefined) {
@@ -139,13 +147,19 @@ export async function eventually<T>(
 
 /**
  * An agent's configuration file (0600, as packaged) for `server`: its ports, `localhost` as the address, the
- * node name, root and data directory, debug logs, and `agent` keys added to the agent section; and the
- * environment under which the node trusts the server's CA (verification stays on).
+ * node name, root and data directory, the log level (default debug), and `agent` keys added to the agent
+ * section; and the environment under which the node trusts the server's CA (verification stays on).
  */
 export async function writeAgentConfig(
   path: string,
   server: ServerProcess,
-  options: { clientId: string; root: string; dataDir: string; agent?: Record<string, unknown> },
+  options: {
+    clientId: string;
+    root: string;
+    dataDir: string;
+    agent?: Record<string, unknown>;
+    logLevel?: string;
+  },
 ): Promise<Record<string, string>> {
   await Deno.writeTextFile(
     path,
@@ -153,9 +167,59 @@ export async function writeAgentConfig(
       server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
       agent: { client_id: options.clientId, root_dir: options.root, ...options.agent },
       enrollment: { data_dir: options.dataDir },
-      log: { level: "debug" },
+      log: { level: options.logLevel ?? "debug" },
     }),
   );
   await Deno.chmod(path, 0o600);
   return { SSL_CERT_FILE: `${server.dataDir}/pki/ca/ca.crt`, SVC_ENROLLMENT_TOKEN: "" };
+}
+
+/**
+ * Enrolls the agent of `configPath` into a new node group named `groupName`, as an administrator does: a token
+ * from REST in `tokenFile`, `svc-agent --token-file` run once (which must succeed). Answers the group's id.
+ */
+export async function enrollIntoNewGroup(
+  api: RestCaller,
+  options: { groupName: string; configPath: string; env: Record<string, string>; tokenFile: string },
+): Promise<string> {
+  const group = await api.call("POST", "/api/v1/node-groups", { name: options.groupName });
+  const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
+  await Deno.writeTextFile(options.tokenFile, token);
+  const enrolled = await runAgentOnce(options.configPath, options.env, ["--token-file", options.tokenFile]);
+  if (enrolled.code !== 0) {
+    throw new Error(`svc-agent enrollment failed (exit ${enrolled.code}): ${enrolled.stderr}`);
+  }
+  return group.id;
+}
+
+/**
+ * Creates a policy (Firefox unless `type` says otherwise) with `content` as its JSON, releases it and binds it
+ * to a node group at `priority`; the binding is enabled unless `enable` is false. Answers both ids.
+ */
+export async function bindReleasedPolicy(
+  api: RestCaller,
+  options: {
+    groupId: string;
+    name: string;
+    type?: string;
+    content: Json;
+    priority: number;
+    enable?: boolean;
+  },
+): Promise<{ policyId: string; bindingId: string }> {
+  const policy = await api.call("POST", "/api/v1/policies/all", {
+    name: options.name,
+    type: options.type ?? "Firefox",
+    content: JSON.stringify(options.content),
+  });
+  await api.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+  const binding = await api.call("POST", "/api/v1/policy-bindings", {
+    policy_id: policy.id,
+    node_group_id: options.groupId,
+    priority: options.priority,
+  });
+  if (options.enable !== false) {
+    await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+  }
+  return { policyId: policy.id, bindingId: binding.id };
 }

@@ -11,6 +11,7 @@
  * const snapshot = await stream.nextSnapshot();
  * ```
  */
+import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
 import * as grpc from "@grpc/grpc-js";
 import type { Db } from "../../server/db/db.ts";
@@ -22,7 +23,7 @@ import { startWebPort } from "../../server/web_port.ts";
 import { createEnrollmentToken, createNodeGroup } from "../../server/domain/node_groups.ts";
 import { changePolicyState, createPolicy } from "../../server/domain/policies.ts";
 import { createBinding, updateBinding } from "../../server/domain/bindings.ts";
-import { createClient, type ServerStream, type ServiceClient } from "../../shared/grpc/adapter.ts";
+import { createClient, GrpcError, type ServerStream, type ServiceClient } from "../../shared/grpc/adapter.ts";
 import { EnrollmentService } from "../../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
 import { EventType, PolicyService, type PolicyUpdate } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
@@ -203,6 +204,58 @@ export async function enrollAgent(
   } finally {
     enrollment.close();
   }
+}
+
+/** Runs `fn` with an agent-facing server on `db` (`options` as {@link startAgentServer} takes them), then stops it. */
+export async function withAgentServer(
+  db: Db,
+  fn: (server: AgentServer) => Promise<void>,
+  options: AgentServerOptions = {},
+): Promise<void> {
+  const server = await startAgentServer(db, options);
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Runs `fn` with a server and an agent `pc-1` enrolled into a new node group `lab`, then stops both. */
+export async function withEnrolledAgent(
+  db: Db,
+  fn: (server: AgentServer, agent: Agent, groupId: string) => Promise<void>,
+): Promise<void> {
+  await withAgentServer(db, async (server) => {
+    const groupId = await createGroup(db, "lab");
+    const agent = await enrollAgent(server, { name: "pc-1", groupId });
+    try {
+      await fn(server, agent, groupId);
+    } finally {
+      agent.close();
+    }
+  });
+}
+
+/**
+ * Asserts that `promise` fails with the gRPC status `code` and, when `message` is given, a message equal to it
+ * (a string) or matching it (a pattern).
+ */
+export async function rejectsWithGrpc(
+  promise: Promise<unknown>,
+  code: grpc.status,
+  message?: string | RegExp,
+): Promise<void> {
+  await assert.rejects(promise, (err: unknown) => {
+    assert.ok(err instanceof GrpcError, `expected a GrpcError, got ${err}`);
+    assert.equal(
+      err.code,
+      code,
+      `expected ${grpc.status[code]}, got ${grpc.status[err.code]}: ${err.message}`,
+    );
+    if (typeof message === "string") assert.equal(err.message, message);
+    else if (message) assert.match(err.message, message);
+    return true;
+  });
 }
 
 /** A snapshot as received: policies by id, and the revision it carried. */

@@ -40,6 +40,7 @@ import { createRole } from "../../server/auth/roles.ts";
 import { createBinding } from "../../server/auth/role_bindings.ts";
 import type { Permission } from "../../shared/permissions.ts";
 import { VERSION } from "../../shared/version.ts";
+import { dbTest } from "./db.ts";
 
 /** Deep partial of the server configuration. */
 export type ConfigOverrides = { [K in keyof ServerConfig]?: Partial<ServerConfig[K]> };
@@ -206,6 +207,7 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
     acme: { ...base.acme, ...o.acme },
     kerberos: { ...base.kerberos, ...o.kerberos },
     events: { ...base.events, ...o.events },
+    trends: { ...base.trends, ...o.trends },
   };
   const logs: string[] = [];
   const { ca, cert } = await pki(config.ca.keyType);
@@ -275,9 +277,23 @@ export async function createTestServer(options: TestServerOptions): Promise<Test
   return server;
 }
 
-/** Data-dir path of a test server (e.g. to read `initial_admin_password`). */
-export function dataFile(server: TestServer, name: string): string {
-  return join(server.ctx.config.server.dataDir, name);
+/**
+ * A {@link dbTest} with an in-process server over its fresh database, closed when the test ends:
+ * `serverTest("users can log in", async (server, db) => { … })`.
+ */
+export function serverTest(
+  name: string,
+  fn: (server: TestServer, db: Db, t: Deno.TestContext) => Promise<void>,
+  options?: Parameters<typeof dbTest>[2],
+): void {
+  dbTest(name, async (db, t) => {
+    const server = await createTestServer({ db });
+    try {
+      await fn(server, db, t);
+    } finally {
+      await server.close();
+    }
+  }, options);
 }
 
 function makeClient(

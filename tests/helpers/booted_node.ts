@@ -28,6 +28,8 @@ const PACKAGES = [
   "polkitd",
   "pamtester",
   "libpam-modules",
+  // Privilege: sudo and visudo (not in the important variant).
+  "sudo",
   // Its service is masked below: the node shares the host's network, so only firewall-offline-cmd may run.
   "firewalld",
 ];

@@ -1,15 +1,37 @@
 /**
- * Debian's Chromium for browser tests: launching it headless on a throw-away profile, and axe-core's findings
- * on a page, serious and critical only or of every impact (injected through DevTools, so the console's CSP
- * stays intact).
+ * Debian's Chromium for browser tests: the one rule for skipping where it is missing, launching it headless
+ * on a throw-away profile, axe-core's findings on a page (serious and critical only, or of every impact;
+ * injected through DevTools, so the console's CSP stays intact), what a page did while a test drove it (API
+ * calls, errors, CSP violations) for assertions and for failure messages that show it, typing into fields,
+ * and the DevTools virtual authenticator for passkey tests.
  */
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import puppeteer, { type Browser, type CDPSession, type Page, type Protocol } from "puppeteer-core";
 
 /** Where Debian installs Chromium. */
 export const CHROMIUM = "/usr/bin/chromium";
 
 /** Whether this machine has it (browser tests are skipped, saying so, when it does not). */
 export const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
+
+/**
+ * The shared skip rule: whether the browser test `what` must be skipped here, because Chromium (or one of
+ * the other programs it `alsoNeeds`, by path) is missing. When it must, it says so once, naming what is
+ * missing and how to get it; pass the answer as the test's `ignore`.
+ */
+export function browserTestSkipped(what: string, alsoNeeds: string[] = []): boolean {
+  const missing = [CHROMIUM, ...alsoNeeds].filter((path) => {
+    try {
+      Deno.statSync(path);
+      return false;
+    } catch {
+      return true;
+    }
+  });
+  if (missing.length > 0) {
+    console.warn(`${what} skipped: needs ${missing.join(" and ")} (Debian packages; .ci/run installs them)`);
+  }
+  return missing.length > 0;
+}
 
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
@@ -46,17 +68,9 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
 
 /** Serious and critical axe-core violations on the page as it is now (id and up to five targets each). */
 export async function seriousAxeViolations(page: Page): Promise<Array<{ id: string; targets: unknown[] }>> {
-  await page.evaluate(AXE_SOURCE);
-  return await page.evaluate(async () => {
-    // deno-lint-ignore no-explicit-any
-    const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
-    return r.violations
-      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
-      .map((v: { id: string; nodes: { target: unknown }[] }) => ({
-        id: v.id,
-        targets: v.nodes.slice(0, 5).map((n) => n.target),
-      }));
-  });
+  return (await axeViolations(page))
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map(({ id, targets }) => ({ id, targets }));
 }
 
 /** One axe-core violation: rule, impact and up to five targets. */
@@ -81,4 +95,113 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
       targets: v.nodes.slice(0, 5).map((n) => n.target),
     }));
   });
+}
+
+/** The text a person reads on the page now (the body's `innerText`). */
+export async function pageText(page: Page): Promise<string> {
+  return await page.evaluate(() => document.body.innerText as string);
+}
+
+/**
+ * Waits for the input `selector` names to be visible, selects what it holds and types `value` as a person
+ * would (key by key, so the page's own input handlers run).
+ */
+export async function typeInto(page: Page, selector: string, value: string): Promise<void> {
+  const input = await page.waitForSelector(selector, { visible: true });
+  await input!.click({ count: 3 });
+  await input!.type(value);
+}
+
+/** {@link typeInto} the native input inside the Shoelace field `host` (an `sl-input` selector). */
+export async function fillField(page: Page, host: string, value: string): Promise<void> {
+  await typeInto(page, `${host} >>> input`, value);
+}
+
+/** What a page did since {@link watchPage}, in order, and waits whose failure shows it. */
+export interface PageWatch {
+  /** Every response to an `/api/` request: `METHOD /path status`. */
+  apiCalls: string[];
+  /** Uncaught errors in the page. */
+  pageErrors: string[];
+  /** Console messages reporting a Content Security Policy violation. */
+  cspViolations: string[];
+  /** All of the above and every console message, in order: what a failure message shows. */
+  log: string[];
+  /**
+   * Awaits `pending`; when it fails, throws an error saying `what` went wrong, what the page reads now and
+   * {@link PageWatch.log}, so a failed wait explains itself.
+   */
+  explain<T>(what: string, pending: Promise<T>): Promise<T>;
+  /** Waits for `selector` to be visible; when it never is, fails saying `what` as {@link PageWatch.explain}. */
+  visible(selector: string, what: string): Promise<void>;
+}
+
+/** Starts recording what `page` does (call it before the page loads what the test watches). */
+export function watchPage(page: Page): PageWatch {
+  const watch: PageWatch = {
+    apiCalls: [],
+    pageErrors: [],
+    cspViolations: [],
+    log: [],
+    async explain<T>(what: string, pending: Promise<T>): Promise<T> {
+      try {
+        return await pending;
+      } catch (err) {
+        const text = await pageText(page).catch((e) => `(unreadable: ${e})`);
+        throw new Error(`${what}; the page says: ${text}; log: ${watch.log.join(", ")}`, { cause: err });
+      }
+    },
+    async visible(selector: string, what: string): Promise<void> {
+      await watch.explain(what, page.waitForSelector(selector, { visible: true }));
+    },
+  };
+  page.on("response", (r) => {
+    if (!r.url().includes("/api/")) return;
+    const call = `${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`;
+    watch.apiCalls.push(call);
+    watch.log.push(call);
+  });
+  page.on("pageerror", (err) => {
+    watch.pageErrors.push(String(err));
+    watch.log.push(`pageerror: ${err}`);
+  });
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) watch.cspViolations.push(m.text());
+    watch.log.push(`console: ${m.text()}`);
+  });
+  return watch;
+}
+
+/** A DevTools virtual authenticator attached to a page, and the DevTools session that holds it. */
+export interface VirtualAuthenticator {
+  /** The session it lives in (it goes away with it: use this one for other DevTools calls on the page). */
+  cdp: CDPSession;
+  authenticatorId: string;
+  /** The credentials it holds now. */
+  credentials(): Promise<Protocol.WebAuthn.Credential[]>;
+}
+
+/**
+ * Gives `page` a platform authenticator that makes passkeys: CTAP2, internal transport, resident keys, user
+ * verification that always succeeds.
+ */
+export async function addVirtualAuthenticator(page: Page): Promise<VirtualAuthenticator> {
+  const cdp = await page.createCDPSession();
+  await cdp.send("WebAuthn.enable");
+  const { authenticatorId } = await cdp.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+    },
+  });
+  return {
+    cdp,
+    authenticatorId,
+    async credentials() {
+      return (await cdp.send("WebAuthn.getCredentials", { authenticatorId })).credentials;
+    },
+  };
 }

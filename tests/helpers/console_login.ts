@@ -1,12 +1,27 @@
 /**
- * Logging a browser page into the console for tests whose subject is not the login screen, robust to a loaded
- * machine: no console is loaded just to get an origin (the login call runs from `/api/v1/version`, a few
- * bytes that touch no database), the console is opened once, and its shell is awaited as a condition with one
- * generous overall deadline. Only a shell that ended in a state it cannot leave by itself (the start error
- * or the login screen) is reloaded; a slow one is never interrupted, so a load that takes long still
- * finishes instead of being restarted from scratch by a short per-attempt budget.
+ * The console for browser tests whose subject is not the login screen: a server to drive (in this process or
+ * a real process), a Chromium page logged into it, cleaned up together ({@link withConsole}), and the pieces
+ * tests of the login screen itself use (typing a login, waiting on the shell, dropping the session, calling
+ * the API as the console does).
+ *
+ * Logging in is robust to a loaded machine: no console is loaded just to get an origin (the login call runs
+ * from `/api/v1/version`, a few bytes that touch no database), the console is opened once, and its shell is
+ * awaited as a condition with one generous overall deadline. Only a shell that ended in a state it cannot
+ * leave by itself (the start error or the login screen) is reloaded; a slow one is never interrupted, so a
+ * load that takes long still finishes instead of being restarted from scratch by a short per-attempt budget.
  */
-import type { Page } from "puppeteer-core";
+import type { Browser, CDPSession, Page } from "puppeteer-core";
+import { resolveConfig } from "../../server/config/config.ts";
+import { type RunningServer, startServer } from "../../server/server.ts";
+import { createLogger } from "../../server/core/log.ts";
+import { type Driver, freshDb, type TestDb } from "./db.ts";
+import {
+  localServerSettings,
+  type ServerProcess,
+  type ServerProcessOptions,
+  startServerProcess,
+} from "./process.ts";
+import { fillField, launchChromium, type PageWatch, watchPage } from "./browser.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
@@ -15,7 +30,7 @@ declare const document: any;
 export async function openConsoleLoggedIn(
   page: Page,
   web: string,
-  credentials: { username: string; password: string },
+  credentials: Credentials,
   options: { path?: string; deadlineMs?: number } = {},
 ): Promise<void> {
   const deadline = Date.now() + (options.deadlineMs ?? 300_000);
@@ -49,5 +64,209 @@ export async function openConsoleLoggedIn(
       throw new Error(`the console shell did not come up after logging in (it shows ${state})`);
     }
     await page.reload({ waitUntil: "domcontentloaded", timeout: left() });
+  }
+}
+
+/** A username and password, as the login form and `/api/v1/auth/login` take them. */
+export interface Credentials {
+  username: string;
+  password: string;
+}
+
+/** Types `credentials` into the login page showing in `page` and submits them (Enter, as a person would). */
+export async function submitLogin(page: Page, credentials: Credentials): Promise<void> {
+  await fillField(page, "svc-login-page sl-input[name=username]", credentials.username);
+  await fillField(page, "svc-login-page sl-input[name=password]", credentials.password);
+  await page.keyboard.press("Enter");
+}
+
+/**
+ * Waits until the page shows the console's shell and no login screen; when it never does, fails saying what
+ * the page reads (and, given `watch`, what it did).
+ */
+export async function waitForConsoleShell(page: Page, watch?: PageWatch): Promise<void> {
+  const shell = page.waitForFunction(() =>
+    !document.querySelector("svc-login-page") && document.querySelector("header.masthead")
+  );
+  if (watch) await watch.explain("not logged in", shell);
+  else await shell;
+}
+
+/**
+ * Ends the page's session by dropping the browser's cookies and opens the login screen at `web`. A page
+ * with a virtual authenticator passes that authenticator's DevTools session (`cdp`), which must stay.
+ */
+export async function dropSession(page: Page, web: string, cdp?: CDPSession): Promise<void> {
+  const session = cdp ?? await page.createCDPSession();
+  await session.send("Network.clearBrowserCookies");
+  if (!cdp) await session.detach();
+  await page.goto(`${web}/`, { waitUntil: "load" });
+  await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
+}
+
+/** What the API answered a call from the page: status and parsed JSON body (undefined when empty). */
+export interface ApiAnswer {
+  status: number;
+  // deno-lint-ignore no-explicit-any
+  json: any;
+}
+
+/**
+ * Calls the API from the logged-in page as the console does (its cookies and the CSRF header) and answers
+ * whatever the server answered; the caller asserts the status it expects.
+ */
+export async function callApi(page: Page, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+  const res = await page.evaluate(
+    async (m: string, p: string, b: string | undefined) => {
+      const csrf = document.cookie.split(";").map((c: string) => c.trim())
+        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
+      const r = await fetch(p, {
+        method: m,
+        headers: { "content-type": "application/json", "x-csrf-token": decodeURIComponent(csrf) },
+        body: b,
+      });
+      return { status: r.status, text: await r.text() };
+    },
+    method,
+    path,
+    body === undefined ? undefined : JSON.stringify(body),
+  );
+  return { status: res.status, json: res.text ? JSON.parse(res.text) : undefined };
+}
+
+/** A server a browser test drives: the console's origin, the admin's password, and how to stop it. */
+export interface ConsoleServer {
+  /** `https://localhost:<port>`: the console's origin (passkeys need `localhost`, not an address). */
+  web: string;
+  adminPassword: string;
+  /** Stops it and removes what it made (data directory, test database). */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link startConsoleServer}. */
+export interface ConsoleServerOptions {
+  /** Added to {@link localServerSettings} (an admin password is made up unless given here). */
+  settings?: Record<string, unknown>;
+  /** A fresh test database of this driver (default pglite), or `"own"`: the server opens its data dir's. */
+  database?: Driver | "own";
+}
+
+/** svc-server running in this process, whose context the test may reach into. */
+export interface InProcessConsoleServer extends ConsoleServer {
+  running: RunningServer;
+  dataDir: string;
+  /** The test database, unless the server opened its own. */
+  database?: TestDb;
+}
+
+/** Starts svc-server in this process on free ports, a temporary data directory and a fresh database. */
+export async function startConsoleServer(
+  options: ConsoleServerOptions = {},
+): Promise<InProcessConsoleServer> {
+  const adminPassword = String(
+    options.settings?.["security.admin_password"] ?? `Admin-Passw0rd-${crypto.randomUUID().slice(0, 8)}`,
+  );
+  const dataDir = await Deno.makeTempDir({ prefix: "svc-console-test-" });
+  const config = resolveConfig(
+    localServerSettings(dataDir, { "security.admin_password": adminPassword, ...options.settings }),
+    {},
+  );
+  const wanted = options.database ?? "pglite";
+  const database = wanted === "own" ? undefined : await freshDb(wanted);
+  try {
+    const running = await startServer(config, {
+      db: database?.db,
+      log: createLogger("warn"),
+      print: () => {},
+    });
+    return {
+      web: `https://localhost:${running.ports.web}`,
+      adminPassword,
+      running,
+      dataDir,
+      database,
+      async stop() {
+        await running.stop();
+        await database?.dispose();
+        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+      },
+    };
+  } catch (err) {
+    await database?.dispose();
+    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+    throw err;
+  }
+}
+
+/** svc-server as a real process (see {@link startServerProcess}). */
+export interface ProcessConsoleServer extends ConsoleServer {
+  process: ServerProcess;
+}
+
+/** Starts svc-server as a real process with `options` and reads the admin password it made up. */
+export async function startConsoleServerProcess(
+  options: ServerProcessOptions = {},
+): Promise<ProcessConsoleServer> {
+  const process = await startServerProcess(options);
+  try {
+    return {
+      web: `https://localhost:${process.webPort}`,
+      adminPassword: await process.adminPassword(),
+      process,
+      async stop() {
+        await process.stop();
+        await Deno.remove(process.dataDir, { recursive: true }).catch(() => {});
+      },
+    };
+  } catch (err) {
+    await process.stop();
+    throw err;
+  }
+}
+
+/** Options of {@link withConsole}. */
+export interface ConsoleOptions {
+  /** Log the page in as admin and open this path (default `/`); `false`: leave it blank, logged out. */
+  path?: string | false;
+  /** Default 1280×1100: a desktop screen on which a settings page and its dialogs fit. */
+  viewport?: { width: number; height: number };
+  /** The page's default wait (a generous one: waits end on their condition, this only bounds a failure). */
+  timeoutMs?: number;
+}
+
+/** What {@link withConsole} hands a test. */
+export interface ConsoleSession<S extends ConsoleServer> {
+  server: S;
+  browser: Browser;
+  page: Page;
+  /** What the page did, watched from before it loaded anything. */
+  watch: PageWatch;
+}
+
+/**
+ * Runs `test` with Chromium on `server`: a page watched from the start, logged in as admin at `options.path`
+ * unless that is `false`. Chromium and the server are stopped afterwards, whatever happened.
+ */
+export async function withConsole<S extends ConsoleServer>(
+  server: S,
+  options: ConsoleOptions,
+  test: (session: ConsoleSession<S>) => Promise<void>,
+): Promise<void> {
+  let chromium: Awaited<ReturnType<typeof launchChromium>> | undefined;
+  try {
+    chromium = await launchChromium();
+    const page = await chromium.browser.newPage();
+    page.setDefaultTimeout(options.timeoutMs ?? 120_000);
+    await page.setViewport(options.viewport ?? { width: 1280, height: 1100 });
+    const watch = watchPage(page);
+    if (options.path !== false) {
+      await openConsoleLoggedIn(page, server.web, { username: "admin", password: server.adminPassword }, {
+        path: options.path,
+      });
+    }
+    await test({ server, browser: chromium.browser, page, watch });
+  } finally {
+    await chromium?.close();
+    await server.stop();
   }
 }

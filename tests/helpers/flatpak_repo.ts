@@ -6,6 +6,7 @@
  * `build-update-repo` signing the summary and generating the appstream branch. The repository is
  * served over HTTP on 127.0.0.1 by `Deno.serve`.
  */
+import { mustRun } from "./command.ts";
 
 /** Whether the tools to build a repository are installed; a reason when not. */
 export async function flatpakToolsMissing(): Promise<string | undefined> {
@@ -37,12 +38,7 @@ export interface FlatpakTestRepo {
 }
 
 async function run(cmd: string, args: string[], env: Record<string, string>): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, env, stdout: "piped", stderr: "piped" }).output();
-  const text = new TextDecoder();
-  if (!out.success) {
-    throw new Error(`${cmd} ${args.join(" ")} failed: ${text.decode(out.stderr)}${text.decode(out.stdout)}`);
-  }
-  return text.decode(out.stdout);
+  return (await mustRun(cmd, args, { env })).stdout;
 }
 
 function appstream(appId: string, version: number): string {

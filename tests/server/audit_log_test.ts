@@ -1,7 +1,7 @@
 /** The audit trail: what is recorded for success, failure and denial, redaction, source address, reading, export, retention. */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { createTestServer } from "../helpers/app.ts";
+import { createTestServer, serverTest } from "../helpers/app.ts";
 import { purgeAuditLogs } from "../../server/audit/retention.ts";
 import { redact, REDACTED } from "../../server/audit/redact.ts";
 import { csvCell } from "../../server/audit/csv.ts";
@@ -18,89 +18,79 @@ interface Row {
   details: Record<string, unknown>;
 }
 
-dbTest("success, failure and denial each leave a row with the real resource id", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    const manager = await server.loginAs({
-      permissions: ["user_group:create", "user_group:delete", "user_group:view"],
-      username: "manager",
-      ip: "192.0.2.50",
-    });
-    const created = await manager.request("POST", "/api/v1/user-groups", {
-      name: "ops",
-      description: "operators",
-    });
-    assert.equal(created.status, 201);
-    const dup = await manager.request("POST", "/api/v1/user-groups", { name: "ops" });
-    assert.equal(dup.status, 409);
-    const ghost = crypto.randomUUID();
-    assert.equal((await manager.request("DELETE", `/api/v1/user-groups/${ghost}`)).status, 404);
-    const outsider = await server.loginAs({ permissions: ["user_group:view"], username: "outsider" });
-    assert.equal((await outsider.request("DELETE", `/api/v1/user-groups/${created.json.id}`)).status, 403);
-    assert.equal(
-      (await outsider.request("GET", "/api/v1/users")).status,
-      403,
-      "denied reads are recorded too",
-    );
+serverTest("success, failure and denial each leave a row with the real resource id", async (server, db) => {
+  const manager = await server.loginAs({
+    permissions: ["user_group:create", "user_group:delete", "user_group:view"],
+    username: "manager",
+    ip: "192.0.2.50",
+  });
+  const created = await manager.request("POST", "/api/v1/user-groups", {
+    name: "ops",
+    description: "operators",
+  });
+  assert.equal(created.status, 201);
+  const dup = await manager.request("POST", "/api/v1/user-groups", { name: "ops" });
+  assert.equal(dup.status, 409);
+  const ghost = crypto.randomUUID();
+  assert.equal((await manager.request("DELETE", `/api/v1/user-groups/${ghost}`)).status, 404);
+  const outsider = await server.loginAs({ permissions: ["user_group:view"], username: "outsider" });
+  assert.equal((await outsider.request("DELETE", `/api/v1/user-groups/${created.json.id}`)).status, 403);
+  assert.equal(
+    (await outsider.request("GET", "/api/v1/users")).status,
+    403,
+    "denied reads are recorded too",
+  );
 
-    const rows = await db.query<Row>(
-      `SELECT action, outcome, resource_type, resource_id, resource_name, username, user_id, source_ip, details
+  const rows = await db.query<Row>(
+    `SELECT action, outcome, resource_type, resource_id, resource_name, username, user_id, source_ip, details
          FROM audit_logs WHERE action <> 'auth.login' ORDER BY id`,
-    );
-    assert.equal(rows.length, 5);
-    const [ok, conflict, missing, denied, deniedRead] = rows;
-    assert.deepEqual(
-      { ...ok, details: undefined },
-      {
-        action: "create",
-        outcome: "success",
-        resource_type: "user_group",
-        resource_id: created.json.id,
-        resource_name: "ops",
-        username: "manager",
-        user_id: manager.user.id,
-        source_ip: "192.0.2.50",
-        details: undefined,
-      },
-    );
-    assert.deepEqual(ok.details, {
-      method: "POST",
-      path: "/api/v1/user-groups",
-      status: 201,
-      body: { name: "ops", description: "operators" },
-    });
-    assert.equal(conflict.outcome, "failure");
-    assert.equal(conflict.resource_name, "ops");
-    assert.equal(conflict.details.status, 409);
-    assert.equal(missing.outcome, "failure");
-    assert.equal(missing.action, "delete");
-    assert.equal(missing.resource_id, ghost, "the id from the path, even when nothing was found");
-    assert.equal(denied.action, "access_denied");
-    assert.equal(denied.outcome, "denied");
-    assert.equal(denied.resource_id, created.json.id);
-    assert.equal(denied.username, "outsider");
-    assert.equal(denied.details.required_permission, "user_group:delete");
-    assert.equal(deniedRead.details.required_permission, "user:view");
-  } finally {
-    await server.close();
-  }
+  );
+  assert.equal(rows.length, 5);
+  const [ok, conflict, missing, denied, deniedRead] = rows;
+  assert.deepEqual(
+    { ...ok, details: undefined },
+    {
+      action: "create",
+      outcome: "success",
+      resource_type: "user_group",
+      resource_id: created.json.id,
+      resource_name: "ops",
+      username: "manager",
+      user_id: manager.user.id,
+      source_ip: "192.0.2.50",
+      details: undefined,
+    },
+  );
+  assert.deepEqual(ok.details, {
+    method: "POST",
+    path: "/api/v1/user-groups",
+    status: 201,
+    body: { name: "ops", description: "operators" },
+  });
+  assert.equal(conflict.outcome, "failure");
+  assert.equal(conflict.resource_name, "ops");
+  assert.equal(conflict.details.status, 409);
+  assert.equal(missing.outcome, "failure");
+  assert.equal(missing.action, "delete");
+  assert.equal(missing.resource_id, ghost, "the id from the path, even when nothing was found");
+  assert.equal(denied.action, "access_denied");
+  assert.equal(denied.outcome, "denied");
+  assert.equal(denied.resource_id, created.json.id);
+  assert.equal(denied.username, "outsider");
+  assert.equal(denied.details.required_permission, "user_group:delete");
+  assert.equal(deniedRead.details.required_permission, "user:view");
 });
 
-dbTest("secrets in request bodies never reach the audit log", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    const admin = await server.loginAs({ superAdmin: true });
-    await admin.request("POST", "/api/v1/users", { username: "u1", password: "super-secret-value-1" });
-    const dump = JSON.stringify(await db.query("SELECT * FROM audit_logs"));
-    assert.ok(!dump.includes("super-secret-value-1"));
-    assert.ok(!dump.includes(admin.password), "login password absent too");
-    const [row] = await db.query<{ details: { body: Record<string, unknown> } }>(
-      "SELECT details FROM audit_logs WHERE action = 'create' AND resource_type = 'user'",
-    );
-    assert.deepEqual(row.details.body, { username: "u1", password: REDACTED });
-  } finally {
-    await server.close();
-  }
+serverTest("secrets in request bodies never reach the audit log", async (server, db) => {
+  const admin = await server.loginAs({ superAdmin: true });
+  await admin.request("POST", "/api/v1/users", { username: "u1", password: "super-secret-value-1" });
+  const dump = JSON.stringify(await db.query("SELECT * FROM audit_logs"));
+  assert.ok(!dump.includes("super-secret-value-1"));
+  assert.ok(!dump.includes(admin.password), "login password absent too");
+  const [row] = await db.query<{ details: { body: Record<string, unknown> } }>(
+    "SELECT details FROM audit_logs WHERE action = 'create' AND resource_type = 'user'",
+  );
+  assert.deepEqual(row.details.body, { username: "u1", password: REDACTED });
 });
 
 Deno.test("redaction covers every secret-looking key at any depth", () => {
@@ -177,9 +167,9 @@ dbTest("source address: X-Forwarded-For is honoured only from trusted proxies", 
   }
 });
 
-dbTest("list filters and pages; export is CSV-injection safe and JSON; exporting is audited", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "list filters and pages; export is CSV-injection safe and JSON; exporting is audited",
+  async (server, db) => {
     const admin = await server.loginAs({ superAdmin: true, username: "auditor-admin" });
     for (const name of ['=HYPERLINK("http://evil","x")', "+cmd", "plain", "@SUM(1)", "-2+3"]) {
       assert.equal((await admin.request("POST", "/api/v1/user-groups", { name })).status, 201);
@@ -270,10 +260,8 @@ dbTest("list filters and pages; export is CSV-injection safe and JSON; exporting
       "auditor-admin",
       "json",
     ]]);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
 Deno.test("csv cells: quoting and formula neutralisation", () => {
   assert.equal(csvCell("a,b"), '"a,b"');
@@ -319,98 +307,93 @@ dbTest("retention purges rows older than audit.retention_days, at start and on d
   }
 });
 
-dbTest(
+serverTest(
   "keyset paging returns every row exactly once while rows are added; totals without a full count",
-  async (db) => {
-    const server = await createTestServer({ db });
-    try {
-      const admin = await server.loginAs({ superAdmin: true, username: "keyset-admin" });
-      await db.query(
-        `INSERT INTO audit_logs (action, resource_type, outcome)
+  async (server, db) => {
+    const admin = await server.loginAs({ superAdmin: true, username: "keyset-admin" });
+    await db.query(
+      `INSERT INTO audit_logs (action, resource_type, outcome)
        SELECT 'keyset.seed', 'thing', CASE WHEN i % 3 = 0 THEN 'failure' ELSE 'success' END
          FROM generate_series(1, 3200) i`,
-      );
-      const before = await db.query<{ id: string }>(
-        "SELECT a.id::text AS id FROM audit_logs a ORDER BY a.id DESC",
-      );
-      const addRows = (n: number) =>
-        db.query(
-          `INSERT INTO audit_logs (action, resource_type, outcome)
+    );
+    const before = await db.query<{ id: string }>(
+      "SELECT a.id::text AS id FROM audit_logs a ORDER BY a.id DESC",
+    );
+    const addRows = (n: number) =>
+      db.query(
+        `INSERT INTO audit_logs (action, resource_type, outcome)
          SELECT 'keyset.later', 'thing', 'success' FROM generate_series(1, ${n})`,
-        );
+      );
 
-      // Newer rows land on top while the pages are read: offset pages would shift and repeat rows.
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      do {
-        const path: string = `/api/v1/audit-logs?per_page=97${cursor ? `&cursor=${cursor}` : ""}`;
-        const [res] = await Promise.all([admin.request("GET", path), addRows(13)]);
-        assert.equal(res.status, 200, res.text);
-        seen.push(...res.json.items.map((r: { id: number }) => String(r.id)));
-        cursor = res.json.next_cursor;
-        pages++;
-      } while (cursor !== null && pages < 200);
-      assert.equal(new Set(seen).size, seen.length, "no row twice");
-      const older = seen.filter((id) => BigInt(id) <= BigInt(before[0].id));
-      assert.deepEqual(older, before.map((r) => r.id), "every row present at the start, once, newest first");
-      for (let i = 1; i < seen.length; i++) assert.ok(BigInt(seen[i]) < BigInt(seen[i - 1]), "newest first");
+    // Newer rows land on top while the pages are read: offset pages would shift and repeat rows.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const path: string = `/api/v1/audit-logs?per_page=97${cursor ? `&cursor=${cursor}` : ""}`;
+      const [res] = await Promise.all([admin.request("GET", path), addRows(13)]);
+      assert.equal(res.status, 200, res.text);
+      seen.push(...res.json.items.map((r: { id: number }) => String(r.id)));
+      cursor = res.json.next_cursor;
+      pages++;
+    } while (cursor !== null && pages < 200);
+    assert.equal(new Set(seen).size, seen.length, "no row twice");
+    const older = seen.filter((id) => BigInt(id) <= BigInt(before[0].id));
+    assert.deepEqual(older, before.map((r) => r.id), "every row present at the start, once, newest first");
+    for (let i = 1; i < seen.length; i++) assert.ok(BigInt(seen[i]) < BigInt(seen[i - 1]), "newest first");
 
-      // A page that ends exactly at the last row says there is no next one (3,200 seed rows = 32 x 100).
-      let exact: string | null = null;
-      for (let i = 0; i < 32; i++) {
-        const res = await admin.request(
-          "GET",
-          `/api/v1/audit-logs?action=keyset.seed&per_page=100${exact ? `&cursor=${exact}` : ""}`,
-        );
-        assert.equal(res.json.items.length, 100, `page ${i + 1} is full`);
-        exact = res.json.next_cursor;
-        if (i < 31) assert.notEqual(exact, null, `page ${i + 1} has a next page`);
-      }
-      assert.equal(exact, null, "the exactly full last page has no next_cursor");
-
-      // Offset pages still work, and a cursor beats a page number.
-      const page2 = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10&page=2");
-      assert.equal(page2.status, 200);
-      const first = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10");
-      const viaCursor = await admin.request(
+    // A page that ends exactly at the last row says there is no next one (3,200 seed rows = 32 x 100).
+    let exact: string | null = null;
+    for (let i = 0; i < 32; i++) {
+      const res = await admin.request(
         "GET",
-        `/api/v1/audit-logs?action=keyset.seed&per_page=10&page=7&cursor=${first.json.next_cursor}`,
+        `/api/v1/audit-logs?action=keyset.seed&per_page=100${exact ? `&cursor=${exact}` : ""}`,
       );
-      assert.deepEqual(viaCursor.json.items, page2.json.items);
-      assert.equal(
-        (await admin.request("GET", "/api/v1/audit-logs?cursor=-1")).status,
-        400,
-        "a cursor is the next_cursor of a page",
-      );
-      // Page numbers reach the newest 10,000 rows; deeper, the answer names the cursor instead of scanning.
-      assert.equal((await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=100")).status, 200);
-      const deep = await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=101");
-      assert.equal(deep.status, 400);
-      assert.match(JSON.stringify(deep.json), /by cursor/);
-      assert.match(JSON.stringify(deep.json), /"page"/);
-      const deepCursor = await admin.request(
-        "GET",
-        `/api/v1/audit-logs?per_page=100&page=101&cursor=${first.json.next_cursor}`,
-      );
-      assert.equal(deepCursor.status, 200, "with a cursor the page number is ignored");
-
-      // By action: exact, from the per-action counts. Narrower filters: exact up to 1,000, estimated beyond.
-      assert.equal(first.json.total, 3200);
-      assert.equal(first.json.total_estimated, false);
-      const failures = await admin.request("GET", "/api/v1/audit-logs?outcome=failure&resource_type=thing");
-      assert.equal(failures.json.total_estimated, true);
-      assert.ok(failures.json.total > 1000, String(failures.json.total));
-      const few = await admin.request(
-        "GET",
-        "/api/v1/audit-logs?outcome=failure&action=keyset.seed&per_page=5",
-      );
-      assert.equal(few.json.total_estimated, true);
-      const none = await admin.request("GET", "/api/v1/audit-logs?user=nobody-at-all");
-      assert.deepEqual([none.json.total, none.json.total_estimated, none.json.next_cursor], [0, false, null]);
-    } finally {
-      await server.close();
+      assert.equal(res.json.items.length, 100, `page ${i + 1} is full`);
+      exact = res.json.next_cursor;
+      if (i < 31) assert.notEqual(exact, null, `page ${i + 1} has a next page`);
     }
+    assert.equal(exact, null, "the exactly full last page has no next_cursor");
+
+    // Offset pages still work, and a cursor beats a page number.
+    const page2 = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10&page=2");
+    assert.equal(page2.status, 200);
+    const first = await admin.request("GET", "/api/v1/audit-logs?action=keyset.seed&per_page=10");
+    const viaCursor = await admin.request(
+      "GET",
+      `/api/v1/audit-logs?action=keyset.seed&per_page=10&page=7&cursor=${first.json.next_cursor}`,
+    );
+    assert.deepEqual(viaCursor.json.items, page2.json.items);
+    assert.equal(
+      (await admin.request("GET", "/api/v1/audit-logs?cursor=-1")).status,
+      400,
+      "a cursor is the next_cursor of a page",
+    );
+    // Page numbers reach the newest 10,000 rows; deeper, the answer names the cursor instead of scanning.
+    assert.equal((await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=100")).status, 200);
+    const deep = await admin.request("GET", "/api/v1/audit-logs?per_page=100&page=101");
+    assert.equal(deep.status, 400);
+    assert.match(JSON.stringify(deep.json), /by cursor/);
+    assert.match(JSON.stringify(deep.json), /"page"/);
+    const deepCursor = await admin.request(
+      "GET",
+      `/api/v1/audit-logs?per_page=100&page=101&cursor=${first.json.next_cursor}`,
+    );
+    assert.equal(deepCursor.status, 200, "with a cursor the page number is ignored");
+
+    // By action: exact, from the per-action counts. Narrower filters: exact up to 1,000, estimated beyond.
+    assert.equal(first.json.total, 3200);
+    assert.equal(first.json.total_estimated, false);
+    const failures = await admin.request("GET", "/api/v1/audit-logs?outcome=failure&resource_type=thing");
+    assert.equal(failures.json.total_estimated, true);
+    assert.ok(failures.json.total > 1000, String(failures.json.total));
+    const few = await admin.request(
+      "GET",
+      "/api/v1/audit-logs?outcome=failure&action=keyset.seed&per_page=5",
+    );
+    assert.equal(few.json.total_estimated, true);
+    const none = await admin.request("GET", "/api/v1/audit-logs?user=nobody-at-all");
+    assert.deepEqual([none.json.total, none.json.total_estimated, none.json.next_cursor], [0, false, null]);
   },
 );
 

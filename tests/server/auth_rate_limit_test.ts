@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { createTestServer, type TestResponse, type TestServer } from "../helpers/app.ts";
+import { createTestServer, serverTest, type TestResponse, type TestServer } from "../helpers/app.ts";
 import { createLoginThrottle, LOGIN_THROTTLE } from "../../server/auth/rate_limit.ts";
 import { migrate, openPglite } from "../../server/db/mod.ts";
 
@@ -26,43 +26,38 @@ function assertThrottled(res: TestResponse, what: string): number {
   return retryAfter;
 }
 
-dbTest(
+serverTest(
   "an attacker hammering one account from 127.0.0.2 never locks out its owner on 127.0.0.3",
-  async (db) => {
-    const server = await createTestServer({ db });
-    try {
-      const victim = await server.loginAs({ permissions: [], username: "victim" });
-      const free = LOGIN_THROTTLE.accountAddress.free;
-      for (let i = 0; i < free; i++) {
-        const res = await attempt(server, "127.0.0.2", "victim", `guess-${i}-xxxxxx`);
-        assert.equal(res.status, 401, `guess ${i + 1}: ${res.text}`);
-      }
-      // Beyond the allowance the attacker's address waits, even with the right password (guessing cannot go on).
-      const retryAfter = assertThrottled(
-        await attempt(server, "127.0.0.2", "victim", "guess-x-xxxxxx"),
-        "guess",
-      );
-      assert.ok(retryAfter <= LOGIN_THROTTLE.accountAddress.baseSeconds, `Retry-After ${retryAfter}`);
-      assertThrottled(
-        await attempt(server, "127.0.0.2", "VICTIM", victim.password),
-        "right password, same address",
-      );
-      // The owner, from an address with no failures, logs in at once, as often as they like.
-      for (let i = 0; i < 3; i++) {
-        const owner = await attempt(server, "127.0.0.3", "victim", victim.password);
-        assert.equal(owner.status, 200, `owner login ${i + 1}: ${owner.text}`);
-      }
-      // The victim's existing session is untouched.
-      assert.equal((await victim.request("GET", "/api/v1/auth/me")).status, 200);
-    } finally {
-      await server.close();
+  async (server) => {
+    const victim = await server.loginAs({ permissions: [], username: "victim" });
+    const free = LOGIN_THROTTLE.accountAddress.free;
+    for (let i = 0; i < free; i++) {
+      const res = await attempt(server, "127.0.0.2", "victim", `guess-${i}-xxxxxx`);
+      assert.equal(res.status, 401, `guess ${i + 1}: ${res.text}`);
     }
+    // Beyond the allowance the attacker's address waits, even with the right password (guessing cannot go on).
+    const retryAfter = assertThrottled(
+      await attempt(server, "127.0.0.2", "victim", "guess-x-xxxxxx"),
+      "guess",
+    );
+    assert.ok(retryAfter <= LOGIN_THROTTLE.accountAddress.baseSeconds, `Retry-After ${retryAfter}`);
+    assertThrottled(
+      await attempt(server, "127.0.0.2", "VICTIM", victim.password),
+      "right password, same address",
+    );
+    // The owner, from an address with no failures, logs in at once, as often as they like.
+    for (let i = 0; i < 3; i++) {
+      const owner = await attempt(server, "127.0.0.3", "victim", victim.password);
+      assert.equal(owner.status, 200, `owner login ${i + 1}: ${owner.text}`);
+    }
+    // The victim's existing session is untouched.
+    assert.equal((await victim.request("GET", "/api/v1/auth/me")).status, 200);
   },
 );
 
-dbTest("per address: one address guessing many accounts is slowed down for every account", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "per address: one address guessing many accounts is slowed down for every account",
+  async (server) => {
     const bystander = await server.loginAs({ permissions: [], username: "bystander" });
     for (let i = 0; i < LOGIN_THROTTLE.address.free; i++) {
       const res = await attempt(server, "127.0.0.5", `nobody-${i}`, "guess-xxxxxxxx");
@@ -71,58 +66,46 @@ dbTest("per address: one address guessing many accounts is slowed down for every
     assertThrottled(await attempt(server, "127.0.0.5", "bystander", bystander.password), "sprayer's address");
     const elsewhere = await attempt(server, "127.0.0.6", "bystander", bystander.password);
     assert.equal(elsewhere.status, 200, elsewhere.text);
-  } finally {
-    await server.close();
-  }
-});
-
-dbTest(
-  "an account under attack from many addresses still opens for its owner from a clean address",
-  async (db) => {
-    const server = await createTestServer({ db });
-    try {
-      const owner = await server.loginAs({ permissions: [], username: "target" });
-      // Guesses spread over addresses, each staying below its own allowance, until the account is under attack.
-      const perAddress = LOGIN_THROTTLE.accountAddress.free - 1;
-      for (let n = 0; n < LOGIN_THROTTLE.accountUnderAttack; n++) {
-        const ip = `127.0.1.${Math.floor(n / perAddress) + 1}`;
-        const res = await attempt(server, ip, "target", `guess-${n}-xxxxxx`);
-        assert.equal(res.status, 401, `guess ${n + 1} from ${ip}: ${res.text}`);
-      }
-      // Every attacking address is below its own allowance, but the account is under attack: addresses with
-      // failures for it wait, whatever password they send.
-      assertThrottled(await attempt(server, "127.0.1.1", "target", owner.password), "attacking address");
-      // A clean address is never refused: the owner logs in …
-      assert.equal((await attempt(server, "127.0.0.3", "target", owner.password)).status, 200);
-      // … and a new attacking address gets one guess, then waits like the others.
-      assert.equal((await attempt(server, "127.0.0.4", "target", "guess-new-xxxxx")).status, 401);
-      assertThrottled(
-        await attempt(server, "127.0.0.4", "target", owner.password),
-        "new attacker after a guess",
-      );
-    } finally {
-      await server.close();
-    }
   },
 );
 
-dbTest("concurrent guesses cannot slip past the allowance together", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    await server.loginAs({ permissions: [], username: "racer" });
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => attempt(server, "127.0.0.7", "racer", `guess-${i}-xxxxxx`)),
+serverTest(
+  "an account under attack from many addresses still opens for its owner from a clean address",
+  async (server) => {
+    const owner = await server.loginAs({ permissions: [], username: "target" });
+    // Guesses spread over addresses, each staying below its own allowance, until the account is under attack.
+    const perAddress = LOGIN_THROTTLE.accountAddress.free - 1;
+    for (let n = 0; n < LOGIN_THROTTLE.accountUnderAttack; n++) {
+      const ip = `127.0.1.${Math.floor(n / perAddress) + 1}`;
+      const res = await attempt(server, ip, "target", `guess-${n}-xxxxxx`);
+      assert.equal(res.status, 401, `guess ${n + 1} from ${ip}: ${res.text}`);
+    }
+    // Every attacking address is below its own allowance, but the account is under attack: addresses with
+    // failures for it wait, whatever password they send.
+    assertThrottled(await attempt(server, "127.0.1.1", "target", owner.password), "attacking address");
+    // A clean address is never refused: the owner logs in …
+    assert.equal((await attempt(server, "127.0.0.3", "target", owner.password)).status, 200);
+    // … and a new attacking address gets one guess, then waits like the others.
+    assert.equal((await attempt(server, "127.0.0.4", "target", "guess-new-xxxxx")).status, 401);
+    assertThrottled(
+      await attempt(server, "127.0.0.4", "target", owner.password),
+      "new attacker after a guess",
     );
-    const statuses = results.map((r) => r.status).sort();
-    assert.equal(
-      statuses.filter((s) => s === 401).length,
-      LOGIN_THROTTLE.accountAddress.free,
-      String(statuses),
-    );
-    assert.equal(statuses.filter((s) => s === 429).length, 20 - LOGIN_THROTTLE.accountAddress.free);
-  } finally {
-    await server.close();
-  }
+  },
+);
+
+serverTest("concurrent guesses cannot slip past the allowance together", async (server) => {
+  await server.loginAs({ permissions: [], username: "racer" });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => attempt(server, "127.0.0.7", "racer", `guess-${i}-xxxxxx`)),
+  );
+  const statuses = results.map((r) => r.status).sort();
+  assert.equal(
+    statuses.filter((s) => s === 401).length,
+    LOGIN_THROTTLE.accountAddress.free,
+    String(statuses),
+  );
+  assert.equal(statuses.filter((s) => s === 429).length, 20 - LOGIN_THROTTLE.accountAddress.free);
 });
 
 dbTest("replicas share the counts: failures through one server throttle the other", async (db) => {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { SignJWT } from "jose";
 import { dbTest } from "../helpers/db.ts";
-import { createTestServer, type TestClient } from "../helpers/app.ts";
+import { createTestServer, serverTest, type TestClient } from "../helpers/app.ts";
 import { REFRESH_REUSE_GRACE_SECONDS } from "../../server/auth/sessions.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -137,9 +137,9 @@ dbTest(
   },
 );
 
-dbTest("logout revokes the session server-side; other sessions of the user keep working", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "logout revokes the session server-side; other sessions of the user keep working",
+  async (server) => {
     const a = await server.loginAs({ permissions: [], username: "bob" });
     const b = server.anonymous();
     assert.equal(
@@ -172,10 +172,8 @@ dbTest("logout revokes the session server-side; other sessions of the user keep 
     const forced = await b.raw("POST", "/api/v1/auth/logout", { csrf: null });
     assert.equal(forced.status, 403);
     assert.equal((await b.request("GET", "/api/v1/auth/me")).status, 200);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
 dbTest("bearer tokens work for REST clients; forged, tampered and unsigned tokens do not", async (db) => {
   const server = await createTestServer({ db, config: { security: { jwtSecret: "k".repeat(40) } } });
@@ -222,9 +220,9 @@ dbTest("bearer tokens work for REST clients; forged, tampered and unsigned token
   }
 });
 
-dbTest("a CSRF cookie planted by another site does not match the session (token binding)", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "a CSRF cookie planted by another site does not match the session (token binding)",
+  async (server) => {
     const victim = await server.loginAs({ permissions: ["user_group:create"] });
     // A sibling sub-domain can set svc_csrf for the parent domain and send the matching header: plain double
     // submit would pass. The access token is bound to the real CSRF token, so the pair is refused.
@@ -242,14 +240,12 @@ dbTest("a CSRF cookie planted by another site does not match the session (token 
     assert.equal(again.status, 403);
     const own = await victim.request("POST", "/api/v1/user-groups", { name: "legit" });
     assert.equal(own.status, 201, "the session's own token passes");
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("login and refresh refuse requests a browser marks as cross-site (login CSRF)", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "login and refresh refuse requests a browser marks as cross-site (login CSRF)",
+  async (server) => {
     const user = await server.loginAs({ permissions: [], username: "frank" });
     const forged = await server.anonymous().raw("POST", "/api/v1/auth/login", {
       body: { username: "frank", password: user.password },
@@ -267,106 +263,94 @@ dbTest("login and refresh refuse requests a browser marks as cross-site (login C
       headers: { "sec-fetch-site": "same-origin" },
     });
     assert.equal(sameOrigin.status, 200);
-  } finally {
-    await server.close();
-  }
+  },
+);
+
+serverTest("disabling a user or changing a password revokes live tokens at once", async (server) => {
+  const admin = await server.loginAs({ superAdmin: true });
+  const carol = await server.loginAs({ permissions: ["user_group:view"], username: "carol" });
+  const carol2 = server.anonymous();
+  await carol2.request("POST", "/api/v1/auth/login", { username: "carol", password: carol.password });
+
+  // Own password change: the caller keeps a fresh session, every other session ends immediately.
+  const wrongCurrent = await carol.request("PUT", "/api/v1/auth/password", {
+    current_password: "not-the-password",
+    new_password: "a-brand-new-password",
+  });
+  assert.equal(wrongCurrent.status, 403);
+  const tooShort = await carol.request("PUT", "/api/v1/auth/password", {
+    current_password: carol.password,
+    new_password: "short",
+  });
+  assert.equal(tooShort.status, 400);
+  assert.match(tooShort.json.error.message, /new_password.*12/);
+  const changed = await carol.request("PUT", "/api/v1/auth/password", {
+    current_password: carol.password,
+    new_password: "a-brand-new-password",
+  });
+  assert.equal(changed.status, 204, changed.text);
+  assert.equal(
+    (await carol.request("GET", "/api/v1/auth/me")).status,
+    200,
+    "the caller got a fresh session",
+  );
+  assert.equal((await carol2.request("GET", "/api/v1/auth/me")).status, 401, "the other session ended");
+  assert.equal((await carol2.refresh()).status, 401);
+  const oldPw = await server.anonymous().request("POST", "/api/v1/auth/login", {
+    username: "carol",
+    password: carol.password,
+  });
+  assert.equal(oldPw.status, 401);
+  const [row] = await server.ctx.db.query<{ details: { body: Record<string, string> } }>(
+    "SELECT details FROM audit_logs WHERE action = 'user.password_change' AND outcome = 'success'",
+  );
+  assert.deepEqual(row.details.body, { current_password: "[REDACTED]", new_password: "[REDACTED]" });
+
+  // Disable: the live session dies on its next request; a correct password no longer logs in.
+  const disabled = await admin.request("PUT", `/api/v1/users/${carol.user.id}`, { enabled: false });
+  assert.equal(disabled.status, 200, disabled.text);
+  assert.equal((await carol.request("GET", "/api/v1/auth/me")).status, 401);
+  assert.equal((await carol.refresh()).status, 401);
+  const login = await server.anonymous().request("POST", "/api/v1/auth/login", {
+    username: "carol",
+    password: "a-brand-new-password",
+  });
+  assert.equal(login.status, 401);
+  assert.equal(login.json.error.message, "invalid username or password");
+
+  // Admin reset: same effect on live tokens.
+  await admin.request("PUT", `/api/v1/users/${carol.user.id}`, { enabled: true });
+  const dave = await server.loginAs({ permissions: [], username: "dave" });
+  const reset = await admin.request("PUT", `/api/v1/users/${dave.user.id}/password`, {
+    new_password: "reset-by-the-admin",
+  });
+  assert.equal(reset.status, 204, reset.text);
+  assert.equal((await dave.request("GET", "/api/v1/auth/me")).status, 401);
 });
 
-dbTest("disabling a user or changing a password revokes live tokens at once", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    const admin = await server.loginAs({ superAdmin: true });
-    const carol = await server.loginAs({ permissions: ["user_group:view"], username: "carol" });
-    const carol2 = server.anonymous();
-    await carol2.request("POST", "/api/v1/auth/login", { username: "carol", password: carol.password });
-
-    // Own password change: the caller keeps a fresh session, every other session ends immediately.
-    const wrongCurrent = await carol.request("PUT", "/api/v1/auth/password", {
-      current_password: "not-the-password",
-      new_password: "a-brand-new-password",
-    });
-    assert.equal(wrongCurrent.status, 403);
-    const tooShort = await carol.request("PUT", "/api/v1/auth/password", {
-      current_password: carol.password,
-      new_password: "short",
-    });
-    assert.equal(tooShort.status, 400);
-    assert.match(tooShort.json.error.message, /new_password.*12/);
-    const changed = await carol.request("PUT", "/api/v1/auth/password", {
-      current_password: carol.password,
-      new_password: "a-brand-new-password",
-    });
-    assert.equal(changed.status, 204, changed.text);
-    assert.equal(
-      (await carol.request("GET", "/api/v1/auth/me")).status,
-      200,
-      "the caller got a fresh session",
-    );
-    assert.equal((await carol2.request("GET", "/api/v1/auth/me")).status, 401, "the other session ended");
-    assert.equal((await carol2.refresh()).status, 401);
-    const oldPw = await server.anonymous().request("POST", "/api/v1/auth/login", {
-      username: "carol",
-      password: carol.password,
-    });
-    assert.equal(oldPw.status, 401);
-    const [row] = await server.ctx.db.query<{ details: { body: Record<string, string> } }>(
-      "SELECT details FROM audit_logs WHERE action = 'user.password_change' AND outcome = 'success'",
-    );
-    assert.deepEqual(row.details.body, { current_password: "[REDACTED]", new_password: "[REDACTED]" });
-
-    // Disable: the live session dies on its next request; a correct password no longer logs in.
-    const disabled = await admin.request("PUT", `/api/v1/users/${carol.user.id}`, { enabled: false });
-    assert.equal(disabled.status, 200, disabled.text);
-    assert.equal((await carol.request("GET", "/api/v1/auth/me")).status, 401);
-    assert.equal((await carol.refresh()).status, 401);
-    const login = await server.anonymous().request("POST", "/api/v1/auth/login", {
-      username: "carol",
-      password: "a-brand-new-password",
-    });
-    assert.equal(login.status, 401);
-    assert.equal(login.json.error.message, "invalid username or password");
-
-    // Admin reset: same effect on live tokens.
-    await admin.request("PUT", `/api/v1/users/${carol.user.id}`, { enabled: true });
-    const dave = await server.loginAs({ permissions: [], username: "dave" });
-    const reset = await admin.request("PUT", `/api/v1/users/${dave.user.id}/password`, {
-      new_password: "reset-by-the-admin",
-    });
-    assert.equal(reset.status, 204, reset.text);
-    assert.equal((await dave.request("GET", "/api/v1/auth/me")).status, 401);
-  } finally {
-    await server.close();
-  }
-});
-
-dbTest("login errors are the same for an unknown user and a wrong password", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    await server.loginAs({ permissions: [], username: "erin" });
-    const anon = server.anonymous();
-    const unknown = await anon.request("POST", "/api/v1/auth/login", {
-      username: "nobody-here",
-      password: "x".repeat(12),
-    });
-    const wrong = await anon.request("POST", "/api/v1/auth/login", {
-      username: "erin",
-      password: "x".repeat(12),
-    });
-    assert.equal(unknown.status, 401);
-    assert.equal(wrong.status, 401);
-    assert.deepEqual(unknown.json, wrong.json);
-    assert.equal(unknown.headers.getSetCookie().length, 0);
-    const rows = await server.ctx.db.query<{ outcome: string; username: string; reason: string }>(
-      `SELECT outcome, username, details->>'reason' AS reason FROM audit_logs
+serverTest("login errors are the same for an unknown user and a wrong password", async (server) => {
+  await server.loginAs({ permissions: [], username: "erin" });
+  const anon = server.anonymous();
+  const unknown = await anon.request("POST", "/api/v1/auth/login", {
+    username: "nobody-here",
+    password: "x".repeat(12),
+  });
+  const wrong = await anon.request("POST", "/api/v1/auth/login", {
+    username: "erin",
+    password: "x".repeat(12),
+  });
+  assert.equal(unknown.status, 401);
+  assert.equal(wrong.status, 401);
+  assert.deepEqual(unknown.json, wrong.json);
+  assert.equal(unknown.headers.getSetCookie().length, 0);
+  const rows = await server.ctx.db.query<{ outcome: string; username: string; reason: string }>(
+    `SELECT outcome, username, details->>'reason' AS reason FROM audit_logs
         WHERE action = 'auth.login' AND outcome = 'failure' ORDER BY id`,
-    );
-    assert.deepEqual(rows, [
-      { outcome: "failure", username: "nobody-here", reason: "unknown_user" },
-      { outcome: "failure", username: "erin", reason: "wrong_password" },
-    ]);
-  } finally {
-    await server.close();
-  }
+  );
+  assert.deepEqual(rows, [
+    { outcome: "failure", username: "nobody-here", reason: "unknown_user" },
+    { outcome: "failure", username: "erin", reason: "wrong_password" },
+  ]);
 });
 
 dbTest("without JWT_SECRET a warning is logged and sessions do not survive a restart", async (db) => {

@@ -5,8 +5,8 @@
  * permissions pass without it. Refusals leave nothing behind and are audited, with the proof masked.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import { createTestServer, type TestClient } from "../helpers/app.ts";
+import type { Db } from "../../server/db/db.ts";
+import { serverTest, type TestClient } from "../helpers/app.ts";
 
 async function roleId(client: TestClient, name: string, permissions: string[]): Promise<string> {
   const res = await client.request("POST", "/api/v1/roles", { name, permissions });
@@ -18,7 +18,7 @@ async function roleId(client: TestClient, name: string, permissions: string[]): 
  * The audit rows of refused step-ups on `path`. The caller holds the route's permission, so a refusal is a
  * failed attempt at the action carrying the refusal's code, never an access denial.
  */
-async function stepUpRefusals(db: Parameters<Parameters<typeof dbTest>[1]>[0], path: string) {
+async function stepUpRefusals(db: Db, path: string) {
   const rows = await db.query<
     { action: string; outcome: string; details: { error?: string; status: number } }
   >(
@@ -34,9 +34,9 @@ async function stepUpRefusals(db: Parameters<Parameters<typeof dbTest>[1]>[0], p
   return rows;
 }
 
-dbTest("creating a user with roles needs step-up, in step_up (password is the new user's)", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "creating a user with roles needs step-up, in step_up (password is the new user's)",
+  async (server, db) => {
     const chief = await server.loginAs({ username: "chief", superAdmin: true });
     const [{ id: auditor }] = await db.query<{ id: string }>("SELECT id FROM roles WHERE name = 'Auditor'");
     const wanted = { username: "newbie", password: "newbie-password-0123", role_ids: [auditor] };
@@ -78,14 +78,12 @@ dbTest("creating a user with roles needs step-up, in step_up (password is the ne
     assert.equal(denied.length, 3, "each refusal is audited");
     const text = JSON.stringify(await db.query("SELECT details FROM audit_logs"));
     assert.ok(!text.includes(chief.password), "the proof is masked in every audit row");
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("changing the permissions of a role someone holds, or deleting it, needs step-up", async (db) => {
-  const server = await createTestServer({ db });
-  try {
+serverTest(
+  "changing the permissions of a role someone holds, or deleting it, needs step-up",
+  async (server, db) => {
     const chief = await server.loginAs({ username: "chief", superAdmin: true });
     const frank = await server.loginAs({ username: "frank", permissions: [] });
     const held = await roleId(chief, "Viewers", ["node:view"]);
@@ -129,61 +127,54 @@ dbTest("changing the permissions of a role someone holds, or deleting it, needs 
     assert.equal(unusedGone.status, 204, unusedGone.text);
 
     assert.equal((await stepUpRefusals(db, path)).length, 2, "both refusals are audited");
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("changing the members of a user group that carries roles needs step-up", async (db) => {
-  const server = await createTestServer({ db });
-  try {
-    const chief = await server.loginAs({ username: "chief", superAdmin: true });
-    const frank = await server.loginAs({ username: "frank", permissions: [] });
-    const [{ id: auditor }] = await db.query<{ id: string }>("SELECT id FROM roles WHERE name = 'Auditor'");
-    const group = async (name: string) => {
-      const res = await chief.request("POST", "/api/v1/user-groups", { name });
-      assert.equal(res.status, 201, res.text);
-      return res.json.id as string;
-    };
-    const plain = await group("Plain");
-    const powerful = await group("Auditors");
-    const bound = await chief.request("POST", `/api/v1/user-groups/${powerful}/role-bindings`, {
-      role_id: auditor,
-      step_up: { password: chief.password },
-    });
-    assert.equal(bound.status, 201, bound.text);
+serverTest("changing the members of a user group that carries roles needs step-up", async (server, db) => {
+  const chief = await server.loginAs({ username: "chief", superAdmin: true });
+  const frank = await server.loginAs({ username: "frank", permissions: [] });
+  const [{ id: auditor }] = await db.query<{ id: string }>("SELECT id FROM roles WHERE name = 'Auditor'");
+  const group = async (name: string) => {
+    const res = await chief.request("POST", "/api/v1/user-groups", { name });
+    assert.equal(res.status, 201, res.text);
+    return res.json.id as string;
+  };
+  const plain = await group("Plain");
+  const powerful = await group("Auditors");
+  const bound = await chief.request("POST", `/api/v1/user-groups/${powerful}/role-bindings`, {
+    role_id: auditor,
+    step_up: { password: chief.password },
+  });
+  assert.equal(bound.status, 201, bound.text);
 
-    // A group without roles: membership grants nothing.
-    const joinPlain = await chief.request("POST", `/api/v1/user-groups/${plain}/members`, {
-      user_id: frank.user.id,
-    });
-    assert.equal(joinPlain.status, 204, joinPlain.text);
+  // A group without roles: membership grants nothing.
+  const joinPlain = await chief.request("POST", `/api/v1/user-groups/${plain}/members`, {
+    user_id: frank.user.id,
+  });
+  assert.equal(joinPlain.status, 204, joinPlain.text);
 
-    const members = `/api/v1/user-groups/${powerful}/members`;
-    const bare = await chief.request("POST", members, { user_id: frank.user.id });
-    assert.equal(bare.json?.error?.code, "reauthentication_required", bare.text);
-    assert.ok(!(await frank.request("GET", "/api/v1/auth/me")).json.permissions.includes("audit_log:view"));
-    const added = await chief.request("POST", members, {
-      user_id: frank.user.id,
-      step_up: { password: chief.password },
-    });
-    assert.equal(added.status, 204, added.text);
-    assert.ok((await frank.request("GET", "/api/v1/auth/me")).json.permissions.includes("audit_log:view"));
+  const members = `/api/v1/user-groups/${powerful}/members`;
+  const bare = await chief.request("POST", members, { user_id: frank.user.id });
+  assert.equal(bare.json?.error?.code, "reauthentication_required", bare.text);
+  assert.ok(!(await frank.request("GET", "/api/v1/auth/me")).json.permissions.includes("audit_log:view"));
+  const added = await chief.request("POST", members, {
+    user_id: frank.user.id,
+    step_up: { password: chief.password },
+  });
+  assert.equal(added.status, 204, added.text);
+  assert.ok((await frank.request("GET", "/api/v1/auth/me")).json.permissions.includes("audit_log:view"));
 
-    const member = `${members}/${frank.user.id}`;
-    assert.equal((await chief.request("DELETE", member)).json?.error?.code, "reauthentication_required");
-    assert.equal(
-      (await chief.request("DELETE", `/api/v1/user-groups/${powerful}`)).json?.error?.code,
-      "reauthentication_required",
-      "deleting a group that hands out roles takes them from its members",
-    );
-    const left = await chief.request("DELETE", member, { password: chief.password });
-    assert.equal(left.status, 204, left.text);
-    // Empty now: deleting it takes nothing from anyone.
-    const gone = await chief.request("DELETE", `/api/v1/user-groups/${powerful}`);
-    assert.equal(gone.status, 204, gone.text);
-    assert.equal((await stepUpRefusals(db, members)).length, 1);
-  } finally {
-    await server.close();
-  }
+  const member = `${members}/${frank.user.id}`;
+  assert.equal((await chief.request("DELETE", member)).json?.error?.code, "reauthentication_required");
+  assert.equal(
+    (await chief.request("DELETE", `/api/v1/user-groups/${powerful}`)).json?.error?.code,
+    "reauthentication_required",
+    "deleting a group that hands out roles takes them from its members",
+  );
+  const left = await chief.request("DELETE", member, { password: chief.password });
+  assert.equal(left.status, 204, left.text);
+  // Empty now: deleting it takes nothing from anyone.
+  const gone = await chief.request("DELETE", `/api/v1/user-groups/${powerful}`);
+  assert.equal(gone.status, 204, gone.text);
+  assert.equal((await stepUpRefusals(db, members)).length, 1);
 });

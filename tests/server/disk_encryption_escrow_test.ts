@@ -10,6 +10,7 @@ import dgram from "node:dgram";
 import { join } from "node:path";
 import { Buffer } from "node:buffer";
 import * as grpc from "@grpc/grpc-js";
+import { mustRun, runCommand } from "../helpers/command.ts";
 import { dbTest, type TestDb } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
 import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from "../helpers/agents.ts";
@@ -34,30 +35,9 @@ if (SKIP) console.warn(`disk_encryption_escrow_test skipped: ${SKIP}`);
 const INITIAL = "initial unlock secret";
 const FAST = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
 
-async function run(
-  args: string[],
-  stdin?: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = new Deno.Command(CRYPTSETUP, {
-    args,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
-
-async function mustRun(args: string[], stdin?: string): Promise<string> {
-  const r = await run(args, stdin);
-  if (r.code !== 0) throw new Error(`cryptsetup ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
+/** Runs cryptsetup with `stdin` (a passphrase or key) as its input; answers its output, throws when it fails. */
+async function mustCryptsetup(args: string[], stdin?: string): Promise<string> {
+  return (await mustRun(CRYPTSETUP, args, { stdin })).stdout;
 }
 
 async function formatImage(dir: string, name: string): Promise<{ path: string; uuid: string }> {
@@ -65,12 +45,12 @@ async function formatImage(dir: string, name: string): Promise<{ path: string; u
   const f = await Deno.open(path, { create: true, write: true });
   await f.truncate(20 * 1024 * 1024);
   f.close();
-  await mustRun(["luksFormat", "--type", "luks2", ...FAST, "-q", path, "--key-file=-"], INITIAL);
-  return { path, uuid: (await mustRun(["luksUUID", path])).trim() };
+  await mustCryptsetup(["luksFormat", "--type", "luks2", ...FAST, "-q", path, "--key-file=-"], INITIAL);
+  return { path, uuid: (await mustCryptsetup(["luksUUID", path])).trim() };
 }
 
 async function slots(path: string): Promise<number[]> {
-  const meta = JSON.parse(await mustRun(["luksDump", "--dump-json-metadata", path]));
+  const meta = JSON.parse(await mustCryptsetup(["luksDump", "--dump-json-metadata", path]));
   return Object.keys(meta.keyslots).map(Number).sort((a, b) => a - b);
 }
 
@@ -80,7 +60,7 @@ async function addKey(path: string, key: string, auth = INITIAL): Promise<number
   const keyFile = `${path}.newkey`;
   await Deno.writeTextFile(keyFile, key, { mode: 0o600 });
   try {
-    await mustRun(["luksAddKey", ...FAST, "-q", path, keyFile, "--key-file=-"], auth);
+    await mustCryptsetup(["luksAddKey", ...FAST, "-q", path, keyFile, "--key-file=-"], auth);
   } finally {
     await Deno.remove(keyFile);
   }
@@ -88,7 +68,8 @@ async function addKey(path: string, key: string, auth = INITIAL): Promise<number
 }
 
 async function opens(path: string, key: string): Promise<boolean> {
-  return (await run(["open", "--test-passphrase", path, "--key-file=-"], key)).code === 0;
+  return (await runCommand(CRYPTSETUP, ["open", "--test-passphrase", path, "--key-file=-"], { stdin: key }))
+    .code === 0;
 }
 
 const POLICY = JSON.stringify({
@@ -383,7 +364,7 @@ dbTest("escrow, reveal with all three checks, rotation: real LUKS2 header", asyn
       rotationId: begun.rotationId,
     });
     const slot2 = await addKey(vol.path, key2);
-    await mustRun(["luksKillSlot", "-q", vol.path, String(slot1), "--key-file=-"], key2);
+    await mustCryptsetup(["luksKillSlot", "-q", vol.path, String(slot1), "--key-file=-"], key2);
     await agent.policy.confirmRecoveryKey({ clientId: "", keyId: keyId2, keySlot: slot2 });
     assert.equal(await gauge(db, "svc_luks_recovery_keys_overdue_total", {}), 0);
     assert.equal(await opens(vol.path, key1), false, "the revealed key no longer opens the volume");
@@ -691,7 +672,7 @@ dbTest(
         rotationId: begun.rotationId,
       });
       const slot2 = await addKey(vol.path, key2);
-      await mustRun(["luksKillSlot", "-q", vol.path, String(slot1), "--key-file=-"], key2);
+      await mustCryptsetup(["luksKillSlot", "-q", vol.path, String(slot1), "--key-file=-"], key2);
 
       const officer = await rest.loginAs({ permissions: ["disk_encryption:view", "disk_encryption:reveal"] });
       const [{ id }] = await db.query<{ id: string }>("SELECT id FROM luks_volumes");

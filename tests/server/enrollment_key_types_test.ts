@@ -4,28 +4,13 @@
 // token is UNAUTHENTICATED (the shared hostile-string corpus supplies the shapes).
 
 import assert from "node:assert/strict";
+import { mustRun } from "../helpers/command.ts";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
-import {
-  type AgentServer,
-  createGroup,
-  enrollmentClient,
-  enrollmentToken,
-  startAgentServer,
-} from "../helpers/agents.ts";
+import { createGroup, enrollmentClient, enrollmentToken, withAgentServer } from "../helpers/agents.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
-import type { Db } from "../../server/db/db.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { generateKeyAndCsr, toPem, x509 } from "../../shared/pki/csr.ts";
-
-async function withServer(db: Db, fn: (server: AgentServer) => Promise<void>): Promise<void> {
-  const server = await startAgentServer(db);
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
 
 async function grpcFailure(promise: Promise<unknown>): Promise<GrpcError> {
   try {
@@ -41,24 +26,10 @@ async function grpcFailure(promise: Promise<unknown>): Promise<GrpcError> {
 async function opensslCsr(newkey: string[]): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "svc-csr-" });
   try {
-    const out = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-new",
-        "-newkey",
-        ...newkey,
-        "-nodes",
-        "-subj",
-        "/CN=pc",
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/csr.pem`,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    await mustRun("openssl", [
+      ...["req", "-new", "-newkey", ...newkey, "-nodes", "-subj", "/CN=pc"],
+      ...["-keyout", `${dir}/key.pem`, "-out", `${dir}/csr.pem`],
+    ]);
     return await Deno.readTextFile(`${dir}/csr.pem`);
   } finally {
     await Deno.remove(dir, { recursive: true });
@@ -85,7 +56,7 @@ dbTest(
     if (!HAVE_OPENSSL) {
       console.warn("skipped the openssl half: openssl is not installed (.ci/run installs it)");
     }
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const client = enrollmentClient(server);
       try {
@@ -183,7 +154,7 @@ dbTest(
 dbTest(
   "enrollment tokens: malformed → INVALID_ARGUMENT untouched, any other wrong one → UNAUTHENTICATED",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const { csrPem } = await generateKeyAndCsr("pc");
       const client = enrollmentClient(server);

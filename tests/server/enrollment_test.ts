@@ -14,8 +14,9 @@ import {
   createGroup,
   enrollmentClient,
   enrollmentToken,
+  rejectsWithGrpc,
   releasedPolicy,
-  startAgentServer,
+  withAgentServer,
 } from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
 import { createEnrollmentToken, sha256Hex } from "../../server/domain/node_groups.ts";
@@ -27,35 +28,8 @@ import { generateKeyAndCsr, parseCertificate } from "../../shared/pki/csr.ts";
 const ADMIN_TOKEN = "admin-token-for-tests-0123456789";
 const DAY_MS = 86_400_000;
 
-async function withServer(
-  db: Db,
-  fn: (server: AgentServer) => Promise<void>,
-  adminToken = "",
-): Promise<void> {
-  const server = await startAgentServer(db, { config: { security: { adminToken } } });
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
-
-async function rejectsWith(
-  promise: Promise<unknown>,
-  code: grpc.status,
-  message?: string | RegExp,
-): Promise<void> {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof GrpcError, `expected a GrpcError, got ${err}`);
-    assert.equal(
-      err.code,
-      code,
-      `expected ${grpc.status[code]}, got ${grpc.status[err.code]}: ${err.message}`,
-    );
-    if (typeof message === "string") assert.equal(err.message, message);
-    else if (message) assert.match(err.message, message);
-    return true;
-  });
+function withServer(db: Db, fn: (server: AgentServer) => Promise<void>, adminToken = ""): Promise<void> {
+  return withAgentServer(db, fn, { config: { security: { adminToken } } });
 }
 
 async function tokenCount(db: Db): Promise<number> {
@@ -165,13 +139,13 @@ dbTest("expired and reused tokens are refused with Unauthenticated", async (db) 
         createdBy: "test",
         now: new Date(Date.now() - 6 * 60 * 1000),
       });
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: expired.token, csrPem, nodeName: "pc-1" }),
         grpc.status.UNAUTHENTICATED,
         /expired/,
       );
       // An expired token is consumed too: presenting it again says it is unknown.
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: expired.token, csrPem, nodeName: "pc-1" }),
         grpc.status.UNAUTHENTICATED,
         /invalid or was already used/,
@@ -179,12 +153,12 @@ dbTest("expired and reused tokens are refused with Unauthenticated", async (db) 
 
       const token = await enrollmentToken(db, group);
       await client.enroll({ enrollmentToken: token, csrPem, nodeName: "pc-1" });
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem, nodeName: "pc-2" }),
         grpc.status.UNAUTHENTICATED,
         /invalid or was already used/,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: "made-up", csrPem, nodeName: "pc-3" }),
         grpc.status.UNAUTHENTICATED,
       );
@@ -206,7 +180,7 @@ dbTest("an existing node name is refused with the spec's text and the token is b
     try {
       await client.enroll({ enrollmentToken: await enrollmentToken(db, group), csrPem, nodeName: "pc-1" });
       const token = await enrollmentToken(db, group);
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem, nodeName: "pc-1" }),
         grpc.status.ALREADY_EXISTS,
         'a node named "pc-1" already exists and must be deleted before re-enrolling',
@@ -216,7 +190,7 @@ dbTest("an existing node name is refused with the spec's text and the token is b
         'a node named "pc-1" already exists and must be deleted before re-enrolling',
       );
       assert.equal(await tokenCount(db), 0);
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem, nodeName: "pc-2" }),
         grpc.status.UNAUTHENTICATED,
       );
@@ -261,22 +235,22 @@ dbTest("bad requests: malformed fields are refused before the token is used; a b
     const client = enrollmentClient(server);
     try {
       const token = await enrollmentToken(db, group);
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem, nodeName: "" }),
         grpc.status.INVALID_ARGUMENT,
         /^node_name: /,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem, nodeName: "../etc/passwd" }),
         grpc.status.INVALID_ARGUMENT,
         /^node_name: /,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: token, csrPem: "", nodeName: "pc-1" }),
         grpc.status.INVALID_ARGUMENT,
         /^csr_pem: /,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({ enrollmentToken: "", csrPem, nodeName: "pc-1" }),
         grpc.status.INVALID_ARGUMENT,
         /^enrollment_token: /,
@@ -300,7 +274,7 @@ dbTest("bad requests: malformed fields are refused before the token is used; a b
         keys: rsa,
         signingAlgorithm: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
       });
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.enroll({
           enrollmentToken: token,
           csrPem: toPem(weak.rawData, "CERTIFICATE REQUEST"),
@@ -322,7 +296,7 @@ dbTest("KerberosEnroll answers that Kerberos is not configured", async (db) => {
   await withServer(db, async (server) => {
     const client = enrollmentClient(server);
     const { csrPem } = await generateKeyAndCsr("pc");
-    await rejectsWith(
+    await rejectsWithGrpc(
       client.kerberosEnroll({ spnegoToken: new Uint8Array([1, 2, 3]), csrPem, nodeName: "pc" }),
       grpc.status.FAILED_PRECONDITION,
       "Kerberos enrollment is not configured",
@@ -337,7 +311,7 @@ dbTest("CreateEnrollmentToken is disabled without security.admin_token", async (
     const client = enrollmentClient(server);
     const metadata = new grpc.Metadata();
     metadata.set("x-admin-token", "");
-    await rejectsWith(
+    await rejectsWithGrpc(
       client.createEnrollmentToken({ nodeGroupId: group }, { metadata }),
       grpc.status.FAILED_PRECONDITION,
       /security\.admin_token/,
@@ -357,24 +331,24 @@ dbTest("CreateEnrollmentToken checks the admin token and the group, and stores o
       return { metadata };
     };
     try {
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.createEnrollmentToken({ nodeGroupId: group }, withToken()),
         grpc.status.UNAUTHENTICATED,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.createEnrollmentToken({ nodeGroupId: group }, withToken(ADMIN_TOKEN.slice(0, -1) + "x")),
         grpc.status.UNAUTHENTICATED,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.createEnrollmentToken({ nodeGroupId: group }, withToken(ADMIN_TOKEN + "x")),
         grpc.status.UNAUTHENTICATED,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.createEnrollmentToken({ nodeGroupId: crypto.randomUUID() }, withToken(ADMIN_TOKEN)),
         grpc.status.NOT_FOUND,
         /node group .* does not exist/,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         client.createEnrollmentToken({ nodeGroupId: "lab" }, withToken(ADMIN_TOKEN)),
         grpc.status.INVALID_ARGUMENT,
         /^node_group_id: /,
@@ -417,7 +391,7 @@ dbTest("enrollment methods other than the three exempt ones need a client certif
         );
       });
     };
-    await rejectsWith(
+    await rejectsWithGrpc(
       call(grpc.credentials.createSsl(Buffer.from(server.ctx.ca.certPem))),
       grpc.status.UNAUTHENTICATED,
     );
@@ -432,7 +406,7 @@ dbTest("enrollment methods other than the three exempt ones need a client certif
       nodeName: "pc-1",
     });
     client.close();
-    await rejectsWith(
+    await rejectsWithGrpc(
       call(
         grpc.credentials.createSsl(
           Buffer.from(server.ctx.ca.certPem),

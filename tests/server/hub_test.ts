@@ -17,6 +17,7 @@ import {
   releasedPolicy,
   startAgentServer,
   subscribe,
+  withAgentServer,
 } from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
 import type { HubOptions } from "../../server/hub/hub.ts";
@@ -33,17 +34,8 @@ import { metricsRegistry } from "../../server/metrics/counters.ts";
 /** Deadline of waits in this file: generous, because the suite runs beside browsers on 2 loaded cores. */
 const LOADED_MACHINE_DEADLINE_MS = 120_000;
 
-async function withServer(
-  db: Db,
-  hub: HubOptions,
-  fn: (server: AgentServer) => Promise<void>,
-): Promise<void> {
-  const server = await startAgentServer(db, { hub });
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
+function withServer(db: Db, hub: HubOptions, fn: (server: AgentServer) => Promise<void>): Promise<void> {
+  return withAgentServer(db, fn, { hub });
 }
 
 /** Observations in the `svc_policy_propagation_seconds` histogram of this process. */

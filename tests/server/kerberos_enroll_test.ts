@@ -9,8 +9,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
-import { leaseProcessEnv } from "../helpers/process_env.ts";
-import { freePort } from "../helpers/process.ts";
+import { initTokenWhenReady, KDC_MISSING, startKdc } from "../helpers/kdc.ts";
 import { createGroup, enrollmentClient, startAgentServer } from "../helpers/agents.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { openGssapi } from "../../shared/pki/gssapi.ts";
@@ -21,17 +20,7 @@ import { enroll } from "../../agent/enroll.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 
 const REALM = "SVC.TEST";
-const haveKdc = await Deno.stat("/usr/sbin/krb5kdc").then(() => true, () => false) &&
-  await Deno.stat("/usr/sbin/kadmin.local").then(() => true, () => false);
-if (!haveKdc) {
-  console.log("skipped: KerberosEnroll needs an MIT KDC (apt-get install krb5-kdc krb5-admin-server)");
-}
-
-async function run(cmd: string, args: string[], env: Record<string, string>): Promise<void> {
-  const out = await new Deno.Command(cmd, { args, env, stdin: "null", stdout: "piped", stderr: "piped" })
-    .output();
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
-}
+if (KDC_MISSING) console.log(`skipped: KerberosEnroll needs ${KDC_MISSING}`);
 
 Deno.test("machine principals map to node names; others are refused", () => {
   assert.equal(nodeNameForPrincipal("host/PC1.example.test@SVC.TEST", REALM), "pc1.example.test");
@@ -55,59 +44,19 @@ async function code(p: Promise<unknown>): Promise<number | undefined> {
 dbTest(
   "KerberosEnroll: a machine enrolls with its keytab; replay, other realm, other name refused",
   async (db) => {
-    const dir = await Deno.makeTempDir({ prefix: "svc-krb5-enroll-" });
-    const envLease = await leaseProcessEnv(["KRB5_CONFIG", "KRB5CCNAME", "KRB5RCACHEDIR", "KRB5_KTNAME"]);
-    let kdc: Deno.ChildProcess | undefined;
+    const realm = await startKdc();
+    const dir = realm.dir;
     try {
-      const port = freePort();
-      await Deno.writeTextFile(
-        join(dir, "krb5.conf"),
-        `[libdefaults]\n default_realm = ${REALM}\n dns_lookup_kdc = false\n rdns = false\n udp_preference_limit = 1\n` +
-          `[realms]\n ${REALM} = {\n  kdc = 127.0.0.1:${port}\n }\n`,
-      );
-      await Deno.writeTextFile(
-        join(dir, "kdc.conf"),
-        `[kdcdefaults]\n kdc_listen = 127.0.0.1:${port}\n kdc_tcp_listen = 127.0.0.1:${port}\n[realms]\n ${REALM} = {\n` +
-          `  database_name = ${join(dir, "principal")}\n  key_stash_file = ${join(dir, "stash")}\n` +
-          `  acl_file = ${join(dir, "kadm5.acl")}\n }\n`,
-      );
-      const env = { KRB5_CONFIG: join(dir, "krb5.conf"), KRB5_KDC_PROFILE: join(dir, "kdc.conf") };
-      await run("/usr/sbin/kdb5_util", ["create", "-s", "-r", REALM, "-P", crypto.randomUUID()], env);
-      const kadmin = (q: string) => run("/usr/sbin/kadmin.local", ["-r", REALM, "-q", q], env);
-      await kadmin("addprinc -randkey HTTP/svc.example.test");
-      await kadmin("addprinc -randkey host/pc1.example.test");
-      await kadmin(`ktadd -k ${join(dir, "http.keytab")} HTTP/svc.example.test`);
-      await kadmin(`ktadd -k ${join(dir, "host.keytab")} host/pc1.example.test`);
-      kdc = new Deno.Command("/usr/sbin/krb5kdc", {
-        args: ["-n", "-P", join(dir, "kdc.pid")],
-        env,
-        stdin: "null",
-        stdout: "null",
-        stderr: "null",
-      }).spawn();
-      Deno.env.set("KRB5_CONFIG", join(dir, "krb5.conf"));
-      Deno.env.set("KRB5CCNAME", `MEMORY:${crypto.randomUUID()}`);
-      Deno.env.set("KRB5RCACHEDIR", dir);
       // The agent's side: a token from the machine keytab for the server's HTTP principal.
-      const machine = openGssapi({ clientKeytab: join(dir, "host.keytab") });
-      const token = async () => {
-        const deadline = Date.now() + 60_000;
-        for (;;) {
-          try {
-            return machine.initToken("HTTP@svc.example.test");
-          } catch (err) {
-            if (Date.now() > deadline) throw err;
-            await new Promise((r) => setTimeout(r, 200));
-          }
-        }
-      };
+      const machine = openGssapi({ clientKeytab: realm.hostKeytab });
+      const token = () => initTokenWhenReady(machine, "HTTP@svc.example.test");
 
       await createGroup(db, "kerberos-machines");
       const server = await startAgentServer(db, {
         config: {
           kerberos: {
             enabled: true,
-            keytab: join(dir, "http.keytab"),
+            keytab: realm.httpKeytab,
             realm: REALM,
             defaultNodeGroup: "kerberos-machines",
           },
@@ -137,7 +86,7 @@ dbTest(
           enrollment: { data_dir: join(dir, "agent") },
           kerberos: {
             enabled: true,
-            keytab_file: join(dir, "host.keytab"),
+            keytab_file: realm.hostKeytab,
             service_principal: `HTTP/svc.example.test@${REALM}`,
           },
         }, "agent.yaml");
@@ -180,15 +129,8 @@ dbTest(
         await server.stop();
       }
     } finally {
-      if (kdc) {
-        try {
-          kdc.kill("SIGTERM");
-        } catch { /* gone */ }
-        await kdc.status;
-      }
-      envLease.release();
-      await Deno.remove(dir, { recursive: true }).catch(() => {});
+      await realm.stop();
     }
   },
-  { ignore: !haveKdc },
+  { ignore: KDC_MISSING !== undefined },
 );

@@ -14,7 +14,7 @@ const FLOORS: readonly (readonly string[])[] = [
   ["context.ts"], // what services and transports receive
   ["metrics/", "events/"], // counters and notices (domain code publishes notices)
   ["domain/", "auth/"], // the rules: throw DomainError, know no transport
-  ["hub/", "flatpak/", "disk_encryption/", "acme/"], // services
+  ["hub/", "flatpak/", "disk_encryption/", "acme/", "trends/"], // services
   ["http/", "grpc/", "cli/"], // transports
   ["web_port.ts", "workers/", "offloop/", "tools/", "server.ts", "main.ts"], // wiring
 ];

@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
 import { createTestServer } from "../helpers/app.ts";
+import { mustRun } from "../helpers/command.ts";
 import { freePort } from "../helpers/process.ts";
 import {
   DIRECTORY,
@@ -16,7 +17,6 @@ import {
   READER_PW,
   ROOT_DN,
   ROOT_PW,
-  run,
   startSlapd,
   SUFFIX,
 } from "../helpers/slapd.ts";
@@ -84,10 +84,11 @@ dbTest("LDAP login through REST against a real slapd", async (db) => {
     assert.deepEqual(await groupsOf("bob"), ["Helpdesk"], "mapped by group DN");
 
     // Synced at each login: bob leaves helpdesk, joins console-admins.
-    await run(
+    await mustRun(
       "ldapmodify",
       ["-x", "-H", slapd.ldapUrl, "-D", ROOT_DN, "-w", ROOT_PW],
-      `
+      {
+        stdin: `
 dn: cn=helpdesk,ou=groups,${SUFFIX}
 changetype: modify
 delete: member
@@ -98,6 +99,7 @@ changetype: modify
 add: member
 member: uid=bob,ou=people,${SUFFIX}
 `,
+      },
     );
     assert.equal((await login("bob", "bob-directory-pass")).status, 200);
     assert.deepEqual(await groupsOf("bob"), ["Admins"]);

@@ -17,6 +17,7 @@ import {
   releasedPolicy,
   startAgentServer,
   subscribe,
+  withAgentServer,
 } from "../helpers/agents.ts";
 import type { TestClient } from "../helpers/app.ts";
 import type { ConfigOverrides } from "../helpers/app.ts";
@@ -169,20 +170,12 @@ async function openInProcess(server: AgentServer, client: TestClient): Promise<R
   );
 }
 
-async function withServer(
+function withServer(
   db: Parameters<typeof startAgentServer>[0],
   config: ConfigOverrides,
   fn: (server: AgentServer) => Promise<void>,
 ): Promise<void> {
-  const server = await startAgentServer(db, {
-    routes: (ctx, identity) => buildRoutes(ctx, identity),
-    config,
-  });
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
+  return withAgentServer(db, fn, { routes: (ctx, identity) => buildRoutes(ctx, identity), config });
 }
 
 const http2 = (server: AgentServer) =>

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { opensslCertificate } from "../helpers/certificates.ts";
 import { dbTest } from "../helpers/db.ts";
 import {
   ExpositionParseError,
@@ -666,35 +667,15 @@ Deno.test("metrics: content negotiation follows the Accept header's qualities", 
 dbTest("metrics: HTTPS when a certificate and key are configured", async (db) => {
   const dir = await Deno.makeTempDir({ prefix: "svc-metrics-tls-" });
   try {
-    const certFile = join(dir, "metrics.crt");
-    const keyFile = join(dir, "metrics.key");
-    const out = await new Deno.Command("openssl", {
-      args: [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:P-256",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=localhost",
-        "-addext",
+    const { certFile, keyFile } = await opensslCertificate(dir, {
+      name: "metrics",
+      subject: "/CN=localhost",
+      extensions: [
         "subjectAltName=IP:127.0.0.1,DNS:localhost",
         // rustls refuses a CA certificate as the server's own certificate.
-        "-addext",
         "basicConstraints=critical,CA:FALSE",
-        "-keyout",
-        keyFile,
-        "-out",
-        certFile,
       ],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    });
     const h = harness(db, { tlsCertFile: certFile, tlsKeyFile: keyFile });
     await withListener(h, async (listener) => {
       assert.ok(listener.addr, h.lines.join("\n"));

@@ -5,6 +5,7 @@
  * enrollment on the token (openssl verifies the agent certificate under the CA), and a wrong PIN, an
  * unknown token or key label and a PIN in the URI are refused with messages naming them.
  */
+import { mustRun } from "../helpers/command.ts";
 import { leaseProcessEnv } from "../helpers/process_env.ts";
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
@@ -33,14 +34,6 @@ if (missing) {
   console.log("skipped: the PKCS#11 test needs SoftHSM2 and pkcs11-tool (apt-get install softhsm2 opensc)");
 }
 
-async function run(cmd: string, args: string[], env: Record<string, string>, cwd?: string): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, env, cwd, stdin: "null", stdout: "piped", stderr: "piped" })
-    .output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${cmd} ${args.join(" ")} failed:\n${text}`);
-  return text;
-}
-
 Deno.test({
   name: "PKCS#11 (SoftHSM2): the CA key stays on the token, which signs the CA and an agent's enrollment",
   ignore: missing,
@@ -59,17 +52,17 @@ Deno.test({
       // The module reads this when it is initialized, which happens in this process.
       Deno.env.set("SOFTHSM2_CONF", join(dir, "softhsm2.conf"));
       const env = { SOFTHSM2_CONF: join(dir, "softhsm2.conf") };
-      await run("softhsm2-util", [
+      await mustRun("softhsm2-util", [
         ...["--init-token", "--free", "--label", "svc-ca", "--so-pin", "87654321", "--pin", "2468"],
-      ], env);
-      await run("pkcs11-tool", [
+      ], { env });
+      await mustRun("pkcs11-tool", [
         ...["--module", MODULE, "--token-label", "svc-ca", "--login", "--pin", "2468"],
         ...["--keypairgen", "--key-type", "EC:prime256v1", "--label", "ca-key", "--id", "01"],
-      ], env);
-      await run("pkcs11-tool", [
+      ], { env });
+      await mustRun("pkcs11-tool", [
         ...["--module", MODULE, "--token-label", "svc-ca", "--read-object", "--type", "pubkey"],
         ...["--label", "ca-key", "-o", join(dir, "pub.der")],
-      ], env);
+      ], { env });
       await Deno.writeTextFile(join(dir, "pin"), "2468\n", { mode: 0o600 });
       const uri = `pkcs11:token=svc-ca;object=ca-key?module-path=${MODULE}&pin-source=file:${
         join(dir, "pin")
@@ -108,7 +101,7 @@ Deno.test({
       });
       const caPem = toPem(caCert.rawData, "CERTIFICATE");
       await Deno.writeTextFile(join(dir, "ca.crt"), caPem);
-      await run("openssl", ["verify", "-CAfile", "ca.crt", "ca.crt"], env, dir);
+      await mustRun("openssl", ["verify", "-CAfile", "ca.crt", "ca.crt"], { env, cwd: dir });
 
       await assert.rejects(
         loadOrCreateCa({
@@ -157,7 +150,8 @@ Deno.test({
           assert.equal(cert.issuer, "CN=svc Token CA");
           await Deno.writeTextFile(join(dir, "agent.crt"), res.signedCertPem);
           assert.match(
-            await run("openssl", ["verify", "-CAfile", "ca.crt", "agent.crt"], env, dir),
+            (await mustRun("openssl", ["verify", "-CAfile", "ca.crt", "agent.crt"], { env, cwd: dir }))
+              .output,
             /agent\.crt: OK/,
           );
         } finally {

@@ -16,6 +16,12 @@ import {
   toPem,
   x509,
 } from "../../shared/pki/csr.ts";
+import {
+  INTERMEDIATE_CA_EXTENSIONS,
+  opensslCertificate,
+  ROOT_CA_EXTENSIONS,
+} from "../helpers/certificates.ts";
+import { mustRun, runCommand } from "../helpers/command.ts";
 
 const DAY_MS = 86_400_000;
 
@@ -28,18 +34,8 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-/** Runs a command without blocking the event loop; returns exit code and combined output. */
-async function run(cmd: string, args: string[]): Promise<{ code: number; output: string }> {
-  const { code, stdout, stderr } = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" })
-    .output();
-  const decoder = new TextDecoder();
-  return { code, output: decoder.decode(stdout) + decoder.decode(stderr) };
-}
-
 async function openssl(...args: string[]): Promise<string> {
-  const { code, output } = await run("openssl", args);
-  assert.equal(code, 0, `openssl ${args.join(" ")} failed:\n${output}`);
-  return output;
+  return (await mustRun("openssl", args)).output;
 }
 
 async function opensslVerify(caPem: string, certPem: string, purpose: string): Promise<string> {
@@ -210,7 +206,7 @@ Deno.test("signCsr forces the subject to the node name and drops requested exten
   });
   assert.match(signed.serial, /^[1-9a-f][0-9a-f]*$/);
 
-  const opensslSerial = await run("sh", [
+  const opensslSerial = await runCommand("sh", [
     "-c",
     `printf '%s' "$0" | openssl x509 -noout -serial`,
     signed.certPem,
@@ -406,7 +402,7 @@ Deno.test("internal server certificate covers the required names and chains to t
       assert.ok(sans.includes(expected), `${expected} missing from ${sans}`);
     }
     assert.match(await opensslVerify(ca.certPem, result.certPem, "sslserver"), /OK/);
-    const keyCheck = await run("sh", [
+    const keyCheck = await runCommand("sh", [
       "-c",
       `openssl x509 -in "$0" -noout -pubkey; openssl pkey -in "$1" -pubout`,
       join(serverDir, "server.crt"),
@@ -494,25 +490,14 @@ async function opensslCa(
   keyArgs: (out: string) => string[],
 ): Promise<{ certFile: string; keyFile: string }> {
   const keyFile = join(dir, "op-ca.key");
-  const certFile = join(dir, "op-ca.crt");
   await openssl(...keyArgs(keyFile));
-  await openssl(
-    "req",
-    "-x509",
-    "-new",
-    "-key",
-    keyFile,
-    "-days",
-    "30",
-    "-subj",
-    "/O=Example/CN=Example Agents CA",
-    "-addext",
-    "basicConstraints=critical,CA:TRUE,pathlen:0",
-    "-addext",
-    "keyUsage=critical,keyCertSign,cRLSign",
-    "-out",
-    certFile,
-  );
+  const { certFile } = await opensslCertificate(dir, {
+    name: "op-ca",
+    subject: "/O=Example/CN=Example Agents CA",
+    days: 30,
+    extensions: INTERMEDIATE_CA_EXTENSIONS,
+    key: keyFile,
+  });
   return { certFile, keyFile };
 }
 
@@ -609,21 +594,13 @@ Deno.test("operator TLS files are returned as written after a key check", async 
   const ca = await testCa();
   await withTempDir(async (dir) => {
     const keyFile = join(dir, "tls.key");
-    const certFile = join(dir, "tls.crt");
     await openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", keyFile);
-    await openssl(
-      "req",
-      "-x509",
-      "-new",
-      "-key",
-      keyFile,
-      "-days",
-      "30",
-      "-subj",
-      "/CN=web",
-      "-out",
-      certFile,
-    );
+    const { certFile } = await opensslCertificate(dir, {
+      name: "tls",
+      subject: "/CN=web",
+      days: 30,
+      key: keyFile,
+    });
     const result = await loadOrCreateServerCert(ca, { dataDir: dir, hostnames: [], certFile, keyFile });
     assert.deepEqual(result, {
       certPem: await Deno.readTextFile(certFile),
@@ -672,7 +649,7 @@ Deno.test("agent certificates carry what the general encoder would write, byte-e
     new Uint8Array(ca.cert.subjectName.toArrayBuffer()),
   );
   assert.equal(await cert.verify({ publicKey: ca.cert.publicKey, signatureOnly: true }), true);
-  const text = await run("sh", ["-c", `printf '%s' "$0" | openssl x509 -noout -text`, signed.certPem]);
+  const text = await runCommand("sh", ["-c", `printf '%s' "$0" | openssl x509 -noout -text`, signed.certPem]);
   assert.match(text.output, /Version: 3 \(0x2\)/);
   assert.match(text.output, /Signature Algorithm: ecdsa-with-SHA256/);
   assert.match(text.output, /TLS Web Client Authentication/);
@@ -694,7 +671,7 @@ Deno.test("a 253-character node name and validity past 2049 encode as openssl re
     notAfter: signed.notAfter,
     issuer: "O=svc, CN=svc Internal CA",
   });
-  const dates = await run("sh", [
+  const dates = await runCommand("sh", [
     "-c",
     `printf '%s' "$0" | openssl x509 -noout -subject -startdate -enddate -nameopt RFC2253`,
     signed.certPem,
@@ -706,7 +683,7 @@ Deno.test("a 253-character node name and validity past 2049 encode as openssl re
     await Deno.writeTextFile(join(dir, "ca.crt"), ca.certPem);
     await Deno.writeTextFile(join(dir, "cert.pem"), signed.certPem);
     // The certificate is not valid yet (and outlives the test CA): openssl checks everything but the time.
-    const verified = await run("openssl", [
+    const verified = await runCommand("openssl", [
       "verify",
       "-no_check_time",
       "-CAfile",
@@ -720,52 +697,27 @@ Deno.test("a 253-character node name and validity past 2049 encode as openssl re
 Deno.test("an intermediate operator CA issues agent certificates that openssl verifies up to the root", async () => {
   await withTempDir(async (dir) => {
     const at = (f: string) => join(dir, f);
-    await openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", at("root.key"));
-    await openssl(
-      ...[
-        "req",
-        "-x509",
-        "-new",
-        "-key",
-        at("root.key"),
-        "-days",
-        "30",
-        "-subj",
-        "/O=Example/CN=Example Root",
-      ],
-      ...["-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"],
-      ...["-out", at("root.crt")],
-    );
-    await openssl(
-      "genpkey",
-      "-algorithm",
-      "EC",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-384",
-      "-out",
-      at("inter.key"),
-    );
-    await openssl(
-      ...["req", "-new", "-key", at("inter.key"), "-subj", "/O=Example/CN=Example Agents Intermediate"],
-      ...["-out", at("inter.csr")],
-    );
-    await Deno.writeTextFile(
-      at("inter.ext"),
-      "basicConstraints=critical,CA:TRUE,pathlen:0\nkeyUsage=critical,keyCertSign,cRLSign\n" +
-        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n",
-    );
-    await openssl(
-      ...["x509", "-req", "-in", at("inter.csr"), "-CA", at("root.crt"), "-CAkey", at("root.key")],
-      ...["-CAcreateserial", "-days", "30", "-extfile", at("inter.ext"), "-out", at("inter.crt")],
-    );
-    const chain = await Deno.readTextFile(at("inter.crt")) + await Deno.readTextFile(at("root.crt"));
-    await Deno.writeTextFile(at("chain.crt"), chain);
-    const ca = await loadOrCreateCa({ dataDir: dir, certFile: at("chain.crt"), keyFile: at("inter.key") });
+    const root = await opensslCertificate(dir, {
+      name: "root",
+      subject: "/O=Example/CN=Example Root",
+      days: 30,
+      extensions: ROOT_CA_EXTENSIONS,
+    });
+    const inter = await opensslCertificate(dir, {
+      name: "inter",
+      subject: "/O=Example/CN=Example Agents Intermediate",
+      days: 30,
+      curve: "P-384",
+      extensions: INTERMEDIATE_CA_EXTENSIONS,
+      issuer: root,
+    });
+    await Deno.writeTextFile(at("chain.crt"), inter.cert + root.cert);
+    const ca = await loadOrCreateCa({ dataDir: dir, certFile: at("chain.crt"), keyFile: inter.keyFile });
     const { csrPem } = await generateKeyAndCsr("node-1");
     const signed = await ca.signCsr(csrPem, { commonName: "node-1" });
     await Deno.writeTextFile(at("agent.crt"), signed.certPem);
     const verified = await openssl(
-      ...["verify", "-purpose", "sslclient", "-CAfile", at("root.crt"), "-untrusted", at("inter.crt")],
+      ...["verify", "-purpose", "sslclient", "-CAfile", root.certFile, "-untrusted", inter.certFile],
       at("agent.crt"),
     );
     assert.match(verified, /agent\.crt: OK/);

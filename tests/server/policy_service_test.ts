@@ -9,51 +9,19 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { dbTest, freshDb } from "../helpers/db.ts";
 import {
   type Agent,
-  type AgentServer,
   bind,
   createGroup,
-  enrollAgent,
+  rejectsWithGrpc,
   releasedPolicy,
-  startAgentServer,
+  withEnrolledAgent,
 } from "../helpers/agents.ts";
-import type { Db } from "../../server/db/db.ts";
 import { DEFAULT_AGENT_NOTIFICATIONS } from "../../server/domain/agent_settings.ts";
-import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { ComplianceStatus } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
-
-async function withAgent(
-  db: Db,
-  fn: (server: AgentServer, agent: Agent, group: string) => Promise<void>,
-): Promise<void> {
-  const server = await startAgentServer(db);
-  let agent: Agent | undefined;
-  try {
-    const group = await createGroup(db, "lab");
-    agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    await fn(server, agent, group);
-  } finally {
-    agent?.close();
-    await server.stop();
-  }
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: grpc.status, message?: RegExp): Promise<void> {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof GrpcError, `expected a GrpcError, got ${err}`);
-    assert.equal(
-      err.code,
-      code,
-      `expected ${grpc.status[code]}, got ${grpc.status[err.code]}: ${err.message}`,
-    );
-    if (message) assert.match(err.message, message);
-    return true;
-  });
-}
 
 dbTest(
   "ReportCompliance keeps the latest result per policy and refuses policies the node does not receive",
   async (db) => {
-    await withAgent(db, async (_server, agent, group) => {
+    await withEnrolledAgent(db, async (_server, agent, group) => {
       const delivered = await releasedPolicy(db, { name: "delivered" });
       await bind(db, delivered, group);
       const elsewhere = await releasedPolicy(db, { name: "elsewhere" });
@@ -102,13 +70,13 @@ dbTest(
       }]);
 
       for (const policyId of [elsewhere, disabled, crypto.randomUUID()]) {
-        await rejectsWith(
+        await rejectsWithGrpc(
           agent.policy.reportCompliance({ clientId: "pc-1", policyId, status: ComplianceStatus.COMPLIANT }),
           grpc.status.FAILED_PRECONDITION,
           /is not delivered to node "pc-1"/,
         );
       }
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.reportCompliance({
           clientId: "pc-1",
           policyId: "not-a-uuid",
@@ -117,7 +85,7 @@ dbTest(
         grpc.status.INVALID_ARGUMENT,
         /^policy_id: /,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.reportCompliance({
           clientId: "pc-1",
           policyId: delivered,
@@ -126,7 +94,7 @@ dbTest(
         grpc.status.INVALID_ARGUMENT,
         /^status: /,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.reportCompliance({
           clientId: "pc-1",
           policyId: delivered,
@@ -145,7 +113,7 @@ dbTest(
 dbTest(
   "Heartbeat stores host facts and last_seen; facts the agent could not read keep their value",
   async (db) => {
-    await withAgent(db, async (_server, agent) => {
+    await withEnrolledAgent(db, async (_server, agent) => {
       const before = new Date();
       await agent.policy.heartbeat({
         clientId: "pc-1",
@@ -183,12 +151,12 @@ dbTest(
       assert.equal(next.os_name, "Fedora Linux");
       assert.deepEqual(next.desktop_environments, []);
 
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.heartbeat({ clientId: "pc-1", osName: "Fedora\n<script>" }),
         grpc.status.INVALID_ARGUMENT,
         /^os_name: contains control characters/,
       );
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.heartbeat({ clientId: "pc-1", fqdn: "a".repeat(300) }),
         grpc.status.INVALID_ARGUMENT,
         /^fqdn: is longer than 253/,
@@ -198,7 +166,7 @@ dbTest(
 );
 
 dbTest("ReportTamperEvent is audited as tamper_detected with the path and the processes", async (db) => {
-  await withAgent(db, async (_server, agent) => {
+  await withEnrolledAgent(db, async (_server, agent) => {
     const detected = new Date("2025-03-01T10:00:00Z");
     await agent.policy.reportTamperEvent({
       clientId: "pc-1",
@@ -225,7 +193,7 @@ dbTest("ReportTamperEvent is audited as tamper_detected with the path and the pr
         detected_at: detected.toISOString(),
       },
     }]);
-    await rejectsWith(
+    await rejectsWithGrpc(
       agent.policy.reportTamperEvent({ clientId: "pc-1", filePath: "relative/path" }),
       grpc.status.INVALID_ARGUMENT,
       /^file_path: must be an absolute path/,
@@ -236,7 +204,7 @@ dbTest("ReportTamperEvent is audited as tamper_detected with the path and the pr
 dbTest(
   "catalogues are stored per node, replaced by each report, and never rewrite built-in entries",
   async (db) => {
-    await withAgent(db, async (_server, agent) => {
+    await withEnrolledAgent(db, async (_server, agent) => {
       await db.query(
         "INSERT INTO dconf_schemas (schema_id, path, source) VALUES ('org.gnome.builtin', '/org/gnome/builtin/', 'builtin')",
       );
@@ -280,7 +248,7 @@ dbTest(
       assert.deepEqual(await mine(), ["org.gnome.builtin"]);
 
       // One bad entry refuses the whole report, naming it; nothing of it is written.
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.reportSchemaCatalogue({
           clientId: "pc-1",
           schemas: [{ schemaId: "org.ok" }, { schemaId: "../etc" }],
@@ -313,7 +281,7 @@ dbTest(
         default_active: "yes",
         source: "agent",
       }]);
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.reportPolkitCatalogue({
           clientId: "pc-1",
           actions: [{ actionId: "org.example.x", defaultAny: "sudo" }],
@@ -328,7 +296,7 @@ dbTest(
 dbTest(
   "GetAgentConfig returns notification settings, with defaults for what is not configured",
   async (db) => {
-    await withAgent(db, async (server, agent) => {
+    await withEnrolledAgent(db, async (server, agent) => {
       const defaults = (await agent.policy.getAgentConfig({ clientId: "pc-1" })).config!.notifications!;
       assert.equal(defaults.enabled, true);
       assert.equal(defaults.cooldownSeconds, 300);
@@ -377,7 +345,7 @@ dbTest(
 dbTest(
   "disk-encryption methods run behind the certificate check (behaviour: disk_encryption_*_test.ts)",
   async (db) => {
-    await withAgent(db, async (_server, agent) => {
+    await withEnrolledAgent(db, async (_server, agent) => {
       await agent.policy.reportDiskEncryptionState({ clientId: "pc-1" });
       assert.deepEqual((await agent.policy.getDiskEncryptionTasks({ clientId: "pc-1" })).tasks, []);
       const calls: (() => Promise<unknown>)[] = [
@@ -388,7 +356,7 @@ dbTest(
         () => agent.policy.beginRecoveryKeyRotation({ clientId: "pc-2" }),
       ];
       for (const call of calls) {
-        await rejectsWith(
+        await rejectsWithGrpc(
           call(),
           grpc.status.PERMISSION_DENIED,
           /does not match the node of the client certificate/,
@@ -453,7 +421,7 @@ Deno.test({
   async fn() {
     const { db, dispose } = await freshDb("pglite");
     try {
-      await withAgent(db, async (server, agent) => {
+      await withEnrolledAgent(db, async (server, agent) => {
         const caPem = server.ctx.ca.certPem;
         const web = `localhost:${server.webPort}`;
         const policy = `localhost:${server.policyPort}`;

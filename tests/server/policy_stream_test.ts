@@ -7,16 +7,15 @@ import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
 import {
-  type AgentServer,
   bind,
   createGroup,
   enrollAgent,
   eventually,
   nodeStatus,
   releasedPolicy,
-  startAgentServer,
   type StreamWatcher,
   subscribe,
+  withAgentServer,
 } from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
 import { deleteBinding, updateBinding } from "../../server/domain/bindings.ts";
@@ -24,15 +23,6 @@ import { addMembers } from "../../server/domain/node_groups.ts";
 import { publishResync, sendNodeCommand } from "../../server/events/hub_notice.ts";
 import { ComplianceStatus, EventType } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
-
-async function withServer(db: Db, fn: (server: AgentServer) => Promise<void>): Promise<void> {
-  const server = await startAgentServer(db);
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
 
 async function revision(db: Db): Promise<number> {
   const [row] = await db.query<{ revision: number }>("SELECT revision FROM hub_state");
@@ -85,7 +75,7 @@ async function expectQuiet(db: Db, streams: StreamWatcher[], groups: string[]): 
 }
 
 dbTest("initial sync: revision 0 or ahead of the server gets a full snapshot", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     await bind(db, await releasedPolicy(db, { name: "a" }), group);
     await bind(db, await releasedPolicy(db, { name: "b" }), group);
@@ -110,7 +100,7 @@ dbTest("initial sync: revision 0 or ahead of the server gets a full snapshot", a
 });
 
 dbTest("initial sync: an up-to-date agent is sent nothing, then still gets later snapshots", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     await bind(db, await releasedPolicy(db, { name: "a" }), group);
     const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
@@ -128,7 +118,7 @@ dbTest("initial sync: an up-to-date agent is sent nothing, then still gets later
 });
 
 dbTest("initial sync: events still logged and none a resync are replayed", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     const other = await createGroup(db, "elsewhere");
     const kept = await releasedPolicy(db, { name: "kept" });
@@ -158,7 +148,7 @@ dbTest("initial sync: events still logged and none a resync are replayed", async
 });
 
 dbTest("initial sync: a compacted log or a resync among the events gives a full snapshot", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     const policy = await releasedPolicy(db, { name: "a" });
     await bind(db, policy, group);
@@ -194,7 +184,7 @@ dbTest("initial sync: a compacted log or a resync among the events gives a full 
 dbTest(
   "snapshot: empty is one message without policy; only released policies with enabled bindings",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const other = await createGroup(db, "other");
       await bind(db, await releasedPolicy(db, { name: "disabled-binding" }), group, { enabled: false });
@@ -221,7 +211,7 @@ dbTest(
 );
 
 dbTest("snapshot: priority is the highest among enabled bindings; typed content is parsed", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const a = await createGroup(db, "a");
     const b = await createGroup(db, "b");
     const c = await createGroup(db, "c");
@@ -261,7 +251,7 @@ dbTest("snapshot: priority is the highest among enabled bindings; typed content 
 });
 
 dbTest("snapshot: content that does not parse is sent without typed content and logged", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     // Stored before a validator existed (or by a newer server): a string where a boolean is expected.
     const [row] = await db.query<{ id: string }>(
@@ -286,7 +276,7 @@ dbTest("snapshot: content that does not parse is sent without typed content and 
 dbTest(
   "binding enable, disable, priority change and delete each send one snapshot to affected streams only",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const ga = await createGroup(db, "ga");
       const gb = await createGroup(db, "gb");
       const policy = await releasedPolicy(db, { name: "p" });
@@ -336,7 +326,7 @@ dbTest(
 dbTest(
   "a stream opened after a change gets the change, although the group's old snapshot was cached",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
       const first = subscribe(agent.policy);
@@ -354,7 +344,7 @@ dbTest(
 );
 
 dbTest("membership changes reach the agent on its next reconnect, not before", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const ga = await createGroup(db, "ga");
     const gb = await createGroup(db, "gb");
     await bind(db, await releasedPolicy(db, { name: "in-b" }), gb);
@@ -377,7 +367,7 @@ dbTest("membership changes reach the agent on its next reconnect, not before", a
 dbTest(
   "METADATA_REQUEST and DISK_ENCRYPTION_TASK go to the targeted node only and keep the revision",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       await bind(db, await releasedPolicy(db, { name: "p" }), group);
       const target = await enrollAgent(server, { name: "target", groupId: group });
@@ -410,7 +400,7 @@ dbTest(
 );
 
 dbTest("node status: online after the initial sync, offline only when its last stream closes", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
     assert.equal(await nodeStatus(db, agent.nodeId), "unknown");
@@ -438,7 +428,7 @@ dbTest("node status: online after the initial sync, offline only when its last s
 dbTest(
   "node status: degraded while the agent is unhealthy or a delivered policy reports ERROR",
   async (db) => {
-    await withServer(db, async (server) => {
+    await withAgentServer(db, async (server) => {
       const group = await createGroup(db, "lab");
       const policy = await releasedPolicy(db, { name: "p" });
       const binding = await bind(db, policy, group);
@@ -505,7 +495,7 @@ dbTest(
 );
 
 dbTest("a negative last_known_revision is refused", async (db) => {
-  await withServer(db, async (server) => {
+  await withAgentServer(db, async (server) => {
     const group = await createGroup(db, "lab");
     const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
     const stream = subscribe(agent.policy, { lastKnownRevision: -1 });

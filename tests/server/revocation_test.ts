@@ -9,17 +9,14 @@ import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
 import {
-  type Agent,
   type AgentServer,
-  createGroup,
-  enrollAgent,
   enrollmentClient,
   eventually,
   policyClient,
-  startAgentServer,
+  rejectsWithGrpc,
   subscribe,
+  withEnrolledAgent,
 } from "../helpers/agents.ts";
-import type { Db } from "../../server/db/db.ts";
 import { deleteNode, revokeNode } from "../../server/domain/nodes.ts";
 import { loadOrCreateCa } from "../../server/pki/mod.ts";
 import { GrpcError, type ServiceClient } from "../../shared/grpc/adapter.ts";
@@ -28,32 +25,6 @@ import { generateKeyAndCsr, parseCertificate } from "../../shared/pki/csr.ts";
 
 /** Deadline of every wait in this file: generous, because the suite runs beside browsers on 2 loaded cores. */
 const LOADED_MACHINE_DEADLINE_MS = 120_000;
-
-async function withAgent(db: Db, fn: (server: AgentServer, agent: Agent) => Promise<void>): Promise<void> {
-  const server = await startAgentServer(db);
-  let agent: Agent | undefined;
-  try {
-    const group = await createGroup(db, "lab");
-    agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    await fn(server, agent);
-  } finally {
-    agent?.close();
-    await server.stop();
-  }
-}
-
-async function rejectsWith(promise: Promise<unknown>, code: grpc.status, message?: RegExp): Promise<void> {
-  await assert.rejects(promise, (err: unknown) => {
-    assert.ok(err instanceof GrpcError, `expected a GrpcError, got ${err}`);
-    assert.equal(
-      err.code,
-      code,
-      `expected ${grpc.status[code]}, got ${grpc.status[err.code]}: ${err.message}`,
-    );
-    if (message) assert.match(err.message, message);
-    return true;
-  });
-}
 
 /** Calls every PolicyService method with an empty request; returns the status of each. */
 async function statusOfEveryMethod(
@@ -95,7 +66,7 @@ async function webRequest(server: AgentServer, cert?: { certPem: string; keyPem:
 }
 
 dbTest("a revoked certificate is refused by every policy method and on the web port", async (db) => {
-  await withAgent(db, async (server, agent) => {
+  await withEnrolledAgent(db, async (server, agent) => {
     await agent.policy.heartbeat({ clientId: "pc-1" });
     assert.equal(
       await webRequest(server, agent),
@@ -109,7 +80,7 @@ dbTest("a revoked certificate is refused by every policy method and on the web p
     for (const [method, code] of statuses) {
       assert.equal(code, grpc.status.UNAUTHENTICATED, `${method} answered ${grpc.status[code]}`);
     }
-    await rejectsWith(
+    await rejectsWithGrpc(
       agent.policy.heartbeat({ clientId: "pc-1" }),
       grpc.status.UNAUTHENTICATED,
       /is revoked/,
@@ -119,7 +90,7 @@ dbTest("a revoked certificate is refused by every policy method and on the web p
     assert.equal(await webRequest(server), 401, "requests without a certificate are unaffected");
     const enrollment = enrollmentClient(server, agent);
     const { csrPem } = await generateKeyAndCsr("pc-9");
-    await rejectsWith(
+    await rejectsWithGrpc(
       enrollment.enroll({ enrollmentToken: "whatever", csrPem, nodeName: "pc-9" }),
       grpc.status.UNAUTHENTICATED,
       /is revoked/,
@@ -129,14 +100,14 @@ dbTest("a revoked certificate is refused by every policy method and on the web p
 });
 
 dbTest("revocation refuses the very next call and closes an open stream at once", async (db) => {
-  await withAgent(db, async (_server, agent) => {
+  await withEnrolledAgent(db, async (_server, agent) => {
     const stream = subscribe(agent.policy);
     await stream.nextSnapshot();
     await agent.policy.heartbeat({ clientId: "pc-1" });
     const started = performance.now();
     await db.transaction((tx) => revokeNode(tx, agent.nodeId));
     // No waiting for the disconnect notification: the call right after the commit is refused.
-    await rejectsWith(
+    await rejectsWithGrpc(
       agent.policy.heartbeat({ clientId: "pc-1" }),
       grpc.status.UNAUTHENTICATED,
       /is revoked/,
@@ -149,7 +120,7 @@ dbTest("revocation refuses the very next call and closes an open stream at once"
       "the stream closes at the revocation, not at a later check",
     );
     // Well inside the cache lifetime: the disconnect command dropped the cached answer.
-    await rejectsWith(
+    await rejectsWithGrpc(
       agent.policy.heartbeat({ clientId: "pc-1" }),
       grpc.status.UNAUTHENTICATED,
       /is revoked/,
@@ -158,14 +129,14 @@ dbTest("revocation refuses the very next call and closes an open stream at once"
 });
 
 dbTest("deleting a node closes its stream and refuses its certificate", async (db) => {
-  await withAgent(db, async (server, agent) => {
+  await withEnrolledAgent(db, async (server, agent) => {
     const stream = subscribe(agent.policy);
     await stream.nextSnapshot();
     await db.transaction((tx) => deleteNode(tx, agent.nodeId));
     const err = await stream.ended;
     assert.ok(err instanceof GrpcError);
     assert.equal(err.code, grpc.status.UNAUTHENTICATED);
-    await rejectsWith(
+    await rejectsWithGrpc(
       agent.policy.heartbeat({ clientId: "pc-1" }),
       grpc.status.UNAUTHENTICATED,
       /is revoked/,
@@ -177,7 +148,7 @@ dbTest("deleting a node closes its stream and refuses its certificate", async (d
 dbTest(
   "a certificate whose serial became invalid without a disconnect command is caught by the hub",
   async (db) => {
-    await withAgent(db, async (_server, agent) => {
+    await withEnrolledAgent(db, async (_server, agent) => {
       const stream = subscribe(agent.policy);
       await stream.nextSnapshot();
       // A revocation written by hand, without the command the domain function sends.
@@ -196,7 +167,7 @@ dbTest(
 dbTest(
   "RenewCertificate issues a new 90-day certificate; every serial stays known until the node is revoked",
   async (db) => {
-    await withAgent(db, async (server, agent) => {
+    await withEnrolledAgent(db, async (server, agent) => {
       const { keyPem, csrPem } = await generateKeyAndCsr("ignored-name");
       const res = await agent.policy.renewCertificate({ clientId: "pc-1", csrPem });
       const renewed = parseCertificate(res.signedCertPem);
@@ -221,15 +192,15 @@ dbTest(
       // The old pair still works: an agent that crashed between writing key and certificate is not locked out.
       await agent.policy.heartbeat({ clientId: "pc-1" });
 
-      await rejectsWith(
+      await rejectsWithGrpc(
         agent.policy.renewCertificate({ clientId: "pc-1", csrPem: "garbage" }),
         grpc.status.INVALID_ARGUMENT,
         /^csr_pem: /,
       );
 
       await db.transaction((tx) => revokeNode(tx, agent.nodeId));
-      await rejectsWith(fresh.heartbeat({ clientId: "pc-1" }), grpc.status.UNAUTHENTICATED);
-      await rejectsWith(agent.policy.heartbeat({ clientId: "pc-1" }), grpc.status.UNAUTHENTICATED);
+      await rejectsWithGrpc(fresh.heartbeat({ clientId: "pc-1" }), grpc.status.UNAUTHENTICATED);
+      await rejectsWithGrpc(agent.policy.heartbeat({ clientId: "pc-1" }), grpc.status.UNAUTHENTICATED);
       fresh.close();
     });
   },
@@ -238,13 +209,13 @@ dbTest(
 dbTest(
   "client_id must equal the certificate's Common Name (empty means the certificate's node)",
   async (db) => {
-    await withAgent(db, async (_server, agent) => {
-      await rejectsWith(
+    await withEnrolledAgent(db, async (_server, agent) => {
+      await rejectsWithGrpc(
         agent.policy.heartbeat({ clientId: "pc-2" }),
         grpc.status.PERMISSION_DENIED,
         /client_id "pc-2"/,
       );
-      await rejectsWith(agent.policy.getAgentConfig({ clientId: "PC-1" }), grpc.status.PERMISSION_DENIED);
+      await rejectsWithGrpc(agent.policy.getAgentConfig({ clientId: "PC-1" }), grpc.status.PERMISSION_DENIED);
       const stream = subscribe(agent.policy, { clientId: "pc-2" });
       const err = await stream.ended;
       assert.ok(err instanceof GrpcError);
@@ -260,7 +231,7 @@ dbTest(
 );
 
 dbTest("policy port TLS: internal-CA client certificate, TLS 1.3 and ALPN h2 are required", async (db) => {
-  await withAgent(db, async (server, agent) => {
+  await withEnrolledAgent(db, async (server, agent) => {
     const dir = await Deno.makeTempDir();
     try {
       const key = `${dir}/agent.key`;
@@ -299,7 +270,7 @@ dbTest("policy port TLS: internal-CA client certificate, TLS 1.3 and ALPN h2 are
       const pair = await generateKeyAndCsr("pc-1");
       const foreign = await foreignCa.signCsr(pair.csrPem, { commonName: "pc-1" });
       const impostor = policyClient(server, { certPem: foreign.certPem, keyPem: pair.keyPem });
-      await rejectsWith(impostor.heartbeat({ clientId: "pc-1" }), grpc.status.UNAVAILABLE);
+      await rejectsWithGrpc(impostor.heartbeat({ clientId: "pc-1" }), grpc.status.UNAVAILABLE);
       impostor.close();
       const status = await new Promise<grpc.status>((resolve) => {
         anonymous.makeUnaryRequest(
@@ -319,8 +290,8 @@ dbTest("policy port TLS: internal-CA client certificate, TLS 1.3 and ALPN h2 are
 });
 
 dbTest("policy port limits: 8 MiB messages and no more than one client ping per 10 s", async (db) => {
-  await withAgent(db, async (server, agent) => {
-    await rejectsWith(
+  await withEnrolledAgent(db, async (server, agent) => {
+    await rejectsWithGrpc(
       agent.policy.reportPolkitCatalogue({
         clientId: "pc-1",
         actions: [{ actionId: "org.example.big", description: "x".repeat(9 << 20) }],
@@ -353,7 +324,7 @@ dbTest("policy port limits: 8 MiB messages and no more than one client ping per 
 });
 
 dbTest("policy port limits: at most 256 concurrent streams per connection", async (db) => {
-  await withAgent(db, async (_server, agent) => {
+  await withEnrolledAgent(db, async (_server, agent) => {
     // One client, one connection: the 257th stream waits until another one ends. Conditions, not clocks:
     // wait (generously) until 256 streams have their snapshot, check that the server holds exactly 256, then
     // end one and wait for the 257th to be served.

@@ -28,6 +28,7 @@ import {
   urlWithScheme,
 } from "../../shared/policy_types/sanitizers.ts";
 import { jsonDepth } from "../../shared/policy_types/json_guard.ts";
+import { makeCertificate } from "../helpers/test_ca.ts";
 
 const WIRE_NAMES = [
   "Firefox",
@@ -41,6 +42,11 @@ const WIRE_NAMES = [
   "SessionAccess",
   "DiskEncryption",
   "Kconfig",
+  // Beyond the spec (issue 35).
+  "Privilege",
+  "Scripts",
+  "Certificates",
+  "Proxy",
 ];
 
 interface TypeCorpus {
@@ -57,6 +63,7 @@ interface TypeCorpus {
 }
 
 const GPG_KEY = btoa("not really a key, but base64 text of one");
+const CA_PEM = (await makeCertificate({ key: "ec:P-256", subject: "/CN=Corpus Root" })).pem;
 
 const CORPUS: Record<string, TypeCorpus> = {
   Firefox: {
@@ -250,6 +257,48 @@ const CORPUS: Record<string, TypeCorpus> = {
     controlChar: { entries: [{ file: "kdeglobals", group: "General", key: "k", value: "v\n[$i]\nevil=1" }] },
     wrongType: { kcm_restrictions: "kcm_kscreen" },
   },
+  Privilege: {
+    valid: [
+      { entries: [{ user: "alice", effect: "PRIVILEGE_EFFECT_ALLOW", sudo_nopasswd: true }] },
+      { entries: [{ group: "domain admins", effect: 1 }], local_sudo_group_not_admin: true },
+      { local_sudo_group_not_admin: true },
+    ],
+    noSetting: { entries: [] },
+    traversal: { entries: [{ user: "../../etc/sudoers", effect: 1 }] },
+    controlChar: { entries: [{ user: "alice\nALL", effect: 1 }] },
+    wrongType: { entries: "alice" },
+  },
+  Scripts: {
+    valid: [
+      { scripts: [{ name: "hello", trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP", body: "echo hello\n" }] },
+      { scripts: [{ name: "greet", trigger: 3, interpreter: 2, body: 'echo "$USER"', timeout_seconds: 60 }] },
+    ],
+    noSetting: { scripts: [] },
+    traversal: { scripts: [{ name: "../../etc/systemd/system/x", trigger: 1, body: "true" }] },
+    controlChar: { scripts: [{ name: "a", trigger: 1, body: "true\u0000" }] },
+    wrongType: { scripts: "echo" },
+  },
+  Certificates: {
+    valid: [{ certificates: [{ name: "corp-root", pem: CA_PEM }] }],
+    noSetting: { certificates: [] },
+    traversal: { certificates: [{ name: "../../etc/ssl/evil", pem: CA_PEM }] },
+    controlChar: { certificates: [{ name: "root\nx", pem: CA_PEM }] },
+    wrongType: { certificates: "corp-root" },
+  },
+  Proxy: {
+    valid: [
+      {
+        manual: { http: { host: "proxy.example.com", port: 3128 } },
+        no_proxy: [".example.com", "10.0.0.0/8"],
+      },
+      { pacUrl: "https://wpad.example.com/proxy.pac" },
+      { manual: { http: { host: "10.1.2.3", port: 8080 }, https: { host: "fd00::1", port: 8443 } } },
+    ],
+    noSetting: { no_proxy: [] },
+    traversal: { manual: { http: { host: "../../etc/passwd", port: 3128 } } },
+    controlChar: { pac_url: "https://wpad.example.com/\nproxy.pac" },
+    wrongType: { manual: "proxy.example.com:3128" },
+  },
 };
 
 function json(value: unknown): string {
@@ -268,6 +317,8 @@ Deno.test("every wire name of the spec is registered, with its typed_content mem
   assert.equal(merges.Polkit, "file_per_policy");
   assert.equal(merges.Firewalld, "file_per_policy");
   assert.equal(merges.SessionAccess, "union");
+  assert.equal(merges.Certificates, "union");
+  assert.equal(merges.Proxy, "priority_merge");
   assert.equal(getPolicyType("DiskEncryption")?.typedContentCase, "diskEncryptionPolicy");
   assert.equal(getPolicyType("firefox"), undefined, "wire names are case-sensitive");
 });

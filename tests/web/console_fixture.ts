@@ -6,14 +6,10 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, Page } from "puppeteer-core";
-import { resolveConfig } from "../../server/config/config.ts";
-import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/core/log.ts";
-import { localServerSettings } from "../helpers/process.ts";
-import { DRIVERS, freshDb } from "../helpers/db.ts";
+import { DRIVERS } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
-import { type AxeViolation, axeViolations, launchChromium } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { type AxeViolation, axeViolations } from "../helpers/browser.ts";
+import { callApi, startConsoleServer, withConsole as withBrowserConsole } from "../helpers/console_login.ts";
 
 /** The driver the browser tests run on (PostgreSQL when configured, else PGlite). */
 export const DRIVER = DRIVERS[DRIVERS.length - 1];
@@ -34,67 +30,40 @@ export interface Console {
 }
 
 /**
- * Runs `fn` with a server on a fresh database and a console page logged in as the admin; `settings` adds to
- * the server's configuration.
+ * Runs `fn` with an in-process server on a fresh database and a 1440×900 console page logged in as the
+ * admin (tests/helpers/console_login.ts); `settings` adds to the server's configuration. A failure leaves a
+ * screenshot of the page under `test-artifacts/<prefix>/failure.png`.
  */
 export async function withConsole(
   prefix: string,
   fn: (c: Console) => Promise<void>,
   settings: Record<string, unknown> = {},
 ): Promise<void> {
-  const dataDir = await Deno.makeTempDir({ prefix: `svc-${prefix}-` });
-  const config = resolveConfig(
-    localServerSettings(dataDir, {
-      "security.admin_password": ADMIN_PASSWORD,
-      "security.jwt_secret": "console-test-jwt-secret-0123456789abcdef0123456789",
-      ...settings,
-    }),
-    {},
+  const server = await startConsoleServer({
+    settings: { "security.admin_password": ADMIN_PASSWORD, ...settings },
+    database: DRIVER,
+  });
+  await withBrowserConsole(
+    server,
+    { viewport: { width: 1440, height: 900 }, timeoutMs: 60_000 },
+    async (s) => {
+      try {
+        await fn({ page: s.page, base: server.web, db: server.database!.db, browser: s.browser });
+      } catch (err) {
+        // What the page showed when it failed, for whoever reads the failure.
+        await shot(s.page, prefix, "failure").catch(() => {});
+        throw err;
+      }
+    },
   );
-  const database = await freshDb(DRIVER);
-  const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-  const chromium = await launchChromium();
-  try {
-    const base = `https://localhost:${server.ports.web}`;
-    const page = await chromium.browser.newPage();
-    page.setDefaultTimeout(60_000);
-    await page.setViewport({ width: 1440, height: 900 });
-    await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
-    try {
-      await fn({ page, base, db: database.db, browser: chromium.browser });
-    } catch (err) {
-      // What the page showed when it failed, for whoever reads the failure.
-      await shot(page, prefix, "failure").catch(() => {});
-      throw err;
-    }
-  } finally {
-    await chromium.close();
-    await server.stop();
-    await database.dispose();
-    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-  }
 }
 
-/** Calls the API from the logged-in page (cookies and the CSRF header, as the console does). */
+/** Calls the API from the logged-in page (cookies and the CSRF header, as the console does); must succeed. */
 // deno-lint-ignore no-explicit-any
 export async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await page.evaluate(
-    async (m: string, p: string, b: string | undefined) => {
-      const csrf = document.cookie.split(";").map((c: string) => c.trim())
-        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
-      const r = await fetch(p, {
-        method: m,
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
-        body: b,
-      });
-      return { status: r.status, text: await r.text() };
-    },
-    method,
-    path,
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
-  return res.text ? JSON.parse(res.text) : undefined;
+  const answer = await callApi(page, method, path, body);
+  assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${JSON.stringify(answer.json)}`);
+  return answer.json;
 }
 
 /**

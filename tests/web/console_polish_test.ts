@@ -23,6 +23,7 @@ import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
 import { axeViolations, haveChromium, launchChromium } from "../helpers/browser.ts";
 import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { contrastOf } from "../helpers/contrast.ts";
 import { VERSION } from "../../shared/version.ts";
 
 if (!haveChromium) console.warn("console polish browser test skipped: needs Debian's chromium");
@@ -73,79 +74,6 @@ async function agentRepo(): Promise<string> {
     }),
   );
   return dir;
-}
-
-/**
- * Every visible piece of text under `selector` (light and shadow trees) with its WCAG contrast ratio: the
- * text colour composited over the backgrounds behind it, walking up the composed tree.
- */
-async function contrastOf(page: Page, selector: string): Promise<Array<{ text: string; ratio: number }>> {
-  return await page.$eval(selector, (root: El) => {
-    const parse = (c: string): number[] | undefined => {
-      const m = /rgba?\(([^)]*)\)/.exec(c);
-      if (!m) return undefined;
-      const p = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
-      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
-    };
-    const up = (el: El) => el.assignedSlot ?? el.parentElement ?? el.getRootNode().host ?? null;
-    const background = (el: El): number[] => {
-      const layers: number[][] = [];
-      for (let e = el; e; e = up(e)) {
-        const c = parse(getComputedStyle(e).backgroundColor);
-        if (c && c[3] > 0) {
-          layers.push(c);
-          if (c[3] >= 1) break;
-        }
-      }
-      let out = [255, 255, 255];
-      for (const c of layers.reverse()) out = out.map((v, i) => c[i] * c[3] + v * (1 - c[3]));
-      return out;
-    };
-    const luminance = (rgb: number[]) => {
-      const f = (v: number) => {
-        v /= 255;
-        return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
-      };
-      return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2]);
-    };
-    const out: Array<{ text: string; ratio: number }> = [];
-    const visit = (node: El) => {
-      for (const child of node.childNodes) {
-        if (child.nodeType === 3 && child.textContent.trim()) {
-          const parent = child.parentElement ?? node.host;
-          if (!parent || ["STYLE", "SCRIPT"].includes(parent.tagName)) continue;
-          let styled = parent;
-          if (parent.shadowRoot) {
-            if (!child.assignedSlot) continue;
-            styled = child.assignedSlot;
-          }
-          // A slot's fallback text shows only while nothing is assigned to the slot.
-          if (parent.tagName === "SLOT" && parent.assignedNodes().length > 0) continue;
-          let box = parent;
-          while (box && box.tagName === "SLOT") box = up(box);
-          if (!box?.checkVisibility({ visibilityProperty: true, opacityProperty: true })) continue;
-          const color = parse(getComputedStyle(styled).color);
-          const bg = background(styled);
-          if (!color) {
-            out.push({ text: child.textContent.trim().slice(0, 40), ratio: NaN });
-            continue;
-          }
-          const fg = [0, 1, 2].map((i) => color[i] * color[3] + bg[i] * (1 - color[3]));
-          const [hi, lo] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
-          out.push({
-            text: child.textContent.trim().replace(/\s+/g, " ").slice(0, 40),
-            ratio: Math.round(((hi + 0.05) / (lo + 0.05)) * 100) / 100,
-          });
-        } else if (child.nodeType === 1) {
-          visit(child);
-          if (child.shadowRoot) visit(child.shadowRoot);
-        }
-      }
-    };
-    visit(root);
-    if (root.shadowRoot) visit(root.shadowRoot);
-    return out;
-  });
 }
 
 /**

@@ -9,26 +9,16 @@
  *   entered.
  */
 import assert from "node:assert/strict";
-import type { DescMessage } from "@bufbuild/protobuf";
 import puppeteer, { type Page } from "puppeteer-core";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldEditor } from "../../web/src/editors/firewalld.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
-
-/** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
-function paths(message: DescMessage, prefix = ""): string[] {
-  return message.fields.flatMap((f) => {
-    const path = prefix ? `${prefix}.${f.jsonName}` : f.jsonName;
-    if (f.fieldKind === "message") return [path, ...paths(f.message, path)];
-    if (f.fieldKind === "list" && f.listKind === "message") return [path, ...paths(f.message, `${path}[]`)];
-    return [path];
-  });
-}
+import { fieldPaths, fill, startNewPolicy } from "../helpers/editor_forms.ts";
 
 Deno.test("Firewalld editor: the zone form's catalogue covers every field and names no other", () => {
   const info = firewalldEditor.hints.catalogue!.fieldInfo;
-  const fields = paths(FirewalldPolicySchema);
+  const fields = fieldPaths(FirewalldPolicySchema);
   assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
   assert.deepEqual(
     Object.keys(info).filter((p) => !fields.includes(p)),
@@ -44,40 +34,8 @@ if (!haveChromium) console.warn("Polkit/Firewalld browser test skipped: chromium
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-async function fill(page: Page, host: string, value: string): Promise<void> {
-  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
-  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
-  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-  await input!.click({ count: 3 });
-  await page.keyboard.down("Control");
-  await page.keyboard.press("a");
-  await page.keyboard.up("Control");
-  await page.keyboard.press("Backspace");
-  await input!.type(value);
-  await page.keyboard.press("Tab");
-}
-
 async function textOf(page: Page, selector: string): Promise<string> {
   return await page.$eval(selector, (e) => e.textContent ?? "");
-}
-
-async function newPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
-  await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-flow-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-flow-page .type-tile[data-type="${type}"] input`);
-  await page.waitForFunction(
-    (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
-    {},
-    type,
-  );
-  await fill(page, ".policy-details sl-input[name=name]", name);
-  // The guided flow: name and type first, then the settings.
-  await page.click("svc-policy-flow-page sl-button.flow-next");
-  await page.waitForFunction(() =>
-    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
-      "configure"
-  );
 }
 
 async function save(page: Page): Promise<string> {
@@ -127,7 +85,7 @@ Deno.test({
       await page.waitForSelector("svc-app .masthead", { visible: true });
 
       // Polkit: pick an action from the catalogue; its defaults show; the preview shows the rule.
-      await newPolicy(page, web, "Polkit", "no reboot for users");
+      await startNewPolicy(page, web, "Polkit", "no reboot for users");
       await page.waitForSelector("svc-polkit-form sl-input.polkit-search", { visible: true });
       assert.match(await textOf(page, "svc-polkit-form .polkit-priority"), /higher binding priority wins/);
       await fill(page, "svc-polkit-form sl-input.polkit-search", "login1.reboot");
@@ -160,7 +118,7 @@ Deno.test({
       assert.equal(rule.result, "POLKIT_RESULT_AUTH_ADMIN");
 
       // Firewalld: a zone through the form; a hostile rich rule is refused in place.
-      await newPolicy(page, web, "Firewalld", "office zone");
+      await startNewPolicy(page, web, "Firewalld", "office zone");
       await page.waitForSelector('.field-row[data-field="zones"] sl-button.add-item', { visible: true });
       await page.click('.field-row[data-field="zones"] sl-button.add-item');
       await fill(page, '.field-row[data-field="zones[0].name"] sl-input', "office");

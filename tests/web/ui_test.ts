@@ -726,7 +726,8 @@ Deno.test({
         .filter((r) => r.status !== 401 && r.path !== "/api/v1/auth/refresh")
         .map((r) => `${r.method} ${r.path} ${r.status}`);
       // The charts come from one summary request, not one per count. The "Needs attention" list asks a fixed
-      // set of list endpoints for totals (one page of one row each), whatever the fleet's size.
+      // set of list endpoints for totals (one page of one row each), whatever the fleet's size; the releases
+      // in flight and the trends are one request each.
       assert.deepEqual(
         during.filter((r) => r.startsWith("GET /api/v1/dashboard/")),
         ["GET /api/v1/dashboard/summary 200"],
@@ -739,13 +740,16 @@ Deno.test({
         /^GET \/api\/v1\/disk-encryption\/volumes\?escrow=none&per_page=1 200$/,
         /^GET \/api\/v1\/policies\/all\?state=released&per_page=200 200$/,
         /^GET \/api\/v1\/policies\/rollout\?ids=[^ ]+ 200$/,
+        /^GET \/api\/v1\/compliance\/failing-settings\?limit=3 200$/,
+        /^GET \/api\/v1\/policies\/in-flight 200$/,
+        /^GET \/api\/v1\/trends\?granularity=hour 200$/,
       ];
       const others = during.filter((r) =>
         !r.startsWith("GET /api/v1/dashboard/") && !attention.some((a) => a.test(r))
       );
       assert.deepEqual(others, [], "only the attention list's fixed set of requests besides");
       const charts = await page.$$eval(
-        "svc-dashboard-page svg[aria-label], svc-dashboard-page ul.bar-list[aria-label]",
+        "svc-dashboard-page .charts svg[aria-label], svc-dashboard-page ul.bar-list[aria-label]",
         (els) =>
           els.map((e) => (e as unknown as { getAttribute(n: string): string }).getAttribute("aria-label")),
       );

@@ -22,10 +22,16 @@ const RESOURCE_WORDS: Record<string, string> = {
   agent_repo: "the agent repository",
 };
 
+/** Permissions whose words are not "<action> <resource>". */
+const PERMISSION_WORDS: Record<string, string> = {
+  "policy:edit_scripts": "create and edit Scripts policies",
+};
+
 /** `policy:edit` → "edit policies". */
 export function permissionWords(permission: string): string {
   const [resource, action] = permission.split(":");
-  return `${action} ${RESOURCE_WORDS[resource] ?? resource.replaceAll("_", " ")}`;
+  return PERMISSION_WORDS[permission] ??
+    `${action} ${RESOURCE_WORDS[resource] ?? resource.replaceAll("_", " ")}`;
 }
 
 /** The built-in roles that hold every one of `permissions`, the narrowest first. */

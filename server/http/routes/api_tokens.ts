@@ -28,7 +28,7 @@ import {
 import { assertHolds, reachablePermissionsOfUser } from "../../auth/rbac.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { getUser, USERNAME_PATTERN } from "../../auth/users.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { HttpError } from "../errors.ts";
 
 const TOKEN_SCHEMA: JsonSchema = {
@@ -126,7 +126,7 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
           );
         }
         await assertMayManage(s, c, userId);
-        await s.stepUp.check(db, me.id, proof, c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c, proof);
         const { token, record } = await createApiToken(db, {
           userId,
           name: input.name,

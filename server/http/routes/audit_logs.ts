@@ -3,7 +3,7 @@ import type { ServerContext } from "../../context.ts";
 import { badRequest } from "../errors.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
-import { callerEvent, type RouteContext, type RouteSpec } from "../route.ts";
+import { callerEvent, queryTime, type RouteContext, type RouteSpec } from "../route.ts";
 import {
   type AuditFilter,
   type AuditLogRow,
@@ -90,18 +90,6 @@ function list(value: string | undefined): string[] | undefined {
   return items?.length ? items : undefined;
 }
 
-function time(c: RouteContext, name: "from" | "to"): Date | undefined {
-  const raw = c.req.query(name);
-  if (raw === undefined || raw === "") return undefined;
-  const t = /^\d{4}-\d{2}-\d{2}/.test(raw) ? Date.parse(raw) : NaN;
-  if (Number.isNaN(t)) {
-    throw badRequest(`${name}: "${raw}" is not a date or time (use RFC 3339, e.g. 2024-05-01T00:00:00Z)`, [
-      { field: name, message: "must be an RFC 3339 date or time" },
-    ]);
-  }
-  return new Date(t);
-}
-
 function filterOf(c: RouteContext): AuditFilter {
   return {
     actions: list(c.req.query("action")),
@@ -109,8 +97,8 @@ function filterOf(c: RouteContext): AuditFilter {
     resourceId: c.req.query("resource_id") || undefined,
     user: c.req.query("user") || undefined,
     outcome: c.req.query("outcome") || undefined,
-    from: time(c, "from"),
-    to: time(c, "to"),
+    from: queryTime(c, "from"),
+    to: queryTime(c, "to"),
   };
 }
 

@@ -15,7 +15,7 @@ import {
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
-import { changeById, DATE_TIME, noContent, readById, TEXT_PATTERN } from "./common.ts";
+import { changeById, DATE_TIME, LOCKOUT_REASON, noContent, readById } from "./common.ts";
 
 const PRIORITY: JsonSchema = {
   type: "integer",
@@ -122,14 +122,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         properties: {
           state: { type: "string", enum: BINDING_STATES },
           priority: PRIORITY,
-          lockout_reason: {
-            type: "string",
-            minLength: 3,
-            maxLength: 500,
-            pattern: TEXT_PATTERN,
-            description:
-              "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
-          },
+          lockout_reason: LOCKOUT_REASON,
         },
       },
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },

@@ -1,12 +1,15 @@
 /**
- * Pieces shared by the policy-domain routes: handlers for the two shapes most routes on one resource take
- * (read it by its `:id`; change it by its `:id` in a transaction, naming it in the audit row), and schema
- * fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
+ * Pieces shared by the routes: handlers for the shapes most routes on one resource take (read it by its
+ * `:id`; change it by its `:id` in a transaction, naming it in the audit row; change an identity record
+ * with step-up), and schema fragments. Request readers live in ../route.ts, page and sort parameters in ../pagination.ts.
  */
 import type { Db, Queryable } from "../../db/db.ts";
+import { identityTransaction } from "../../auth/rbac.ts";
+import type { IdentityServices } from "../../auth/services.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { auditResource, respondJson, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
+import { checkStepUp, takeStepUpProof } from "../step_up.ts";
 
 type Handler = RouteSpec["handler"];
 type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
@@ -70,6 +73,23 @@ export function changeById<T>(
 }
 
 /**
+ * Handler of a change to who may do what (a role, a user group, its members, a role binding) that answers
+ * 204 and may need step-up: the `:id` and the proof are read first, then `change` runs in one identity
+ * transaction and calls `stepUp()` where the change alters what someone may do.
+ */
+export function identityChange(
+  s: IdentityServices,
+  change: (tx: Queryable, id: string, c: RouteContext, stepUp: () => Promise<void>) => Promise<void>,
+): Handler {
+  return async (c) => {
+    const id = uuidParam(c, "id");
+    const proof = takeStepUpProof(c);
+    await identityTransaction(s.ctx.db, (tx) => change(tx, id, c, () => checkStepUp(s.stepUp, tx, c, proof)));
+    return noContent(c);
+  };
+}
+
+/**
  * Single-line name text: no control characters (C0 such as ESC, CR, LF and BS; DEL; C1), so a name cannot
  * forge lines or terminal escapes wherever it is shown or logged.
  */
@@ -83,3 +103,13 @@ export const TEXT_PATTERN = "^[^\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f]*$
 
 /** Timestamp schema. */
 export const DATE_TIME: JsonSchema = { type: "string", format: "date-time" };
+
+/** `lockout_reason` of the requests a lockout guard checks (server/domain/lockout_guards.ts). */
+export const LOCKOUT_REASON: JsonSchema = {
+  type: "string",
+  minLength: 3,
+  maxLength: 500,
+  pattern: TEXT_PATTERN,
+  description:
+    "SessionAccess and Privilege: why to go ahead although the set would lock people out of a node group (SessionAccess: no named account may log in at some time; Privilege: nobody but root administers its nodes) (audited)",
+};

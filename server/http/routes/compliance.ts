@@ -4,15 +4,17 @@ import {
   COMPLIANCE_SORT_COLUMNS,
   COMPLIANCE_STATUSES,
   type ComplianceStatus,
+  failingSettings,
   fleetSummary,
   listCompliance,
   nodeCompliance,
   policyCompliance,
 } from "../../domain/compliance.ts";
 import { policyRollout, ROLLOUT_STATES, rolloutCounts, type RolloutState } from "../../domain/rollout.ts";
+import { badRequest } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
-import { queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { queryBool, queryInt, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { readById } from "./common.ts";
 
 /** Counts per status. */
@@ -90,6 +92,18 @@ const ROLLOUT_ROW_SCHEMA: JsonSchema = {
   },
 };
 
+/** The `setting` filter of the result list (with its schema), when given. */
+function failingSettingQuery(c: RouteContext): { schemaId: string; key: string } | undefined {
+  const key = c.req.query("setting");
+  const schemaId = c.req.query("setting_schema");
+  if (!key && schemaId) {
+    throw badRequest("setting_schema narrows the setting filter: give the setting key too (setting=…)", [
+      { field: "setting_schema", message: "needs setting" },
+    ]);
+  }
+  return key ? { key, schemaId: schemaId ?? "" } : undefined;
+}
+
 /** Routes of the compliance area. */
 export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
@@ -112,6 +126,17 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
           description:
             "Also list the pairs the node has not reported on yet (status unknown), so the counts equal /compliance/summary's",
         },
+        setting: {
+          type: "string",
+          minLength: 1,
+          maxLength: 512,
+          description: "Only pairs whose item for this setting key is failing (error or non_compliant)",
+        },
+        setting_schema: {
+          type: "string",
+          maxLength: 512,
+          description: "The schema of `setting` (dconf items); empty or absent for settings without one",
+        },
       },
       responses: {
         "200": {
@@ -127,8 +152,50 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             policyId: c.req.query("policy_id")?.toLowerCase(),
             search: c.req.query("search"),
             includeUnreported: queryBool(c, "include_unreported") ?? false,
+            failingSetting: failingSettingQuery(c),
           }, listRequest(c)),
         ),
+    },
+    {
+      method: "GET",
+      path: "/api/v1/compliance/failing-settings",
+      summary: "The settings failing on most nodes (items reported as error or non_compliant, where the " +
+        "policy still reaches the node), by policy and setting, most nodes first",
+      tag: "compliance",
+      access: "compliance:view",
+      query: { limit: { type: "integer", minimum: 1, maximum: 100, description: "How many (default 5)" } },
+      responses: {
+        "200": {
+          description: "Failing settings",
+          schema: {
+            type: "array",
+            items: {
+              type: "object",
+              required: [
+                "policy_id",
+                "policy_name",
+                "policy_type",
+                "schema_id",
+                "key",
+                "nodes",
+                "error",
+                "non_compliant",
+              ],
+              properties: {
+                policy_id: UUID_SCHEMA,
+                policy_name: { type: "string" },
+                policy_type: { type: "string" },
+                schema_id: { type: "string", description: "Empty for settings without a schema" },
+                key: { type: "string" },
+                nodes: { type: "integer", description: "Nodes where the setting fails" },
+                error: { type: "integer" },
+                non_compliant: { type: "integer" },
+              },
+            },
+          },
+        },
+      },
+      handler: async (c) => c.json(await failingSettings(db, queryInt(c, "limit", 5))),
     },
     {
       method: "GET",

@@ -6,7 +6,7 @@
  */
 import type { ServerContext } from "../../context.ts";
 import { createStepUp } from "../../auth/step_up.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, STEP_UP_PROPERTIES } from "../step_up.ts";
 import { createSecretSealer } from "../../auth/mfa.ts";
 import { KekError } from "../../pki/envelope.ts";
 import { requestRotation, revealKey, rewrapAll } from "../../disk_encryption/escrow.ts";
@@ -22,7 +22,7 @@ import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";
-import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { auditResource, body, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { TEXT_PATTERN } from "./common.ts";
 
 /** How long the UI shows a revealed key before hiding it again. */
@@ -98,7 +98,6 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
-        const user = caller(c);
         const input = body<{ reason: string }>(c);
         if (input.reason.trim().length < 3) {
           throw new HttpError(
@@ -111,7 +110,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           );
         }
         c.set("auditDetails", { reason: input.reason });
-        await stepUp.check(db, user.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(stepUp, db, c);
         const reveal = await withKek(async () => {
           const kr = await keyringFor(ctx.config);
           return await db.transaction((tx) => revealKey(tx, kr, id));

@@ -23,15 +23,9 @@ import { mfaRequiredFor } from "../../auth/mfa_policy.ts";
 import { assertHolds, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { revokeAllSessions } from "../../auth/sessions.ts";
-import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import { base32Encode, otpauthUri } from "../../auth/totp.ts";
 import { getUser } from "../../auth/users.ts";
-
-const STEP_UP_BODY = {
-  type: "object",
-  additionalProperties: false,
-  properties: STEP_UP_PROPERTIES,
-} as const;
 
 const BACKUP_CODES_SCHEMA = {
   type: "object",
@@ -109,7 +103,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { id: me.id, name: me.username });
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         const secret = await startTotpEnrolment(db, s.sealer, me.id);
         c.header("cache-control", "no-store");
         return c.json({ secret: base32Encode(secret), otpauth_uri: otpauthUri(secret, me.username) });
@@ -155,7 +149,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { id: me.id, name: me.username });
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         await removeFactors(db, me.id, { webauthn: false });
         return c.body(null, 204);
       },
@@ -172,7 +166,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { id: me.id, name: me.username });
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         if (!(await factorsOf(db, me.id)).totp) {
           throw new HttpError(
             409,
@@ -209,7 +203,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
             `reset the second factors of ${target.username}`,
           );
         }
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         const before = await factorsOf(db, id);
         await identityTransaction(db, async (tx) => {
           await removeFactors(tx, id, { webauthn: true });

@@ -9,7 +9,7 @@ import { auditResource, body, caller, type RouteSpec } from "../route.ts";
 import { isPermission } from "../../../shared/permissions.ts";
 import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "../../auth/mfa_policy.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, STEP_UP_PROPERTIES } from "../step_up.ts";
 
 const POLICY_PROPERTIES = {
   mode: {
@@ -69,7 +69,7 @@ export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
             { field: "permissions", message: "needs at least one permission with mode permissions" },
           ]);
         }
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         const policy: MfaPolicy = {
           mode: input.mode,
           permissions: input.mode === "permissions" ? permissions : [],

@@ -38,6 +38,8 @@ import { policyVersionRoutes } from "./policy_versions.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
+import { trendRoutes } from "./trends.ts";
+import { trustAnchorRoutes } from "./trust_anchors.ts";
 
 /** Every REST route the server mounts, in the order the OpenAPI document lists them. */
 export function buildRoutes(ctx: ServerContext, identity: Identity): RouteSpec[] {
@@ -76,6 +78,7 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),
+    ...trendRoutes(ctx),
     ...eventRoutes(ctx),
     ...roleBindingListRoutes(ctx),
     ...catalogueRoutes(ctx),
@@ -84,5 +87,6 @@ export function domainRoutes(ctx: ServerContext): RouteSpec[] {
     ...sessionAccessRoutes(ctx),
     ...flatpakRoutes(ctx),
     ...agentRepoRoutes(ctx),
+    ...trustAnchorRoutes(ctx),
   ];
 }

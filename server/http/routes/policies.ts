@@ -34,7 +34,9 @@ import {
 } from "../../domain/export_import.ts";
 import type { CheckedBundle, CheckedContent } from "../../domain/bundle_codec.ts";
 import { checkContentOffLoop, INLINE_CONTENT_LENGTH, precheckContent } from "../../domain/content_offloop.ts";
-import { listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
+import { getPolicyType, listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shared/policy_types/mod.ts";
+import { dryRunScripts } from "../../domain/scripts_policy.ts";
+import { caContentSigner } from "../../pki/content_signer.ts";
 import { forbidden, HttpError } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
@@ -52,7 +54,15 @@ import {
   uuidParam,
 } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
-import { changeById, DATE_TIME, NAME_PATTERN, noContent, readById, TEXT_PATTERN } from "./common.ts";
+import {
+  changeById,
+  DATE_TIME,
+  LOCKOUT_REASON,
+  NAME_PATTERN,
+  noContent,
+  readById,
+  TEXT_PATTERN,
+} from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
@@ -121,15 +131,6 @@ export const REVISION_SCHEMA: JsonSchema = {
   },
 };
 
-const LOCKOUT_REASON: JsonSchema = {
-  type: "string",
-  minLength: 3,
-  maxLength: 500,
-  pattern: TEXT_PATTERN,
-  description:
-    "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
-};
-
 const IMPORT_REPORT_SCHEMA: JsonSchema = {
   type: "object",
   required: ["ok", "dry_run", "created", "updated", "skipped", "errors", "results"],
@@ -155,6 +156,17 @@ const IMPORT_REPORT_SCHEMA: JsonSchema = {
     },
   },
 };
+
+/**
+ * Refuses (403) a caller who lacks the extra permission a type asks for creating or editing its policies
+ * (Scripts: `policy:edit_scripts`, because its content runs as root on every node it reaches).
+ */
+function assertMayAuthor(c: RouteContext, type: string): void {
+  const needed = getPolicyType(type)?.editPermission;
+  if (needed && !caller(c).permissions.has(needed)) {
+    throw forbidden(`permission ${needed} is required to create or edit a ${type} policy`);
+  }
+}
 
 /** Routes of the policy area. */
 export function policyRoutes(ctx: ServerContext): RouteSpec[] {
@@ -188,11 +200,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       },
     },
     // Upload, parse and content checks (in a worker) before the unit of work opens: no connection waits.
-    prepare: async (c) =>
-      await checkBundleText(
+    prepare: async (c) => {
+      const checked = await checkBundleText(
         await readLimitedText(c, MAX_BUNDLE_BYTES),
         c.req.query("format") as BundleFormat | undefined ?? formatFromContentType(c),
-      ),
+      );
+      for (const [i, doc] of checked.docs.entries()) {
+        if (doc.kind !== "Policy") continue;
+        assertMayAuthor(c, doc.spec.type);
+        const content = checked.contents[i];
+        if (content && "canonical" in content) await dryRunScripts(doc.spec.type, content.canonical);
+      }
+      return checked;
+    },
     handler: async (c) => {
       const user = caller(c);
       const dryRun = queryBool(c, "dry_run") ?? false;
@@ -264,10 +284,13 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       },
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
       // Content is checked before the unit of work opens; large content in a worker (server/domain/content_offloop.ts).
-      prepare: (c) => {
+      prepare: async (c) => {
         const input = body<{ name: string; type: string; content: string }>(c);
         auditResource(c, { name: input.name });
-        return checkContentOffLoop(input.type, input.content);
+        assertMayAuthor(c, input.type);
+        const checked = await checkContentOffLoop(input.type, input.content);
+        await dryRunScripts(input.type, checked.canonical);
+        return checked;
       },
       handler: (c) => {
         const input = body<{ name: string; description?: string; type: string; content: string }>(c);
@@ -315,8 +338,13 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       // Large content is checked in a worker before the unit of work opens (small content inline, as before).
       prepare: async (c) => {
         const input = body<{ type?: string; content?: string }>(c);
-        if (input.content === undefined || input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        const type = input.type ?? (await getPolicySummary(db, uuidParam(c, "id"))).type;
+        const stored = (await getPolicySummary(db, uuidParam(c, "id"))).type;
+        assertMayAuthor(c, stored);
+        if (input.type) assertMayAuthor(c, input.type);
+        const type = input.type ?? stored;
+        if (input.content === undefined) return undefined;
+        await dryRunScripts(type, input.content);
+        if (input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
         return await checkContentOffLoop(type, input.content);
       },
       handler: changeById(db, (tx, id, c) => {
@@ -357,14 +385,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         required: ["state"],
         properties: {
           state: { type: "string", enum: POLICY_STATES },
-          lockout_reason: {
-            type: "string",
-            minLength: 3,
-            maxLength: 500,
-            pattern: TEXT_PATTERN,
-            description:
-              "SessionAccess only: why to go ahead although the rules leave no named account able to log in at some time (audited)",
-          },
+          lockout_reason: LOCKOUT_REASON,
         },
       },
       responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
@@ -391,6 +412,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           changePolicyState(tx, id, state, {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
+            signer: caContentSigner(ctx.ca),
             by: caller(c).username,
           })
         );
@@ -429,8 +451,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       // Large content is checked in a worker before the unit of work opens, as for a draft edit.
       prepare: async (c) => {
         const { content } = body<{ content?: string }>(c);
-        if (content === undefined || content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop((await getPolicySummary(db, uuidParam(c, "id"))).type, content);
+        const type = (await getPolicySummary(db, uuidParam(c, "id"))).type;
+        assertMayAuthor(c, type);
+        if (content === undefined) return undefined;
+        await dryRunScripts(type, content);
+        if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
+        return await checkContentOffLoop(type, content);
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -489,6 +515,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           releaseRevision(tx, id, {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
+            signer: caContentSigner(ctx.ca),
             by: caller(c).username,
           })
         );
@@ -516,6 +543,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME },
       },
       responses: { "201": { description: "The new draft policy", schema: POLICY_SCHEMA } },
+      prepare: async (c) => assertMayAuthor(c, (await getPolicySummary(db, uuidParam(c, "id"))).type),
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { name } = body<{ name?: string }>(c);

@@ -16,7 +16,14 @@ import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import {
+  checkStepUp,
+  STEP_UP_BODY,
+  STEP_UP_PROPERTIES,
+  STEP_UP_REFUSED,
+  takeStepUpProof,
+} from "../step_up.ts";
+import { identityChange } from "./common.ts";
 import {
   type BindingSubject,
   createBinding,
@@ -232,7 +239,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
           const label = `${role.name} → ${name}`;
           auditResource(c, { name: label });
           // Who may hold which permissions is the most dangerous change there is: prove presence again.
-          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          await checkStepUp(s.stepUp, tx, c, proof);
           const wanted = { subject: holder, roleId: role.id, scopeType, scopeId };
           if (await hasBinding(tx, wanted)) {
             throw conflict(`${noun} "${name}" already has role "${role.name}" in this scope`);
@@ -250,27 +257,19 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
       tag,
       access: options.edit,
       audit: { resourceType: "role_binding" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
-      responses: {
-        "204": { description: "Removed" },
-        "403": { description: "Missing permission or step-up re-authentication (password, code)" },
-      },
-      async handler(c) {
-        const id = uuidParam(c, "id");
+      body: STEP_UP_BODY,
+      responses: { "204": { description: "Removed" }, "403": STEP_UP_REFUSED },
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
         const bindingId = uuidParam(c, "bindingId");
         const holder = subject.holder(id);
-        const proof = takeStepUpProof(c);
         auditResource(c, { id: bindingId });
-        await identityTransaction(db, async (tx) => {
-          const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
-          const binding = await getBinding(tx, holder, bindingId);
-          if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
-          auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
-          await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
-          await deleteBinding(tx, holder, bindingId);
-        });
-        return c.body(null, 204);
-      },
+        const name = subject.nameOf(await manageable(tx, subject, { caller: caller(c), id, verb }));
+        const binding = await getBinding(tx, holder, bindingId);
+        if (!binding) throw notFound(`role binding ${bindingId} of ${noun} "${name}"`);
+        auditResource(c, { id: bindingId, name: `${binding.role_name} → ${name}` });
+        await stepUp();
+        await deleteBinding(tx, holder, bindingId);
+      }),
     },
   ];
 }

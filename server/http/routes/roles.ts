@@ -16,8 +16,14 @@ import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
 import { roleIsBound } from "../../auth/role_bindings.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "../../auth/roles.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
-import { TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import {
+  checkStepUp,
+  STEP_UP_BODY,
+  STEP_UP_PROPERTIES,
+  STEP_UP_REFUSED,
+  takeStepUpProof,
+} from "../step_up.ts";
+import { identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -136,7 +142,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: {
         "200": { description: "The updated role", schema: ROLE_SCHEMA },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -157,7 +163,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
             !samePermissions(current.permissions, input.permissions) &&
             (await roleIsBound(tx, id))
           ) {
-            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+            await checkStepUp(s.stepUp, tx, c, proof);
           }
           const name = input.name?.trim();
           if (name) await assertNameFree(tx, { table: "roles", noun: "role", name, exceptId: id });
@@ -179,26 +185,19 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       tag: "roles",
       access: "role:delete",
       audit: { resourceType: "role" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Deleted" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
-      async handler(c) {
-        const id = uuidParam(c, "id");
-        const proof = takeStepUpProof(c);
-        await identityTransaction(db, async (tx) => {
-          const role = found(await getRole(tx, id), `role ${id}`);
-          auditResource(c, { id, name: role.name });
-          assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
-          // (Built-in roles are refused below, without asking for a proof.)
-          if (!role.builtin && (await roleIsBound(tx, id))) {
-            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
-          }
-          await deleteRole(tx, role);
-        });
-        return c.body(null, 204);
-      },
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
+        const role = found(await getRole(tx, id), `role ${id}`);
+        auditResource(c, { id, name: role.name });
+        assertHolds(caller(c), role.permissions, `delete role "${role.name}"`);
+        // (Built-in roles are refused below, without asking for a proof.)
+        if (!role.builtin && (await roleIsBound(tx, id))) await stepUp();
+        await deleteRole(tx, role);
+      }),
     },
     {
       method: "GET",

@@ -17,7 +17,8 @@ import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts"
 import { listBindings } from "../../auth/role_bindings.ts";
 import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./roles.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { STEP_UP_BODY, STEP_UP_PROPERTIES, STEP_UP_REFUSED } from "../step_up.ts";
+import { identityChange } from "./common.ts";
 import {
   addMember,
   createUserGroup,
@@ -151,24 +152,17 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:delete",
       audit: { resourceType: "user_group" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Deleted" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
-      async handler(c) {
-        const id = uuidParam(c, "id");
-        const proof = takeStepUpProof(c);
-        await identityTransaction(db, async (tx) => {
-          const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "delete" });
-          auditResource(c, { id, name: group.name });
-          if (group.member_count > 0 && (await carriesRoles(tx, id))) {
-            await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
-          }
-          await deleteUserGroup(tx, id);
-        });
-        return c.body(null, 204);
-      },
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
+        const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "delete" });
+        auditResource(c, { id, name: group.name });
+        if (group.member_count > 0 && (await carriesRoles(tx, id))) await stepUp();
+        await deleteUserGroup(tx, id);
+      }),
     },
     {
       method: "GET",
@@ -198,34 +192,25 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       },
       responses: {
         "204": { description: "Added" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
-      async handler(c) {
-        const id = uuidParam(c, "id");
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
         const { user_id: userId } = body<{ user_id: string }>(c);
-        const proof = takeStepUpProof(c);
-        await identityTransaction(db, async (tx) => {
-          const group = await manageable(tx, GROUP_SUBJECT, {
-            caller: caller(c),
-            id,
-            verb: "add members to",
-          });
-          auditResource(c, { id, name: group.name });
-          const user = await getUser(tx, userId);
-          if (!user) {
-            throw badRequest(`user_id: no user with id ${userId}`, [{
-              field: "user_id",
-              message: "no user with this id",
-            }]);
-          }
-          c.set("auditDetails", { member: user.username });
-          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
-          if (!(await addMember(tx, id, userId))) {
-            throw conflict(`"${user.username}" is already a member of "${group.name}"`);
-          }
-        });
-        return c.body(null, 204);
-      },
+        const group = await manageable(tx, GROUP_SUBJECT, { caller: caller(c), id, verb: "add members to" });
+        auditResource(c, { id, name: group.name });
+        const user = await getUser(tx, userId);
+        if (!user) {
+          throw badRequest(`user_id: no user with id ${userId}`, [{
+            field: "user_id",
+            message: "no user with this id",
+          }]);
+        }
+        c.set("auditDetails", { member: user.username });
+        if (await carriesRoles(tx, id)) await stepUp();
+        if (!(await addMember(tx, id, userId))) {
+          throw conflict(`"${user.username}" is already a member of "${group.name}"`);
+        }
+      }),
     },
     {
       method: "DELETE",
@@ -234,30 +219,25 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: {
         "204": { description: "Removed" },
-        "403": { description: "Missing permission, or step-up re-authentication (password, code)" },
+        "403": STEP_UP_REFUSED,
       },
-      async handler(c) {
-        const id = uuidParam(c, "id");
+      handler: identityChange(s, async (tx, id, c, stepUp) => {
         const userId = uuidParam(c, "userId");
-        const proof = takeStepUpProof(c);
-        await identityTransaction(db, async (tx) => {
-          const group = await manageable(tx, GROUP_SUBJECT, {
-            caller: caller(c),
-            id,
-            verb: "remove members from",
-          });
-          auditResource(c, { id, name: group.name });
-          c.set("auditDetails", { member_id: userId });
-          if (await carriesRoles(tx, id)) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
-          if (!(await removeMember(tx, id, userId))) {
-            throw notFound(`member ${userId} of user group "${group.name}"`);
-          }
+        const group = await manageable(tx, GROUP_SUBJECT, {
+          caller: caller(c),
+          id,
+          verb: "remove members from",
         });
-        return c.body(null, 204);
-      },
+        auditResource(c, { id, name: group.name });
+        c.set("auditDetails", { member_id: userId });
+        if (await carriesRoles(tx, id)) await stepUp();
+        if (!(await removeMember(tx, id, userId))) {
+          throw notFound(`member ${userId} of user group "${group.name}"`);
+        }
+      }),
     },
     ...roleBindingRoutes(s, {
       subject: GROUP_SUBJECT,

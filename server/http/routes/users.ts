@@ -17,7 +17,7 @@ import { effectivePermissions, identityTransaction, reachablePermissionsOfUser }
 import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
 import { createBinding, listBindings } from "../../auth/role_bindings.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "../step_up.ts";
 import { groupsOfUser } from "../../auth/user_groups.ts";
 import {
   createUser,
@@ -189,7 +189,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
             bindings.push(await checkBindingInput(tx, caller(c), { role_id: roleId }));
           }
           // Handing out roles is binding them: the same fresh re-authentication as the role-binding routes.
-          if (bindings.length > 0) await s.stepUp.check(tx, caller(c).id, proof, c.get("clientIp"));
+          if (bindings.length > 0) await checkStepUp(s.stepUp, tx, c, proof);
           await assertNameFree(tx, {
             table: "users",
             column: "username",

@@ -8,7 +8,7 @@
 import { notFoundError } from "../../core/errors.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import type { IdentityServices } from "../../auth/services.ts";
-import { maskCodes, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
+import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import {
   finishRegistration,
   listCredentials,
@@ -76,12 +76,12 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
       tag: "auth",
       access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_start" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { id: me.id, name: me.username });
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         const user = await getUser(db, me.id);
         const started = await startRegistration(
           db,
@@ -134,13 +134,13 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
       tag: "auth",
       access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_remove" },
-      body: { type: "object", additionalProperties: false, properties: STEP_UP_PROPERTIES },
+      body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" }, "404": { description: "No such key of yours" } },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const me = caller(c);
         auditResource(c, { id: me.id, name: me.username });
-        await s.stepUp.check(db, me.id, takeStepUpProof(c), c.get("clientIp"));
+        await checkStepUp(s.stepUp, db, c);
         if (!(await removeCredential(db, me.id, id))) throw notFoundError("security key");
         return c.body(null, 204);
       },

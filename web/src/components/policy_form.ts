@@ -12,17 +12,13 @@ import {
   type ValidationIssue,
 } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject } from "../content.ts";
-import { editorFor } from "../editors/mod.ts";
+import { editorFor, type EditorSpec } from "../editors/mod.ts";
 import { labelIssues } from "../editors/enum_labels.ts";
 import { policyTypeInfo } from "../editors/type_info.ts";
 import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import "../editors/schema_form.ts";
-// Type forms are custom elements named by their editor's formTag; they are defined here, not in editors/,
-// so editors/ (and the logic tests that import it) stay free of DOM code.
-import "./dconf_form.ts";
-import "./polkit_form.ts";
-import "./flatpak_form.ts";
-import "./session_access_form.ts";
+// Defines the types' own form elements (an editor's formTag), found by `deno task proto`.
+import "../editors/forms.gen.ts";
 
 /** The type tiles' look (the console's CSP allows inline styles). */
 const TILE_STYLE = html`<style>
@@ -55,7 +51,7 @@ export function typeSummary(type: string): string[] {
 
 /** A type's own form element (`EditorSpec.formTag`), or undefined for the generated form. */
 function typeForm(
-  tag: string | undefined,
+  editor: EditorSpec,
   props: {
     value: JsonObject;
     issues: ValidationIssue[];
@@ -63,8 +59,8 @@ function typeForm(
     onChange: (e: CustomEvent<JsonObject>) => void;
   },
 ): TemplateResult | undefined {
-  if (!tag) return undefined;
-  const name = unsafeStatic(tag);
+  if (!editor.formTag) return undefined;
+  const name = unsafeStatic(editor.formTag);
   return staticHtml`<${name} .value=${props.value} .issues=${props.issues} ?read-only=${props.readOnly}
     @value-change=${props.onChange}></${name}>`;
 }
@@ -158,7 +154,7 @@ export function renderSettingsSection(s: SettingsState): TemplateResult {
         ${def
           ? html`
             <sl-tab-panel name="form" ?active=${s.view === "form"}>
-              ${typeForm(editorFor(s.type).formTag, {
+              ${typeForm(editorFor(s.type), {
                 value: s.value,
                 issues,
                 readOnly: !s.editable,

@@ -11,6 +11,8 @@ import { LiveRefresh } from "../live_events.ts";
 import { errorText } from "./page.ts";
 import { formatDate, relativeTime } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
+// The editor shows the rollout over time beside this panel; defined with it.
+import "./rollout_trend.ts";
 
 /** Rollout states, in the order the panel lists them. */
 export const ROLLOUT_STATES = ["pending", "error", "non_compliant", "compliant", "inapplicable"] as const;

@@ -1,7 +1,8 @@
 /**
- * `<svc-session-lockout-dialog>` behind {@linkcode askLockoutReason}: when the server's SessionAccess lockout
- * guard refuses a release or a binding (no named account could log in at some time of the week), the
- * person sees which accounts and when, and may go ahead only by giving a reason, which the server audits.
+ * `<svc-session-lockout-dialog>` behind {@linkcode askLockoutReason}: when a server lockout guard refuses a
+ * release or a binding (SessionAccess: no named account could log in at some time of the week; Privilege: nobody
+ * but root would administer the group's nodes), the person sees why (for SessionAccess which accounts and when),
+ * and may go ahead only by giving a reason, which the server audits.
  */
 import { html, LitElement } from "lit";
 import { ApiError } from "../api.ts";
@@ -55,9 +56,12 @@ class SvcSessionLockoutDialog extends LitElement {
   override render() {
     const ok = this.reason.trim().length >= 3;
     return html`
-      <sl-dialog label="Nobody could log in at some times" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.#finish(undefined);
-      }}>
+      <sl-dialog label=${parseLockout(this.message)
+        ? "Nobody could log in at some times"
+        : "This would lock people out"}
+        @sl-after-hide=${(e: Event) => {
+          if (e.target === e.currentTarget) this.#finish(undefined);
+        }}>
         ${this.#explanation()}
         <sl-textarea class="lockout-reason" label="Reason to go ahead (recorded in the audit log)" rows="3"
           .value=${this.reason} @sl-input=${(e: Event) =>

@@ -4,6 +4,5 @@ import { browserHints, type EditorSpec } from "./spec.ts";
 
 /** The Chrome editor. */
 export const chromeEditor: EditorSpec = {
-  type: "Chrome",
   hints: browserHints(chromeType),
 };

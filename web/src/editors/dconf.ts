@@ -6,7 +6,6 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The Dconf editor. */
 export const dconfEditor: EditorSpec = {
-  type: "Dconf",
   hints: {},
   formTag: "svc-dconf-form",
 };

@@ -12,7 +12,6 @@ const TANG = "Tang protector";
 
 /** The DiskEncryption editor. */
 export const diskEncryptionEditor: EditorSpec = {
-  type: "DiskEncryption",
   hints: {
     catalogue: {
       groups: [REQUIREMENTS, ESCROW, TPM2, TANG],

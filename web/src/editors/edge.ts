@@ -4,6 +4,5 @@ import { browserHints, type EditorSpec } from "./spec.ts";
 
 /** The Edge editor. */
 export const edgeEditor: EditorSpec = {
-  type: "Edge",
   hints: browserHints(edgeType),
 };

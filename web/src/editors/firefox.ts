@@ -4,6 +4,5 @@ import { browserHints, type EditorSpec } from "./spec.ts";
 
 /** The Firefox editor. */
 export const firefoxEditor: EditorSpec = {
-  type: "Firefox",
   hints: browserHints(firefoxType),
 };

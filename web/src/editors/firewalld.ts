@@ -10,7 +10,6 @@ const ZONES = "Zones";
 
 /** The Firewalld editor. */
 export const firewalldEditor: EditorSpec = {
-  type: "Firewalld",
   hints: {
     catalogue: {
       groups: [ZONES],

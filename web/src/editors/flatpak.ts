@@ -7,7 +7,6 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The Flatpak editor. */
 export const flatpakEditor: EditorSpec = {
-  type: "Flatpak",
   hints: {},
   formTag: "svc-flatpak-form",
 };

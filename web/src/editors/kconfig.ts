@@ -7,6 +7,5 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The Kconfig editor. */
 export const kconfigEditor: EditorSpec = {
-  type: "Kconfig",
   hints: {},
 };

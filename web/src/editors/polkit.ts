@@ -8,7 +8,6 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The Polkit editor. */
 export const polkitEditor: EditorSpec = {
-  type: "Polkit",
   hints: {},
   formTag: "svc-polkit-form",
 };

@@ -7,7 +7,6 @@ import type { EditorSpec } from "./spec.ts";
 
 /** The SessionAccess editor. */
 export const sessionAccessEditor: EditorSpec = {
-  type: "SessionAccess",
   hints: {},
   formTag: "svc-session-access-form",
 };

@@ -13,15 +13,16 @@ export interface FormHints {
   escapeHatch?: string;
 }
 
-/** One editor per policy type (`web/src/editors/<type>.ts`). */
+/**
+ * One editor per policy type: `web/src/editors/<type>.ts` exporting `<type>Editor` (e.g. `kconfigEditor`), found by
+ * `deno task proto` (registry.gen.ts) under the base name of the type's typed_content member.
+ */
 export interface EditorSpec {
-  /** Wire name of the type. */
-  type: string;
   /** Hints for the generated form (catalogue, escape hatch). */
   hints: FormHints;
   /**
    * Tag of a custom element of the type's own that replaces the generated form (e.g. Dconf's catalogue
-   * picker). It takes `.value`, `.issues` and `read-only` like `<svc-schema-form>` and fires `value-change`.
+   * picker), defined by `web/src/components/<type>_form.ts` (forms.gen.ts loads it for the policy editor). It takes `.value`, `.issues` and `read-only` like `<svc-schema-form>` and fires `value-change`.
    */
   formTag?: string;
 }

@@ -4,6 +4,5 @@ import { browserHints, type EditorSpec } from "./spec.ts";
 
 /** The Thunderbird editor. */
 export const thunderbirdEditor: EditorSpec = {
-  type: "Thunderbird",
   hints: browserHints(thunderbirdType),
 };

@@ -29,6 +29,10 @@ class SvcCompliancePage extends PageElement {
     sort: { key: "severity", dir: "asc" },
     filters: [
       { name: "search", label: "Search", kind: "search", placeholder: "Node or policy name" },
+      // Set by the dashboard's failing settings: the results where that setting of that policy fails.
+      { name: "policy_id", label: "Policy", kind: "hidden" },
+      { name: "setting", label: "Failing setting", kind: "hidden" },
+      { name: "setting_schema", label: "Setting schema", kind: "hidden" },
       {
         name: "status",
         label: "Status",

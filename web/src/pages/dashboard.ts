@@ -1,7 +1,9 @@
 /**
  * `/`: the fleet at a glance. It leads with the fleet: the share of nodes compliant, and what needs attention
- * (nodes failing or non-compliant, the policies failing on most nodes, nodes offline, agents older than the
- * server, certificates about to expire, disks without an escrowed key), each a link to the list behind it.
+ * (nodes failing or non-compliant, the policies and the settings failing on most nodes, nodes offline, agents
+ * older than the server, certificates about to expire, disks without an escrowed key), each a link to the
+ * list behind it. Then the releases in flight as progress bars that move on live hints, and the fleet's
+ * trends over hours or days (`<svc-fleet-trends>`).
  * Then node status, compliance by status, policies by type and state, bindings by state and certificate
  * expiry as small charts whose numbers link to the filtered lists. The charts come from one request
  * (`GET /api/v1/dashboard/summary`), which leaves out the sections the person may not see; the attention list
@@ -16,6 +18,13 @@ import type { ChartSegment } from "../components/charts.ts";
 import { complianceLabel } from "../components/ui.ts";
 import type { DashboardSummary } from "../types.ts";
 import { CERT_EXPIRY_BUCKETS, type CertExpiryBucket } from "../cert_expiry.ts";
+import type { Operations } from "../../../shared/api/svc_api.gen.ts";
+import { itemTitle } from "../compliance_items.ts";
+import type { ReleaseInFlight } from "../components/release_progress.ts";
+import "../components/fleet_trends.ts";
+import "../components/release_progress.ts";
+
+type FailingSetting = Operations["GET /api/v1/compliance/failing-settings"]["response"][number];
 
 const NODE_STATUS_COLORS: Record<string, string> = {
   online: "var(--sl-color-success-600)",
@@ -124,6 +133,10 @@ interface Attention {
   outdated?: { nodes: number; versions: string[] };
   /** Encrypted volumes whose recovery key is not escrowed. */
   unescrowed?: number;
+  /** The settings failing on most nodes (at most three). */
+  settings?: FailingSetting[];
+  /** CA certificates distributed by Certificates policies that expire within 30 days, and how many have. */
+  expiringCertificates?: { count: number; expired: number };
 }
 
 async function total(path: string, query: Record<string, string>): Promise<number> {
@@ -165,6 +178,19 @@ async function loadAttention(serverVersion: Promise<string>): Promise<Attention>
         .filter((p) => p.problems > 0)
         .sort((a, b) => b.problems - a.problems || a.name.localeCompare(b.name))
         .slice(0, 3);
+    })());
+  }
+  if (session.can("compliance:view")) {
+    jobs.push(
+      api.get<FailingSetting[]>("/compliance/failing-settings", { limit: 3 }).then((s) =>
+        void (out.settings = s)
+      ),
+    );
+  }
+  if (session.can("policy:view")) {
+    jobs.push((async () => {
+      const { items } = await api.get<{ items: { expired: boolean }[] }>("/certificates/expiring");
+      out.expiringCertificates = { count: items.length, expired: items.filter((i) => i.expired).length };
     })());
   }
   if (session.can("disk_encryption:view")) {
@@ -211,6 +237,15 @@ function attentionItems(summary: DashboardSummary, attention: Attention): Templa
     items.push(
       html`<li class="attention-danger"><a href=${`/policies/${p.id}/edit`}>Policy <strong>${p.name}</strong>
       fails on ${plural(p.problems, "node")}</a></li>`,
+    );
+  }
+  for (const s of attention.settings ?? []) {
+    const { title } = itemTitle(s.policy_type, s.schema_id, s.key);
+    const query = new URLSearchParams({ policy_id: s.policy_id, setting: s.key });
+    if (s.schema_id) query.set("setting_schema", s.schema_id);
+    items.push(
+      html`<li class="attention-danger failing-setting"><a href=${`/compliance?${query}`}>Setting
+      <strong>${title}</strong> of ${s.policy_name} fails on ${plural(s.nodes, "node")}</a></li>`,
     );
   }
   const certs = summary.certificates;
@@ -267,6 +302,19 @@ function attentionItems(summary: DashboardSummary, attention: Attention): Templa
       ),
     );
   }
+  const expiring = attention.expiringCertificates;
+  if (expiring && expiring.count > 0) {
+    items.push(
+      item(
+        "/policies?type=Certificates&state=released",
+        expiring.count,
+        `distributed CA ${
+          expiring.count === 1 ? "certificate expires" : "certificates expire"
+        } within 30 days${expiring.expired ? ` (${expiring.expired} already expired)` : ""}`,
+        expiring.expired ? "danger" : "warning",
+      ),
+    );
+  }
   return items;
 }
 
@@ -275,9 +323,12 @@ class SvcDashboardPage extends PageElement {
     ...PageElement.properties,
     summary: { state: true },
     attention: { state: true },
+    releases: { state: true },
   };
   declare summary: DashboardSummary | undefined;
   declare attention: Attention | undefined;
+  /** Releases in flight; undefined without compliance:view. */
+  declare releases: ReleaseInFlight[] | undefined;
   #serverVersion: Promise<string> | undefined;
 
   override pageTitle = "Dashboard";
@@ -286,12 +337,14 @@ class SvcDashboardPage extends PageElement {
 
   protected override async load(): Promise<void> {
     this.#serverVersion ??= api.get<{ version: string }>("/version").then((v) => v.version);
-    const [summary, attention] = await Promise.all([
+    const [summary, attention, releases] = await Promise.all([
       api.get<DashboardSummary>("/dashboard/summary"),
       loadAttention(this.#serverVersion),
+      session.can("compliance:view") ? api.get<ReleaseInFlight[]>("/policies/in-flight") : undefined,
     ]);
     this.summary = summary;
     this.attention = attention;
+    this.releases = releases;
   }
 
   /** The share of nodes compliant, and the list of what needs attention. */
@@ -351,6 +404,12 @@ class SvcDashboardPage extends PageElement {
           policies, bindings).</p>`
         : nothing}
       ${this.summary ? this.#renderFleet(this.summary) : nothing}
+      ${this.releases
+        ? html`<svc-release-progress .releases=${this.releases} .now=${this.now}></svc-release-progress>`
+        : nothing}
+      ${session.can("compliance:view") || session.can("node:view")
+        ? html`<svc-fleet-trends></svc-fleet-trends>`
+        : nothing}
       <section class="charts" aria-label="Fleet overview">
         ${d?.nodes
           ? html`<svc-donut-chart chart-title="Nodes by status" .segments=${d.nodes}></svc-donut-chart>`

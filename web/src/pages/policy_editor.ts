@@ -345,6 +345,7 @@ class SvcPolicyEditorPage extends PageElement {
       ${this.saveError && !(this.saveError instanceof ApiError && this.saveError.fields.length)
         ? errorAlert(this.saveError)
         : nothing}
+      ${p ? html`<svc-rollout-trend policy-id=${p.id} version=${p.version}></svc-rollout-trend>` : nothing}
       ${p?.state === "released" && session.can("compliance:view")
         ? html`<svc-policy-rollout policy-id=${p.id} data-version=${p.version}></svc-policy-rollout>`
         : nothing}
