@@ -743,6 +743,7 @@ Deno.test({
         /^GET \/api\/v1\/compliance\/failing-settings\?limit=3 200$/,
         /^GET \/api\/v1\/policies\/in-flight 200$/,
         /^GET \/api\/v1\/trends\?granularity=hour 200$/,
+        /^GET \/api\/v1\/certificates\/expiring 200$/,
       ];
       const others = during.filter((r) =>
         !r.startsWith("GET /api/v1/dashboard/") && !attention.some((a) => a.test(r))
