@@ -167,13 +167,8 @@ export interface NodeFilter {
   certExpiry?: ExpiryBucket;
 }
 
-/** Lists nodes, filtered, sorted and paginated. */
-export async function listNodes(
-  q: Queryable,
-  filter: NodeFilter,
-  options: ListOptions,
-): Promise<Page<NodeListItem>> {
-  const params = new Params();
+/** The SQL conditions on nodes `n` of a node list filter (values go into `params`). */
+export function nodeFilterWhere(filter: NodeFilter, params: Params): string[] {
   const where: string[] = [];
   if (filter.status) where.push(`n.status = ${params.add(filter.status)}`);
   if (filter.group === "none") {
@@ -198,6 +193,17 @@ export async function listNodes(
   }
   if (filter.compliance) where.push(`${fromCounters(WORST_SQL)} = ${params.add(filter.compliance)}`);
   if (filter.certExpiry) where.push(`${EXPIRY_BUCKET_SQL} = ${params.add(filter.certExpiry)}`);
+  return where;
+}
+
+/** Lists nodes, filtered, sorted and paginated. */
+export async function listNodes(
+  q: Queryable,
+  filter: NodeFilter,
+  options: ListOptions,
+): Promise<Page<NodeListItem>> {
+  const params = new Params();
+  const where = nodeFilterWhere(filter, params);
   return await selectPage<NodeListItem>(q, {
     columns: `${SUMMARY_COLUMNS}, ${fromCounters(ROLLUP_SQL)} AS compliance_rollup`,
     from: "nodes n",

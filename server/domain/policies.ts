@@ -13,6 +13,7 @@ import { likePattern, type ListOptions, orderBy, type Page, Params, selectPage }
 import { assertNameFree, lockRow } from "./records.ts";
 import { guardRelease } from "./lockout_guards.ts";
 import { type ContentSigner, signScriptsOnRelease } from "./scripts_policy.ts";
+import { recordReleasedVersion } from "./policy_versions.ts";
 
 /** Lifecycle states of a policy. */
 export const POLICY_STATES = ["draft", "released", "archived"] as const;
@@ -271,7 +272,7 @@ export async function changePolicyState(
   q: Queryable,
   id: string,
   target: PolicyState,
-  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner; by?: string } = {},
 ): Promise<StateChange> {
   const current = await getPolicy(q, id, { lock: true });
   const from = current.state;
@@ -300,6 +301,9 @@ export async function changePolicyState(
     );
   }
   await q.query("UPDATE policies SET state = $2, updated_at = now() WHERE id = $1", [id, target]);
+  if (target === "released") {
+    await recordReleasedVersion(q, id, { releasedBy: options.by ?? "", origin: "release" });
+  }
   await publishResync(q, await reachedGroups(q, id));
   return { policy: await getPolicy(q, id), from, lockoutOverride };
 }

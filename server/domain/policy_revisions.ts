@@ -16,9 +16,11 @@ import {
   normalizeContent,
   type PolicyRecord,
   reachedGroups,
+  updatePolicy,
 } from "./policies.ts";
 import { guardRelease } from "./lockout_guards.ts";
 import { type ContentSigner, signScriptsOnRelease } from "./scripts_policy.ts";
+import { getPolicyVersion, recordReleasedVersion } from "./policy_versions.ts";
 
 /** The REST revision record. */
 export interface PolicyRevision {
@@ -31,9 +33,12 @@ export interface PolicyRevision {
   created_by: string;
   created_at: Date;
   updated_at: Date;
+  /** The released version whose content this revision restores, until its content is edited. */
+  restored_from: number | null;
 }
 
-const COLUMNS = "policy_id, base_version, description, content, created_by, created_at, updated_at";
+const COLUMNS =
+  "policy_id, base_version, description, content, created_by, created_at, updated_at, restored_from";
 
 /** Reads the pending revision of a policy, if any. */
 export async function findRevision(
@@ -84,9 +89,12 @@ export async function saveRevision(
     : current?.content ?? policy.content;
   const description = input.description ?? current?.description ?? policy.description;
   if (current) {
+    // Edited content no longer restores an old version as it was.
+    const restoredFrom = current.content === content ? current.restored_from : null;
     await q.query(
-      "UPDATE policy_revisions SET content = $2, description = $3, updated_at = now() WHERE policy_id = $1",
-      [policyId, content, description],
+      `UPDATE policy_revisions SET content = $2, description = $3, restored_from = $4, updated_at = now()
+       WHERE policy_id = $1`,
+      [policyId, content, description, restoredFrom],
     );
   } else {
     await q.query(
@@ -114,6 +122,8 @@ export interface RevisionRelease {
   fromVersion: number;
   /** The reason given to release a revision despite its type's lockout guard. */
   lockoutOverride?: string;
+  /** The released version a rollback revision restored. */
+  restoredFrom: number | null;
 }
 
 /**
@@ -126,7 +136,7 @@ export interface RevisionRelease {
 export async function releaseRevision(
   q: Queryable,
   policyId: string,
-  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner } = {},
+  options: { lockoutReason?: string; checked?: CheckedContent; signer?: ContentSigner; by?: string } = {},
 ): Promise<RevisionRelease> {
   const policy = await getPolicy(q, policyId, { lock: true });
   const revision = found(
@@ -162,8 +172,71 @@ export async function releaseRevision(
     options.signer,
   );
   await q.query("DELETE FROM policy_revisions WHERE policy_id = $1", [policyId]);
+  await recordReleasedVersion(q, policyId, {
+    releasedBy: options.by ?? "",
+    origin: revision.restored_from ? "rollback" : "revision",
+    restoredFrom: revision.restored_from,
+  });
   await publishResync(q, await reachedGroups(q, policyId));
-  return { policy: await getPolicy(q, policyId), fromVersion: policy.version, lockoutOverride };
+  return {
+    policy: await getPolicy(q, policyId),
+    fromVersion: policy.version,
+    lockoutOverride,
+    restoredFrom: revision.restored_from,
+  };
+}
+
+/** What {@link restoreVersion} did. */
+export interface VersionRestore {
+  /** The policy after the restore (a draft at its next version, or unchanged while a revision waits). */
+  policy: PolicyRecord;
+  /** The revision started from the old version (a released policy); undefined for a draft. */
+  revision?: PolicyRevision;
+  /** The version the policy was at when the restore was asked for. */
+  fromVersion: number;
+}
+
+/**
+ * Rollback to an earlier released version without rewriting history. On a released policy it starts a
+ * revision from that version's content and description (refused while another revision is pending, so no
+ * work in progress is lost); nodes keep the current version until the revision is released like any other,
+ * which then records a new version that names the restored one. On a draft it edits the draft to that
+ * content (the draft's version moves on, as with every edit). Archived policies are refused.
+ */
+export async function restoreVersion(
+  q: Queryable,
+  policyId: string,
+  version: number,
+  options: { by: string },
+): Promise<VersionRestore> {
+  const policy = await getPolicy(q, policyId, { lock: true });
+  const old = await getPolicyVersion(q, policyId, version);
+  if (policy.state === "archived") {
+    throw conflictError(
+      `policy "${policy.name}" is archived; move it to draft first, then restore version ${version}`,
+    );
+  }
+  if (policy.state === "draft") {
+    const updated = await updatePolicy(q, policyId, { content: old.content, description: old.description });
+    return { policy: updated, fromVersion: policy.version };
+  }
+  const pending = await findRevision(q, policyId, { lock: true });
+  if (pending) {
+    throw conflictError(
+      `a revision of "${policy.name}" is pending (started by ${pending.created_by || "someone"}); ` +
+        `release or discard it first, then restore version ${version}`,
+    );
+  }
+  if (version === policy.version) {
+    throw conflictError(`version ${version} is the released version of "${policy.name}" already`);
+  }
+  await q.query(
+    `INSERT INTO policy_revisions (policy_id, base_version, description, content, created_by, restored_from)
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [policyId, policy.version, old.description, old.content, options.by, version],
+  );
+  const revision = found(await findRevision(q, policyId), `pending revision of policy ${policyId}`);
+  return { policy: await getPolicy(q, policyId), revision, fromVersion: policy.version };
 }
 
 /**

@@ -149,6 +149,10 @@ export interface Operations {
         outcome?: "success" | "failure" | "denied";
         source_ip?: string;
         details?: Record<string, unknown>;
+        names?: Record<string, {
+          type?: string;
+          name?: string;
+        }>;
       }>;
       total: number;
       page: number;
@@ -1204,10 +1208,88 @@ export interface Operations {
           problems?: number;
           unknown?: number;
         };
+        pending_reasons?: Array<{
+          code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
+          message: string;
+          policies?: Array<string>;
+          groups?: Array<string>;
+          since?: string;
+        }>;
       }>;
       total: number;
       page: number;
       per_page: number;
+    };
+  };
+  /** Delete nodes: every certificate of each is revoked first and its stream is closed */
+  "POST /api/v1/nodes/bulk/delete": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      node_ids: Array<string>;
+    };
+    response: {
+      succeeded: number;
+      failed: number;
+      results: Array<{
+        node_id: string;
+        node_name: string;
+        ok: boolean;
+        error?: {
+          code?: string;
+          message?: string;
+        };
+      }>;
+    };
+  };
+  /** Move nodes into a node group: each joins it and leaves its other groups (keep_other_groups keeps them). No resync: agents read their groups when their stream next opens */
+  "POST /api/v1/nodes/bulk/move": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      node_ids: Array<string>;
+      node_group_id: string;
+      keep_other_groups?: boolean;
+    };
+    response: {
+      succeeded: number;
+      failed: number;
+      results: Array<{
+        node_id: string;
+        node_name: string;
+        ok: boolean;
+        error?: {
+          code?: string;
+          message?: string;
+        };
+        joined?: string;
+        left?: Array<string>;
+      }>;
+    };
+  };
+  /** Re-enroll nodes: a still-valid certificate is revoked first (needs node:revoke; its stream closes), then each node gets a single-use re-enrollment token (valid 5 minutes) and the command to run on it */
+  "POST /api/v1/nodes/bulk/re-enroll": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      node_ids: Array<string>;
+    };
+    response: {
+      succeeded: number;
+      failed: number;
+      results: Array<{
+        node_id: string;
+        node_name: string;
+        ok: boolean;
+        error?: {
+          code?: string;
+          message?: string;
+        };
+        token?: string;
+        command?: string;
+        expires_at?: string;
+        revoked_serials?: Array<string>;
+      }>;
     };
   };
   /** Distinct operating systems, agent versions and desktops, for the node list's filters */
@@ -1219,6 +1301,28 @@ export interface Operations {
       os?: Array<string>;
       agent_versions?: Array<string>;
       desktops?: Array<string>;
+    };
+  };
+  /** The nodes a node-list filter matches (ids and names, at most 1000) and how many match: "select all matching" of the bulk actions */
+  "GET /api/v1/nodes/matching": {
+    path: Record<string, never>;
+    query: {
+      status?: "online" | "degraded" | "offline" | "unknown";
+      group?: string;
+      os?: string;
+      compliance?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
+      agent_version?: string;
+      desktop?: string;
+      cert_expiry?: "expired" | "within_7_days" | "within_30_days" | "within_90_days" | "later" | "none" | "revoked";
+      search?: string;
+    };
+    body: undefined;
+    response: {
+      total?: number;
+      items?: Array<{
+        id?: string;
+        name?: string;
+      }>;
     };
   };
   /** Read a node: groups, certificate, last heartbeat facts, connection and compliance summary */
@@ -1264,6 +1368,13 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
+      pending_reasons?: Array<{
+        code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
+        message: string;
+        policies?: Array<string>;
+        groups?: Array<string>;
+        since?: string;
+      }>;
     };
   };
   /** Edit a node's notes (its name is its certificate identity and cannot change) */
@@ -1311,6 +1422,13 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
+      pending_reasons?: Array<{
+        code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
+        message: string;
+        policies?: Array<string>;
+        groups?: Array<string>;
+        since?: string;
+      }>;
     };
   };
   /** Delete a node: every certificate serial it had is revoked first and its stream is closed */
@@ -1662,6 +1780,7 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
+      restored_from?: number | null;
       policy_id: string;
       base_version: number;
       description: string;
@@ -1682,6 +1801,7 @@ export interface Operations {
       content?: string;
     };
     response: {
+      restored_from?: number | null;
       policy_id: string;
       base_version: number;
       description: string;
@@ -1832,6 +1952,86 @@ export interface Operations {
         inapplicable: number;
         total: number;
       };
+    };
+  };
+  /** The released versions of a policy, newest first: who released each, when and how */
+  "GET /api/v1/policies/all/{id}/versions": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      items: Array<{
+        policy_id: string;
+        version: number;
+        name: string;
+        description: string;
+        released_by: string;
+        released_at: string;
+        origin: "release" | "revision" | "rollback";
+        restored_from: number | null;
+      }>;
+    };
+  };
+  /** One released version of a policy with its content */
+  "GET /api/v1/policies/all/{id}/versions/{version}": {
+    path: {
+      id: string;
+      version: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      policy_id: string;
+      version: number;
+      name: string;
+      description: string;
+      released_by: string;
+      released_at: string;
+      origin: "release" | "revision" | "rollback";
+      restored_from: number | null;
+      content: string;
+    };
+  };
+  /** Roll back to an earlier released version without rewriting history: on a released policy, starts a revision with that version's content and description (409 while another revision is pending), released as usual; on a draft, edits the draft to it */
+  "POST /api/v1/policies/all/{id}/versions/{version}/restore": {
+    path: {
+      id: string;
+      version: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
+    response: {
+      policy?: {
+        id: string;
+        name: string;
+        description: string;
+        type: string;
+        version: number;
+        state: "draft" | "released" | "archived";
+        deprecated: boolean;
+        deprecated_at: string | null;
+        deprecation_message: string;
+        replacement_policy_id: string | null;
+        created_by: string;
+        created_at: string;
+        updated_at: string;
+        bindings_count: number;
+        enabled_bindings_count: number;
+        revision_pending: boolean;
+        content: string;
+      };
+      revision?: {
+        restored_from?: number | null;
+        policy_id: string;
+        base_version: number;
+        description: string;
+        content: string;
+        created_by: string;
+        created_at: string;
+        updated_at: string;
+      } | null;
     };
   };
   /** Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle */
@@ -2176,6 +2376,70 @@ export interface Operations {
         };
       };
     };
+    response: undefined;
+  };
+  /** Your saved views of one list page, by name */
+  "GET /api/v1/saved-views": {
+    path: Record<string, never>;
+    query: {
+      list?: string;
+    };
+    body: undefined;
+    response: {
+      items: Array<{
+        id: string;
+        list: string;
+        name: string;
+        query: string;
+        created_at: string;
+        updated_at: string;
+      }>;
+    };
+  };
+  /** Save the current filters and sort of a list page under a name (names are unique per list) */
+  "POST /api/v1/saved-views": {
+    path: Record<string, never>;
+    query: Record<string, never>;
+    body: {
+      list: string;
+      name: string;
+      query: string;
+    };
+    response: {
+      id: string;
+      list: string;
+      name: string;
+      query: string;
+      created_at: string;
+      updated_at: string;
+    };
+  };
+  /** Rename one of your views or replace its query */
+  "PUT /api/v1/saved-views/{id}": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: {
+      name?: string;
+      query?: string;
+    };
+    response: {
+      id: string;
+      list: string;
+      name: string;
+      query: string;
+      created_at: string;
+      updated_at: string;
+    };
+  };
+  /** Delete one of your views */
+  "DELETE /api/v1/saved-views/{id}": {
+    path: {
+      id: string;
+    };
+    query: Record<string, never>;
+    body: undefined;
     response: undefined;
   };
   /** Create a service account: a user without a password that acts only through API tokens */

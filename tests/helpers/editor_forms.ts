@@ -29,3 +29,28 @@ export async function fill(page: Page, host: string, value: string): Promise<voi
   await input!.type(value);
   await page.keyboard.press("Tab");
 }
+
+// deno-lint-ignore no-explicit-any
+declare const document: any;
+
+/**
+ * Starts a new policy in the guided flow (`/policies/new`): picks the type's tile, names the policy and goes
+ * on to the settings step, where the type's form is.
+ */
+export async function startNewPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
+  await page.goto(`${web}/policies/new`, { waitUntil: "load" });
+  const tile = `svc-policy-flow-page .type-tile[data-type="${type}"] input`;
+  await page.waitForSelector(tile, { visible: true });
+  await page.click(tile);
+  await page.waitForFunction(
+    (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
+    {},
+    type,
+  );
+  await fill(page, "svc-policy-flow-page .policy-details sl-input[name=name]", name);
+  await page.click("svc-policy-flow-page sl-button.flow-next");
+  await page.waitForFunction(() =>
+    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
+      "configure"
+  );
+}

@@ -267,21 +267,24 @@ Deno.test({
 
       // A new policy's type comes from tiles, chosen with the keyboard.
       await page.goto(`${web}/policies/new`, { waitUntil: "domcontentloaded" });
-      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Firefox"]', { visible: true });
+      await page.waitForSelector('svc-policy-flow-page .type-tile[data-type="Firefox"]', { visible: true });
       const tiles = await page.$$eval(
-        "svc-policy-editor-page .type-tile",
+        "svc-policy-flow-page .type-tile",
         (ts: El[]) =>
           ts.map((
             t,
           ) => [t.dataset.type, t.querySelector(".type-tile-description").textContent.trim() !== ""]),
       );
       assert.ok(tiles.length >= 11 && tiles.every(([, described]) => described), JSON.stringify(tiles));
-      await page.focus('svc-policy-editor-page .type-tile[data-type="Firefox"] input');
+      await page.focus('svc-policy-flow-page .type-tile[data-type="Firefox"] input');
       await page.keyboard.press("Space");
       await page.keyboard.press("ArrowRight");
       await page.waitForFunction(() =>
-        document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === "Thunderbird"
+        document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === "Thunderbird"
       );
+      // The guided flow: name and type first, then the settings of the chosen type.
+      await page.type("svc-policy-flow-page .policy-details sl-input[name=name] >>> input", "Mail client");
+      await page.click("svc-policy-flow-page sl-button.flow-next");
       await page.waitForSelector("svc-schema-form", { visible: true });
       await shot(page, "new-policy-type-tiles");
       assert.deepEqual(await axeViolations(page), [], "axe on the new policy page with its tiles");

@@ -730,20 +730,20 @@ Deno.test({
           await openConsoleLoggedIn(auditorPage, web, { username: "auditor", password: AUDITOR_PASSWORD }, {
             path: "/policies/new",
           });
-          await auditorPage.waitForSelector("svc-policy-editor-page .read-only-note");
-          const text = await readableText(auditorPage, "svc-policy-editor-page");
+          await auditorPage.waitForSelector("svc-policy-flow-page .read-only-note");
+          const text = await readableText(auditorPage, "svc-policy-flow-page");
           assert.match(text, /Policy Editor/);
           assert.equal(
-            await auditorPage.$("svc-policy-editor-page .type-tiles input"),
+            await auditorPage.$("svc-policy-flow-page .type-tiles input"),
             null,
             "no type to pick",
           );
           assert.equal(
-            await auditorPage.$("svc-policy-editor-page sl-input[name=name]"),
+            await auditorPage.$("svc-policy-flow-page sl-input[name=name]"),
             null,
             "no name to type",
           );
-          assert.equal(await auditorPage.$("svc-policy-editor-page sl-button.save-policy"), null);
+          assert.equal(await auditorPage.$("svc-policy-flow-page sl-button.save-policy"), null);
           assert.deepEqual(await axeAll(auditorPage), [], "axe on /policies/new for an Auditor");
 
           await auditorPage.goto(`${web}/settings?tab=second-factors`, { waitUntil: "domcontentloaded" });

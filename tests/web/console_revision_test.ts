@@ -4,7 +4,7 @@
  * Firefox:
  *
  * - "Edit" on the released policy starts a revision; the page edits it and shows its diff against the
- *   released version while the agent keeps the released settings (policies.json is read throughout: it never
+ *   released version, setting by setting while the agent keeps the released settings (policies.json is read throughout: it never
  *   loses the released setting and gains the new one only after "Release revision");
  * - "Release revision" bumps the version once and the agent applies the new content; the policy page's
  *   rollout panel watches it land: "Applied" on the running agent, "Pending" with "Offline since" on a
@@ -235,9 +235,11 @@ Deno.test({
         // deno-lint-ignore no-explicit-any
         (e as any).dispatchEvent(new Event("sl-change", { bubbles: true }));
       });
+      // The diff names the setting as the editor does, with its old and new value.
       await page.waitForFunction(() =>
-        /\+\s+"DisablePocket": true/.test(
-          document.querySelector("svc-policy-editor-page pre.diff")?.textContent ?? "",
+        /Turn off Pocket[\s\S]*\(not set\)[\s\S]*on/.test(
+          document.querySelector('svc-policy-editor-page table.setting-diff tr[data-key="DisablePocket"]')
+            ?.textContent ?? "",
         )
       );
       await page.click("svc-policy-editor-page sl-button.save-policy");
@@ -249,7 +251,9 @@ Deno.test({
         { polling: 300 },
         policy.id,
       );
-      await page.waitForSelector("svc-policy-editor-page pre.diff", { visible: true });
+      await page.waitForSelector('svc-policy-editor-page table.setting-diff tr[data-key="DisablePocket"]', {
+        visible: true,
+      });
       await shot(page, "revision-2-diff");
       assert.deepEqual(await axeViolations(page), [], "axe on the revision editor");
 

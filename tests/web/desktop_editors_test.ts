@@ -43,6 +43,8 @@ declare const location: any;
 
 async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
+  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
+  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
   await input!.click({ count: 3 });
   await input!.type(value);
   await page.keyboard.press("Tab");
@@ -71,19 +73,43 @@ async function choose(page: Page, select: string, text: string): Promise<void> {
     text,
   );
   await option.asElement()!.click();
-  await page.waitForFunction((sel: string) => !document.querySelector(sel)?.open, {}, select);
+  // Closed, and its list gone (it fades out over what lies below it).
+  await page.waitForFunction(
+    (sel: string) => {
+      const el = document.querySelector(sel);
+      return !el?.open && !el?.shadowRoot?.querySelector("sl-popup")?.active;
+    },
+    {},
+    select,
+  );
+}
+
+/**
+ * Clicks `selector` once it is in the middle of the viewport: the guided flow keeps its action bar at the
+ * bottom, over whatever scrolled there.
+ */
+async function clickCentered(page: Page, selector: string): Promise<void> {
+  const el = await page.waitForSelector(selector, { visible: true });
+  await el!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+  await el!.click();
 }
 
 async function newPolicy(page: Page, base: string, type: string, name: string): Promise<void> {
   await page.goto(`${base}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
+  await page.waitForSelector(`svc-policy-flow-page .type-tile[data-type="${type}"]`, { visible: true });
+  await page.click(`svc-policy-flow-page .type-tile[data-type="${type}"] input`);
   await page.waitForFunction(
-    (t: string) => document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+    (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
     {},
     type,
   );
   await fill(page, ".policy-details sl-input[name=name]", name);
+  // The guided flow: name and type first, then the settings.
+  await page.click("svc-policy-flow-page sl-button.flow-next");
+  await page.waitForFunction(() =>
+    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
+      "configure"
+  );
 }
 
 async function save(page: Page): Promise<string> {
@@ -170,12 +196,12 @@ Deno.test({
       // Dconf through the picker.
       await newPolicy(page, webBase, "Dconf", "GNOME lock screen");
       await page.waitForSelector("svc-dconf-form sl-button.dconf-add", { visible: true });
-      await page.click("svc-dconf-form sl-button.dconf-add");
+      await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
       await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "time before locking");
       const lockDelay =
         'button.gsettings-key[data-schema="org.gnome.desktop.screensaver"][data-key="lock-delay"]';
       await page.waitForSelector(lockDelay, { visible: true });
-      await page.click(lockDelay);
+      await clickCentered(page, lockDelay);
       await page.waitForSelector(
         'svc-dconf-form fieldset.dconf-entry[data-index="0"] sl-input.dconf-value[type=number]',
         {
@@ -187,17 +213,17 @@ Deno.test({
         /Default: 0/,
       );
       await fill(page, 'fieldset.dconf-entry[data-index="0"] sl-input.dconf-value', "300");
-      await page.click('fieldset.dconf-entry[data-index="0"] sl-switch.dconf-lock');
+      await clickCentered(page, 'fieldset.dconf-entry[data-index="0"] sl-switch.dconf-lock');
       // An enum key gets a choice list.
-      await page.click("svc-dconf-form sl-button.dconf-add");
+      await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
       await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "picture-options");
       const pictureOptions =
         'button.gsettings-key[data-schema="org.gnome.desktop.background"][data-key="picture-options"]';
       await page.waitForSelector(pictureOptions, { visible: true });
-      await page.click(pictureOptions);
+      await clickCentered(page, pictureOptions);
       await choose(page, 'fieldset.dconf-entry[data-index="1"] sl-select.dconf-value', "centered");
       // Free GVariant text for a key the catalogue does not know is checked as you type.
-      await page.click("svc-dconf-form sl-button.dconf-add-free");
+      await clickCentered(page, "svc-dconf-form sl-button.dconf-add-free");
       await fill(page, 'fieldset.dconf-entry[data-index="2"] sl-input.dconf-value', "'unterminated");
       await page.waitForFunction(() =>
         document.querySelector('fieldset.dconf-entry[data-index="2"] sl-input.dconf-value')?.helpText
@@ -205,7 +231,7 @@ Deno.test({
             "unterminated string",
           )
       );
-      await page.click('fieldset.dconf-entry[data-index="2"] sl-button.dconf-remove');
+      await clickCentered(page, 'fieldset.dconf-entry[data-index="2"] sl-button.dconf-remove');
       const dconfId = await save(page);
       const stored = await api.call("GET", `/api/v1/policies/all/${dconfId}`);
       assert.deepEqual(JSON.parse(stored.content), {

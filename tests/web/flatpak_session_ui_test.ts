@@ -25,6 +25,8 @@ declare const document: any;
 
 async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
+  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
+  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
   await input!.click({ count: 3 });
   await input!.type(value);
   await page.keyboard.press("Tab");
@@ -91,14 +93,16 @@ Deno.test({
 
       // The Flatpak editor: search the catalogue, add the app.
       await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Flatpak"]', { visible: true });
-      await page.click(`svc-policy-editor-page .type-tile[data-type="Flatpak"] input`);
+      await page.waitForSelector('svc-policy-flow-page .type-tile[data-type="Flatpak"]', { visible: true });
+      await page.click(`svc-policy-flow-page .type-tile[data-type="Flatpak"] input`);
       await page.waitForFunction(
-        (t: string) =>
-          document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
+        (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
         {},
         "Flatpak",
       );
+      // The guided flow: name and type first, then the settings.
+      await fill(page, "svc-policy-flow-page .policy-details sl-input[name=name]", "Hello app");
+      await page.click("svc-policy-flow-page sl-button.flow-next");
       await page.waitForSelector("svc-flatpak-form sl-input.flatpak-search", { visible: true });
       await fill(page, "svc-flatpak-form sl-input.flatpak-search", "hello");
       const hit = 'li.flatpak-hit[data-app-id="org.svc.Hello"]';

@@ -17,7 +17,7 @@ import { shellTokens } from "../../web/src/shell_highlight.ts";
 import { permissionWords } from "../../web/src/permission_text.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
-import { fieldPaths, fill } from "../helpers/editor_forms.ts";
+import { fieldPaths, startNewPolicy } from "../helpers/editor_forms.ts";
 import { haveChromium, launchChromium } from "../helpers/browser.ts";
 import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 
@@ -56,13 +56,6 @@ if (!haveChromium) console.warn("Privilege/Scripts browser test skipped: chromiu
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-async function newPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
-  await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
-  await fill(page, ".policy-details sl-input[name=name]", name);
-}
-
 /** Replaces the text of the script editor `index` as typing would. */
 async function typeScript(page: Page, index: number, text: string): Promise<void> {
   const area = `svc-scripts-form .script-card[data-index="${index}"] textarea.script-body`;
@@ -97,7 +90,7 @@ Deno.test({
       const web = `https://localhost:${server.webPort}`;
       await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
 
-      await newPolicy(page, web, "Scripts", "lab startup");
+      await startNewPolicy(page, web, "Scripts", "lab startup");
       await page.waitForSelector("svc-scripts-form sl-button.script-add", { visible: true });
       assert.match(
         await page.$eval("svc-scripts-form .scripts-warning", (e) => e.textContent ?? ""),
@@ -142,7 +135,7 @@ Deno.test({
       assert.equal(saved.scripts[0].trigger, "SCRIPT_TRIGGER_MACHINE_STARTUP");
 
       // Privilege: the option previews the revocation of the local sudo group.
-      await newPolicy(page, web, "Privilege", "no local admins");
+      await startNewPolicy(page, web, "Privilege", "no local admins");
       await page.waitForSelector("svc-privilege-form .privilege-merge", { visible: true });
       const option = '.field-row[data-field="localSudoGroupNotAdmin"] sl-select';
       await page.waitForSelector(option, { visible: true });

@@ -14,7 +14,7 @@ import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_
 import { firewalldEditor } from "../../web/src/editors/firewalld.ts";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import { Api } from "../helpers/agent_process.ts";
-import { fieldPaths, fill } from "../helpers/editor_forms.ts";
+import { fieldPaths, fill, startNewPolicy } from "../helpers/editor_forms.ts";
 
 Deno.test("Firewalld editor: the zone form's catalogue covers every field and names no other", () => {
   const info = firewalldEditor.hints.catalogue!.fieldInfo;
@@ -36,18 +36,6 @@ declare const document: any;
 
 async function textOf(page: Page, selector: string): Promise<string> {
   return await page.$eval(selector, (e) => e.textContent ?? "");
-}
-
-async function newPolicy(page: Page, web: string, type: string, name: string): Promise<void> {
-  await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-editor-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-editor-page .type-tile[data-type="${type}"] input`);
-  await page.waitForFunction(
-    (t: string) => document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === t,
-    {},
-    type,
-  );
-  await fill(page, ".policy-details sl-input[name=name]", name);
 }
 
 async function save(page: Page): Promise<string> {
@@ -97,7 +85,7 @@ Deno.test({
       await page.waitForSelector("svc-app .masthead", { visible: true });
 
       // Polkit: pick an action from the catalogue; its defaults show; the preview shows the rule.
-      await newPolicy(page, web, "Polkit", "no reboot for users");
+      await startNewPolicy(page, web, "Polkit", "no reboot for users");
       await page.waitForSelector("svc-polkit-form sl-input.polkit-search", { visible: true });
       assert.match(await textOf(page, "svc-polkit-form .polkit-priority"), /higher binding priority wins/);
       await fill(page, "svc-polkit-form sl-input.polkit-search", "login1.reboot");
@@ -130,7 +118,7 @@ Deno.test({
       assert.equal(rule.result, "POLKIT_RESULT_AUTH_ADMIN");
 
       // Firewalld: a zone through the form; a hostile rich rule is refused in place.
-      await newPolicy(page, web, "Firewalld", "office zone");
+      await startNewPolicy(page, web, "Firewalld", "office zone");
       await page.waitForSelector('.field-row[data-field="zones"] sl-button.add-item', { visible: true });
       await page.click('.field-row[data-field="zones"] sl-button.add-item');
       await fill(page, '.field-row[data-field="zones[0].name"] sl-input', "office");

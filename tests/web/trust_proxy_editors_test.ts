@@ -22,6 +22,7 @@ import { Api } from "../helpers/agent_process.ts";
 import { haveChromium, launchChromium } from "../helpers/browser.ts";
 import { openConsoleLoggedIn } from "../helpers/console_login.ts";
 import { makeCertificate } from "../helpers/test_ca.ts";
+import { startNewPolicy } from "../helpers/editor_forms.ts";
 
 /** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
 function paths(message: DescMessage, prefix = ""): string[] {
@@ -70,17 +71,6 @@ if (!haveChromium) console.warn("Certificates editor browser test skipped: chrom
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-async function fill(page: Page, host: string, value: string): Promise<void> {
-  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
-  await input!.click({ count: 3 });
-  await page.keyboard.down("Control");
-  await page.keyboard.press("a");
-  await page.keyboard.up("Control");
-  await page.keyboard.press("Backspace");
-  await input!.type(value);
-  await page.keyboard.press("Tab");
-}
-
 async function load(page: Page, path: string): Promise<void> {
   const input = await page.waitForSelector("svc-certificates-form label.cert-load input[type=file]");
   await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(path);
@@ -108,12 +98,7 @@ Deno.test({
       const web = `https://localhost:${server.webPort}`;
       await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
 
-      await page.goto(`${web}/policies/new`, { waitUntil: "load" });
-      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Certificates"]', {
-        visible: true,
-      });
-      await page.click('svc-policy-editor-page .type-tile[data-type="Certificates"] input');
-      await fill(page, ".policy-details sl-input[name=name]", "corp trust");
+      await startNewPolicy(page, web, "Certificates", "corp trust");
 
       await load(page, `${dir}/corp-root.der`);
       await load(page, `${dir}/short-lived.pem`);

@@ -154,6 +154,8 @@ async function waitForText(page: Page, text: string, timeout = 15_000): Promise<
 
 async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
+  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
+  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
   await input!.click({ count: 3 });
   await input!.type(value);
   await page.keyboard.press("Tab");
@@ -207,6 +209,21 @@ async function login(page: Page, username: string, password: string): Promise<vo
 }
 
 /** Clicks a link of the main navigation (client-side navigation, no reload). */
+/**
+ * Opens the guided "New policy" flow at `url` (its type chosen by `?type=`), names the policy and goes on to
+ * the settings step.
+ */
+async function startFlow(page: Page, url: string, name: string): Promise<void> {
+  await page.goto(url, { waitUntil: "load" });
+  // The page renders after its session check; wait for the flow rather than for the load event.
+  await fill(page, "svc-policy-flow-page .policy-details sl-input[name=name]", name);
+  await page.click("svc-policy-flow-page sl-button.flow-next");
+  await page.waitForFunction(() =>
+    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
+      "configure"
+  );
+}
+
 async function navTo(page: Page, label: string): Promise<void> {
   const link = await page.waitForFunction(
     (l: string) =>
@@ -492,13 +509,15 @@ Deno.test({
       // The link exists once the button rendered its shadow tree.
       await page.click("sl-button.new-policy >>> a");
       // The type tiles are radio buttons: reachable and chosen with the keyboard.
-      await page.waitForSelector('svc-policy-editor-page .type-tile[data-type="Firefox"]', { visible: true });
-      await page.focus('svc-policy-editor-page .type-tile[data-type="Firefox"] input');
+      await page.waitForSelector('svc-policy-flow-page .type-tile[data-type="Firefox"]', { visible: true });
+      await page.focus('svc-policy-flow-page .type-tile[data-type="Firefox"] input');
       await page.keyboard.press("Space");
       await page.waitForFunction(() =>
-        document.querySelector("svc-policy-editor-page .type-tiles input:checked")?.value === "Firefox"
+        document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === "Firefox"
       );
       await fill(page, ".policy-details sl-input[name=name]", state.policyName);
+      // The guided flow: name and type first, then the settings.
+      await page.click("svc-policy-flow-page sl-button.flow-next");
       await page.waitForSelector("svc-schema-form sl-input.setting-search", { visible: true });
       // Empty content cannot be saved, but is not shown as an error before the first change.
       assert.match(
@@ -724,6 +743,7 @@ Deno.test({
         /^GET \/api\/v1\/compliance\/failing-settings\?limit=3 200$/,
         /^GET \/api\/v1\/policies\/in-flight 200$/,
         /^GET \/api\/v1\/trends\?granularity=hour 200$/,
+        /^GET \/api\/v1\/certificates\/expiring 200$/,
       ];
       const others = during.filter((r) =>
         !r.startsWith("GET /api/v1/dashboard/") && !attention.some((a) => a.test(r))
@@ -849,8 +869,7 @@ spec:
       "browser editors follow the catalogue: unsupported fields, search by label, enums by label, errors in place",
       async () => {
         // Content setting a field Thunderbird ignores (typed into the JSON view) shows it with the reason, to remove.
-        await page.goto(`${base}/policies/new?type=Thunderbird`, { waitUntil: "load" });
-        // The page renders after its session check; wait for the editor rather than for the load event.
+        await startFlow(page, `${base}/policies/new?type=Thunderbird`, "Thunderbird check");
         await page.waitForSelector('sl-tab[panel="json"]', { visible: true });
         await page.click('sl-tab[panel="json"]');
         await page.click("sl-textarea.json-view >>> textarea");
@@ -885,8 +904,7 @@ spec:
         // The draft is left unsaved: accept the browser's leave-page question.
         page.once("dialog", (d) => d.accept());
 
-        await page.goto(`${base}/policies/new?type=Chrome`, { waitUntil: "load" });
-        await fill(page, ".policy-details sl-input[name=name]", "Chrome baseline");
+        await startFlow(page, `${base}/policies/new?type=Chrome`, "Chrome baseline");
         const search = "svc-schema-form sl-input.setting-search";
         await fill(page, search, "relaunch period");
         const period = '.field-row[data-field="RelaunchNotificationPeriod"]';

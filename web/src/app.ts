@@ -111,9 +111,9 @@ const PAGES: Record<RouteName, { tag: string; nav: RouteName; load: () => Promis
   "dashboard": { tag: "svc-dashboard-page", nav: "dashboard", load: () => import("./pages/dashboard.ts") },
   "policies": { tag: "svc-policies-page", nav: "policies", load: () => import("./pages/policies.ts") },
   "policy-new": {
-    tag: "svc-policy-editor-page",
+    tag: "svc-policy-flow-page",
     nav: "policies",
-    load: () => import("./pages/policy_editor.ts"),
+    load: () => import("./pages/policy_flow.ts"),
   },
   "policy-edit": {
     tag: "svc-policy-editor-page",

@@ -1,4 +1,5 @@
 /** Shapes of the REST records as the UI reads them (JSON: dates are ISO strings). */
+import type { Operations } from "../../shared/api/svc_api.gen.ts";
 
 /** A policy (list rows omit `content`). */
 export interface Policy {
@@ -95,7 +96,14 @@ export interface NodeSummary {
     problems: number;
     unknown: number;
   };
+  /** Why this online node is Pending or receives no policy, each with the fix (empty otherwise). */
+  pending_reasons?: PendingReason[];
 }
+
+/** One reason an online node is Pending (server/domain/node_pending.ts), as the API answers it. */
+export type PendingReason = NonNullable<
+  Operations["GET /api/v1/nodes/{id}"]["response"]["pending_reasons"]
+>[number];
 
 /** Counts per compliance status. */
 export interface StatusCounts {
@@ -189,6 +197,8 @@ export interface AuditEntry {
   outcome: string;
   source_ip: string;
   details: Record<string, unknown>;
+  /** Current names of the ids the entry mentions that still exist (resolved by the server). */
+  names?: Record<string, { type: string; name: string }>;
 }
 
 /** A console user. */

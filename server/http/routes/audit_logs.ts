@@ -12,6 +12,7 @@ import {
   MAX_OFFSET_ROWS,
 } from "../../audit/audit_logs.ts";
 import { csvLine } from "../../audit/csv.ts";
+import { withAuditNames } from "../../audit/audit_names.ts";
 
 const FILTER_QUERY: Record<string, JsonSchema> = {
   action: { type: "string", maxLength: 1000, description: "Action, or several separated by commas" },
@@ -52,7 +53,20 @@ const ROW_SCHEMA: JsonSchema = {
     resource_name: { type: "string" },
     outcome: { type: "string", enum: ["success", "failure", "denied"] },
     source_ip: { type: "string" },
-    details: { type: "object" },
+    details: {
+      type: "object",
+      description:
+        "What the action did; changes of an edit as `changes: {field: {from, to}}` (lists as {added, removed}, policy contents by setting)",
+    },
+    names: {
+      type: "object",
+      description:
+        "Current name and type of every id the entry mentions that still exists (resource, node, user, ids in details); a deleted thing's id is absent",
+      additionalProperties: {
+        type: "object",
+        properties: { type: { type: "string" }, name: { type: "string" } },
+      },
+    },
   },
 };
 
@@ -129,7 +143,8 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
             }],
           );
         }
-        return c.json(await listAuditLogs(ctx.db, filterOf(c), { ...page, cursor }));
+        const found = await listAuditLogs(ctx.db, filterOf(c), { ...page, cursor });
+        return c.json({ ...found, items: await withAuditNames(ctx.db, found.items) });
       },
     },
     {

@@ -137,7 +137,7 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
             onLockoutOverride: (reason) => c.set("auditDetails", { lockout_override: reason }),
           });
         },
-        { auditName: bindingName },
+        { auditName: bindingName, track: { read: getBinding, fields: ["state", "priority"] } },
       ),
     },
     {

@@ -8,11 +8,23 @@ import { identityTransaction } from "../../auth/rbac.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import type { JsonSchema } from "../json_schema.ts";
 import { auditResource, respondJson, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import { checkStepUp, takeStepUpProof } from "../step_up.ts";
 
 type Handler = RouteSpec["handler"];
 type Change<T> = (tx: Queryable, id: string, c: RouteContext) => Promise<T>;
 type Respond<T> = (c: RouteContext, record: T) => Response | Promise<Response>;
+
+/**
+ * Fields of the record whose changes the audit row names (`details.changes`, see ../audit_changes.ts): `read`
+ * gives the record before the change, in the change's transaction; the change's result is the after.
+ */
+export interface Tracked {
+  read: (q: Queryable, id: string) => Promise<object>;
+  fields: readonly string[];
+  /** Fields holding policy content, compared by setting. */
+  contentFields?: readonly string[];
+}
 
 /** Handler answering with the record named by the `:id` path parameter (`read` throws not_found). */
 export function readById<T>(db: Db, read: (q: Queryable, id: string) => Promise<T>): Handler {
@@ -32,25 +44,30 @@ export function noContent(c: RouteContext): Response {
 export function changeById<T extends { name: string }>(
   db: Db,
   change: Change<T>,
-  options?: { respond?: Respond<T> },
+  options?: { respond?: Respond<T>; track?: Tracked },
 ): Handler;
 /** As above, for a record without a `name` of its own. */
 export function changeById<T>(
   db: Db,
   change: Change<T>,
-  options: { respond?: Respond<T>; auditName: (record: T) => string },
+  options: { respond?: Respond<T>; auditName: (record: T) => string; track?: Tracked },
 ): Handler;
 export function changeById<T>(
   db: Db,
   change: Change<T>,
-  options: { respond?: Respond<T>; auditName?: (record: T) => string } = {},
+  options: { respond?: Respond<T>; auditName?: (record: T) => string; track?: Tracked } = {},
 ): Handler {
   const auditName = options.auditName ?? ((record: T) => (record as { name: string }).name);
   const respond = options.respond ?? ((c: RouteContext, record: T) => respondJson(c, record));
+  const track = options.track;
   return async (c) => {
     const id = uuidParam(c, "id");
-    const record = await db.transaction((tx) => change(tx, id, c));
+    const { before, record } = await db.transaction(async (tx) => {
+      const before = track ? await track.read(tx, id) : undefined;
+      return { before, record: await change(tx, id, c) };
+    });
     auditResource(c, { id, name: auditName(record) });
+    if (track && before) auditChanges(c, { before, after: record as object, ...track });
     return await respond(c, record);
   };
 }

@@ -31,7 +31,10 @@ import { flatpakRoutes } from "./flatpak.ts";
 import { diskEncryptionRoutes } from "./disk_encryption.ts";
 import { nodeGroupRoutes } from "./node_groups.ts";
 import { nodeRoutes } from "./nodes.ts";
+import { nodeBulkRoutes } from "./nodes_bulk.ts";
+import { savedViewRoutes } from "./saved_views.ts";
 import { policyRoutes } from "./policies.ts";
+import { policyVersionRoutes } from "./policy_versions.ts";
 import { polkitCatalogueRoutes } from "./polkit_catalogue.ts";
 import { sessionAccessRoutes } from "./session_access.ts";
 import { settingsRoutes } from "./settings.ts";
@@ -65,9 +68,13 @@ export function identityRoutes(ctx: ServerContext, identity: Identity): RouteSpe
 export function domainRoutes(ctx: ServerContext): RouteSpec[] {
   return [
     ...policyRoutes(ctx),
+    ...policyVersionRoutes(ctx),
     ...bindingRoutes(ctx),
     ...nodeGroupRoutes(ctx),
+    // Before the node routes: /nodes/matching must not be read as /nodes/:id.
+    ...nodeBulkRoutes(ctx),
     ...nodeRoutes(ctx),
+    ...savedViewRoutes(ctx),
     ...complianceRoutes(ctx),
     ...settingsRoutes(ctx),
     ...dashboardRoutes(ctx),

@@ -109,7 +109,9 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { name: NAME, description: DESCRIPTION },
       },
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
-      handler: changeById(db, (tx, id, c) => updateNodeGroup(tx, id, body(c))),
+      handler: changeById(db, (tx, id, c) => updateNodeGroup(tx, id, body(c)), {
+        track: { read: getNodeGroup, fields: ["name", "description"] },
+      }),
     },
     {
       method: "DELETE",

@@ -14,6 +14,7 @@ import {
   listNodes,
   NODE_SORT_COLUMNS,
   NODE_STATUSES,
+  type NodeFilter,
   nodeFilterOptions,
   type NodeStatus,
   requestNodeMetadata,
@@ -22,12 +23,44 @@ import {
 } from "../../domain/nodes.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
-import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
-import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
+import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
+import { pendingReasons } from "../../domain/node_pending.ts";
 
 const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
 const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
+
+/** Why an online node is Pending or receives no policy (server/domain/node_pending.ts). */
+const PENDING_REASONS: JsonSchema = {
+  type: "array",
+  description:
+    "Why this online node is Pending or receives no policy, each with the fix (empty when it is not, or is offline)",
+  items: {
+    type: "object",
+    required: ["code", "message"],
+    properties: {
+      code: {
+        type: "string",
+        enum: [
+          "no_group",
+          "no_enabled_binding",
+          "bound_policies_not_released",
+          "joined_after_connect",
+          "no_heartbeat",
+          "agent_too_old",
+          "type_unsupported",
+          "not_reported_since_connect",
+          "older_version_reported",
+        ],
+      },
+      message: { type: "string" },
+      policies: { type: "array", items: { type: "string" } },
+      groups: { type: "array", items: { type: "string" } },
+      since: DATE_TIME,
+    },
+  },
+};
 
 const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   id: UUID_SCHEMA,
@@ -65,8 +98,53 @@ const NODE_SCHEMA: JsonSchema = {
     updated_at: DATE_TIME,
     connected: { type: "boolean" },
     compliance: STATUS_COUNTS_SCHEMA,
+    pending_reasons: PENDING_REASONS,
   },
 };
+
+/** Query parameters of the node list's filters (the list, and "select all matching" of bulk actions). */
+export const NODE_FILTER_QUERY: Record<string, JsonSchema> = {
+  status: { type: "string", enum: NODE_STATUSES },
+  group: {
+    type: "string",
+    pattern: "^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
+    description: "Node group id, or `none` for nodes in no group",
+  },
+  os: { type: "string", maxLength: 200 },
+  compliance: {
+    type: "string",
+    enum: COMPLIANCE_ROLLUPS,
+    description: "Worst compliance status over the policies that reach the node (none: no policy)",
+  },
+  agent_version: { type: "string", maxLength: 100 },
+  desktop: { type: "string", maxLength: 100 },
+  cert_expiry: {
+    type: "string",
+    enum: EXPIRY_BUCKETS,
+    description: "Certificate expiry bucket, as the dashboard counts them",
+  },
+  search: {
+    type: "string",
+    maxLength: 200,
+    // What is searched is single-line text; control characters could only make odd matches.
+    pattern: OPTIONAL_NAME_PATTERN,
+    description: "Substring of name, FQDN, IP address or machine id",
+  },
+};
+
+/** The node list filter a request's query names (after validation against {@link NODE_FILTER_QUERY}). */
+export function nodeFilterFrom(c: RouteContext): NodeFilter {
+  return {
+    status: c.req.query("status") as NodeStatus | undefined,
+    group: c.req.query("group")?.toLowerCase(),
+    os: c.req.query("os"),
+    agentVersion: c.req.query("agent_version"),
+    desktop: c.req.query("desktop"),
+    search: c.req.query("search"),
+    compliance: c.req.query("compliance") as ComplianceRollup | undefined,
+    certExpiry: c.req.query("cert_expiry") as ExpiryBucket | undefined,
+  };
+}
 
 /** Routes of the node area. */
 export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
@@ -79,35 +157,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated",
       tag: "nodes",
       access: "node:view",
-      query: {
-        ...listQuery(NODE_SORT_COLUMNS),
-        status: { type: "string", enum: NODE_STATUSES },
-        group: {
-          type: "string",
-          pattern: "^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$",
-          description: "Node group id, or `none` for nodes in no group",
-        },
-        os: { type: "string", maxLength: 200 },
-        compliance: {
-          type: "string",
-          enum: COMPLIANCE_ROLLUPS,
-          description: "Worst compliance status over the policies that reach the node (none: no policy)",
-        },
-        agent_version: { type: "string", maxLength: 100 },
-        desktop: { type: "string", maxLength: 100 },
-        cert_expiry: {
-          type: "string",
-          enum: EXPIRY_BUCKETS,
-          description: "Certificate expiry bucket, as the dashboard counts them",
-        },
-        search: {
-          type: "string",
-          maxLength: 200,
-          // What is searched is single-line text; control characters could only make odd matches.
-          pattern: OPTIONAL_NAME_PATTERN,
-          description: "Substring of name, FQDN, IP address or machine id",
-        },
-      },
+      query: { ...listQuery(NODE_SORT_COLUMNS), ...NODE_FILTER_QUERY },
       responses: {
         "200": {
           description: "A page of nodes",
@@ -125,23 +175,20 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
                   unknown: { type: "integer" },
                 },
               },
+              pending_reasons: PENDING_REASONS,
             },
           }),
         },
       },
-      handler: async (c) =>
-        c.json(
-          await listNodes(db, {
-            status: c.req.query("status") as NodeStatus | undefined,
-            group: c.req.query("group")?.toLowerCase(),
-            os: c.req.query("os"),
-            agentVersion: c.req.query("agent_version"),
-            desktop: c.req.query("desktop"),
-            search: c.req.query("search"),
-            compliance: c.req.query("compliance") as ComplianceRollup | undefined,
-            certExpiry: c.req.query("cert_expiry") as ExpiryBucket | undefined,
-          }, listRequest(c)),
-        ),
+      handler: async (c) => {
+        const page = await listNodes(db, nodeFilterFrom(c), listRequest(c));
+        const stuck = page.items.filter((n) => ["unknown", "none"].includes(n.compliance_rollup?.worst));
+        const reasons = await pendingReasons(db, stuck.map((n) => n.id));
+        return c.json({
+          ...page,
+          items: page.items.map((n) => ({ ...n, pending_reasons: reasons.get(n.id) ?? [] })),
+        });
+      },
     },
     {
       method: "GET",
@@ -171,7 +218,11 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "nodes",
       access: "node:view",
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: readById(db, getNode),
+      handler: async (c) => {
+        const node = await getNode(db, uuidParam(c, "id"));
+        const reasons = await pendingReasons(db, [node.id]);
+        return c.json({ ...node, pending_reasons: reasons.get(node.id) ?? [] });
+      },
     },
     {
       method: "PUT",
@@ -187,7 +238,9 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
       },
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
-      handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes)),
+      handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes), {
+        track: { read: getNode, fields: ["notes"] },
+      }),
     },
     {
       method: "DELETE",

@@ -53,6 +53,7 @@ import {
   type RouteSpec,
   uuidParam,
 } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import {
   changeById,
   DATE_TIME,
@@ -111,10 +112,15 @@ const POLICY_SUMMARY_SCHEMA: JsonSchema = {
   required: Object.keys(POLICY_SUMMARY_PROPERTIES),
 };
 
-const REVISION_SCHEMA: JsonSchema = {
+/** The pending revision of a released policy in responses. */
+export const REVISION_SCHEMA: JsonSchema = {
   type: "object",
   required: ["policy_id", "base_version", "description", "content", "created_by", "created_at", "updated_at"],
   properties: {
+    restored_from: {
+      type: ["integer", "null"],
+      description: "The released version whose content this revision restores (until its content is edited)",
+    },
     policy_id: UUID_SCHEMA,
     base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
     description: { type: "string" },
@@ -347,6 +353,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         >(c);
         const checked = prepared<CheckedContent | undefined>(c);
         return updatePolicy(tx, id, { ...input, expectedVersion: input.version, checked });
+      }, {
+        track: {
+          read: getPolicy,
+          fields: ["name", "description", "type", "content", "version"],
+          contentFields: ["content"],
+        },
       }),
     },
     {
@@ -401,6 +413,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
             signer: caContentSigner(ctx.ca),
+            by: caller(c).username,
           })
         );
         auditResource(c, { id, name: policy.name });
@@ -449,12 +462,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const id = uuidParam(c, "id");
         const input = body<{ description?: string; content?: string }>(c);
         const checked = prepared<CheckedContent | undefined>(c);
-        const revision = await db.transaction(async (tx) => {
+        const { before, revision } = await db.transaction(async (tx) => {
+          const before: object = await findRevision(tx, id) ?? await getPolicy(tx, id);
           const saved = await saveRevision(tx, id, { ...input, createdBy: caller(c).username, checked });
           auditResource(c, { id, name: (await getPolicySummary(tx, id)).name });
-          return saved;
+          return { before, revision: saved };
         });
         c.set("auditDetails", { base_version: revision.base_version });
+        auditChanges(c, {
+          before,
+          after: revision,
+          fields: ["description", "content"],
+          contentFields: ["content"],
+        });
         return await respondJson(c, revision);
       },
     },
@@ -491,17 +511,19 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const { lockout_reason } = body<{ lockout_reason?: string }>(c);
-        const { policy, fromVersion, lockoutOverride } = await db.transaction((tx) =>
+        const { policy, fromVersion, lockoutOverride, restoredFrom } = await db.transaction((tx) =>
           releaseRevision(tx, id, {
             lockoutReason: lockout_reason,
             checked: prepared<CheckedContent | undefined>(c),
             signer: caContentSigner(ctx.ca),
+            by: caller(c).username,
           })
         );
         auditResource(c, { id, name: policy.name });
         c.set("auditDetails", {
           from_version: fromVersion,
           to_version: policy.version,
+          ...(restoredFrom ? { restores_version: restoredFrom } : {}),
           ...(lockoutOverride ? { lockout_override: lockoutOverride } : {}),
         });
         return await respondJson(c, policy);

@@ -11,6 +11,7 @@ import { assertNameFree } from "../../domain/records.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
 import { roleIsBound } from "../../auth/role_bindings.ts";
 import { createRole, deleteRole, getRole, listPermissions, listRoles, updateRole } from "../../auth/roles.ts";
@@ -147,8 +148,10 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         const id = uuidParam(c, "id");
         const input = body<{ name?: string; description?: string; permissions?: string[] }>(c);
         const proof = takeStepUpProof(c);
+        let before: object = {};
         const role = await identityTransaction(db, async (tx) => {
           const current = found(await getRole(tx, id), `role ${id}`);
+          before = current;
           auditResource(c, { id, name: current.name });
           assertHolds(
             caller(c),
@@ -171,6 +174,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
           });
         });
         auditResource(c, { id, name: role.name });
+        auditChanges(c, { before, after: role, fields: ["name", "description", "permissions"] });
         return c.json(role);
       },
     },

@@ -11,6 +11,7 @@ import { badRequest, conflict, notFound } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import { identityTransaction, reachablePermissionsOfGroup } from "../../auth/rbac.ts";
 import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
 import { listBindings } from "../../auth/role_bindings.ts";
@@ -127,16 +128,20 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       async handler(c) {
         const id = uuidParam(c, "id");
         const input = body<{ name?: string; description?: string }>(c);
-        const group = await identityTransaction(db, async (tx) => {
+        const { before, group } = await identityTransaction(db, async (tx) => {
           const current = found(await getUserGroup(tx, id), `user group ${id}`);
           auditResource(c, { id, name: current.name });
           const name = input.name?.trim();
           if (name) {
             await assertNameFree(tx, { table: "user_groups", noun: "user group", name, exceptId: id });
           }
-          return await updateUserGroup(tx, current, { name, description: input.description });
+          return {
+            before: current,
+            group: await updateUserGroup(tx, current, { name, description: input.description }),
+          };
         });
         auditResource(c, { id, name: group.name });
+        auditChanges(c, { before, after: group, fields: ["name", "description"] });
         return c.json(group);
       },
     },

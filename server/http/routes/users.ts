@@ -11,6 +11,7 @@ import { badRequest, conflict } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest } from "../pagination.ts";
 import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
+import { auditChanges } from "../audit_changes.ts";
 import { checkPasswordRules, MAX_PASSWORD_LENGTH } from "../../auth/password.ts";
 import { effectivePermissions, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
 import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
@@ -242,12 +243,16 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         if (input.enabled === false && id === caller(c).id) {
           throw conflict("you cannot disable your own account; ask another administrator");
         }
-        await identityTransaction(db, async (tx) => {
+        const before = await identityTransaction(db, async (tx) => {
           const target = await manageable(tx, USER_SUBJECT, { caller: caller(c), id, verb: "change" });
           auditResource(c, { id, name: target.username });
+          const before = await detail(id);
           await updateUser(tx, id, { email: input.email, fullName: input.full_name, enabled: input.enabled });
+          return before;
         });
-        return c.json(await detail(id));
+        const after = await detail(id);
+        auditChanges(c, { before, after, fields: ["email", "full_name", "enabled"] });
+        return c.json(after);
       },
     },
     {

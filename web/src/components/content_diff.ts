@@ -1,10 +1,14 @@
 /**
- * What a revision changes against the released version: a line diff of the two contents pretty-printed as
- * JSON (keys sorted, so reordering alone is no change) and of the descriptions, shown as removed and added
- * lines with a count. Longest-common-subsequence over lines; policy contents are small.
+ * What one content changes against another, as an admin reads it: a table of the settings by the names the
+ * editor gives them, each with its old and new value (entries of a list setting one by one, see
+ * `setting_diff.ts`), and the description; the raw JSON line diff stays available folded underneath for
+ * whoever wants the exact text. Used for a revision against the released version and for each released
+ * version against the one before it. The line diff is a longest common subsequence over lines; policy
+ * contents are small.
  */
 import { html, nothing, type TemplateResult } from "lit";
 import type { JsonObject } from "../content.ts";
+import { type SettingChange, settingDiff } from "../setting_diff.ts";
 
 /** One line of a diff. */
 export interface DiffLine {
@@ -22,7 +26,7 @@ function sortedKeys(value: unknown): unknown {
   return value;
 }
 
-/** The content as the diff shows it: indented JSON with sorted keys. */
+/** The content as the raw diff shows it: indented JSON with sorted keys. */
 export function diffText(value: JsonObject): string {
   return JSON.stringify(sortedKeys(value), null, 2);
 }
@@ -55,40 +59,119 @@ export function lineDiff(before: string, after: string): DiffLine[] {
   return out;
 }
 
-/** The diff panel: released version on one side, the revision on the other. */
-export function renderContentDiff(options: {
-  releasedVersion: number;
-  released: { description: string; value: JsonObject };
-  revision: { description: string; value: JsonObject };
+/** One side of a comparison. */
+export interface DiffSide {
+  /** What the column is called ("Version 3", "This revision"). */
+  label: string;
+  description: string;
+  value: JsonObject;
+}
+
+const KIND_WORD: Record<SettingChange["kind"], string> = {
+  added: "Added",
+  removed: "Removed",
+  changed: "Changed",
+};
+
+function changeRows(changes: SettingChange[]): TemplateResult[] {
+  return changes.map((c) =>
+    html`
+      <tr data-key=${c.key} data-kind=${c.kind} class="setting-change">
+        <th scope="row">${c.label}<div class="muted"><code>${c.key}</code> · ${KIND_WORD[c.kind]}</div></th>
+        <td class="diff-old">${c.from === undefined
+          ? html`<span class="muted">(not set)</span>`
+          : html`<del>${c.from}</del>`}</td>
+        <td class="diff-new">${c.to === undefined
+          ? html`<span class="muted">(not set)</span>`
+          : html`<ins>${c.to}</ins>`}</td>
+      </tr>
+      ${(c.entries ?? []).map((e) =>
+        html`
+          <tr class="entry-change" data-kind=${e.kind}>
+            <th scope="row"><span class="visually-hidden">${c.label}, entry </span>↳ ${e.entry}
+              <div class="muted">${KIND_WORD[e.kind]}</div></th>
+            <td class="diff-old">${e.from === undefined ? "" : html`<del>${e.from}</del>`}</td>
+            <td class="diff-new">${e.to === undefined ? "" : html`<ins>${e.to}</ins>`}</td>
+          </tr>
+        `
+      )}
+    `
+  );
+}
+
+/**
+ * The changes from `before` to `after` of a policy of `type`: a summary line, the description, the settings
+ * table (caption `caption`) and the raw JSON diff folded. Returns the parts, for a section of the caller's.
+ */
+export function renderSettingChanges(options: {
+  type: string;
+  before: DiffSide;
+  after: DiffSide;
+  /** Said when nothing changed. */
+  unchanged: string;
 }): TemplateResult {
-  const lines = lineDiff(diffText(options.released.value), diffText(options.revision.value));
-  const changed = lines.filter((l) => l.kind !== "same").length;
-  const description = options.released.description !== options.revision.description;
+  const { type, before, after } = options;
+  const changes = settingDiff(type, before.value, after.value);
+  const description = before.description !== after.description;
+  const lines = lineDiff(diffText(before.value), diffText(after.value));
+  const n = changes.length;
   return html`
-    <section class="card revision-diff" aria-label="Changes against the released version">
-      <h2>Changes against version ${options.releasedVersion}</h2>
-      <p class="muted diff-summary" role="status">
-        ${changed === 0 && !description
-          ? "No changes yet: the revision equals the released version."
-          : `${changed} changed line${changed === 1 ? "" : "s"} in the settings${
-            description ? ", and the description" : ""
-          }.`}
-      </p>
-      ${description
-        ? html`<p class="diff-description"><del>${options.released.description || "(no description)"}</del>
-          → <ins>${options.revision.description || "(no description)"}</ins></p>`
-        : nothing}
-      ${changed
-        ? html`<pre class="diff" tabindex="0" aria-label="Settings diff">${
-          lines.map((l) =>
+    <p class="muted diff-summary" role="status">
+      ${n === 0 && !description
+        ? options.unchanged
+        : `${n === 0 ? "No setting" : `${n} setting${n === 1 ? "" : "s"}`} changed${
+          description ? ", and the description" : ""
+        }.`}
+    </p>
+    ${description
+      ? html`<p class="diff-description">Description: <del>${before.description || "(no description)"}</del>
+        → <ins>${after.description || "(no description)"}</ins></p>`
+      : nothing}
+    ${n
+      ? html`
+        <div class="table-wrap">
+          <table class="data setting-diff">
+            <caption class="visually-hidden">Settings changed from ${before.label} to ${after.label}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Setting</th>
+                <th scope="col">${before.label}</th>
+                <th scope="col">${after.label}</th>
+              </tr>
+            </thead>
+            <tbody>${changeRows(changes)}</tbody>
+          </table>
+        </div>
+        <sl-details summary="Raw JSON changes" class="raw-diff">
+          <pre class="diff" tabindex="0" aria-label="JSON diff">${lines.map((l) =>
             l.kind === "same"
               ? html`<span class="diff-same">  ${l.text}\n</span>`
               : l.kind === "removed"
               ? html`<del class="diff-removed">- ${l.text}\n</del>`
               : html`<ins class="diff-added">+ ${l.text}\n</ins>`
-          )
-        }</pre>`
-        : nothing}
+          )}</pre>
+        </sl-details>
+      `
+      : nothing}
+  `;
+}
+
+/** The diff panel of a revision: the released version on one side, the revision on the other. */
+export function renderContentDiff(options: {
+  type: string;
+  releasedVersion: number;
+  released: { description: string; value: JsonObject };
+  revision: { description: string; value: JsonObject };
+}): TemplateResult {
+  return html`
+    <section class="card revision-diff" aria-label="Changes against the released version">
+      <h2>Changes against version ${options.releasedVersion}</h2>
+      ${renderSettingChanges({
+        type: options.type,
+        before: { label: `Version ${options.releasedVersion}`, ...options.released },
+        after: { label: "This revision", ...options.revision },
+        unchanged: "No changes yet: the revision equals the released version.",
+      })}
     </section>
   `;
 }

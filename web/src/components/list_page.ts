@@ -19,6 +19,7 @@ import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
+import "./saved_views.ts";
 
 /** Something a template can hold in a slot of the filter bar. */
 type Part = TemplateResult | typeof nothing;
@@ -47,6 +48,18 @@ export interface ListOptions extends ListDefaults {
   noun: string;
   /** Keep the query in the page's URL (false for lists inside a tab that shares the URL). */
   syncUrl?: boolean;
+  /**
+   * Saved views of this list (`<svc-saved-views>`, stored per user on the server) under this key, e.g.
+   * `nodes`: the filter bar offers to save the current filters and sort under a name and to apply them.
+   */
+  views?: string;
+}
+
+/** Rows picked for a bulk action: id → name, and whether they are every row the filters match. */
+export interface Selection {
+  ids: Map<string, string>;
+  /** Chosen through "Select all matching" (cleared by any change of the filters). */
+  allMatching: boolean;
 }
 
 /** The page element a list lives in (a `PageElement`: it reloads and keeps the load error). */
@@ -76,6 +89,8 @@ export class ListController<T> implements ReactiveController {
   #filtersOpen = false;
   /** The last page loaded; undefined until the first load ends. */
   page: ListPage<T> | undefined;
+  /** Rows picked for bulk actions (lists that draw {@link selectCell}). */
+  selection: Selection = { ids: new Map(), allMatching: false };
 
   constructor(host: ListHost, options: ListOptions) {
     this.#host = host;
@@ -109,7 +124,140 @@ export class ListController<T> implements ReactiveController {
 
   #change(changes: QueryChanges): void {
     if (this.#options.syncUrl !== false) setQuery(changes);
+    // A selection made under other filters would act on rows no longer shown.
+    if (Object.keys(changes).some((k) => this.#options.filters.some((f) => f.name === k))) {
+      this.clearSelection();
+    }
     void this.#host.reload();
+  }
+
+  /** The filters and sort as a URL query (what a saved view stores). */
+  viewQuery(): string {
+    const sort = this.#query.sort;
+    const params = new URLSearchParams(this.#query.filters());
+    const fallback = this.#options.sort;
+    if (sort && (sort.key !== fallback?.key || sort.dir !== fallback?.dir)) {
+      params.set("sort", sort.key);
+      params.set("order", sort.dir);
+    }
+    return params.toString();
+  }
+
+  /** Replaces the filters and sort with those of a saved view's query and reloads from the first page. */
+  applyView(query: string): void {
+    const wanted = new URLSearchParams(query);
+    const changes: QueryChanges = {};
+    for (const f of this.#options.filters) changes[f.name] = wanted.get(f.name) || undefined;
+    changes.sort = wanted.get("sort") || undefined;
+    changes.order = wanted.get("order") || undefined;
+    const params = new URLSearchParams(this.#options.syncUrl === false ? "" : location.search);
+    for (
+      const [k, v] of Object.entries({ ...changes, page: undefined, cursor: undefined, prev: undefined })
+    ) {
+      if (v === undefined) params.delete(k);
+      else params.set(k, v);
+    }
+    this.#query = new ListQuery(params, this.#options.filters.map((f) => f.name), this.#options);
+    this.#change({ ...changes, page: undefined, cursor: undefined, prev: undefined });
+  }
+
+  // Selection for bulk actions ------------------------------------------------------------------------------
+
+  /** Forgets the picked rows. */
+  clearSelection(): void {
+    this.selection = { ids: new Map(), allMatching: false };
+    this.#host.requestUpdate();
+  }
+
+  /** Picks exactly these rows (e.g. every row the filters match, from the server). */
+  selectRows(
+    rows: ReadonlyArray<{ id: string; name: string }>,
+    options: { allMatching?: boolean } = {},
+  ): void {
+    this.selection = {
+      ids: new Map(rows.map((r) => [r.id, r.name])),
+      allMatching: options.allMatching ?? false,
+    };
+    this.#host.requestUpdate();
+  }
+
+  #toggle(id: string, name: string, on: boolean): void {
+    const ids = new Map(this.selection.ids);
+    if (on) ids.set(id, name);
+    else ids.delete(id);
+    this.selection = { ids, allMatching: false };
+    this.#host.requestUpdate();
+  }
+
+  /** The header cell that picks or drops every row of the page. */
+  selectHeader(rows: (items: T[]) => Array<{ id: string; name: string }>): TemplateResult {
+    const shown = rows(this.page?.items ?? []);
+    // Checked when every row shown is picked. (No "mixed" state: Shoelace's marks a native checkbox with
+    // aria-checked, which axe refuses.)
+    const all = shown.length > 0 && shown.every((r) => this.selection.ids.has(r.id));
+    return html`
+      <th scope="col" class="select-cell">
+        <sl-checkbox class="select-page" .checked=${all}
+          @sl-change=${(e: Event) => {
+            const on = (e.target as HTMLInputElement).checked;
+            const ids = new Map(this.selection.ids);
+            for (const r of shown) on ? ids.set(r.id, r.name) : ids.delete(r.id);
+            this.selection = { ids, allMatching: false };
+            this.#host.requestUpdate();
+          }}><span class="visually-hidden">Select every ${this.#options.noun.replace(
+            /s$/,
+            "",
+          )} on this page</span></sl-checkbox>
+      </th>
+    `;
+  }
+
+  /** The cell that picks one row. */
+  selectCell(row: { id: string; name: string }): TemplateResult {
+    return html`
+      <td class="select-cell">
+        <sl-checkbox class="select-row" .checked=${this.selection.ids.has(row.id)}
+          @sl-change=${(e: Event) => this.#toggle(row.id, row.name, (e.target as HTMLInputElement).checked)}
+        ><span class="visually-hidden">Select ${row.name}</span></sl-checkbox>
+      </td>
+    `;
+  }
+
+  /**
+   * The bar above a list with picked rows: how many, "select all matching" (`matching` loads them from the
+   * server), clear, and the page's `actions`. Nothing while no row is picked.
+   */
+  renderSelectionBar(options: {
+    actions: TemplateResult;
+    matching?: () => Promise<{ items: Array<{ id: string; name: string }>; total: number }>;
+  }): TemplateResult | typeof nothing {
+    const n = this.selection.ids.size;
+    if (n === 0) return nothing;
+    const total = this.page?.total ?? 0;
+    const noun = this.#options.noun;
+    return html`
+      <div class="selection-bar" role="region" aria-label="Selected ${noun}">
+        <span class="selection-count" role="status">${n} ${n === 1
+          ? noun.replace(/s$/, "")
+          : noun} selected${this.selection.allMatching
+          ? html`
+            <span class="muted">(all that match the filters)</span>
+          `
+          : nothing}</span>
+        ${options.matching && !this.selection.allMatching && total > n
+          ? html`
+            <sl-button size="small" class="select-all-matching"
+              @click=${async () => {
+                const found = await options.matching!();
+                this.selectRows(found.items, { allMatching: true });
+              }}>Select all ${total} matching</sl-button>
+          `
+          : nothing}
+        <sl-button size="small" class="clear-selection" @click=${() =>
+          this.clearSelection()}>Clear selection</sl-button>
+        <span class="selection-actions">${options.actions}</span>
+      </div>
+    `;
   }
 
   /** Sets a filter and reloads from the first page. */
@@ -156,7 +304,12 @@ export class ListController<T> implements ReactiveController {
             : nothing}
         </button>
         <div class="toolbar" role="search" id=${this.#barId}>
-          ${lead} ${this.#options.filters.map((f) => this.#control(f))} ${active
+          ${lead} ${this.#options.filters.map((f) => this.#control(f))} ${this.#options.views
+            ? html`
+              <svc-saved-views list=${this.#options.views} .query=${this.viewQuery()}
+                @view-apply=${(e: CustomEvent<string>) => this.applyView(e.detail)}></svc-saved-views>
+            `
+            : nothing} ${active
             ? html`<sl-button class="clear-filters" @click=${() =>
               this.#change(this.#query.clearFilters())}>Clear filters</sl-button>`
             : nothing} ${extra}

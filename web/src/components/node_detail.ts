@@ -20,6 +20,7 @@ import {
   statusBadge,
 } from "./ui.ts";
 import "./provenance.ts";
+import { renderPendingReasons } from "./node_pending.ts";
 import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
 
 class SvcNodeDetail extends LitElement {
@@ -245,6 +246,7 @@ class SvcNodeDetail extends LitElement {
         <sl-tab slot="nav" panel="compliance">Compliance</sl-tab>
         <sl-tab slot="nav" panel="settings">Effective settings</sl-tab>
         <sl-tab-panel name="details">
+          ${renderPendingReasons(n.pending_reasons)}
           <section class="card" aria-labelledby="node-facts">
             <h2 id="node-facts">Facts</h2>
             <dl class="facts">
@@ -359,7 +361,8 @@ class SvcNodeDetail extends LitElement {
               : nothing}
           </section>
         </sl-tab-panel>
-        <sl-tab-panel name="compliance">${this.#renderCompliance()}</sl-tab-panel>
+        <sl-tab-panel name="compliance">${renderPendingReasons(n.pending_reasons)}${this
+          .#renderCompliance()}</sl-tab-panel>
         <sl-tab-panel name="settings">
           ${this.compliance
             ? html`<svc-provenance .node=${n} .results=${this.compliance.results}></svc-provenance>`

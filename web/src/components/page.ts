@@ -12,6 +12,7 @@ import { ApiError } from "../api.ts";
 import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
+import { TableCards } from "./table_cards.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
@@ -48,6 +49,8 @@ export class PageElement extends LitElement {
 
   constructor() {
     super();
+    // Every table of every page becomes cards on a phone (table_cards.ts).
+    new TableCards(this);
     this.loading = false;
     this.loadError = undefined;
     this.now = Date.now();
@@ -59,6 +62,7 @@ export class PageElement extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
+    globalThis.addEventListener("beforeunload", this.#beforeUnload);
     if (this.pageTitle) document.title = `${this.pageTitle} · svc`;
     void this.reload();
     if (this.autoRefreshMs > 0 || this.liveTopics.length > 0) {
@@ -79,6 +83,7 @@ export class PageElement extends LitElement {
 
   override disconnectedCallback(): void {
     super.disconnectedCallback();
+    globalThis.removeEventListener("beforeunload", this.#beforeUnload);
     clearInterval(this.#clock);
   }
 
@@ -157,9 +162,14 @@ export class PageElement extends LitElement {
     return html`<span class="muted updated-at" title="This page refreshes itself">Updated ${text}</span>`;
   }
 
+  /** Closing or reloading the tab asks first while the page holds unsaved changes (as the shell does for links). */
+  #beforeUnload = (e: BeforeUnloadEvent) => {
+    if (this.hasUnsavedChanges()) e.preventDefault();
+  };
+
   /**
-   * True while the page holds changes it has not saved; the shell then asks before a link navigates away
-   * (editors override it).
+   * True while the page holds changes it has not saved; the shell then asks before a link navigates away,
+   * and the browser before the tab closes or reloads (editors override it).
    */
   hasUnsavedChanges(): boolean {
     return false;

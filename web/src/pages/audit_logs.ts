@@ -1,6 +1,7 @@
 /**
- * `/audit-logs`: who did what, filtered on the server, with the recorded details of each entry and an
- * export of the filtered set (CSV or JSON; needs `audit_log:export`).
+ * `/audit-logs`: who did what to which thing, by name (the ids an entry mentions resolved by the server, the
+ * id once the thing is deleted), what changed (before → after), filtered on the server, with the recorded
+ * details of each entry and an export of the filtered set (CSV or JSON; needs `audit_log:export`).
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
@@ -9,6 +10,34 @@ import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
 import type { AuditEntry } from "../types.ts";
+import { auditSummary, changeLines } from "../audit_text.ts";
+
+/** Where a resource of the console lives, when it still exists. */
+function resourceHref(type: string, id: string, name: string): string | undefined {
+  if (type === "policy") return `/policies/${id}/edit`;
+  if (type === "node") return `/nodes?node=${id}`;
+  if (type === "node_group") return `/node-groups?search=${encodeURIComponent(name)}`;
+  return undefined;
+}
+
+/** Kinds of resource whose current names the server resolves (server/audit/audit_names.ts). */
+const RESOLVED_TYPES = new Set(["policy", "node", "node_group", "user", "role", "user_group", "binding"]);
+
+/** "policy: Browser" — the resource by name, linked while it exists; its id when nothing else is known. */
+function resourceCell(e: AuditEntry): TemplateResult {
+  const name = e.resource_name || e.resource_id;
+  if (!name) return html`${e.resource_type}`;
+  const exists = !!e.names?.[e.resource_id.toLowerCase()];
+  const href = exists ? resourceHref(e.resource_type, e.resource_id, name) : undefined;
+  const gone = !exists && RESOLVED_TYPES.has(e.resource_type) && /^[0-9a-f-]{36}$/i.test(e.resource_id);
+  return html`${e.resource_type}: ${href ? html`<a href=${href}>${name}</a>` : name}${
+    gone && e.resource_name
+      ? html`
+        <span class="muted">(deleted or renamed)</span>
+      `
+      : nothing
+  }`;
+}
 
 /** Date inputs give a local day; the API takes instants, "to" exclusive: it ends at the next midnight. */
 function dayBounds(filters: Record<string, string>): Record<string, string> {
@@ -99,6 +128,7 @@ class SvcAuditLogsPage extends PageElement {
         <th scope="col">User</th>
         <th scope="col">Action</th>
         <th scope="col">Resource</th>
+        <th scope="col">What changed</th>
         <th scope="col">Outcome</th>
         <th scope="col">Source IP</th>
         <th scope="col"><span class="visually-hidden">Details</span></th>
@@ -109,9 +139,8 @@ class SvcAuditLogsPage extends PageElement {
             <td>${formatDate(e.created_at)}</td>
             <td>${e.username || html`<span class="muted">${e.node_id ? "agent" : "system"}</span>`}</td>
             <td><code>${e.action}</code></td>
-            <td>${e.resource_type}${e.resource_name || e.resource_id
-              ? html`: ${e.resource_name || e.resource_id}`
-              : nothing}</td>
+            <td class="audit-resource">${resourceCell(e)}</td>
+            <td class="audit-changes">${auditSummary(e)}</td>
             <td>${statusBadge(e.outcome)}</td>
             <td>${e.source_ip}</td>
             <td>
@@ -120,6 +149,43 @@ class SvcAuditLogsPage extends PageElement {
           </tr>
         `,
     });
+  }
+
+  #renderChanges(e: AuditEntry): TemplateResult | typeof nothing {
+    const lines = changeLines(e);
+    const summary = auditSummary(e);
+    if (!lines.length) {
+      return summary
+        ? html`
+          <h3>What happened</h3>
+          <p class="audit-summary">${summary}</p>
+        `
+        : nothing;
+    }
+    return html`
+      <h3>What changed</h3>
+      <table class="data-table audit-change-table">
+        <caption class="visually-hidden">Fields changed by this entry</caption>
+        <thead>
+          <tr>
+            <th scope="col">Field</th>
+            <th scope="col">Before</th>
+            <th scope="col">After</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${lines.map((l) =>
+            html`
+              <tr data-field=${l.field}>
+                <th scope="row">${l.label}</th>
+                <td>${l.kind === "set" ? l.from || "—" : l.from}</td>
+                <td>${l.to}</td>
+              </tr>
+            `
+          )}
+        </tbody>
+      </table>
+    `;
   }
 
   #renderDetail(): TemplateResult | typeof nothing {
@@ -139,10 +205,22 @@ class SvcAuditLogsPage extends PageElement {
           <dt>Outcome</dt>
           <dd>${statusBadge(e.outcome)}</dd>
           <dt>Resource</dt>
-          <dd>${e.resource_type} ${e.resource_name} <code>${e.resource_id}</code></dd>
+          <dd>${resourceCell(e)} <code>${e.resource_id}</code></dd>
           <dt>Source IP</dt>
           <dd>${e.source_ip || "—"}</dd>
         </dl>
+        ${this.#renderChanges(e)}
+        ${Object.keys(e.names ?? {}).length
+          ? html`
+            <h3>Named in this entry</h3>
+            <dl class="facts audit-names">${Object.entries(e.names ?? {}).map(([id, n]) =>
+              html`
+                <dt>${n.type.replaceAll("_", " ")}</dt>
+                <dd>${n.name} <code class="muted">${id}</code></dd>
+              `
+            )}</dl>
+          `
+          : nothing}
         <h3>Details</h3>
         <pre class="block">${JSON.stringify(e.details ?? {}, null, 2)}</pre>
       </sl-drawer>

@@ -1,15 +1,21 @@
 /**
  * `/nodes`: the fleet, paginated and filtered on the server; a row opens the node's detail drawer
- * (`?node=<id>` keeps it open across reloads and makes it linkable).
+ * (`?node=<id>` keeps it open across reloads and makes it linkable). Rows can be picked (or every node the
+ * filters match) for bulk actions — move to a group, re-enroll, delete — each confirmed with the count and
+ * its effects and reported node by node; the filters and sort can be saved as named views. A node stuck at
+ * Pending says why in a tooltip.
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { api, type ListPage } from "../api.ts";
+import { session } from "../session.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { complianceBadge, relativeTime, statusBadge, statusLabel } from "../components/ui.ts";
 import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
+import "../components/node_bulk.ts";
+import { pendingText } from "../components/node_pending.ts";
 import type { NodeGroup, NodeSummary } from "../types.ts";
 import { CERT_EXPIRY_BUCKETS } from "../cert_expiry.ts";
 
@@ -29,7 +35,17 @@ function complianceCell(n: NodeSummary): TemplateResult | string {
     : r.unknown
     ? `${r.unknown} of ${r.total} pending`
     : `${r.total} ${r.total === 1 ? "policy" : "policies"}`;
-  return html`${complianceBadge(r.worst)} <span class="muted">${detail}</span>`;
+  const why = n.pending_reasons ?? [];
+  return html`${complianceBadge(r.worst)} <span class="muted">${detail}</span>${
+    why.length
+      ? html`
+        <sl-tooltip class="pending-why" content=${pendingText(why)} hoist>
+          <sl-icon-button name="question-circle" label=${`Why ${n.name} is pending: ${pendingText(why)}`}
+          ></sl-icon-button>
+        </sl-tooltip>
+      `
+      : nothing
+  }`;
 }
 
 class SvcNodesPage extends PageElement {
@@ -56,6 +72,7 @@ class SvcNodesPage extends PageElement {
 
   readonly list = new ListController<NodeSummary>(this, {
     noun: "nodes",
+    views: "nodes",
     sort: { key: "name", dir: "asc" },
     filters: [
       { name: "search", label: "Search", kind: "search", placeholder: "Name, FQDN, IP or machine ID" },
@@ -148,10 +165,25 @@ class SvcNodesPage extends PageElement {
       )}
       ${this.renderLoadError()}
       ${this.list.renderFilters()}
+      ${this.list.renderSelectionBar({
+        actions: html`
+          <svc-node-bulk .selection=${this.list.selection} .groups=${this.groups}
+            @bulk-done=${() => {
+              this.list.clearSelection();
+              void this.reload();
+            }}></svc-node-bulk>
+        `,
+        matching: () => api.get("/nodes/matching", this.list.query.filters()),
+      })}
       ${this.#renderTable()}
       <svc-node-detail .nodeId=${this.openNode} .groups=${this.groups} @closed=${this.#closed}
         @changed=${() => this.reload()}></svc-node-detail>
     `;
+  }
+
+  /** Whether this person may do any bulk action (then rows can be picked). */
+  get #bulk(): boolean {
+    return session.canAny("node_group:edit", "node:delete", "node_group:create");
   }
 
   #renderTable(): TemplateResult | typeof nothing {
@@ -160,13 +192,17 @@ class SvcNodesPage extends PageElement {
       caption: "Nodes",
       empty: "No nodes yet. New nodes appear here after they enroll with a token from a node group.",
       head: html`
-        ${s("Node", "name")} ${s("Status", "status")} <th scope="col">Compliance</th>
+        ${this.#bulk ? this.list.selectHeader((items) => items) : nothing} ${s("Node", "name")} ${s(
+          "Status",
+          "status",
+        )} <th scope="col">Compliance</th>
         <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
         ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
       `,
       row: (n) =>
         html`
           <tr data-node-id=${n.id}>
+            ${this.#bulk ? this.list.selectCell(n) : nothing}
             <td>
                             <button class="link" type="button" @click=${() => this.#open(n.id)}>${n
                               .name}</button>

@@ -332,6 +332,14 @@ class SvcPoliciesPage extends PageElement {
                             ${p.deprecated
                               ? html`<sl-badge variant="warning" pill title=${p.deprecation_message}>Deprecated</sl-badge>`
                               : nothing}
+                            ${p.revision_pending
+                              ? html`
+                                <a class="revision-pending" href=${`/policies/${p.id}/edit`}
+                                  title="A revision is being prepared; nodes keep version ${p
+                                    .version} until it is released"><sl-badge
+                                                                  variant="primary" pill>Revision pending</sl-badge></a>
+                              `
+                              : nothing}
                           </td>
             <td>${p.enabled_bindings_count} / ${p.bindings_count}</td>
             <td class="rollout-cell">${p.state === "released"

@@ -1,6 +1,7 @@
 /**
- * `/policies/new` and `/policies/:policyId/edit`: the policy editor. Details (name, description, type), the
- * typed form generated from the shared registry's content message, and a JSON view of the same value.
+ * `/policies/:policyId/edit`: the editor of an existing policy (new ones are made in the guided flow,
+ * `policy_flow.ts`). Details (name, description), the typed form generated from the shared registry's content
+ * message, a JSON view of the same value, and the version history with rollback.
  * Every change is validated in the browser by the same `validatePolicyContent` the server runs, and
  * problems appear next to their field. Drafts are edited directly. A released policy is changed through a
  * revision: "Edit" starts one, the page then edits the revision and shows its diff against the released
@@ -8,13 +9,7 @@
  * read-only. "Duplicate" copies any policy into a new draft.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { html as staticHtml, unsafeStatic } from "lit/static-html.js";
-import {
-  getPolicyType,
-  listPolicyTypes,
-  validatePolicyContent,
-  type ValidationIssue,
-} from "../../../shared/policy_types/mod.ts";
+import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { navigate } from "../router.ts";
@@ -29,77 +24,15 @@ import {
   statusBadge,
 } from "../components/ui.ts";
 import { lifecycleActions } from "../lifecycle.ts";
-import { editorFor, type EditorSpec } from "../editors/mod.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
-import "../editors/schema_form.ts";
-// Defines the types' own form elements (an editor's formTag), found by `deno task proto`.
-import "../editors/forms.gen.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
-import docsJson from "../editors/proto_docs.gen.json" with { type: "json" };
 import type { Policy, PolicyRevision } from "../types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
 import "../components/policy_rollout.ts";
 import "../components/binding_dialog.ts";
-import { policyTypeInfo } from "../editors/type_info.ts";
+import "../components/policy_history.ts";
 import { labelIssues } from "../editors/enum_labels.ts";
-import { roleAdvice } from "../permission_text.ts";
-
-/** The type tiles' look (the console's CSP allows inline styles). */
-const TILE_STYLE = html`<style>
-  .type-tiles { border: 0; padding: 0; margin: 0; display: grid; gap: 0.5rem;
-    grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); }
-  .type-tiles legend { font-weight: 600; margin-bottom: 0.5rem; }
-  .type-tile { display: grid; grid-template-columns: auto 1fr; column-gap: 0.5rem; align-items: start;
-    padding: 0.6rem 0.75rem; border: 1px solid var(--sl-color-neutral-300);
-    border-radius: var(--sl-border-radius-medium); cursor: pointer; }
-  .type-tile:has(input:checked) { border-color: var(--sl-color-primary-600);
-    background: var(--sl-color-primary-50); }
-  .type-tile:has(input:focus-visible) { outline: 2px solid var(--sl-color-primary-600); outline-offset: 2px; }
-  .type-tile input { margin-top: 0.2rem; }
-  .type-tile-label { font-weight: 600; }
-  .type-tile-description { grid-column: 2; color: var(--sl-color-neutral-700); font-size: 0.875rem; }
-</style>`;
-
-const DOCS = docsJson as Record<string, { doc?: string }>;
-
-/** What a type's content message says about itself, without the notes for protocol maintainers. */
-function typeSummary(type: string): string[] {
-  const def = getPolicyType(type);
-  const doc = def ? DOCS[def.schema.typeName]?.doc ?? "" : "";
-  return doc.split("\n\n")
-    .filter((p) => !p.startsWith("Field numbers are permanent") && !/protojson|json_name/.test(p))
-    .map((p) => p.replace(/^Content of a policy of type "[^"]+"[:.]\s*/, ""))
-    .filter((p) => p !== "")
-    .map((p) => p[0].toUpperCase() + p.slice(1));
-}
-
-/** A type's own form element (`EditorSpec.formTag`), or undefined for the generated form. */
-function typeForm(
-  editor: EditorSpec,
-  props: {
-    value: JsonObject;
-    issues: ValidationIssue[];
-    readOnly: boolean;
-    onChange: (e: CustomEvent<JsonObject>) => void;
-  },
-): TemplateResult | undefined {
-  if (!editor.formTag) return undefined;
-  const name = unsafeStatic(editor.formTag);
-  return staticHtml`<${name} .value=${props.value} .issues=${props.issues} ?read-only=${props.readOnly}
-    @value-change=${props.onChange}></${name}>`;
-}
-
-/**
- * Problems of `value` for `type`, by the shared validator; paths without the `content.` prefix, enum
- * constants with the labels the form shows for them.
- */
-export function validate(type: string, value: JsonObject): ValidationIssue[] {
-  try {
-    return labelIssues(type, validatePolicyContent(type, JSON.stringify(value)));
-  } catch (err) {
-    return labelIssues(type, [{ field: "", message: (err as Error).message }]);
-  }
-}
+import { parseJsonView, renderSettingsSection, typeSummary, validate } from "../components/policy_form.ts";
 
 class SvcPolicyEditorPage extends PageElement {
   static override properties = {
@@ -116,7 +49,6 @@ class SvcPolicyEditorPage extends PageElement {
     saving: { state: true },
     revision: { state: true },
     releasedValue: { state: true },
-    contentTouched: { state: true },
     assigning: { state: true },
   };
   declare policy: Policy | undefined;
@@ -133,8 +65,6 @@ class SvcPolicyEditorPage extends PageElement {
   declare revision: PolicyRevision | undefined;
   /** The released content, for the diff while a revision is edited. */
   declare releasedValue: JsonObject;
-  /** The settings were changed since the page opened (a new policy shows no problems before that). */
-  declare contentTouched: boolean;
   /** The "Assign to groups" dialog is open. */
   declare assigning: boolean;
 
@@ -149,41 +79,15 @@ class SvcPolicyEditorPage extends PageElement {
     this.view = "form";
     this.saving = false;
     this.releasedValue = {};
-    this.contentTouched = false;
     this.assigning = false;
   }
 
-  override connectedCallback(): void {
-    globalThis.addEventListener("beforeunload", this.#beforeUnload);
-    super.connectedCallback();
-  }
-
-  override disconnectedCallback(): void {
-    super.disconnectedCallback();
-    globalThis.removeEventListener("beforeunload", this.#beforeUnload);
-  }
-
-  #beforeUnload = (e: BeforeUnloadEvent) => {
-    if (this.dirty) e.preventDefault();
-  };
-
-  get #isNew(): boolean {
-    return this.route?.name === "policy-new";
-  }
-
   get #editable(): boolean {
-    if (this.#isNew) return session.can("policy:create");
     if (!session.can("policy:edit")) return false;
     return this.policy?.state === "draft" || (this.policy?.state === "released" && !!this.revision);
   }
 
   protected override async load(): Promise<void> {
-    if (this.#isNew) {
-      document.title = "New policy · svc";
-      const requested = this.route.query.get("type") ?? "";
-      this.#setType(getPolicyType(requested) ? requested : "");
-      return;
-    }
     const policy = await api.get<Policy>(`/policies/all/${encodeURIComponent(this.route.params.policyId)}`);
     const revision = policy.state === "released" && policy.revision_pending
       ? await api.get<PolicyRevision>(`/policies/all/${policy.id}/revision`).catch((err) => {
@@ -204,15 +108,7 @@ class SvcPolicyEditorPage extends PageElement {
     this.dirty = false;
   }
 
-  #setType(type: string): void {
-    this.type = type;
-    this.contentTouched = false;
-    this.value = {};
-    this.issues = type ? validate(type, {}) : [];
-  }
-
   #onValue = (e: CustomEvent<JsonObject>) => {
-    this.contentTouched = true;
     this.value = e.detail;
     this.issues = validate(this.type, this.value);
     this.dirty = true;
@@ -220,20 +116,12 @@ class SvcPolicyEditorPage extends PageElement {
   };
 
   #onJson(text: string): void {
-    try {
-      const parsed = JSON.parse(text);
-      if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-        this.jsonError = "The content must be a JSON object ({ … }).";
-        return;
-      }
-      this.contentTouched = true;
-      this.value = parsed;
-      this.issues = validate(this.type, parsed);
-      this.dirty = true;
-      this.jsonError = undefined;
-    } catch (err) {
-      this.jsonError = `Not valid JSON: ${(err as Error).message}`;
-    }
+    const parsed = parseJsonView(text);
+    this.jsonError = parsed.error;
+    if (!parsed.value) return;
+    this.value = parsed.value;
+    this.issues = validate(this.type, parsed.value);
+    this.dirty = true;
   }
 
   #input(name: string): string {
@@ -249,17 +137,7 @@ class SvcPolicyEditorPage extends PageElement {
     const content = JSON.stringify(this.value);
     this.saving = true;
     try {
-      if (this.#isNew) {
-        const created = await api.post<Policy>("/policies/all", {
-          name,
-          description,
-          type: this.type,
-          content,
-        });
-        this.dirty = false;
-        notify(`Draft ${created.name} created`, "success");
-        navigate(`/policies/${created.id}/edit`, { replace: true });
-      } else if (this.revision) {
+      if (this.revision) {
         this.revision = await api.put<PolicyRevision>(`/policies/all/${this.policy!.id}/revision`, {
           description,
           content,
@@ -422,31 +300,13 @@ class SvcPolicyEditorPage extends PageElement {
     return this.dirty && this.#editable;
   }
 
-  /** `/policies/new` for someone who may not create: why, and who may, instead of a form they cannot use. */
-  #renderCannotCreate(): TemplateResult {
-    return html`
-      <nav aria-label="Breadcrumb" class="muted"><a href="/policies">Policies</a> / New policy</nav>
-      <header class="page-header">
-        <div>
-          <h1>New policy</h1>
-        </div>
-      </header>
-      <sl-alert variant="primary" open class="read-only-note">
-        <sl-icon slot="icon" name="lock"></sl-icon>
-        Your roles let you read policies but not create them. ${roleAdvice(["policy:create"])}
-      </sl-alert>
-      <p><a href="/policies">Back to the policies</a></p>
-    `;
-  }
-
   override render() {
-    if (this.#isNew && !session.can("policy:create")) return this.#renderCannotCreate();
-    if (!this.#isNew && !this.policy) {
+    if (!this.policy) {
       return html`${this.renderLoadError()}${this.loadError ? nothing : html`<sl-spinner></sl-spinner>`}`;
     }
     const p = this.policy;
     const editable = this.#editable;
-    const title = this.#isNew ? "New policy" : p!.name;
+    const title = p!.name;
     return html`
       <nav aria-label="Breadcrumb" class="muted"><a href="/policies">Policies</a> / ${title}</nav>
       <header class="page-header">
@@ -492,6 +352,7 @@ class SvcPolicyEditorPage extends PageElement {
       ${this.#details(editable)}
       ${p && this.revision
         ? renderContentDiff({
+          type: p.type,
           releasedVersion: p.version,
           released: { description: p.description, value: this.releasedValue },
           revision: {
@@ -501,6 +362,9 @@ class SvcPolicyEditorPage extends PageElement {
         })
         : nothing}
       ${this.type ? this.#content(editable) : nothing}
+      ${p
+        ? html`<svc-policy-history .policy=${p} @restored=${() => this.reload()}></svc-policy-history>`
+        : nothing}
       ${p && this.assigning
         ? html`
           <svc-binding-dialog .policy=${p} @binding-dialog-partial=${() => this.reload()}
@@ -523,9 +387,7 @@ class SvcPolicyEditorPage extends PageElement {
           <sl-button variant="primary" class="save-policy" ?loading=${this.saving}
             ?disabled=${!this.type || blocking > 0} @click=${this.#save}
             title=${blocking ? `Fix ${blocking} problem${blocking === 1 ? "" : "s"} first` : ""}>
-                    <sl-icon slot="prefix" name="check-lg"></sl-icon>${this.#isNew
-                      ? "Create draft"
-                      : this.revision
+                    <sl-icon slot="prefix" name="check-lg"></sl-icon>${this.revision
                       ? "Save revision"
                       : "Save"}</sl-button>
         `
@@ -566,7 +428,6 @@ class SvcPolicyEditorPage extends PageElement {
   #details(editable: boolean): TemplateResult {
     const p = this.policy;
     const err = this.saveError;
-    const types = listPolicyTypes();
     return html`
       <section class="card policy-details form-grid" aria-label="Details">
         <sl-input name="name" label="Name" required value=${p?.name ??
@@ -580,7 +441,6 @@ class SvcPolicyEditorPage extends PageElement {
             "description",
           )}
           @sl-input=${() => this.dirty = true}></sl-textarea>
-        ${this.#isNew ? this.#typeTiles(types.map((t) => t.wireName), fieldError(err, "type")) : nothing}
         ${this.type
           ? html`<div class="muted type-summary">${
             typeSummary(this.type).map((p) => html`<p>${p}</p>`)
@@ -590,96 +450,19 @@ class SvcPolicyEditorPage extends PageElement {
     `;
   }
 
-  /**
-   * The type of a new policy, chosen from tiles naming what each type manages (native radio buttons: Tab
-   * reaches the group, arrows move between types).
-   */
-  #typeTiles(types: string[], error: string): TemplateResult {
-    return html`
-      ${TILE_STYLE}
-      <fieldset class="type-tiles ${error ? "has-error" : ""}">
-        <legend>Type <span class="muted">(cannot be changed once the policy exists)</span></legend>
-        ${types.map((t) => {
-          const info = policyTypeInfo(t);
-          return html`
-            <label class="type-tile" data-type=${t}>
-              <input type="radio" name="type" value=${t} .checked=${this.type === t}
-                @change=${() => this.#setType(t)}>
-              <span class="type-tile-label">${info.label}</span>
-              <span class="type-tile-description">${info.description}</span>
-            </label>
-          `;
-        })}
-        ${error ? html`<p class="field-error">${error}</p>` : nothing}
-      </fieldset>
-    `;
-  }
-
   #content(editable: boolean): TemplateResult {
-    const def = getPolicyType(this.type);
-    // A new policy starts empty, which is not yet a problem: no red before the first change.
-    const untouched = this.#isNew && !this.contentTouched;
-    const issues = untouched ? [] : this.issues;
-    const general = issues.filter((i) => i.field === "");
-    return html`
-      <section aria-label="Content" class="policy-content">
-        <h2>Settings</h2>
-        ${untouched
-          ? html`<p class="validation-summary muted" role="status">
-            Choose the settings this policy manages; problems are shown once you start.</p>`
-          : html`<p class="validation-summary ${this.issues.length ? "field-error" : "muted"}" role="status">
-            ${
-            this.issues.length === 0
-              ? "No problems found."
-              : `${this.issues.length} problem${this.issues.length === 1 ? "" : "s"} to fix before saving.`
-          }
-            ${
-            general.map((i) =>
-              html`<span class="general-issue"> ${i.message[0].toUpperCase()}${i.message.slice(1)}.</span>`
-            )
-          }
-          </p>`}
-        <sl-tab-group @sl-tab-show=${(e: CustomEvent<{ name: string }>) =>
-          this.view = e.detail.name as "form" | "json"}>
-          ${def
-            ? html`<sl-tab slot="nav" panel="form" ?active=${this.view === "form"}>Form</sl-tab>`
-            : nothing}
-          <sl-tab slot="nav" panel="json" ?active=${this.view === "json" || !def}>JSON</sl-tab>
-          ${def
-            ? html`
-              <sl-tab-panel name="form" ?active=${this.view === "form"}>
-                ${typeForm(editorFor(this.type), {
-                  value: this.value,
-                  issues,
-                  readOnly: !editable,
-                  onChange: this.#onValue,
-                }) ??
-                  html`
-                    <svc-schema-form .schema=${def.schema} .value=${this.value} .issues=${issues}
-                      .hints=${editorFor(this.type).hints} ?read-only=${!editable} @value-change=${this
-                        .#onValue}></svc-schema-form>
-                  `}
-              </sl-tab-panel>
-            `
-            : nothing}
-          <sl-tab-panel name="json" ?active=${this.view === "json" || !def}>
-            ${!def
-              ? html`<p class="muted">The server does not know the type ${this.type}; edit its content as JSON.</p>`
-              : nothing}
-            <sl-textarea label="Content (JSON)" rows="18" ?disabled=${!editable}
-              value=${JSON.stringify(this.value, null, 2)} help-text=${this.jsonError ?? ""}
-              class=${this.jsonError ? "json-view has-error" : "json-view"}
-              @sl-change=${(e: Event) =>
-                this.#onJson(String((e.target as HTMLTextAreaElement).value))}></sl-textarea>
-            ${issues.length
-              ? html`<ul class="field-error">${
-                issues.map((i) => html`<li><code>${i.field || "(content)"}</code>: ${i.message}</li>`)
-              }</ul>`
-              : nothing}
-          </sl-tab-panel>
-        </sl-tab-group>
-      </section>
-    `;
+    return renderSettingsSection({
+      type: this.type,
+      value: this.value,
+      issues: this.issues,
+      editable,
+      untouched: false,
+      view: this.view,
+      jsonError: this.jsonError,
+      onValue: this.#onValue,
+      onJson: (text) => this.#onJson(text),
+      onView: (view) => this.view = view,
+    });
   }
 }
 
