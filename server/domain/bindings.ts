@@ -157,9 +157,13 @@ export async function updateBinding(
   id: string,
   input: UpdateBindingInput,
 ): Promise<BindingRecord> {
-  const pre = await getBinding(q, id);
-  // Lock order policy → binding, the same as policy state changes, so the two cannot deadlock.
-  await q.query("SELECT 1 FROM policies WHERE id = $1 FOR UPDATE", [pre.policy_id]);
+  const pre = found(
+    await queryOne<{ policy_id: string }>(q, "SELECT policy_id FROM policy_bindings WHERE id = $1", [id]),
+    `binding ${id}`,
+  );
+  // Lock order policy → binding, the same as policy state changes, so the two cannot deadlock. NO KEY UPDATE
+  // orders it against state changes without holding off reports on the policy (they take KEY SHARE).
+  await q.query("SELECT 1 FROM policies WHERE id = $1 FOR NO KEY UPDATE", [pre.policy_id]);
   const current = await getBinding(q, id, { lock: true });
   const state = input.state ?? current.state;
   const priority = input.priority ?? current.priority;

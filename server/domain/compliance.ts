@@ -2,6 +2,11 @@
  * Compliance views over the latest result per (node, policy). A result counts only while its policy still
  * reaches the node (released, and an enabled binding to a group the node belongs to): a result left over
  * from an unbound or archived policy describes nothing the node is asked to do any more.
+ *
+ * "Reaches" is read from the reach model (`policy_reach`, and the per-node counters that follow it), which
+ * equals that definition except that a large binding or policy change reaches it a batch at a time after its
+ * commit (server/domain/reach.ts): these views may be as old as that backlog, never inconsistent with each
+ * other. A read that must be exact uses `DELIVERS_SQL` there instead.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
 import { found } from "../core/errors.ts";
@@ -53,14 +58,6 @@ export interface ComplianceRow {
 
 /** Counts per status. */
 export type StatusCounts = Record<ComplianceStatus, number> & { total: number };
-
-/**
- * SQL condition "policy `p` reaches node `n`" (aliases `p` and `n` must be in scope). The one definition of
- * delivery used by every view here: triggers keep `policy_reach` equal to "released, and an enabled binding to
- * a group the node belongs to" (migrations/0015_policy_reach.sql).
- */
-export const REACHES_SQL =
-  `EXISTS (SELECT 1 FROM policy_reach pr WHERE pr.policy_id = p.id AND pr.node_id = n.id)`;
 
 /** Every reached (node, policy) pair as `n`, `p`, with its latest result `r` (left-joined). */
 export const REACHED_PAIRS_SQL =

@@ -170,6 +170,25 @@ const PROBES: readonly Probe[] = [
     },
   },
   {
+    families: ["svc_read_model_pending_changes", "svc_read_model_lag_seconds"],
+    async run(q) {
+      const backlog = await readModelBacklog(q);
+      const labels = { model: "policy_reach" };
+      return [
+        gauge(
+          "svc_read_model_pending_changes",
+          "Binding and policy changes whose reach refresh is queued or under way (server/domain/reach.ts).",
+          [{ name: "svc_read_model_pending_changes", labels, value: backlog.pending }],
+        ),
+        gauge(
+          "svc_read_model_lag_seconds",
+          "Seconds since the oldest change still queued for the read model committed; 0 when it is current.",
+          [{ name: "svc_read_model_lag_seconds", labels, value: backlog.lagSeconds }],
+        ),
+      ];
+    },
+  },
+  {
     families: ["svc_users_total"],
     async run(q) {
       const rows = await q.query<{ source: string; enabled: boolean; n: number }>(
@@ -288,6 +307,23 @@ const PROBES: readonly Probe[] = [
     },
   },
 ];
+
+/** The reach model's backlog: changes queued for the workers, and how long the oldest has waited. */
+export interface ReadModelBacklog {
+  pending: number;
+  /** Seconds since the oldest pending change committed; 0 when nothing waits. */
+  lagSeconds: number;
+}
+
+/** Reads the reach model's backlog (`reach_refresh_queue`, migration 0022). */
+export async function readModelBacklog(q: Queryable): Promise<ReadModelBacklog> {
+  const [row] = await q.query<{ pending: number; lag: number }>(
+    `SELECT count(*)::int AS pending,
+            coalesce(extract(epoch FROM clock_timestamp() - min(enqueued_at)), 0)::float8 AS lag
+       FROM reach_refresh_queue`,
+  );
+  return { pending: row.pending, lagSeconds: row.lag };
+}
 
 /** `svc_database_up`: whether the database answered at this scrape (always present, for alerting). */
 function databaseUp(up: boolean): MetricFamily {
