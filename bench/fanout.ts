@@ -292,6 +292,7 @@ async function rawCeiling(
   const server = new grpc.Server({
     "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
     "grpc.max_send_message_length": GRPC_LIMITS.maxMessageBytes,
+    "grpc.enable_channelz": 0,
   });
   server.addService(
     createServiceDefinition(PolicyService),
