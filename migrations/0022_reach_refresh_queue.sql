@@ -211,3 +211,9 @@ CREATE TRIGGER node_group_members_reach_delete AFTER DELETE ON node_group_member
 CREATE TRIGGER node_group_members_reach_update AFTER UPDATE ON node_group_members
   REFERENCING OLD TABLE AS old_members NEW TABLE AS new_members
   FOR EACH STATEMENT EXECUTE FUNCTION policy_reach_members();
+
+-- Counters are updated in place by every report and reach change: with room left in each page, PostgreSQL
+-- keeps the new versions beside the old (HOT) and the table stays the size of its rows. Full pages sent every
+-- update elsewhere: bench/rest.ts's fleet left 100,000 counter rows in 190 MB, and every fleet-wide sum read
+-- all of it (200 ms; 13 ms once compact).
+ALTER TABLE node_compliance_counts SET (fillfactor = 50);

@@ -82,8 +82,11 @@ export async function listBindings(
       fallback: "priority",
       tiebreak: "p.name, g.name, b.id",
       defaultOrder: options.sort?.field ? "asc" : "desc",
+      nullable: [],
     }),
     page: options.page,
+    // Members are counted for the page's bindings only, not for every binding an offset skips.
+    pageKey: "b.id",
   });
 }
 

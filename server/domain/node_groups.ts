@@ -67,8 +67,11 @@ export async function listNodeGroups(
       columns: NODE_GROUP_SORT_COLUMNS,
       fallback: "name",
       tiebreak: "g.id",
+      nullable: [],
     }),
     page: options.page,
+    // Members and bindings are counted for the page's groups only.
+    pageKey: "g.id",
   });
 }
 

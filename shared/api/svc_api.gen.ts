@@ -656,6 +656,7 @@ export interface Operations {
       policy_id?: string;
       search?: string;
       include_unreported?: boolean;
+      cursor?: string;
     };
     body: undefined;
     response: {
@@ -688,6 +689,7 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
+      next_cursor?: string | null;
     };
   };
   /** Fleet summary: expected results per status (missing reports count as unknown), score, nodes */
