@@ -217,3 +217,37 @@ CREATE TRIGGER node_group_members_reach_update AFTER UPDATE ON node_group_member
 -- update elsewhere: bench/rest.ts's fleet left 100,000 counter rows in 190 MB, and every fleet-wide sum read
 -- all of it (200 ms; 13 ms once compact).
 ALTER TABLE node_compliance_counts SET (fillfactor = 50);
+
+-- Members per node group, for the group and binding lists (`node_count`): counting them per listed group read
+-- 100,000 index entries per page at 100,000 nodes. A counter row per group would make every enrollment into
+-- the group wait for the one before it to commit, so each membership statement appends its signed delta
+-- instead (as audit_action_counts does, migration 0010), and the read-model worker folds them into one row per
+-- group now and then (server/domain/reach.ts `foldGroupSizes`). A group's size is the sum of its rows.
+CREATE TABLE node_group_sizes (
+  node_group_id uuid NOT NULL REFERENCES node_groups (id) ON DELETE CASCADE,
+  n bigint NOT NULL
+);
+CREATE INDEX node_group_sizes_group_idx ON node_group_sizes (node_group_id);
+
+CREATE FUNCTION node_group_sizes_delta() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO node_group_sizes (node_group_id, n) SELECT node_group_id, count(*) FROM new_members GROUP BY 1;
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    INSERT INTO node_group_sizes (node_group_id, n)
+    SELECT node_group_id, -count(*) FROM old_members o
+     WHERE EXISTS (SELECT 1 FROM node_groups g WHERE g.id = o.node_group_id)
+     GROUP BY 1;
+  END IF;
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER node_group_members_size_insert AFTER INSERT ON node_group_members
+  REFERENCING NEW TABLE AS new_members FOR EACH STATEMENT EXECUTE FUNCTION node_group_sizes_delta();
+CREATE TRIGGER node_group_members_size_delete AFTER DELETE ON node_group_members
+  REFERENCING OLD TABLE AS old_members FOR EACH STATEMENT EXECUTE FUNCTION node_group_sizes_delta();
+CREATE TRIGGER node_group_members_size_update AFTER UPDATE ON node_group_members
+  REFERENCING OLD TABLE AS old_members NEW TABLE AS new_members
+  FOR EACH STATEMENT EXECUTE FUNCTION node_group_sizes_delta();
+INSERT INTO node_group_sizes (node_group_id, n) SELECT node_group_id, count(*) FROM node_group_members GROUP BY 1;

@@ -9,6 +9,7 @@ import { conflictError, found, invalidError } from "../core/errors.ts";
 import { type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { lockRow } from "./records.ts";
 import { guardSessionAccess, SESSION_ACCESS_TYPE } from "./session_access_guard.ts";
+import { memberCountSql } from "./node_groups.ts";
 
 /** Binding states. */
 export const BINDING_STATES = ["enabled", "disabled"] as const;
@@ -39,7 +40,7 @@ export interface BindingRecord {
 
 const COLUMNS = `b.id, b.policy_id, p.name AS policy_name, p.type AS policy_type, p.state AS policy_state,
   b.node_group_id, g.name AS node_group_name, b.state, b.priority,
-  (SELECT count(*)::int FROM node_group_members m WHERE m.node_group_id = b.node_group_id) AS node_count,
+  ${memberCountSql("b.node_group_id")} AS node_count,
   b.created_at, b.updated_at`;
 const FROM =
   "policy_bindings b JOIN policies p ON p.id = b.policy_id JOIN node_groups g ON g.id = b.node_group_id";

@@ -1,6 +1,6 @@
 /**
  * The worker that brings the reach model up to date after large binding and policy changes (server/domain/
- * reach.ts, migrations/0022). One runs in every replica's main process; they share the queue through
+ * reach.ts, migrations/0022), and folds the node groups' size deltas. One runs in every replica's main process; they share the queue through
  * FOR UPDATE SKIP LOCKED, so any number may run and a replica that dies mid-batch loses only that batch's
  * uncommitted transaction, which the next worker to take the row does again.
  *
@@ -12,6 +12,7 @@
 import type { Db } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import { DEFAULT_BATCH_NODES, READ_MODEL_CHANNEL, refreshReachStep } from "../domain/reach.ts";
+import { foldGroupSizes } from "../domain/node_groups.ts";
 
 /** Options of {@link startReadModelWorker}. */
 export interface ReadModelWorkerOptions {
@@ -83,7 +84,14 @@ export async function startReadModelWorker(
   }
 
   const unlisten = await db.listen(READ_MODEL_CHANNEL, wake, wake);
-  const poll = setInterval(wake, options.pollMs ?? 5_000);
+  // Group sizes are kept as deltas (migrations/0022); folding them now and then keeps each a few rows.
+  let folding: Promise<void> | undefined;
+  const poll = setInterval(() => {
+    wake();
+    folding ??= foldGroupSizes(db).catch((err) =>
+      log.warn("read models: folding group sizes failed; trying again later", { error: String(err) })
+    ).finally(() => folding = undefined);
+  }, options.pollMs ?? 5_000);
   wake();
   return {
     wake,
@@ -93,6 +101,7 @@ export async function startReadModelWorker(
       clearTimeout(retry);
       await unlisten().catch(() => {});
       await running;
+      await folding;
     },
   };
 }
