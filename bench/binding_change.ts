@@ -22,6 +22,7 @@ import postgres from "postgres";
 import { type Db, migrate, openPostgres } from "../server/db/mod.ts";
 import { updateBinding } from "../server/domain/bindings.ts";
 import { startReadModelWorker } from "../server/hub/read_model_worker.ts";
+import { DEFAULT_BATCH_NODES } from "../server/domain/reach.ts";
 import { readModelBacklog } from "../server/metrics/collector.ts";
 import { createLogger } from "../server/core/log.ts";
 import { machineCpu, programCpu } from "./proc_stats.ts";
@@ -44,7 +45,7 @@ function parseArgs(args: string[]): Options {
   const o: Options = {
     nodes: 100_000,
     rounds: 5,
-    batch: 1_000,
+    batch: DEFAULT_BATCH_NODES,
     workers: 1,
     otherPolicies: 5,
     databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",

@@ -23,8 +23,13 @@ import type { Db, Queryable } from "../db/db.ts";
 /** NOTIFY channel on which a queued refresh wakes the workers (sent by the migration's trigger functions). */
 export const READ_MODEL_CHANNEL = "svc_read_models";
 
-/** Nodes a worker refreshes per transaction unless told otherwise. */
-export const DEFAULT_BATCH_NODES = 1_000;
+/**
+ * Nodes a worker refreshes per transaction unless told otherwise. A batch holds its nodes' counter rows until
+ * it commits, so a report of one of them waits at most one batch: 1,000 nodes took ~200 ms on a loaded 2-core
+ * machine (bench/binding_change.ts, 100,000 nodes; a report's worst wait 217 ms), half as many half as long,
+ * for a catch-up that is a little longer.
+ */
+export const DEFAULT_BATCH_NODES = 500;
 
 /**
  * SQL condition "policy `p` is delivered to node `n`" (aliases `p` and `n` in scope), exact at every moment:
