@@ -11,7 +11,8 @@
  * agent is in) and times commit → `snapshot_complete` at every agent. Printed:
  * - per round and over all rounds: change → agent p50/p99/max;
  * - PostgreSQL CPU per change, from /proc of the backends serving this database (pg_stat_activity's pids), so
- *   other databases on the same server do not count, and the replicas' own CPU;
+ *   other databases on the same server do not count, less their background at rest (liveness heartbeats, hub
+ *   ticks), and the replicas' own CPU;
  * - NOTIFY: how many connections LISTEN in the database, and what a NOTIFY costs there (commit latency and
  *   backend CPU over 500 of them, against the same in a database nobody listens in);
  * - connections: in use per replica process at rest and at the busiest moment of the rounds, against
@@ -184,6 +185,10 @@ async function main(): Promise<void> {
       "SELECT current_setting('max_connections')::int AS max",
     );
     const idleConnections = await connections(db, name);
+    // The replicas' own background (liveness heartbeats, hub ticks), per second, to take out of a round's figure.
+    const bg0 = await backendCpu(db, name);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const backgroundPerSecond = ((await backendCpu(db, name)) - bg0) / 10;
     const idle = await Promise.all(replicas.map(replicaStats));
     const load = (await Deno.readTextFile("/proc/loadavg")).split(" ").slice(0, 3).join(" ");
     console.log(
@@ -265,13 +270,15 @@ async function main(): Promise<void> {
       for (const w of workers) await expect(w, "armed");
       const pg0 = await backendCpu(db, name);
       const svc0 = (await Promise.all(replicas.map(replicaStats))).reduce((s, r) => s + r.cpu, 0);
+      const w0 = now();
       await db.transaction(async (tx) => {
         for (const id of bindings) await updateBinding(tx, id, { priority: round });
       });
       const t0 = now();
       const reports = await Promise.all(workers.map((w) => expect(w, "arrivals")));
       const latencies = reports.flatMap((r) => r.times.map((t) => t - t0));
-      pgCpu.push((await backendCpu(db, name)) - pg0);
+      const seconds = (now() - w0) / 1000;
+      pgCpu.push(Math.max(0, (await backendCpu(db, name)) - pg0 - backgroundPerSecond * seconds));
       svcCpu.push((await Promise.all(replicas.map(replicaStats))).reduce((s, r) => s + r.cpu, 0) - svc0);
       all.push(...latencies);
       console.log(
@@ -284,7 +291,10 @@ async function main(): Promise<void> {
     console.log(spread("all rounds", all));
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     console.log(
-      `per change: PostgreSQL ${(mean(pgCpu) * 1000).toFixed(0)} ms CPU (the backends of this database), ` +
+      `per change: PostgreSQL ${
+        (mean(pgCpu) * 1000).toFixed(0)
+      } ms CPU (the backends of this database, less ` +
+        `their background of ${(backgroundPerSecond * 1000).toFixed(0)} ms per second at rest), ` +
         `replicas ${(mean(svcCpu) * 1000).toFixed(0)} ms CPU (${
           (mean(svcCpu) * 1000 / (o.nodes / 1000)).toFixed(0)
         } ms per 1,000 agents)`,
@@ -314,9 +324,10 @@ async function main(): Promise<void> {
       const streams = o.nodes / o.replicas;
       console.log(
         `replica r${i}: ${busy[i].processes} processes, RSS ${idle[i].rssMiB.toFixed(0)} MiB idle → ` +
-          `${busy[i].rssMiB.toFixed(0)} MiB with ~${streams.toFixed(0)} streams: ${
+          `${busy[i].rssMiB.toFixed(0)} MiB with ~${streams.toFixed(0)} streams (${
             ((busy[i].rssMiB - idle[i].rssMiB) / (streams / 1000)).toFixed(0)
-          } MiB per 1,000 streams (policy port ${r.policyPort})`,
+          } MiB per 1,000 streams; a few hundred streams per process sit within the processes' own swings, ` +
+          `bench/stream_memory.ts measures one process at a time; policy port ${r.policyPort})`,
       );
     }
     for (const w of workers) await w.send({ cmd: "close" });
