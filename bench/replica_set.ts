@@ -217,7 +217,7 @@ async function main(): Promise<void> {
     });
     const tokens: string[] = [];
     for (let i = 0; i < o.nodes; i++) {
-      tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench" })).token);
+      tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token);
     }
     for (let i = 0; i < o.procs; i++) workers.push(spawnWorker());
     const counts = workers.map((_, i) => Math.floor(o.nodes / o.procs) + (i < o.nodes % o.procs ? 1 : 0));

@@ -332,7 +332,7 @@ async function svcTarget(o: Options): Promise<Target> {
   });
   const tokens: string[] = [];
   for (let i = 0; i < o.streams; i++) {
-    tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench" })).token);
+    tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token);
   }
   const caPem = await Deno.readTextFile(join(dataDir, "pki/ca/ca.crt"));
   return {
