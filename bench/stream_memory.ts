@@ -122,8 +122,8 @@ function report(label: string, phases: Phases, streams: number): void {
   const mib = (x: number) => (x / 2 ** 20).toFixed(0).padStart(6);
   console.log(`${label}: ${streams} streams; MiB per 1,000 streams above idle`);
   console.log(
-    `  ${"".padEnd(24)}${"idle MiB".padStart(9)}${"open".padStart(9)}${"rounds".padStart(9)}${
-      "+ GC".padStart(9)
+    `  ${"".padEnd(24)}${
+      ["idle MiB", "open", "rounds", "+ GC", "+ 40 s"].map((h) => h.padStart(9)).join("")
     }`,
   );
   const rows: [string, keyof Footprint | "native"][] = [
