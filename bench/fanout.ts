@@ -41,7 +41,7 @@ import {
 } from "../shared/grpc/adapter.ts";
 import { PolicyService } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";
-import { childPids, processStats } from "./proc_stats.ts";
+import { childPids, killSurvivors, processStats } from "./proc_stats.ts";
 import { expect, now, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
 
 const USAGE =
@@ -232,6 +232,7 @@ async function startTarget(options: Options): Promise<Target> {
     pid: child.pid,
     async stop() {
       await db.close();
+      const workers = await childPids(child.pid).catch(() => []);
       try {
         child.kill("SIGTERM");
       } catch {
@@ -241,6 +242,8 @@ async function startTarget(options: Options): Promise<Target> {
       if (!status.success && status.signal !== "SIGTERM") {
         console.error(`fanout: svc-server exited with ${status.signal ?? `code ${status.code}`}`);
       }
+      const left = killSurvivors(workers);
+      if (left > 0) console.error(`fanout: ${left} policy worker(s) outlived svc-server; killed`);
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
       await Deno.remove(dataDir, { recursive: true });
@@ -368,7 +371,7 @@ async function main(): Promise<void> {
     const tokens = await Promise.all(
       Array.from(
         { length: options.nodes },
-        async () => (await createEnrollmentToken(db, group, { createdBy: "bench" })).token,
+        async () => (await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token,
       ),
     );
     const counts = workers.map((_, i) =>

@@ -29,7 +29,7 @@ import { createBinding, updateBinding } from "../server/domain/bindings.ts";
 import { loadOrCreateCa } from "../server/pki/mod.ts";
 import { startReplica } from "../tests/helpers/replicas.ts";
 import type { ServerProcess } from "../tests/helpers/process.ts";
-import { childPids, processStats } from "./proc_stats.ts";
+import { childPids, killSurvivors, processStats } from "./proc_stats.ts";
 import { expect, now, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
 
 const USAGE =
@@ -334,7 +334,10 @@ async function main(): Promise<void> {
   } finally {
     for (const w of workers) w.kill();
     await db?.close();
+    const children = (await Promise.all(replicas.map((r) => childPids(r.pid).catch(() => [])))).flat();
     await Promise.all(replicas.map((r) => r.stop()));
+    const left = killSurvivors(children);
+    if (left > 0) console.error(`replica_set: ${left} policy worker(s) outlived their replica; killed`);
     await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     await admin.end();
     await Deno.remove(tmp, { recursive: true });
