@@ -20,7 +20,6 @@
  * the bare server's, measured the same way in this process) and RSS per 1,000 streams, so efficiency compares
  * even when clients and server share the machine.
  */
-import { Buffer } from "node:buffer";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { stringify } from "yaml";
@@ -35,17 +34,15 @@ import { ensureInternalServerCert, loadOrCreateCa } from "../server/pki/mod.ts";
 import { GRPC_LIMITS } from "../server/grpc/policy_server.ts";
 import { PolicyPortCredentials } from "../server/grpc/tls_credentials.ts";
 import {
-  createClient,
   createServiceDefinition,
   createServiceImplementation,
   GrpcError,
-  type ServerStream,
   type ServiceHandlers,
 } from "../shared/grpc/adapter.ts";
-import { EnrollmentService } from "../shared/gen/svc/enrollment/v1/enrollment_pb.ts";
-import { PolicyService, type PolicyUpdate } from "../shared/gen/svc/policy/v1/policy_pb.ts";
+import { PolicyService } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { generateKeyAndCsr } from "../shared/pki/csr.ts";
-import { childPids, processStats } from "./proc_stats.ts";
+import { childPids, killSurvivors, processStats } from "./proc_stats.ts";
+import { expect, now, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
 
 const USAGE =
   `usage: deno run -A bench/fanout.ts [--nodes N] [--procs P] [--policies K] [--policy-bytes B] [--rounds R]
@@ -120,226 +117,6 @@ function parseArgs(args: string[]): Options {
   }
   if (o.server && !o.caFile) throw new Error(`--server needs --ca-file (the server's internal CA)\n${USAGE}`);
   return o;
-}
-
-// --- worker side: simulated agents -----------------------------------------------------------------------
-
-/** Messages from the coordinator to a worker (one JSON object per line on stdin). */
-type Command =
-  | {
-    cmd: "agents";
-    webTarget: string;
-    policyTarget: string;
-    caPem: string;
-    tokens: string[];
-    prefix: string;
-  }
-  | { cmd: "raw"; target: string; caPem: string; certPem: string; keyPem: string; count: number }
-  | { cmd: "arm" }
-  | { cmd: "close" };
-
-/** Messages from a worker (one JSON object per line on stdout). */
-type Report =
-  | { event: "ready"; streams: number; enrollMs: number }
-  | { event: "armed" }
-  | { event: "arrivals"; times: number[] }
-  | { event: "error"; message: string };
-
-const now = () => performance.timeOrigin + performance.now();
-
-/** Streams a client process opens at once before waiting for their initial snapshots. */
-const CONNECT_WAVE = 250;
-
-async function worker(): Promise<void> {
-  const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
-  const out = (r: Report) => console.log(JSON.stringify(r));
-  let buffered = "";
-  const next = async (): Promise<Command> => {
-    while (!buffered.includes("\n")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("coordinator went away");
-      buffered += value;
-    }
-    const i = buffered.indexOf("\n");
-    const line = buffered.slice(0, i);
-    buffered = buffered.slice(i + 1);
-    return JSON.parse(line);
-  };
-
-  let streams: ServerStream<PolicyUpdate>[] = [];
-  let closers: (() => void)[] = [];
-  /** Per stream: resolves the next snapshot_complete after the worker was armed. */
-  let armed = false;
-  let arrivals: number[] = [];
-  let pending = 0;
-  let reportWhenDone = () => {};
-
-  const watch = (stream: ServerStream<PolicyUpdate>, initial: () => void) => {
-    let first = true;
-    (async () => {
-      try {
-        for await (const m of stream) {
-          if (!m.snapshotComplete) continue;
-          if (first) {
-            first = false;
-            initial();
-          } else if (armed) {
-            arrivals.push(now());
-            if (--pending === 0) reportWhenDone();
-          }
-        }
-      } catch (err) {
-        if (!(err instanceof GrpcError && err.code === grpc.status.CANCELLED)) {
-          out({ event: "error", message: String(err) });
-        }
-      }
-    })();
-  };
-
-  while (true) {
-    const command = await next();
-    if (command.cmd === "agents") {
-      const started = now();
-      const ca = Buffer.from(command.caPem);
-      const enrollment = createClient(EnrollmentService, command.webTarget, {
-        credentials: grpc.credentials.createSsl(ca),
-      });
-      const certs: { certPem: string; keyPem: string }[] = [];
-      let index = 0;
-      const enrollOne = async () => {
-        while (index < command.tokens.length) {
-          const i = index++;
-          const name = `${command.prefix}-${i}`;
-          const { keyPem, csrPem } = await generateKeyAndCsr(name);
-          const res = await enrollment.enroll({ enrollmentToken: command.tokens[i], csrPem, nodeName: name });
-          certs[i] = { certPem: res.signedCertPem, keyPem };
-        }
-      };
-      await Promise.all(Array.from({ length: 16 }, enrollOne));
-      enrollment.close();
-      const enrollMs = now() - started;
-      // Connect in waves, as a fleet coming back does over its backoff: thousands of TLS handshakes at once on
-      // a loaded machine outlast the client's connect timeout, which measures the burst, not the fan-out.
-      for (let start = 0; start < certs.length; start += CONNECT_WAVE) {
-        const wave = certs.slice(start, start + CONNECT_WAVE);
-        let ready = 0;
-        await new Promise<void>((resolve) => {
-          for (const cert of wave) {
-            const client = createClient(PolicyService, command.policyTarget, {
-              credentials: grpc.credentials.createSsl(
-                ca,
-                Buffer.from(cert.keyPem),
-                Buffer.from(cert.certPem),
-              ),
-              channelOptions: { "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes },
-            });
-            const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
-            streams.push(stream);
-            closers.push(() => client.close());
-            watch(stream, () => {
-              if (++ready === wave.length) resolve();
-            });
-          }
-        });
-      }
-      out({ event: "ready", streams: streams.length, enrollMs });
-    } else if (command.cmd === "raw") {
-      const credentials = grpc.credentials.createSsl(
-        Buffer.from(command.caPem),
-        Buffer.from(command.keyPem),
-        Buffer.from(command.certPem),
-      );
-      for (let start = 0; start < command.count; start += CONNECT_WAVE) {
-        const size = Math.min(CONNECT_WAVE, command.count - start);
-        let ready = 0;
-        await new Promise<void>((resolve) => {
-          for (let i = 0; i < size; i++) {
-            // A local subchannel pool gives every stream its own connection, like the real agents.
-            const client = createClient(PolicyService, command.target, {
-              credentials,
-              channelOptions: {
-                "grpc.use_local_subchannel_pool": 1,
-                "grpc.max_receive_message_length": GRPC_LIMITS.maxMessageBytes,
-              },
-            });
-            const stream = client.subscribePolicyUpdates({ clientId: "", lastKnownRevision: 0n });
-            streams.push(stream);
-            closers.push(() => client.close());
-            watch(stream, () => {
-              if (++ready === size) resolve();
-            });
-          }
-        });
-      }
-      out({ event: "ready", streams: command.count, enrollMs: 0 });
-    } else if (command.cmd === "arm") {
-      arrivals = [];
-      pending = streams.length;
-      reportWhenDone = () => out({ event: "arrivals", times: arrivals });
-      armed = true;
-      out({ event: "armed" });
-    } else {
-      for (const s of streams) s.cancel();
-      for (const c of closers) c();
-      streams = [];
-      closers = [];
-      armed = false;
-      if (command.cmd === "close") return;
-    }
-  }
-}
-
-// --- coordinator side ------------------------------------------------------------------------------------
-
-interface WorkerHandle {
-  send(c: Command): Promise<void>;
-  next(): Promise<Report>;
-  kill(): void;
-}
-
-function spawnWorker(): WorkerHandle {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", new URL(import.meta.url).pathname, "--worker"],
-    stdin: "piped",
-    stdout: "piped",
-    stderr: "inherit",
-  }).spawn();
-  const writer = child.stdin.getWriter();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
-  return {
-    send: (c) => writer.write(new TextEncoder().encode(JSON.stringify(c) + "\n")),
-    async next() {
-      while (true) {
-        while (!buffered.includes("\n")) {
-          const { value, done } = await reader.read();
-          if (done) throw new Error("a worker exited");
-          buffered += value;
-        }
-        const i = buffered.indexOf("\n");
-        const line = buffered.slice(0, i);
-        buffered = buffered.slice(i + 1);
-        if (!line.startsWith("{")) continue;
-        const report = JSON.parse(line) as Report;
-        if (report.event === "error") throw new Error(`worker: ${report.message}`);
-        return report;
-      }
-    },
-    kill() {
-      try {
-        child.kill("SIGKILL");
-      } catch { /* already gone */ }
-    },
-  };
-}
-
-async function expect<E extends Report["event"]>(
-  w: WorkerHandle,
-  event: E,
-): Promise<Extract<Report, { event: E }>> {
-  const r = await w.next();
-  if (r.event !== event) throw new Error(`expected ${event} from a worker, got ${r.event}`);
-  return r as Extract<Report, { event: E }>;
 }
 
 /** CPU and RSS summed over the server process and its workers. */
@@ -455,6 +232,7 @@ async function startTarget(options: Options): Promise<Target> {
     pid: child.pid,
     async stop() {
       await db.close();
+      const workers = await childPids(child.pid).catch(() => []);
       try {
         child.kill("SIGTERM");
       } catch {
@@ -464,6 +242,8 @@ async function startTarget(options: Options): Promise<Target> {
       if (!status.success && status.signal !== "SIGTERM") {
         console.error(`fanout: svc-server exited with ${status.signal ?? `code ${status.code}`}`);
       }
+      const left = killSurvivors(workers);
+      if (left > 0) console.error(`fanout: ${left} policy worker(s) outlived svc-server; killed`);
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
       await Deno.remove(dataDir, { recursive: true });
@@ -515,6 +295,7 @@ async function rawCeiling(
   const server = new grpc.Server({
     "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
     "grpc.max_send_message_length": GRPC_LIMITS.maxMessageBytes,
+    "grpc.enable_channelz": 0,
   });
   server.addService(
     createServiceDefinition(PolicyService),
@@ -590,7 +371,7 @@ async function main(): Promise<void> {
     const tokens = await Promise.all(
       Array.from(
         { length: options.nodes },
-        async () => (await createEnrollmentToken(db, group, { createdBy: "bench" })).token,
+        async () => (await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token,
       ),
     );
     const counts = workers.map((_, i) =>
@@ -601,7 +382,7 @@ async function main(): Promise<void> {
       await w.send({
         cmd: "agents",
         webTarget: target.webTarget,
-        policyTarget: target.policyTarget,
+        policyTargets: [target.policyTarget],
         caPem: target.caPem,
         tokens: tokens.slice(offset, offset + counts[i]),
         prefix: `bench-${stamp}-w${i}`,
@@ -698,10 +479,6 @@ async function main(): Promise<void> {
 }
 
 if (import.meta.main) {
-  if (Deno.args[0] === "--worker") {
-    await worker();
-    Deno.exit(0);
-  }
   try {
     await main();
   } catch (err) {

@@ -61,3 +61,18 @@ export async function machineCpu(): Promise<{ busy: number; total: number }> {
   const busy = user + nice + system + irq + softirq + steal;
   return { busy: busy / TICKS_PER_SECOND, total: (busy + idle + iowait) / TICKS_PER_SECOND };
 }
+
+/**
+ * Ends with SIGKILL those of `pids` that still run (a server's policy workers left behind when their server
+ * was stopped: a worker whose shutdown hangs outlives its supervisor), and says how many there were.
+ */
+export function killSurvivors(pids: readonly number[]): number {
+  let killed = 0;
+  for (const pid of pids) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+      killed++;
+    } catch { /* gone already */ }
+  }
+  return killed;
+}

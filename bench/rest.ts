@@ -1,12 +1,12 @@
 /**
  * REST, dashboard and metrics at fleet size (numbers, not pass/fail).
  *
- *   deno run -A bench/rest.ts [--database-url postgres://postgres@127.0.0.1:5432/postgres] [--samples 40]
- *                             [--keep | --reuse NAME]
+ *   deno run -A bench/rest.ts [--nodes 10000] [--database-url postgres://postgres@127.0.0.1:5432/postgres]
+ *                             [--samples 40] [--keep | --reuse NAME]
  *
- * Creates a PostgreSQL database, applies the migrations and seeds it in SQL (generate_series): 10,000 nodes
- * in 50 groups, 200 released policies, 500 enabled bindings (10 policies per group), 100,000 compliance
- * results (every node × the policies that reach it) and 1,000,000 audit rows over ~80 days. Then it calls
+ * Creates a PostgreSQL database, applies the migrations and seeds it in SQL (generate_series): N nodes (default
+ * 10,000) in 50 groups, 200 released policies, 500 enabled bindings (10 policies per group), 10 × N compliance
+ * results (every node × the policies that reach it) and 100 × N audit rows over ~80 days. Then it calls
  * the real REST app in process (every route, middleware and permission check; no TLS) as a super admin and
  * prints p50/p99 of each list route's first page and a deep page with filters and sorting, node detail, the
  * node's and a policy's compliance, the dashboard and compliance summaries, and a metrics scrape (every
@@ -18,15 +18,18 @@
 import postgres from "postgres";
 import { type Db, migrate, openPostgres } from "../server/db/mod.ts";
 import { buildRoutes } from "../server/http/routes/mod.ts";
+import { complianceCursor } from "../server/domain/compliance.ts";
 import { createLogger } from "../server/core/log.ts";
 import { collectDatabaseFamilies } from "../server/metrics/collector.ts";
 import { renderStream } from "../server/metrics/exposition.ts";
 import { createTestServer } from "../tests/helpers/app.ts";
 import { stallDuring } from "../tests/helpers/stall.ts";
 
-const USAGE = "usage: deno run -A bench/rest.ts [--database-url URL] [--samples N] [--keep | --reuse NAME]";
+const USAGE =
+  "usage: deno run -A bench/rest.ts [--nodes N] [--database-url URL] [--samples N] [--keep | --reuse NAME]";
 
 interface Options {
+  nodes: number;
   databaseUrl: string;
   samples: number;
   keep: boolean;
@@ -35,6 +38,7 @@ interface Options {
 
 function parseArgs(args: string[]): Options {
   const o: Options = {
+    nodes: 10_000,
     databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
     samples: 40,
     keep: false,
@@ -48,25 +52,36 @@ function parseArgs(args: string[]): Options {
     if (flag === "--database-url") o.databaseUrl = value ?? "";
     else if (flag === "--samples") o.samples = Number(value);
     else if (flag === "--reuse") o.reuse = value;
+    else if (flag === "--nodes") o.nodes = Number(value);
     else throw new Error(`unknown argument ${flag}\n${USAGE}`);
     i++;
   }
+  if (!Number.isInteger(o.nodes) || o.nodes < 100) throw new Error(`--nodes needs a number ≥ 100\n${USAGE}`);
   if (!Number.isInteger(o.samples) || o.samples < 5) {
     throw new Error(`--samples needs a number ≥ 5\n${USAGE}`);
   }
   return o;
 }
 
-/** The fleet, in SQL: one statement per table so each is one pass. */
-const SEED = [
-  `INSERT INTO node_groups (name) SELECT format('bench-group-%s', lpad(g::text, 2, '0')) FROM generate_series(1, 50) g`,
-  `INSERT INTO policies (name, type, content, state, version, created_by)
+/**
+ * The fleet of `nodes` nodes, in SQL: one statement per table so each is one pass. The bindings are enabled
+ * with the reach refresh inside their statement (`svc.reach_inline_nodes` above the fleet), so the read model
+ * is complete when the measuring starts.
+ */
+function seed(nodes: number): string[] {
+  const digits = String(nodes).length;
+  // The audit log spans ~80 days whatever its size.
+  const auditRows = nodes * 100;
+  const auditStep = (7 * 1_000_000 / auditRows).toFixed(4);
+  return [
+    `INSERT INTO node_groups (name) SELECT format('bench-group-%s', lpad(g::text, 2, '0')) FROM generate_series(1, 50) g`,
+    `INSERT INTO policies (name, type, content, state, version, created_by)
      SELECT format('bench-policy-%s', lpad(p::text, 3, '0')), (ARRAY['Firefox', 'Chromium', 'Dconf', 'BenchBlob'])[1 + p % 4],
             format('{"setting": %s}', p), 'released', 1 + p % 3, 'bench'
        FROM generate_series(1, 200) p`,
-  `INSERT INTO nodes (name, status, os_name, os_version, agent_version, desktop_environments, last_seen,
+    `INSERT INTO nodes (name, status, os_name, os_version, agent_version, desktop_environments, last_seen,
                       cert_serial, cert_not_after, fqdn, ip_address, machine_id, created_at)
-     SELECT format('node-%s', lpad(i::text, 5, '0')),
+     SELECT format('node-%s', lpad(i::text, ${digits}, '0')),
             (ARRAY['online', 'online', 'online', 'degraded', 'offline', 'unknown'])[1 + i % 6],
             (ARRAY['Fedora Linux', 'Ubuntu', 'Debian GNU/Linux', 'Red Hat Enterprise Linux'])[1 + i % 4],
             (ARRAY['40', '24.04', '12', '9.4'])[1 + i % 4],
@@ -76,25 +91,26 @@ const SEED = [
             to_hex(1000000 + i), now() + (i % 90) * interval '1 day',
             format('node-%s.example.org', i), format('10.%s.%s.%s', i / 65536 % 256, i / 256 % 256, i % 256),
             md5(i::text), now() - i * interval '1 minute'
-       FROM generate_series(1, 10000) i`,
-  `INSERT INTO node_group_members (node_id, node_group_id)
+       FROM generate_series(1, ${nodes}) i`,
+    `INSERT INTO node_group_members (node_id, node_group_id)
      SELECT n.id, g.id
        FROM (SELECT id, row_number() OVER (ORDER BY name) AS i FROM nodes) n
        JOIN (SELECT id, row_number() OVER (ORDER BY name) AS i FROM node_groups) g ON g.i = 1 + n.i % 50`,
-  `INSERT INTO policy_bindings (policy_id, node_group_id, state, priority)
+    `SET svc.reach_inline_nodes = ${nodes + 1}`,
+    `INSERT INTO policy_bindings (policy_id, node_group_id, state, priority)
      SELECT p.id, g.id, 'enabled', k
        FROM (SELECT id, row_number() OVER (ORDER BY name) AS i FROM node_groups) g
        CROSS JOIN generate_series(0, 9) k
        JOIN (SELECT id, row_number() OVER (ORDER BY name) AS i FROM policies) p ON p.i = 1 + ((g.i - 1) * 4 + k) % 200`,
-  `INSERT INTO compliance_results (node_id, policy_id, policy_version, status, message, reported_at)
+    `INSERT INTO compliance_results (node_id, policy_id, policy_version, status, message, reported_at)
      SELECT m.node_id, b.policy_id, 1,
             (ARRAY['compliant', 'compliant', 'compliant', 'compliant', 'non_compliant', 'error', 'unknown', 'inapplicable'])
               [1 + abs(hashtext(m.node_id::text || b.policy_id::text)) % 8],
             '', now() - (abs(hashtext(b.policy_id::text || m.node_id::text)) % 4320) * interval '1 minute'
        FROM node_group_members m JOIN policy_bindings b ON b.node_group_id = m.node_group_id`,
-  `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_id, resource_name, outcome,
+    `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_id, resource_name, outcome,
                            source_ip, details)
-     SELECT now() - (1000000 - i) * interval '7 seconds',
+     SELECT now() - (${auditRows} - i) * interval '${auditStep} seconds',
             (ARRAY['alice', 'bob', 'carol', 'dave', 'system'])[1 + i % 5],
             (ARRAY['policy.create', 'policy.update', 'policy.release', 'binding.update', 'node.enroll',
                    'node.revoke', 'auth.login', 'auth.logout', 'auth.login_failed', 'node_group.update',
@@ -105,10 +121,14 @@ const SEED = [
             md5((i % 5000)::text), format('thing-%s', i % 5000),
             (ARRAY['success', 'success', 'success', 'failure', 'denied'])[1 + i / 7 % 5],
             format('192.0.2.%s', i % 250), '{}'::jsonb
-       FROM generate_series(1, 1000000) i`,
-  // As autovacuum would have by then: statistics, and a visibility map for index-only scans.
-  `VACUUM ANALYZE`,
-];
+       FROM generate_series(1, ${auditRows}) i`,
+    // The bulk insert of the results updated each node's counters ten times in one transaction, which leaves
+    // ten row versions where a fleet's reports, one per transaction, leave one (HOT updates, fillfactor 50).
+    `VACUUM FULL node_compliance_counts`,
+    // As autovacuum would have by then: statistics, and a visibility map for index-only scans.
+    `VACUUM ANALYZE`,
+  ];
+}
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -127,9 +147,19 @@ async function main(): Promise<void> {
     const migrated = await migrate(db);
     if (!options.reuse) {
       const started = performance.now();
-      for (const statement of SEED) await db.query(statement);
+      // One connection for the whole seed: the reach setting above is a session's.
+      const seeder = await openPostgres(url.toString(), { max: 1 });
+      try {
+        for (const statement of seed(options.nodes)) await seeder.query(statement);
+      } finally {
+        await seeder.close();
+      }
       console.log(`seeded ${name} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-    } else if (migrated.length > 0) {
+    } else {
+      // The secrets of the run that seeded it are sealed with that run's key file, which is gone.
+      await db.query("DELETE FROM server_secrets");
+    }
+    if (options.reuse && migrated.length > 0) {
       await db.query("VACUUM ANALYZE");
       console.log(`migrated ${name}: ${migrated.join(", ")}`);
     }
@@ -146,7 +176,9 @@ async function main(): Promise<void> {
       routes: (ctx, identity) => buildRoutes(ctx, identity),
     });
     const client = await server.loginAs({ superAdmin: true });
-    const [node] = await db.query<{ id: string }>("SELECT id FROM nodes WHERE name = 'node-05000'");
+    const [node] = await db.query<{ id: string }>(
+      "SELECT id FROM nodes ORDER BY name OFFSET (SELECT count(*) / 2 FROM nodes) LIMIT 1",
+    );
     const [policy] = await db.query<{ id: string }>(
       "SELECT id FROM policies WHERE name = 'bench-policy-100'",
     );
@@ -177,15 +209,28 @@ async function main(): Promise<void> {
       "/api/v1/policy-bindings?per_page=50&page=9&state=enabled&sort=policy_name&order=desc",
     );
     get("compliance p1", "/api/v1/compliance?per_page=50");
-    // The last page of the non-compliant results (a page past the end is answered from the counters alone).
+    // The last page of the non-compliant results: by page number (OFFSET reads every row before it), and by
+    // cursor (the list's keyset paging, the same cost at any depth), from the result before that page.
     const [{ n: nonCompliant }] = await db.query<{ n: number }>(
       "SELECT sum(non_compliant)::int AS n FROM node_compliance_counts",
     );
+    const lastPage = Math.ceil(nonCompliant / 50);
     get(
       "compliance deep",
-      `/api/v1/compliance?per_page=50&page=${
-        Math.ceil(nonCompliant / 50)
-      }&status=non_compliant&sort=reported_at&order=desc`,
+      `/api/v1/compliance?per_page=50&page=${lastPage}&status=non_compliant&sort=reported_at&order=desc`,
+      50,
+    );
+    const [before] = await db.query<{ at: string; node_id: string; policy_id: string }>(
+      `SELECT r.reported_at::text AS at, r.node_id, r.policy_id
+         FROM compliance_results r JOIN policy_reach pr ON pr.node_id = r.node_id AND pr.policy_id = r.policy_id
+        WHERE r.status = 'non_compliant'
+        ORDER BY r.reported_at DESC, r.node_id, r.policy_id OFFSET ${(lastPage - 1) * 50 - 1} LIMIT 1`,
+    );
+    get(
+      "compliance deep cursor",
+      `/api/v1/compliance?per_page=50&status=non_compliant&cursor=${
+        complianceCursor(before.at, before.node_id, before.policy_id)
+      }`,
     );
     get("audit p1", "/api/v1/audit-logs?per_page=50");
     // Page numbers reach the newest 10,000 entries (deeper: 400, use the cursor): the deepest such page.

@@ -18,6 +18,7 @@ import { buildRoutes } from "./http/routes/mod.ts";
 import { createRouteHooks } from "./http/auth_hooks.ts";
 import { spaHandler } from "./http/spa.ts";
 import { createHub, type HubOptions } from "./hub/hub.ts";
+import { startReadModelWorker } from "./hub/read_model_worker.ts";
 import { startPolicyServer } from "./grpc/policy_server.ts";
 import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
 import { startWebPort } from "./web_port.ts";
@@ -115,6 +116,9 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     });
     await hub.start();
     cleanups.unshift(() => hub.stop());
+    // Large binding and policy changes queue their reach refresh; every replica works the queue off.
+    const readModels = await startReadModelWorker(ctx);
+    cleanups.unshift(() => readModels.stop());
     cleanups.unshift(startRotationSweep(ctx));
     cleanups.unshift(startCatalogueRefresh(ctx));
     cleanups.unshift(startTrendSampler(ctx));

@@ -114,17 +114,30 @@ export function slicePage<T>(all: readonly T[], req: PageRequest): Page<T> {
 }
 
 /**
- * `ORDER BY` for an allow-listed sort. `columns` maps public names to SQL expressions; an unknown name
- * falls back to `fallback`. `tiebreak` keeps the order stable across pages.
+ * `ORDER BY …` for an allow-listed sort. `columns` maps public names to SQL expressions; an unknown name
+ * falls back to `fallback`. `tiebreak` keeps the order stable across pages. Nulls sort first ascending and
+ * last descending. `nullable`, when given, names the only columns that can be null: the others are then
+ * ordered without a NULLS clause, the order a plain index is read in (`ORDER BY name ASC NULLS FIRST` cannot
+ * be read from an index on `name`, and at 100,000 rows sorting them all was most of a page's cost).
  */
 export function orderBy(
   sort: SortRequest,
-  options: { columns: Record<string, string>; fallback: string; tiebreak: string; defaultOrder?: SortOrder },
+  options: {
+    columns: Record<string, string>;
+    fallback: string;
+    tiebreak: string;
+    defaultOrder?: SortOrder;
+    nullable?: readonly string[];
+  },
 ): string {
   const field = sort.field && Object.hasOwn(options.columns, sort.field) ? sort.field : options.fallback;
   const direction = (sort.order ?? options.defaultOrder ?? "asc") === "desc" ? "DESC" : "ASC";
-  const nulls = direction === "DESC" ? "NULLS LAST" : "NULLS FIRST";
-  return `ORDER BY ${options.columns[field]} ${direction} ${nulls}, ${options.tiebreak}`;
+  const nulls = options.nullable && !options.nullable.includes(field)
+    ? ""
+    : direction === "DESC"
+    ? " NULLS LAST"
+    : " NULLS FIRST";
+  return `ORDER BY ${options.columns[field]} ${direction}${nulls}, ${options.tiebreak}`;
 }
 
 /** Escapes `%`, `_` and `\` so user text is matched literally by `ILIKE … ESCAPE '\'`. */

@@ -9,6 +9,7 @@ import { conflictError, found, invalidError } from "../core/errors.ts";
 import { type ListOptions, orderBy, type Page, Params, selectPage } from "../db/pagination.ts";
 import { lockRow } from "./records.ts";
 import { guardBindingEnable } from "./lockout_guards.ts";
+import { memberCountSql } from "./node_groups.ts";
 
 /** Binding states. */
 export const BINDING_STATES = ["enabled", "disabled"] as const;
@@ -39,7 +40,7 @@ export interface BindingRecord {
 
 const COLUMNS = `b.id, b.policy_id, p.name AS policy_name, p.type AS policy_type, p.state AS policy_state,
   b.node_group_id, g.name AS node_group_name, b.state, b.priority,
-  (SELECT count(*)::int FROM node_group_members m WHERE m.node_group_id = b.node_group_id) AS node_count,
+  ${memberCountSql("b.node_group_id")} AS node_count,
   b.created_at, b.updated_at`;
 const FROM =
   "policy_bindings b JOIN policies p ON p.id = b.policy_id JOIN node_groups g ON g.id = b.node_group_id";
@@ -82,8 +83,11 @@ export async function listBindings(
       fallback: "priority",
       tiebreak: "p.name, g.name, b.id",
       defaultOrder: options.sort?.field ? "asc" : "desc",
+      nullable: [],
     }),
     page: options.page,
+    // Members are counted for the page's bindings only, not for every binding an offset skips.
+    pageKey: "b.id",
   });
 }
 
@@ -157,9 +161,13 @@ export async function updateBinding(
   id: string,
   input: UpdateBindingInput,
 ): Promise<BindingRecord> {
-  const pre = await getBinding(q, id);
-  // Lock order policy → binding, the same as policy state changes, so the two cannot deadlock.
-  await q.query("SELECT 1 FROM policies WHERE id = $1 FOR UPDATE", [pre.policy_id]);
+  const pre = found(
+    await queryOne<{ policy_id: string }>(q, "SELECT policy_id FROM policy_bindings WHERE id = $1", [id]),
+    `binding ${id}`,
+  );
+  // Lock order policy → binding, the same as policy state changes, so the two cannot deadlock. NO KEY UPDATE
+  // orders it against state changes without holding off reports on the policy (they take KEY SHARE).
+  await q.query("SELECT 1 FROM policies WHERE id = $1 FOR NO KEY UPDATE", [pre.policy_id]);
   const current = await getBinding(q, id, { lock: true });
   const state = input.state ?? current.state;
   const priority = input.priority ?? current.priority;

@@ -2,9 +2,14 @@
  * Compliance views over the latest result per (node, policy). A result counts only while its policy still
  * reaches the node (released, and an enabled binding to a group the node belongs to): a result left over
  * from an unbound or archived policy describes nothing the node is asked to do any more.
+ *
+ * "Reaches" is read from the reach model (`policy_reach`, and the per-node counters that follow it), which
+ * equals that definition except that a large binding or policy change reaches it a batch at a time after its
+ * commit (server/domain/reach.ts): these views may be as old as that backlog, never inconsistent with each
+ * other. A read that must be exact uses `DELIVERS_SQL` there instead.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
-import { found } from "../core/errors.ts";
+import { DomainError, found } from "../core/errors.ts";
 import {
   likePattern,
   type ListOptions,
@@ -53,14 +58,6 @@ export interface ComplianceRow {
 
 /** Counts per status. */
 export type StatusCounts = Record<ComplianceStatus, number> & { total: number };
-
-/**
- * SQL condition "policy `p` reaches node `n`" (aliases `p` and `n` must be in scope). The one definition of
- * delivery used by every view here: triggers keep `policy_reach` equal to "released, and an enabled binding to
- * a group the node belongs to" (migrations/0015_policy_reach.sql).
- */
-export const REACHES_SQL =
-  `EXISTS (SELECT 1 FROM policy_reach pr WHERE pr.policy_id = p.id AND pr.node_id = n.id)`;
 
 /** Every reached (node, policy) pair as `n`, `p`, with its latest result `r` (left-joined). */
 export const REACHED_PAIRS_SQL =
@@ -142,12 +139,62 @@ function failingItemSql(schema: string, key: string): string {
     AND coalesce(i->>'schema_id', '') = ${schema} AND i->>'status' IN ('error', 'non_compliant'))`;
 }
 
+/** Paging of {@link listCompliance}: a page and a sort, or a keyset cursor. */
+export interface ComplianceListOptions extends ListOptions {
+  /**
+   * The `next_cursor` of the page before (reported results by report time only): the next page is then read
+   * after that result, at the same cost however deep, and `page` is ignored.
+   */
+  cursor?: string;
+}
+
+/** A page of {@link listCompliance}. */
+export type CompliancePage = Page<ComplianceRow> & {
+  status_counts: StatusCounts;
+  /**
+   * Pass as `cursor` for the page after this one; null when this page was not full, or when the list is not of
+   * reported results by report time.
+   */
+  next_cursor: string | null;
+};
+
+const CURSOR_TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{1,6})?[+-]\d\d(:\d\d)?$/;
+const CURSOR_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A result's place in report-time order, as an opaque string: its report time (exact text) and its pair. */
+export function complianceCursor(at: string, nodeId: string, policyId: string): string {
+  return btoa(JSON.stringify([at, nodeId, policyId])).replaceAll("+", "-").replaceAll("/", "_").replace(
+    /=+$/,
+    "",
+  );
+}
+
+function decodeCursor(cursor: string): [string, string, string] {
+  const refuse = () =>
+    new DomainError("bad_request", "cursor: not a next_cursor of this list; pass one as it was returned", [
+      { field: "cursor", message: "not a next_cursor of this list" },
+    ]);
+  let value: unknown;
+  try {
+    value = JSON.parse(atob(cursor.replaceAll("-", "+").replaceAll("_", "/")));
+  } catch {
+    throw refuse();
+  }
+  if (
+    !Array.isArray(value) || value.length !== 3 || typeof value[0] !== "string" ||
+    !CURSOR_TIME.test(value[0]) ||
+    typeof value[1] !== "string" || !CURSOR_ID.test(value[1]) || typeof value[2] !== "string" ||
+    !CURSOR_ID.test(value[2])
+  ) throw refuse();
+  return value as [string, string, string];
+}
+
 /** Reported results (only those whose policy still reaches the node), with counts per status. */
 export async function listCompliance(
   q: Queryable,
   filter: ComplianceFilter,
-  options: ListOptions,
-): Promise<Page<ComplianceRow> & { status_counts: StatusCounts }> {
+  options: ComplianceListOptions,
+): Promise<CompliancePage> {
   const params = new Params();
   const where: string[] = [];
   if (filter.nodeId) where.push(`pr.node_id = ${params.add(filter.nodeId)}`);
@@ -180,6 +227,25 @@ export async function listCompliance(
   // without reading node and policy names (every match is sorted to find a deep page). Sorts with many ties
   // (status, severity) list them by node and policy name, as a reader expects.
   const byTime = field === "reported_at";
+  // Keyset paging where it is cheap and exact: reported results (a time each) in report-time order.
+  const keyset = byTime && !filter.includeUnreported;
+  const descending = (options.sort?.order ?? (options.sort?.field ? "asc" : "desc")) === "desc";
+  if (options.cursor !== undefined) {
+    if (!keyset) {
+      throw new DomainError(
+        "bad_request",
+        "cursor: only reported results in report-time order are read by cursor; drop include_unreported or the sort, or page by number",
+        [{ field: "cursor", message: "needs sort=reported_at without include_unreported" }],
+      );
+    }
+    const [at, nodeId, policyId] = decodeCursor(options.cursor);
+    // Cast through text: postgres.js turns a timestamptz parameter into a Date first, dropping microseconds.
+    const t = `${params.add(at)}::text::timestamptz`;
+    where.push(
+      `(r.reported_at ${descending ? "<" : ">"} ${t} OR (r.reported_at = ${t} AND ` +
+        `(pr.node_id, pr.policy_id) > (${params.add(nodeId)}::uuid, ${params.add(policyId)}::uuid)))`,
+    );
+  }
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
     from,
@@ -194,11 +260,21 @@ export async function listCompliance(
       tiebreak: byTime ? "pr.node_id, pr.policy_id" : "n.name, p.name, n.id, p.id",
       defaultOrder: options.sort?.field ? "asc" : "desc",
     }),
-    page: options.page,
+    page: options.cursor === undefined ? options.page : { page: 1, perPage: options.page.perPage },
     total: filter.status ? statusCounts[filter.status] : statusCounts.total,
     pageKey: "pr.node_id, pr.policy_id",
   });
-  return { ...page, status_counts: statusCounts };
+  const last = page.items.at(-1);
+  let next: string | null = null;
+  if (keyset && last && page.items.length === page.per_page) {
+    // The exact time (a Date keeps milliseconds, the column microseconds), read for the last row only.
+    const [row] = await q.query<{ at: string }>(
+      "SELECT reported_at::text AS at FROM compliance_results WHERE node_id = $1 AND policy_id = $2",
+      [last.node_id, last.policy_id],
+    );
+    if (row) next = complianceCursor(row.at, last.node_id, last.policy_id);
+  }
+  return { ...page, status_counts: statusCounts, next_cursor: next };
 }
 
 /** Reached pairs of the whole fleet by status, from the per-node counters (reported only, or all). */

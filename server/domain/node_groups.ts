@@ -36,8 +36,29 @@ export interface NodeGroupRecord {
   updated_at: Date;
 }
 
-const COLUMNS = `g.id, g.name, g.description,
-  (SELECT count(*)::int FROM node_group_members m WHERE m.node_group_id = g.id) AS node_count,
+/**
+ * SQL: the number of members of the group with id `groupId` (an SQL expression), from the signed deltas that
+ * membership statements append (migrations/0022): exact at every commit, a few rows per group.
+ */
+export function memberCountSql(groupId: string): string {
+  return `(SELECT coalesce(sum(s.n), 0)::int FROM node_group_sizes s WHERE s.node_group_id = ${groupId})`;
+}
+
+/**
+ * Folds each group's size deltas into one row, so reading a size stays a few rows however many enrollments
+ * came (the read-model worker runs it now and then). Deltas appended meanwhile are left for the next fold.
+ */
+export async function foldGroupSizes(q: Queryable): Promise<void> {
+  await q.query(
+    `WITH folded AS (DELETE FROM node_group_sizes RETURNING node_group_id, n)
+     INSERT INTO node_group_sizes (node_group_id, n)
+     SELECT f.node_group_id, sum(f.n) FROM folded f
+      WHERE EXISTS (SELECT 1 FROM node_groups g WHERE g.id = f.node_group_id)
+      GROUP BY 1 HAVING sum(f.n) <> 0`,
+  );
+}
+
+const COLUMNS = `g.id, g.name, g.description, ${memberCountSql("g.id")} AS node_count,
   (SELECT count(*)::int FROM policy_bindings b WHERE b.node_group_id = g.id) AS bindings_count,
   (SELECT count(*)::int FROM policy_bindings b WHERE b.node_group_id = g.id AND b.state = 'enabled')
     AS enabled_bindings_count,
@@ -48,7 +69,7 @@ export const NODE_GROUP_SORT_COLUMNS: Record<string, string> = {
   name: "g.name",
   created_at: "g.created_at",
   updated_at: "g.updated_at",
-  node_count: "(SELECT count(*) FROM node_group_members m WHERE m.node_group_id = g.id)",
+  node_count: memberCountSql("g.id"),
 };
 
 /** Lists node groups, optionally filtered by a name substring. */
@@ -67,8 +88,11 @@ export async function listNodeGroups(
       columns: NODE_GROUP_SORT_COLUMNS,
       fallback: "name",
       tiebreak: "g.id",
+      nullable: [],
     }),
     page: options.page,
+    // Members and bindings are counted for the page's groups only.
+    pageKey: "g.id",
   });
 }
 

@@ -213,6 +213,7 @@ export async function listNodes(
       columns: NODE_SORT_COLUMNS,
       fallback: "name",
       tiebreak: "n.name, n.id",
+      nullable: ["last_seen", "cert_not_after"],
     }),
     page: options.page,
     pageKey: "n.id",

@@ -6,9 +6,13 @@
 import { type Queryable, queryOne } from "../db/db.ts";
 import { conflictError, found } from "../core/errors.ts";
 
-/** Locks the row `id` of `table` for the rest of the transaction; `not_found` for `what` when it is absent. */
+/**
+ * Locks the row `id` of `table` for the rest of the transaction; `not_found` for `what` when it is absent.
+ * FOR NO KEY UPDATE: it orders changes of the record, but rows that merely refer to it (a report naming a
+ * policy, a node joining a group: KEY SHARE) are not kept waiting while an admin changes it.
+ */
 export async function lockRow(q: Queryable, row: { table: string; id: string; what: string }): Promise<void> {
-  found(await queryOne(q, `SELECT id FROM ${row.table} WHERE id = $1 FOR UPDATE`, [row.id]), row.what);
+  found(await queryOne(q, `SELECT id FROM ${row.table} WHERE id = $1 FOR NO KEY UPDATE`, [row.id]), row.what);
 }
 
 /**

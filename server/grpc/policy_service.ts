@@ -14,7 +14,7 @@ import {
   type ReportTamperEventRequest,
 } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { PkiError } from "../pki/mod.ts";
-import { REACHES_SQL } from "../domain/compliance.ts";
+import { DELIVERS_SQL } from "../domain/reach.ts";
 import type { Hub } from "../hub/hub.ts";
 import { refreshConnectedStatus } from "../hub/node_status.ts";
 import { publishLiveHint } from "../events/publish.ts";
@@ -109,8 +109,10 @@ export function createPolicyHandlers(ctx: ServerContext, deps: PolicyServiceDeps
       message: checkText(`items[${i}].message`, item.message, { max: 4096, multiline: true }),
     }));
     if (request.policyVersion < 0) throw invalid("policy_version", "must not be negative");
+    // From the binding tables, not the reach model: the agent may report on a policy it received a moment ago,
+    // while a large change is still being worked into policy_reach (server/domain/reach.ts).
     const [delivered] = await db.query(
-      `SELECT 1 FROM policies p, nodes n WHERE p.id = $1 AND n.id = $2 AND ${REACHES_SQL}`,
+      `SELECT 1 FROM policies p, nodes n WHERE p.id = $1 AND n.id = $2 AND ${DELIVERS_SQL}`,
       [policyId, identity.nodeId],
     );
     if (!delivered) {

@@ -32,6 +32,7 @@ import {
   type StreamSubscriber,
 } from "./stream_delivery.ts";
 import { createReplicaLiveness } from "./replica_liveness.ts";
+import { createMemoryTrim } from "./memory_trim.ts";
 
 export type { PolicyStreamCall, StreamSubscriber };
 
@@ -51,6 +52,8 @@ export interface HubOptions {
    * Default: the main pool.
    */
   heartbeatDb?: Db;
+  /** Least time between two returns of freed native memory to the system (memory_trim.ts; default 30 s). */
+  memoryTrimIntervalMs?: number;
 }
 
 /** The hub of one replica. */
@@ -110,6 +113,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
     isRunning,
     registerReplica: () => liveness.registerReplica(),
   });
+  const trim = createMemoryTrim(log, { intervalMs: options.memoryTrimIntervalMs });
   const liveness = createReplicaLiveness({
     db,
     heartbeatDb,
@@ -221,6 +225,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   }
 
   async function tick(): Promise<void> {
+    trim.tick(delivery.activity());
     for (
       const step of [
         liveness.reapDeadReplicas,
@@ -286,6 +291,7 @@ export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
       );
       await unlisten?.().catch(() => {});
       await liveness.leave();
+      trim.close();
     },
     serveStream: delivery.serveStream,
     async closeAllStreams(reason) {

@@ -17,13 +17,14 @@
  * read "no other stream" and leave an agent that is connected marked offline.
  */
 import type { Db, Queryable } from "../db/db.ts";
-import { REACHES_SQL } from "../domain/compliance.ts";
+import { DELIVERS_SQL } from "../domain/reach.ts";
 import { publishLiveHint } from "../events/publish.ts";
 
 /**
  * SQL giving `online` or `degraded` for node `n` (with a reason), assuming it is connected. The compliance
  * part counts only results whose policy still reaches the node: a result left from an unbound policy says
- * nothing about the node today.
+ * nothing about the node today. "Reaches" is read from the binding tables, not the reach model, which may lag
+ * a large change: an error reported on a policy delivered a moment ago must degrade the node now.
  */
 const CONNECTED_STATUS_SQL = `
   SELECT CASE WHEN NOT n.agent_healthy OR e.policy_name IS NOT NULL THEN 'degraded' ELSE 'online' END AS status,
@@ -36,13 +37,14 @@ const CONNECTED_STATUS_SQL = `
   FROM nodes n
   LEFT JOIN LATERAL (
     SELECT p.name AS policy_name FROM compliance_results r JOIN policies p ON p.id = r.policy_id
-    WHERE r.node_id = n.id AND r.status = 'error' AND ${REACHES_SQL}
+    WHERE r.node_id = n.id AND r.status = 'error' AND ${DELIVERS_SQL}
     ORDER BY p.name LIMIT 1
   ) e ON true
   WHERE n.id = $1`;
 
 async function lockNode(q: Queryable, nodeId: string): Promise<boolean> {
-  const rows = await q.query("SELECT 1 FROM nodes WHERE id = $1 FOR UPDATE", [nodeId]);
+  // NO KEY UPDATE: orders stream changes of the node without waiting for a reach refresh of it (KEY SHARE).
+  const rows = await q.query("SELECT 1 FROM nodes WHERE id = $1 FOR NO KEY UPDATE", [nodeId]);
   return rows.length > 0;
 }
 
@@ -98,7 +100,7 @@ export async function recordStreamClosed(db: Db, stream: { id: string; nodeId: s
 export async function markNodesOffline(db: Db, nodeIds: readonly string[], reason: string): Promise<void> {
   if (nodeIds.length === 0) return;
   await db.transaction(async (tx) => {
-    await tx.query("SELECT 1 FROM nodes WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE", [nodeIds]);
+    await tx.query("SELECT 1 FROM nodes WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE", [nodeIds]);
     await markOfflineIfNoStream(tx, nodeIds, reason);
   });
 }

@@ -59,7 +59,9 @@ export async function currentRevision(q: Queryable): Promise<number> {
 
 /**
  * Released policies with an enabled binding to one of `groupIds`, priority = max over those bindings.
- * Ordered by type, name and id so the bytes of two builds of the same state are identical.
+ * Ordered by type, name and id so the bytes of two builds of the same state are identical. Read from the
+ * binding tables, never from the reach model (which may lag a large change: server/domain/reach.ts), so an
+ * agent has a change as soon as it commits.
  */
 export async function loadDeliveredPolicies(
   q: Queryable,

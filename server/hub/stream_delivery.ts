@@ -98,6 +98,8 @@ export interface StreamDelivery {
   closeStreams(filter: (s: StreamState) => boolean, error: GrpcError): Promise<void[]>;
   /** Writes that found a stream's buffer full. */
   backpressureEvents(): number;
+  /** Streams opened plus messages written, so far: grows whenever streams come or snapshots go out. */
+  activity(): number;
 }
 
 /**
@@ -116,9 +118,11 @@ export function createStreamDelivery(deps: {
   const streams = new Map<string, StreamState>();
   const byNode = new Map<string, Set<StreamState>>();
   let backpressureEvents = 0;
+  let activity = 0;
 
   function write(s: StreamState, bytes: Uint8Array): void {
     if (s.closed) return;
+    activity++;
     try {
       if (!s.call.write(bytes) && !s.blocked) {
         s.blocked = true;
@@ -241,6 +245,7 @@ export function createStreamDelivery(deps: {
         },
       };
       streams.set(s.id, s);
+      activity++;
       let set = byNode.get(sub.nodeId);
       if (!set) byNode.set(sub.nodeId, set = new Set());
       set.add(s);
@@ -328,5 +333,6 @@ export function createStreamDelivery(deps: {
     onCommand,
     closeStreams,
     backpressureEvents: () => backpressureEvents,
+    activity: () => activity,
   };
 }

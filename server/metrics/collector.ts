@@ -23,9 +23,7 @@
 import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
-
-/** Nodes read per query for the per-node families. */
-const NODE_PAGE = 1_000;
+import { createNodeSeriesCache, type NodeSeriesCache } from "./node_series.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -45,7 +43,8 @@ interface Probe {
   families: string[];
   /** The probe writes (folds a counter table); every other probe runs read-only. */
   writes?: boolean;
-  run(q: Queryable): Promise<MetricFamily[]>;
+  /** `cache`: the per-node series of this database, kept between scrapes. */
+  run(q: Queryable, cache: NodeSeriesCache): Promise<MetricFamily[]>;
 }
 
 function gauge(name: string, help: string, samples: MetricSample[]): MetricFamily {
@@ -78,46 +77,7 @@ const PROBES: readonly Probe[] = [
   },
   {
     families: ["svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
-    async run(q) {
-      const expiry: MetricSample[] = [];
-      const seen: MetricSample[] = [];
-      // A page of nodes at a time (by name, the order of the output): the driver decodes a result on the
-      // loop in the turn its bytes arrive, and all 10,000 rows of a fleet at once held the loop 10–16 ms.
-      for (let after: string | null = null;;) {
-        const rows: { name: string; fqdn: string; expiry: number | null; seen: number | null }[] = await q
-          .query(
-            `SELECT name, fqdn,
-                    round(extract(epoch FROM cert_not_after - now()))::float8 AS expiry,
-                    floor(extract(epoch FROM last_seen))::float8 AS seen
-               FROM nodes ${after === null ? "" : "WHERE name > $1"} ORDER BY name LIMIT ${NODE_PAGE}`,
-            after === null ? [] : [after],
-          );
-        for (const r of rows) {
-          const labels = { node: r.name, fqdn: r.fqdn };
-          // A node without a certificate or without a heartbeat yet has no value to report.
-          if (r.expiry !== null) {
-            expiry.push({ name: "svc_node_certificate_expiry_seconds", labels, value: Number(r.expiry) });
-          }
-          if (r.seen !== null) {
-            seen.push({ name: "svc_node_last_seen_seconds", labels, value: Number(r.seen) });
-          }
-        }
-        if (rows.length < NODE_PAGE) break;
-        after = rows[rows.length - 1].name;
-      }
-      return [
-        gauge(
-          "svc_node_certificate_expiry_seconds",
-          "Seconds until the node's certificate expires; negative once it has expired.",
-          expiry,
-        ),
-        gauge(
-          "svc_node_last_seen_seconds",
-          "Unix time of the node's last heartbeat (sent on connect and on metadata request, not periodically).",
-          seen,
-        ),
-      ];
-    },
+    run: (q, cache) => cache.families(q),
   },
   {
     families: ["svc_policies_total"],
@@ -165,6 +125,25 @@ const PROBES: readonly Probe[] = [
           name,
           "Latest compliance result per node and assigned policy, by status; inapplicable results are not counted.",
           countsBy(name, "status", rows, EXPORTED_COMPLIANCE_STATUSES),
+        ),
+      ];
+    },
+  },
+  {
+    families: ["svc_read_model_pending_changes", "svc_read_model_lag_seconds"],
+    async run(q) {
+      const backlog = await readModelBacklog(q);
+      const labels = { model: "policy_reach" };
+      return [
+        gauge(
+          "svc_read_model_pending_changes",
+          "Binding and policy changes whose reach refresh is queued or under way (server/domain/reach.ts).",
+          [{ name: "svc_read_model_pending_changes", labels, value: backlog.pending }],
+        ),
+        gauge(
+          "svc_read_model_lag_seconds",
+          "Seconds since the oldest change still queued for the read model committed; 0 when it is current.",
+          [{ name: "svc_read_model_lag_seconds", labels, value: backlog.lagSeconds }],
         ),
       ];
     },
@@ -289,6 +268,26 @@ const PROBES: readonly Probe[] = [
   },
 ];
 
+/** The reach model's backlog: changes queued for the workers, and how long the oldest has waited. */
+export interface ReadModelBacklog {
+  pending: number;
+  /** Seconds since the oldest pending change committed; 0 when nothing waits. */
+  lagSeconds: number;
+}
+
+/** Reads the reach model's backlog (`reach_refresh_queue`, migration 0022). */
+export async function readModelBacklog(q: Queryable): Promise<ReadModelBacklog> {
+  const [row] = await q.query<{ pending: number; lag: number }>(
+    `SELECT count(*)::int AS pending,
+            coalesce(extract(epoch FROM clock_timestamp() - min(enqueued_at)), 0)::float8 AS lag
+       FROM reach_refresh_queue`,
+  );
+  return { pending: row.pending, lagSeconds: row.lag };
+}
+
+/** The per-node series of each database handle, between scrapes. */
+const nodeSeries = new WeakMap<Db, NodeSeriesCache>();
+
 /** `svc_database_up`: whether the database answered at this scrape (always present, for alerting). */
 function databaseUp(up: boolean): MetricFamily {
   return gauge("svc_database_up", "1 when the database answered at this scrape, 0 when it did not.", [
@@ -311,6 +310,8 @@ export async function collectDatabaseFamilies(db: Db, log: Logger): Promise<Metr
     return [databaseUp(false)];
   }
   const families: MetricFamily[] = [databaseUp(true)];
+  let cache = nodeSeries.get(db);
+  if (!cache) nodeSeries.set(db, cache = createNodeSeriesCache());
   // One short read-only transaction per query, run one after another so a scrape holds at most one pooled
   // connection. Not one transaction with savepoints: postgres.js fails a whole transaction once any
   // statement in it failed, even when the error was caught and rolled back to a savepoint.
@@ -320,7 +321,7 @@ export async function collectDatabaseFamilies(db: Db, log: Logger): Promise<Metr
         ...await db.transaction(async (tx) => {
           if (!probe.writes) await tx.query("SET TRANSACTION READ ONLY");
           await tx.query(`SET LOCAL statement_timeout = '${STATEMENT_TIMEOUT}'`);
-          return await probe.run(tx);
+          return await probe.run(tx, cache);
         }),
       );
     } catch (err) {

@@ -681,6 +681,7 @@ export interface Operations {
       include_unreported?: boolean;
       setting?: string;
       setting_schema?: string;
+      cursor?: string;
     };
     body: undefined;
     response: {
@@ -713,6 +714,7 @@ export interface Operations {
         unknown?: number;
         total?: number;
       };
+      next_cursor?: string | null;
     };
   };
   /** The settings failing on most nodes (items reported as error or non_compliant, where the policy still reaches the node), by policy and setting, most nodes first */

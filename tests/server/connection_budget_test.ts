@@ -1,7 +1,7 @@
 /** The start-up warning when a server's connections could exceed PostgreSQL's max_connections. */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { connectionBudgetWarning } from "../../server/db/connection_budget.ts";
+import { connectionBudgetWarning, FIXED_CONNECTIONS_PER_PROCESS } from "../../server/db/connection_budget.ts";
 import { loadConfig } from "../../server/config/config.ts";
 
 dbTest("a pool that could exceed max_connections is named at start, with the fix", async (db) => {
@@ -9,7 +9,8 @@ dbTest("a pool that could exceed max_connections is named at start, with the fix
   // Three processes of pool size `max` cannot fit whatever the server's setting is.
   const warning = await connectionBudgetWarning(db, { poolSize: max, processes: 3 });
   assert.ok(warning, "a warning");
-  assert.match(warning, new RegExp(`may open ${3 * (max + 2)} PostgreSQL connections`));
+  assert.equal(FIXED_CONNECTIONS_PER_PROCESS, 3, "LISTEN, heartbeat and liveness lock");
+  assert.match(warning, new RegExp(`may open ${3 * (max + 3)} PostgreSQL connections`));
   assert.match(warning, new RegExp(`max_connections ${max} - superuser_reserved_connections \\d+`));
   assert.match(warning, /Lower database\.pool_size or server\.policy_workers, or raise max_connections/);
   // A small pool fits.

@@ -16,53 +16,9 @@ import {
   seedNode,
   setState,
 } from "./domain_helpers.ts";
+import { assertReachConsistent } from "./reach_helpers.ts";
 
-/** policy_reach as stored, and as the definition computes it from bindings, memberships and policy states. */
-async function reach(q: Queryable): Promise<{ stored: string[]; expected: string[] }> {
-  const stored = await q.query<{ k: string }>(
-    "SELECT policy_id || '/' || node_id || '/' || paths AS k FROM policy_reach ORDER BY 1",
-  );
-  const expected = await q.query<{ k: string }>(
-    `SELECT b.policy_id || '/' || m.node_id || '/' || count(*) AS k
-       FROM policy_bindings b JOIN node_group_members m ON m.node_group_id = b.node_group_id
-       JOIN policies p ON p.id = b.policy_id
-      WHERE b.state = 'enabled' AND p.state = 'released'
-      GROUP BY b.policy_id, m.node_id ORDER BY 1`,
-  );
-  return { stored: stored.map((r) => r.k), expected: expected.map((r) => r.k) };
-}
-
-/** The per-node counters as stored, and recounted from the reached pairs and their results. */
-async function counters(q: Queryable): Promise<{ stored: string[]; expected: string[] }> {
-  const stored = await q.query<{ k: string }>(
-    `SELECT concat_ws('/', node_id, compliant, non_compliant, inapplicable, error, unknown, unreported) AS k
-       FROM node_compliance_counts ORDER BY 1`,
-  );
-  const expected = await q.query<{ k: string }>(
-    `WITH pairs AS (
-       SELECT b.policy_id, m.node_id
-         FROM policy_bindings b JOIN node_group_members m ON m.node_group_id = b.node_group_id
-         JOIN policies p ON p.id = b.policy_id
-        WHERE b.state = 'enabled' AND p.state = 'released' GROUP BY 1, 2
-     )
-     SELECT concat_ws('/', n.id,
-              count(*) FILTER (WHERE r.status = 'compliant'), count(*) FILTER (WHERE r.status = 'non_compliant'),
-              count(*) FILTER (WHERE r.status = 'inapplicable'), count(*) FILTER (WHERE r.status = 'error'),
-              count(*) FILTER (WHERE r.status = 'unknown'),
-              count(*) FILTER (WHERE pairs.node_id IS NOT NULL AND r.node_id IS NULL)) AS k
-       FROM nodes n LEFT JOIN pairs ON pairs.node_id = n.id
-       LEFT JOIN compliance_results r ON r.node_id = pairs.node_id AND r.policy_id = pairs.policy_id
-      GROUP BY n.id ORDER BY 1`,
-  );
-  return { stored: stored.map((r) => r.k), expected: expected.map((r) => r.k) };
-}
-
-async function assertConsistent(q: Queryable, label: string): Promise<void> {
-  const r = await reach(q);
-  assert.deepEqual(r.stored, r.expected, `policy_reach after ${label}`);
-  const c = await counters(q);
-  assert.deepEqual(c.stored, c.expected, `node_compliance_counts after ${label}`);
-}
+const assertConsistent = assertReachConsistent;
 
 async function pairs(q: Queryable, policyId: string): Promise<Record<string, number>> {
   const rows = await q.query<{ name: string; paths: number }>(

@@ -137,11 +137,24 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
           maxLength: 512,
           description: "The schema of `setting` (dconf items); empty or absent for settings without one",
         },
+        cursor: {
+          type: "string",
+          maxLength: 200,
+          description:
+            "The next_cursor of the previous page (keyset paging of reported results by report time; page is then ignored): any depth at the cost of the first page",
+        },
       },
       responses: {
         "200": {
           description: "A page of results",
-          schema: pageSchema(ROW_SCHEMA, { status_counts: STATUS_COUNTS_SCHEMA }),
+          schema: pageSchema(ROW_SCHEMA, {
+            status_counts: STATUS_COUNTS_SCHEMA,
+            next_cursor: {
+              type: ["string", "null"],
+              description:
+                "Pass as cursor for the next page; null on a page that is not full, or with include_unreported or another sort",
+            },
+          }),
         },
       },
       handler: async (c) =>
@@ -153,7 +166,7 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             search: c.req.query("search"),
             includeUnreported: queryBool(c, "include_unreported") ?? false,
             failingSetting: failingSettingQuery(c),
-          }, listRequest(c)),
+          }, { ...listRequest(c), cursor: c.req.query("cursor") || undefined }),
         ),
     },
     {
