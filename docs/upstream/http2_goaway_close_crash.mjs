@@ -28,9 +28,15 @@ if (process.argv[2] === "server") {
 } else {
   const rounds = Number(process.argv[2] ?? 2000);
   const listener = process.env.LISTENER !== "0";
-  const server = spawn(process.execPath, ["run", "-A", new URL(import.meta.url).pathname, "server"], {
-    stdio: ["pipe", "pipe", "inherit"],
-  });
+  const file = new URL(import.meta.url).pathname;
+  // The same script runs on Node.js too (node [--expose-gc] http2_goaway_close_crash.mjs), for comparison.
+  const server = spawn(
+    process.execPath,
+    process.versions.deno ? ["run", "-A", file, "server"] : [file, "server"],
+    {
+      stdio: ["pipe", "pipe", "inherit"],
+    },
+  );
   const port = await new Promise((resolve) => server.stdout.once("data", (d) => resolve(Number(d))));
   let work;
   for (let round = 1; round <= rounds; round++) {
@@ -48,5 +54,6 @@ if (process.argv[2] === "server") {
   }
   void work;
   server.kill();
-  console.log(`survived ${rounds} rounds on Deno ${process.versions.deno}`);
+  const runtime = process.versions.deno ? `Deno ${process.versions.deno}` : `Node.js ${process.version}`;
+  console.log(`survived ${rounds} rounds on ${runtime}`);
 }
