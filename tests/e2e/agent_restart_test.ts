@@ -50,6 +50,39 @@ async function managedPolicies(path: string): Promise<Record<string, unknown> | 
   }
 }
 
+/**
+ * Creates, releases and binds (enabled) to `groupId` a Firefox policy that locks preference `<prefix>.<i>` and
+ * installs `extensions` extensions (its size: large enough that receiving, merging and storing the set takes a
+ * moment a kill can land in). Returns the policy as created.
+ */
+async function bindFirefoxPolicy(
+  api: Api,
+  groupId: string,
+  options: { prefix: string; i: number; extensions: number },
+): Promise<Json> {
+  const { prefix, i } = options;
+  const install = Array.from(
+    { length: options.extensions },
+    (_, n) => `https://addons.example/p${i}/e${n}.xpi`,
+  );
+  const policy = await api.call("POST", "/api/v1/policies/all", {
+    name: `${prefix} ${i}`,
+    type: "Firefox",
+    content: JSON.stringify({
+      Preferences: { [`${prefix}.${i}`]: { Value: true, Status: "locked" } },
+      Extensions: { Install: install },
+    }),
+  });
+  await api.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
+  const binding = await api.call("POST", "/api/v1/policy-bindings", {
+    policy_id: policy.id,
+    node_group_id: groupId,
+    priority: 10 + i,
+  });
+  await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+  return policy;
+}
+
 Deno.test({
   name: "agent killed mid-sync loses nothing: restarted without the server it enforces the stored set",
   sanitizeResources: false,
@@ -88,23 +121,7 @@ Deno.test({
     const bound: string[] = [];
     let groupId = "";
     const bind = async (i: number) => {
-      // Large enough that receiving, merging and storing the set takes a moment the kill can land in.
-      const install = Array.from({ length: 400 }, (_, n) => `https://addons.example/p${i}/e${n}.xpi`);
-      const policy = await api!.call("POST", "/api/v1/policies/all", {
-        name: `restart ${i}`,
-        type: "Firefox",
-        content: JSON.stringify({
-          Preferences: { [`svc.restart.${i}`]: { Value: true, Status: "locked" } },
-          Extensions: { Install: install },
-        }),
-      });
-      await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-      const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-        policy_id: policy.id,
-        node_group_id: groupId,
-        priority: 10 + i,
-      });
-      await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+      await bindFirefoxPolicy(api!, groupId, { prefix: "svc.restart", i, extensions: 400 });
       bound.push(`svc.restart.${i}`);
     };
     /** The preference keys in the merged file (undefined while it is not a managed file). */
@@ -308,26 +325,8 @@ Deno.test({
     /** Bound policies: id and version. */
     const policies: { id: string; version: number }[] = [];
     const bind = async (i: number) => {
-      // A few hundred KiB each: receiving, merging, writing and reading back the set takes a moment to land in.
-      const install = Array.from(
-        { length: 3000 },
-        (_, n) => `https://addons.example/p${i}/extension-${n}.xpi`,
-      );
-      const policy = await api!.call("POST", "/api/v1/policies/all", {
-        name: `crash ${i}`,
-        type: "Firefox",
-        content: JSON.stringify({
-          Preferences: { [`svc.crash.${i}`]: { Value: true, Status: "locked" } },
-          Extensions: { Install: install },
-        }),
-      });
-      await api!.call("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: "released" });
-      const binding = await api!.call("POST", "/api/v1/policy-bindings", {
-        policy_id: policy.id,
-        node_group_id: groupId,
-        priority: 10 + i,
-      });
-      await api!.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+      // About 120 KiB each: receiving, merging, writing and reading back the set takes a moment to land in.
+      const policy = await bindFirefoxPolicy(api!, groupId, { prefix: "svc.crash", i, extensions: 3000 });
       policies.push({ id: policy.id, version: policy.version });
     };
     const enforcedKeys = async () => {
