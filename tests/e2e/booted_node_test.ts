@@ -508,7 +508,17 @@ Deno.test({
             context,
           );
           console.log(`Scripts in the booted node: ${ran.items.map((i) => i.message).join("; ")}`);
-          assert.match(ran.items[0].message, /ran \(exit 0\).*hello from root/);
+          // The status file any local user reads keeps the exit code; the output reaches the admin only.
+          assert.match(ran.items[0].message, /ran \(exit 0\).*output withheld here/);
+          assert.doesNotMatch(JSON.stringify(ran), /hello from root/);
+          const reported = async (policyId: string) =>
+            JSON.stringify(await api!.call("GET", `/api/v1/compliance?policy_id=${policyId}`));
+          await eventually(
+            async () => /hello from root/.test(await reported(hello.policyId)) || undefined,
+            120_000,
+            "the script's output in the server's compliance report",
+            context,
+          );
           const unit = `svc-script-${hello.policyId}-hello.service`;
           assert.match(await node!.sh(`journalctl -u ${unit} -o cat --no-pager`), /hello from root/);
           assert.equal((await node!.sh("wc -l < /root/svc-script-runs")).trim(), "1");
@@ -546,7 +556,14 @@ Deno.test({
             "the failing script reported ERROR",
             context,
           );
-          assert.match(failed.message, /exit 3.*cannot reach the share/);
+          assert.match(failed.message, /exit 3 \(output withheld here/);
+          await eventually(
+            async () =>
+              /exit 3: .*cannot reach the share/.test(await reported(failing.policyId)) || undefined,
+            120_000,
+            "the failing script's output in the server's compliance report",
+            context,
+          );
 
           // Tamper with the released content in the server's database (as an attacker with database access
           // would): the signature no longer verifies, so the node refuses it and runs nothing of it.
