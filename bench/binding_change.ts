@@ -15,7 +15,8 @@
  * change, catch-up time per enable and disable, PostgreSQL's CPU per catch-up, and, measured continuously
  * during every catch-up, the latency of an enrollment (a node and its membership in the bound group), a
  * compliance report (the report's upsert on a node of the group) and another admin change (a priority change
- * of another binding). Unless `--no-inline-compare`, it first times the same enable and disable done the old
+ * of another binding), next to the same loop run for 15 s before the rounds with nothing catching up (the
+ * machine's load alone). Unless `--no-inline-compare`, it first times the same enable and disable done the old
  * way, inside the admin's transaction (`svc.reach_inline_nodes` above N), as the "before" figure.
  */
 import postgres from "postgres";
@@ -245,6 +246,10 @@ async function main(): Promise<void> {
       "SELECT id FROM nodes WHERE name LIKE 'node-%' ORDER BY random() LIMIT 5000",
     ))
       .map((r) => r.id);
+    // The same loop with nothing catching up, for comparison: what the machine's load alone costs it.
+    const quiet = probe(db, { group: ids.group, other: ids.other, policy, nodes });
+    await new Promise((r) => setTimeout(r, 15_000));
+    await quiet.stop();
     const commits = { enable: [] as number[], priority: [] as number[], disable: [] as number[] };
     const catchUp = { enable: [] as number[], disable: [] as number[] };
     const pgCpu: number[] = [];
@@ -292,10 +297,18 @@ async function main(): Promise<void> {
       `  PostgreSQL CPU per catch-up: ${(pgCpu.reduce((a, b) => a + b, 0) / pgCpu.length).toFixed(2)} s ` +
         `(${((pgCpu.reduce((a, b) => a + b, 0) / pgCpu.length) / o.nodes * 1e6).toFixed(1)} µs per node)`,
     );
-    console.log("meanwhile, one after another during every catch-up:");
-    console.log(line("  enrollment into the group", during.times.enroll));
-    console.log(line("  compliance report", during.times.report));
-    console.log(line("  other admin change", during.times.admin));
+    console.log(
+      "meanwhile, one after another during every catch-up (and for 15 s before, nothing catching up):",
+    );
+    for (
+      const [label, key] of [["enrollment into the group", "enroll"], ["compliance report", "report"], [
+        "other admin change",
+        "admin",
+      ]] as const
+    ) {
+      console.log(line(`  ${label}`, during.times[key]));
+      console.log(line("    before, quiet", quiet.times[key]));
+    }
     console.log(
       `machine busy ${
         (((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * 100).toFixed(0)
