@@ -192,6 +192,44 @@ function probe(db: Db, ids: { group: string; other: string; policy: string; node
   };
 }
 
+/**
+ * Samples, every 20 ms until stopped, which backends of database `name` wait for a lock and on whom, and
+ * returns the longest run of samples one backend spent waiting (the catch-up's own batches waiting on a
+ * report's counter row are left out: the catch-up is meant to wait, not to be waited for).
+ */
+function lockWaits(db: Db, name: string) {
+  let running = true;
+  let longest = { ms: 0, what: "none seen" };
+  const since = new Map<number, { at: number; query: string }>();
+  const loop = (async () => {
+    while (running) {
+      const rows = await db.query<{ pid: number; query: string }>(
+        `SELECT pid, left(query, 60) AS query FROM pg_stat_activity
+          WHERE datname = $1 AND wait_event_type = 'Lock' AND query NOT LIKE '%reach_refresh(%'`,
+        [name],
+      );
+      const now = performance.now();
+      const seen = new Set(rows.map((r) => r.pid));
+      for (const r of rows) if (!since.has(r.pid)) since.set(r.pid, { at: now, query: r.query });
+      for (const [pid, w] of since) {
+        if (seen.has(pid)) continue;
+        since.delete(pid);
+        if (now - w.at > longest.ms) {
+          longest = { ms: Math.round(now - w.at), what: w.query.replace(/\s+/g, " ") };
+        }
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return longest;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(Deno.args);
   const name = `svc_bench_binding_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
@@ -254,6 +292,7 @@ async function main(): Promise<void> {
     const catchUp = { enable: [] as number[], disable: [] as number[] };
     const pgCpu: number[] = [];
     const during = probe(db, { group: ids.group, other: ids.other, policy, nodes });
+    const waits = lockWaits(db, name);
     const waitCaughtUp = async (into: number[], committedAt: number) => {
       const cpu0 = await programCpu("postgres");
       let sawBacklog = false;
@@ -285,6 +324,7 @@ async function main(): Promise<void> {
       );
     }
     await during.stop();
+    const longestWait = await waits.stop();
     const machine1 = await machineCpu();
     console.log(`\ncommit of the admin's transaction (${o.nodes} nodes reached):`);
     console.log(line("  enable", commits.enable));
@@ -309,6 +349,10 @@ async function main(): Promise<void> {
       console.log(line(`  ${label}`, during.times[key]));
       console.log(line("    before, quiet", quiet.times[key]));
     }
+    console.log(
+      `  longest lock wait of anything but the catch-up itself: ${longestWait.ms} ms (${longestWait.what}; ` +
+        "sampled every 20 ms: a wait shorter than that may go unseen)",
+    );
     console.log(
       `machine busy ${
         (((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * 100).toFixed(0)
