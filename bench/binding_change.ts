@@ -15,7 +15,8 @@
  * change, catch-up time per enable and disable, PostgreSQL's CPU per catch-up, and, measured continuously
  * during every catch-up, the latency of an enrollment (a node and its membership in the bound group), a
  * compliance report (the report's upsert on a node of the group) and another admin change (a priority change
- * of another binding). Unless `--no-inline-compare`, it first times the same enable and disable done the old
+ * of another binding), next to the same loop run for 15 s before the rounds with nothing catching up (the
+ * machine's load alone). Unless `--no-inline-compare`, it first times the same enable and disable done the old
  * way, inside the admin's transaction (`svc.reach_inline_nodes` above N), as the "before" figure.
  */
 import postgres from "postgres";
@@ -191,6 +192,44 @@ function probe(db: Db, ids: { group: string; other: string; policy: string; node
   };
 }
 
+/**
+ * Samples, every 20 ms until stopped, which backends of database `name` wait for a lock and on whom, and
+ * returns the longest run of samples one backend spent waiting (the catch-up's own batches waiting on a
+ * report's counter row are left out: the catch-up is meant to wait, not to be waited for).
+ */
+function lockWaits(db: Db, name: string) {
+  let running = true;
+  let longest = { ms: 0, what: "none seen" };
+  const since = new Map<number, { at: number; query: string }>();
+  const loop = (async () => {
+    while (running) {
+      const rows = await db.query<{ pid: number; query: string }>(
+        `SELECT pid, left(query, 60) AS query FROM pg_stat_activity
+          WHERE datname = $1 AND wait_event_type = 'Lock' AND query NOT LIKE '%reach_refresh(%'`,
+        [name],
+      );
+      const now = performance.now();
+      const seen = new Set(rows.map((r) => r.pid));
+      for (const r of rows) if (!since.has(r.pid)) since.set(r.pid, { at: now, query: r.query });
+      for (const [pid, w] of since) {
+        if (seen.has(pid)) continue;
+        since.delete(pid);
+        if (now - w.at > longest.ms) {
+          longest = { ms: Math.round(now - w.at), what: w.query.replace(/\s+/g, " ") };
+        }
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return longest;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const o = parseArgs(Deno.args);
   const name = `svc_bench_binding_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
@@ -245,10 +284,15 @@ async function main(): Promise<void> {
       "SELECT id FROM nodes WHERE name LIKE 'node-%' ORDER BY random() LIMIT 5000",
     ))
       .map((r) => r.id);
+    // The same loop with nothing catching up, for comparison: what the machine's load alone costs it.
+    const quiet = probe(db, { group: ids.group, other: ids.other, policy, nodes });
+    await new Promise((r) => setTimeout(r, 15_000));
+    await quiet.stop();
     const commits = { enable: [] as number[], priority: [] as number[], disable: [] as number[] };
     const catchUp = { enable: [] as number[], disable: [] as number[] };
     const pgCpu: number[] = [];
     const during = probe(db, { group: ids.group, other: ids.other, policy, nodes });
+    const waits = lockWaits(db, name);
     const waitCaughtUp = async (into: number[], committedAt: number) => {
       const cpu0 = await programCpu("postgres");
       let sawBacklog = false;
@@ -280,6 +324,7 @@ async function main(): Promise<void> {
       );
     }
     await during.stop();
+    const longestWait = await waits.stop();
     const machine1 = await machineCpu();
     console.log(`\ncommit of the admin's transaction (${o.nodes} nodes reached):`);
     console.log(line("  enable", commits.enable));
@@ -292,10 +337,22 @@ async function main(): Promise<void> {
       `  PostgreSQL CPU per catch-up: ${(pgCpu.reduce((a, b) => a + b, 0) / pgCpu.length).toFixed(2)} s ` +
         `(${((pgCpu.reduce((a, b) => a + b, 0) / pgCpu.length) / o.nodes * 1e6).toFixed(1)} µs per node)`,
     );
-    console.log("meanwhile, one after another during every catch-up:");
-    console.log(line("  enrollment into the group", during.times.enroll));
-    console.log(line("  compliance report", during.times.report));
-    console.log(line("  other admin change", during.times.admin));
+    console.log(
+      "meanwhile, one after another during every catch-up (and for 15 s before, nothing catching up):",
+    );
+    for (
+      const [label, key] of [["enrollment into the group", "enroll"], ["compliance report", "report"], [
+        "other admin change",
+        "admin",
+      ]] as const
+    ) {
+      console.log(line(`  ${label}`, during.times[key]));
+      console.log(line("    before, quiet", quiet.times[key]));
+    }
+    console.log(
+      `  longest lock wait of anything but the catch-up itself: ${longestWait.ms} ms (${longestWait.what}; ` +
+        "sampled every 20 ms: a wait shorter than that may go unseen)",
+    );
     console.log(
       `machine busy ${
         (((machine1.busy - machine0.busy) / (machine1.total - machine0.total)) * 100).toFixed(0)
