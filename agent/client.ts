@@ -59,17 +59,19 @@ export function target(host: string, port: number): string {
 
 /**
  * Works around a crash of the Deno 2.9 runtime (docs/upstream/README.md): its `node:http2` client dies, by SIGSEGV
- * or by SIGABRT on nghttp2's `find_stream_on_goaway_func: Assertion 'stream->closed_next == NULL'`, when a session
- * is closed or destroyed by a callback that runs while the runtime still processes the frames it received, and a
- * garbage collection happens before that processing ends: nghttp2 goes on with the session it freed. grpc-js does
- * exactly that: its transport closes the session in its 'goaway' listener, which runs while the runtime parses the
- * server's GOAWAY, and every server restart sends one (bench/agent_restart_stress.ts counts the agent's deaths).
+ * or by SIGABRT on nghttp2's `find_stream_on_goaway_func: Assertion 'stream->closed_next == NULL'`, because the
+ * guard that should hold back a session's teardown and its sending while nghttp2 processes received frames
+ * (`is_sending`) is never set in the release build. A session closed by a callback of that processing is freed
+ * under nghttp2's feet, and it crashes once the memory is reused (a GC). grpc-js does exactly that: its transport
+ * closes the session in its 'goaway' listener, which runs while the runtime parses the server's GOAWAY, and every
+ * server restart sends one (bench/agent_restart_stress.ts counts the agent's deaths).
  *
- * Every client session made after this call therefore carries out a `close()` or `destroy()` asked for during
- * that processing on the next turn of the event loop, once the frames are done: the session closes a moment later,
- * nothing else changes. "During the processing" is while the session's native `receive` runs (found through the
- * runtime's private `kHandle` symbol) or, should that ever be missing, while its 'goaway' event is handled.
- * Remove this once the runtime is fixed (the reproduction in docs/upstream/ then survives).
+ * Every client session made after this call does in JavaScript what that guard should: while the session's native
+ * `receive` runs (found through the runtime's private `kHandle` symbol; should that ever be missing, while its
+ * 'goaway' event is handled), a `close()` or `destroy()` is carried out on the next turn of the event loop, and
+ * nothing is sent (`sendPending`) until `receive` has returned. The session closes a moment later, its frames go
+ * out a moment later; nothing else changes. Remove this once the runtime is fixed (the reproduction in
+ * docs/upstream/ then survives).
  */
 export function deferHttp2ClosesOutOfFrameProcessing(): void {
   if (http2Guarded) return;
@@ -84,22 +86,37 @@ export function deferHttp2ClosesOutOfFrameProcessing(): void {
 
 let http2Guarded = false;
 
+type NativeSession = Record<"receive" | "sendPending", ((...a: unknown[]) => unknown) | undefined>;
+
 function guardSession(session: http2.ClientHttp2Session): void {
   let receiving = 0;
   let goaway = false;
   session.once("connect", () => {
     const key = Object.getOwnPropertySymbols(session).find((s) => s.description === "kHandle");
-    const handle = key &&
-      (session as unknown as Record<symbol, { receive?: (...a: unknown[]) => unknown }>)[key];
+    const handle = key && (session as unknown as Record<symbol, NativeSession | undefined>)[key];
     const receive = handle?.receive;
-    if (!handle || typeof receive !== "function") return;
+    if (!handle || typeof receive !== "function" || typeof handle.sendPending !== "function") return;
+    let heldBack = false;
     handle.receive = function (this: unknown, ...a: unknown[]) {
       receiving++;
       try {
         return receive.apply(this, a);
       } finally {
         receiving--;
+        // What was held back goes out now (the runtime also flushes after most, not all, receives).
+        if (receiving === 0 && heldBack) {
+          heldBack = false;
+          handle.sendPending?.();
+        }
       }
+    };
+    const sendPending = handle.sendPending;
+    handle.sendPending = function (this: unknown, ...a: unknown[]) {
+      if (receiving > 0) {
+        heldBack = true;
+        return;
+      }
+      return sendPending.apply(this, a);
     };
   });
   session.prependListener("goaway", () => {
