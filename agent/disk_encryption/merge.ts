@@ -34,8 +34,7 @@ export const DISK_ENCRYPTION_TYPE: string = diskEncryptionType.wireName;
  * The agent's check of one DiskEncryption policy (server data is untrusted): it must parse, and what reaches a
  * tool must pass the shared registry's rules (PCRs become systemd-cryptenroll's arguments, Tang URLs and
  * thumbprints clevis's configuration). The requirements are only compared with what cryptsetup reports, so the
- * registry's rule for cipher names, which refuses the LUKS1 notation a header shows (`aes-cbc-essiv:sha256`), is
- * not applied again here. Throws `PolicyContentError` naming the problem.
+ * registry's rule for cipher names is not applied again here. Throws `PolicyContentError` naming the problem.
  */
 export function checkDiskEncryption(policy: CachedPolicy): DiskEncryptionPolicy {
   const message = parsePolicyContent(policy, diskEncryptionType);

@@ -10,9 +10,11 @@ import {
 import { defineType, messageJson } from "./define.ts";
 import { matches, urlWithScheme } from "./sanitizers.ts";
 
+// LUKS1 headers name the IV generator's hash after a colon (`aes-cbc-essiv:sha256`, what cryptsetup prints and
+// takes), so one hash suffix is allowed: an admin must be able to allow the ciphers of older volumes.
 const CIPHER = matches(
-  /^[a-z0-9]+(-[a-z0-9]+){0,3}$/,
-  "a cipher in cryptsetup notation such as aes-xts-plain64",
+  /^[a-z0-9]+(-[a-z0-9]+){0,3}(:[a-z0-9]+)?$/,
+  "a cipher in cryptsetup notation such as aes-xts-plain64 or aes-cbc-essiv:sha256",
 );
 const THUMBPRINT = matches(
   /^[A-Za-z0-9_-]{16,128}$/,
