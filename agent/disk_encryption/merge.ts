@@ -7,9 +7,9 @@
  * policy's requirements are checked against every volume, nothing is set by them, and escrow is yes or no. What
  * a policy sets up is its unlock protectors, each once per volume, so each protector (TPM2, Tang) is one identity
  * of the merge, field by field: the first policy asking for it decides how it is enrolled (PCRs, servers), and a
- * later policy asking for it differently is overridden. (The server issues a protector task from its policy of
- * highest priority alone, server/disk_encryption/policy.ts; when that policy asks for the protector, it is this
- * merge's winner too.)
+ * later policy asking for it differently is overridden. The server merges the same way
+ * (`mergeDiskEncryption` in shared/policy_types/disk_encryption.ts) to issue protector tasks, so each task it
+ * sends is for this merge's winner.
  *
  * @module
  */
