@@ -4,7 +4,7 @@
  * from the database lives in server/db/pagination.ts.
  */
 import { DEFAULT_PER_PAGE, type ListOptions, MAX_PER_PAGE, type PageRequest } from "../db/pagination.ts";
-import type { JsonSchema } from "./json_schema.ts";
+import { type JsonSchema, objectSchema } from "./json_schema.ts";
 import { queryInt, type RouteContext } from "./route.ts";
 
 /** Query schemas of a paginated list: `page` (≥ 1, default 1) and `per_page` (1..200, default 50). */
@@ -39,17 +39,13 @@ export function listRequest(c: RouteContext): ListOptions {
   };
 }
 
-/** Response schema of one page of `item`, with `extra` properties beside the page fields. */
+/** Response schema of one page of `item`, with `extra` properties (always sent, too) beside the page fields. */
 export function pageSchema(item: JsonSchema, extra: Record<string, JsonSchema> = {}): JsonSchema {
-  return {
-    type: "object",
-    required: ["items", "total", "page", "per_page"],
-    properties: {
-      items: { type: "array", items: item },
-      total: { type: "integer", minimum: 0 },
-      page: { type: "integer", minimum: 1 },
-      per_page: { type: "integer", minimum: 1, maximum: MAX_PER_PAGE },
-      ...extra,
-    },
-  };
+  return objectSchema({
+    items: { type: "array", items: item },
+    total: { type: "integer", minimum: 0 },
+    page: { type: "integer", minimum: 1 },
+    per_page: { type: "integer", minimum: 1, maximum: MAX_PER_PAGE },
+    ...extra,
+  });
 }

@@ -12,7 +12,7 @@
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
@@ -31,21 +31,18 @@ import { getUser, USERNAME_PATTERN } from "../../auth/users.ts";
 import { checkStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { HttpError } from "../errors.ts";
 
-const TOKEN_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    user_id: UUID_SCHEMA,
-    username: { type: "string" },
-    hint: { type: "string", description: "First characters of the token, to tell tokens apart" },
-    created_by: { type: "string" },
-    created_at: { type: "string", format: "date-time" },
-    expires_at: { type: "string", format: "date-time" },
-    last_used_at: { type: ["string", "null"], format: "date-time" },
-    revoked_at: { type: ["string", "null"], format: "date-time" },
-  },
-};
+const TOKEN_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  user_id: UUID_SCHEMA,
+  username: { type: "string" },
+  hint: { type: "string", description: "First characters of the token, to tell tokens apart" },
+  created_by: { type: "string" },
+  created_at: { type: "string", format: "date-time" },
+  expires_at: { type: "string", format: "date-time" },
+  last_used_at: { type: ["string", "null"], format: "date-time" },
+  revoked_at: { type: ["string", "null"], format: "date-time" },
+});
 
 /** Throws unless the caller may manage tokens of `userId` (self, or `user:edit` plus everything they reach). */
 async function assertMayManage(s: IdentityServices, c: RouteContext, userId: string): Promise<void> {
@@ -108,7 +105,7 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
       responses: {
         "201": {
           description: "The token: `token` is its only appearance; send it as Authorization: Bearer",
-          schema: { type: "object", properties: { token: { type: "string" }, api_token: TOKEN_SCHEMA } },
+          schema: objectSchema({ token: { type: "string" }, api_token: TOKEN_SCHEMA }),
         },
       },
       handler: async (c) => {
@@ -171,7 +168,18 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
           full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
         },
       },
-      responses: { "201": { description: "The service account (a user with source service)" } },
+      responses: {
+        "201": {
+          description: "The service account (a user with source service)",
+          schema: objectSchema({
+            id: UUID_SCHEMA,
+            username: { type: "string" },
+            full_name: { type: "string" },
+            source: { type: "string", enum: ["service"] },
+            enabled: { type: "boolean" },
+          }),
+        },
+      },
       handler: async (c) => {
         const input = body<{ username: string; full_name?: string }>(c);
         auditResource(c, { name: input.username });

@@ -1,7 +1,7 @@
 /** `GET /api/v1/audit-logs` (filtered, paginated) and `GET /api/v1/audit-logs/export` (CSV or JSON). */
 import type { ServerContext } from "../../context.ts";
 import { badRequest } from "../errors.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { callerEvent, queryTime, type RouteContext, type RouteSpec } from "../route.ts";
 import {
@@ -39,36 +39,30 @@ const CURSOR_QUERY: JsonSchema = {
     "The next_cursor of the previous page (keyset paging; page is then ignored). Page numbers reach the newest 10,000 entries; deeper pages are read by cursor",
 };
 
-const ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: { type: "integer" },
-    created_at: { type: "string" },
-    user_id: { type: ["string", "null"] },
-    username: { type: "string" },
-    node_id: { type: ["string", "null"] },
-    action: { type: "string" },
-    resource_type: { type: "string" },
-    resource_id: { type: "string" },
-    resource_name: { type: "string" },
-    outcome: { type: "string", enum: ["success", "failure", "denied"] },
-    source_ip: { type: "string" },
-    details: {
-      type: "object",
-      description:
-        "What the action did; changes of an edit as `changes: {field: {from, to}}` (lists as {added, removed}, policy contents by setting)",
-    },
-    names: {
-      type: "object",
-      description:
-        "Current name and type of every id the entry mentions that still exists (resource, node, user, ids in details); a deleted thing's id is absent",
-      additionalProperties: {
-        type: "object",
-        properties: { type: { type: "string" }, name: { type: "string" } },
-      },
-    },
+const ROW_SCHEMA: JsonSchema = objectSchema({
+  id: { type: "integer" },
+  created_at: { type: "string" },
+  user_id: { type: ["string", "null"] },
+  username: { type: "string" },
+  node_id: { type: ["string", "null"] },
+  action: { type: "string" },
+  resource_type: { type: "string" },
+  resource_id: { type: "string" },
+  resource_name: { type: "string" },
+  outcome: { type: "string", enum: ["success", "failure", "denied"] },
+  source_ip: { type: "string" },
+  details: {
+    type: "object",
+    description:
+      "What the action did; changes of an edit as `changes: {field: {from, to}}` (lists as {added, removed}, policy contents by setting)",
   },
-};
+  names: {
+    type: "object",
+    description:
+      "Current name and type of every id the entry mentions that still exists (resource, node, user, ids in details); a deleted thing's id is absent",
+    additionalProperties: objectSchema({ type: { type: "string" }, name: { type: "string" } }),
+  },
+});
 
 const CSV_HEADER = [
   "id",

@@ -23,7 +23,14 @@ import { revokeSession, rotateRefreshToken, startSession } from "../../auth/sess
 import type { IdentityServices } from "../../auth/services.ts";
 import { isWellFormedToken } from "../../auth/tokens.ts";
 import { getUser, passwordHashOf, setPassword } from "../../auth/users.ts";
-import { type AuthKit, authKit, ME_SCHEMA, rateLimited, refuseCrossSite } from "./auth_kit.ts";
+import {
+  type AuthKit,
+  authKit,
+  ME_SCHEMA,
+  rateLimited,
+  refuseCrossSite,
+  SESSION_SCHEMA,
+} from "./auth_kit.ts";
 import { loginRoute, passkeyLoginRoute, passkeyOptionsRoute, secondFactorLoginRoute } from "./auth_login.ts";
 
 /** The auth routes: the login steps (password, second factor, passkey), then the session's own routes. */
@@ -51,7 +58,7 @@ function refreshRoute(kit: AuthKit): RouteSpec {
     tag: "auth",
     access: "public",
     responses: {
-      "200": { description: "New svc_session, svc_refresh and svc_csrf cookies", schema: ME_SCHEMA },
+      "200": { description: "New svc_session, svc_refresh and svc_csrf cookies", schema: SESSION_SCHEMA },
       "401": { description: "No, expired or revoked refresh token; a replayed one ends the whole session" },
     },
     async handler(c) {

@@ -4,6 +4,7 @@
  * as a login on their own. Every step is throttled in the database and audited with its outcome.
  */
 import { badRequest, HttpError } from "../errors.ts";
+import { objectSchema } from "../json_schema.ts";
 import { body, type RouteSpec } from "../route.ts";
 import { MAX_PASSWORD_LENGTH, verifyPassword } from "../../auth/password.ts";
 import { factorsOf, hasSecondFactor, useSecondFactor } from "../../auth/mfa.ts";
@@ -17,21 +18,15 @@ import { maskCodes } from "../step_up.ts";
 import { findUserForLogin, getUser, USERNAME_PATTERN } from "../../auth/users.ts";
 import { startAuthentication, verifyAssertion, WebAuthnError } from "../../auth/webauthn.ts";
 import { requestRpId } from "./webauthn.ts";
-import { type AuthKit, ME_SCHEMA, rateLimited, refuseCrossSite } from "./auth_kit.ts";
+import { type AuthKit, rateLimited, refuseCrossSite, SESSION_SCHEMA } from "./auth_kit.ts";
 
-const SECOND_FACTOR_SCHEMA = {
-  type: "object",
-  properties: {
-    second_factor_required: {
-      type: "object",
-      properties: {
-        token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
-        methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code", "webauthn"] } },
-        expires_at: { type: "string", format: "date-time" },
-      },
-    },
-  },
-};
+const SECOND_FACTOR_SCHEMA = objectSchema({
+  second_factor_required: objectSchema({
+    token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
+    methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code", "webauthn"] } },
+    expires_at: { type: "string", format: "date-time" },
+  }),
+});
 
 const INVALID_CREDENTIALS = "invalid username or password";
 
@@ -58,9 +53,11 @@ export function loginRoute(kit: AuthKit): RouteSpec {
         description:
           "Logged in (sets svc_session, svc_refresh and svc_csrf), or, for a user with a second factor, " +
           "no cookie but `second_factor_required` for the next step",
+        // One of two answers, so no field is always there: the session, or only `second_factor_required`.
         schema: {
-          ...ME_SCHEMA,
-          properties: { ...ME_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
+          type: "object",
+          required: [],
+          properties: { ...SESSION_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
         },
       },
       "401": { description: "Wrong username or password (the same answer for both)" },
@@ -158,7 +155,7 @@ export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
       },
     },
     responses: {
-      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "400": { description: "Neither code nor backup_code" },
       "401": {
         description:
@@ -241,7 +238,7 @@ export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
     responses: {
       "200": {
         description: "Options for navigator.credentials.get; `token` (passkey login) names the challenge",
-        schema: { type: "object", properties: { token: { type: "string" }, options: { type: "object" } } },
+        schema: objectSchema({ token: { type: "string" }, options: { type: "object" } }),
       },
       "401": { description: "The first step expired or was used (`login_expired`)" },
       "429": { description: "Too many passkey challenges for this address (no token); see Retry-After" },
@@ -305,7 +302,7 @@ export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
       },
     },
     responses: {
-      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "401": {
         description:
           "The key's answer was refused (`invalid_assertion`), or the challenge expired or was used",

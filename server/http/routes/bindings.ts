@@ -12,7 +12,7 @@ import {
   MIN_PRIORITY,
   updateBinding,
 } from "../../domain/bindings.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
 import { changeById, DATE_TIME, LOCKOUT_REASON, noContent, readById } from "./common.ts";
@@ -24,23 +24,20 @@ const PRIORITY: JsonSchema = {
   description: "Higher wins when several bindings deliver policies of one type",
 };
 
-const BINDING_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    policy_id: UUID_SCHEMA,
-    policy_name: { type: "string" },
-    policy_type: { type: "string" },
-    policy_state: { type: "string" },
-    node_group_id: UUID_SCHEMA,
-    node_group_name: { type: "string" },
-    state: { type: "string", enum: BINDING_STATES },
-    priority: { type: "integer" },
-    node_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const BINDING_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  policy_id: UUID_SCHEMA,
+  policy_name: { type: "string" },
+  policy_type: { type: "string" },
+  policy_state: { type: "string" },
+  node_group_id: UUID_SCHEMA,
+  node_group_name: { type: "string" },
+  state: { type: "string", enum: BINDING_STATES },
+  priority: { type: "integer" },
+  node_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 /** A binding's name in the audit log. */
 function bindingName(binding: { policy_name: string; node_group_name: string }): string {

@@ -12,44 +12,37 @@ import {
 } from "../../domain/compliance.ts";
 import { policyRollout, ROLLOUT_STATES, rolloutCounts, type RolloutState } from "../../domain/rollout.ts";
 import { badRequest } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { queryBool, queryInt, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { readById } from "./common.ts";
 
 /** Counts per status. */
-export const STATUS_COUNTS_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: Object.fromEntries([...COMPLIANCE_STATUSES, "total"].map((s) => [s, { type: "integer" }])),
-};
+export const STATUS_COUNTS_SCHEMA: JsonSchema = objectSchema(
+  Object.fromEntries([...COMPLIANCE_STATUSES, "total"].map((s) => [s, { type: "integer" }])),
+);
 
-const ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    node_name: { type: "string" },
-    policy_id: UUID_SCHEMA,
-    policy_name: { type: "string" },
-    policy_type: { type: "string" },
-    reported_version: { type: ["integer", "null"] },
-    policy_version: { type: "integer" },
-    status: { type: "string", enum: COMPLIANCE_STATUSES },
-    message: { type: "string" },
-    items: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          schema_id: { type: "string" },
-          key: { type: "string" },
-          status: { type: "string" },
-          message: { type: "string" },
-        },
-      },
-    },
-    reported_at: { type: ["string", "null"], format: "date-time" },
+const ROW_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  node_name: { type: "string" },
+  policy_id: UUID_SCHEMA,
+  policy_name: { type: "string" },
+  policy_type: { type: "string" },
+  reported_version: { type: ["integer", "null"] },
+  policy_version: { type: "integer" },
+  status: { type: "string", enum: COMPLIANCE_STATUSES },
+  message: { type: "string" },
+  items: {
+    type: "array",
+    items: objectSchema({
+      schema_id: { type: "string" },
+      key: { type: "string" },
+      status: { type: "string" },
+      message: { type: "string" },
+    }),
   },
-};
+  reported_at: { type: ["string", "null"], format: "date-time" },
+});
 
 const STATUS_QUERY: JsonSchema = { type: "string", enum: COMPLIANCE_STATUSES };
 
@@ -61,36 +54,30 @@ const ROLLOUT_COUNTS_SCHEMA: JsonSchema = {
   properties: Object.fromEntries([...ROLLOUT_STATES, "total"].map((s) => [s, { type: "integer" }])),
 };
 
-const ROLLOUT_ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    node_name: { type: "string" },
-    node_status: { type: "string", enum: ["online", "degraded", "offline", "unknown"] },
-    last_seen: { type: ["string", "null"], format: "date-time" },
-    state: {
-      type: "string",
-      enum: ROLLOUT_STATES,
-      description: "pending: the node has not reported on the current version yet",
-    },
-    reported_version: { type: ["integer", "null"] },
-    message: { type: "string" },
-    reported_at: { type: ["string", "null"], format: "date-time" },
-    via: {
-      type: "array",
-      description: "The enabled bindings through which the policy reaches the node",
-      items: {
-        type: "object",
-        properties: {
-          binding_id: UUID_SCHEMA,
-          node_group_id: UUID_SCHEMA,
-          node_group_name: { type: "string" },
-          priority: { type: "integer" },
-        },
-      },
-    },
+const ROLLOUT_ROW_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  node_name: { type: "string" },
+  node_status: { type: "string", enum: ["online", "degraded", "offline", "unknown"] },
+  last_seen: { type: ["string", "null"], format: "date-time" },
+  state: {
+    type: "string",
+    enum: ROLLOUT_STATES,
+    description: "pending: the node has not reported on the current version yet",
   },
-};
+  reported_version: { type: ["integer", "null"] },
+  message: { type: "string" },
+  reported_at: { type: ["string", "null"], format: "date-time" },
+  via: {
+    type: "array",
+    description: "The enabled bindings through which the policy reaches the node",
+    items: objectSchema({
+      binding_id: UUID_SCHEMA,
+      node_group_id: UUID_SCHEMA,
+      node_group_name: { type: "string" },
+      priority: { type: "integer" },
+    }),
+  },
+});
 
 /** The `setting` filter of the result list (with its schema), when given. */
 function failingSettingQuery(c: RouteContext): { schemaId: string; key: string } | undefined {
@@ -219,25 +206,19 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Summary",
-          schema: {
-            type: "object",
-            properties: {
-              results: STATUS_COUNTS_SCHEMA,
-              score: {
-                type: ["number", "null"],
-                description: "compliant / (compliant + non_compliant + error)",
-              },
-              nodes: {
-                type: "object",
-                properties: {
-                  total: { type: "integer" },
-                  compliant: { type: "integer" },
-                  non_compliant: { type: "integer" },
-                  without_policies: { type: "integer" },
-                },
-              },
+          schema: objectSchema({
+            results: STATUS_COUNTS_SCHEMA,
+            score: {
+              type: ["number", "null"],
+              description: "compliant / (compliant + non_compliant + error)",
             },
-          },
+            nodes: objectSchema({
+              total: { type: "integer" },
+              compliant: { type: "integer" },
+              non_compliant: { type: "integer" },
+              without_policies: { type: "integer" },
+            }),
+          }),
         },
       },
       handler: async (c) => c.json(await fleetSummary(db)),
@@ -251,14 +232,11 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Per-node compliance",
-          schema: {
-            type: "object",
-            properties: {
-              node_id: UUID_SCHEMA,
-              summary: STATUS_COUNTS_SCHEMA,
-              results: { type: "array", items: ROW_SCHEMA },
-            },
-          },
+          schema: objectSchema({
+            node_id: UUID_SCHEMA,
+            summary: STATUS_COUNTS_SCHEMA,
+            results: { type: "array", items: ROW_SCHEMA },
+          }),
         },
       },
       handler: readById(db, nodeCompliance),

@@ -20,13 +20,109 @@ import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
 import { sendNodeCommand } from "../../events/hub_notice.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
-import { UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, queryBool, type RouteSpec, uuidParam } from "../route.ts";
-import { TEXT_PATTERN } from "./common.ts";
+import { DATE_TIME, TEXT_PATTERN } from "./common.ts";
 
 /** How long the UI shows a revealed key before hiding it again. */
 export const REVEAL_DISPLAY_SECONDS = 120;
+
+const NULLABLE_TIME: JsonSchema = { ...DATE_TIME, type: ["string", "null"] };
+const NAMED_REF: JsonSchema = objectSchema({ id: UUID_SCHEMA, name: { type: "string" } });
+const STRINGS: JsonSchema = { type: "array", items: { type: "string" } };
+
+/** One volume as the inventory lists it (never key material). */
+const VOLUME_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  node_id: { type: ["string", "null"], format: "uuid" },
+  node_name: { type: "string" },
+  luks_uuid: { type: "string" },
+  device: { type: "string" },
+  mapper_name: { type: "string" },
+  mount_point: { type: "string" },
+  root: { type: "boolean" },
+  encrypted: { type: "boolean" },
+  luks_version: { type: "integer" },
+  cipher: { type: "string" },
+  key_size_bits: { type: "integer" },
+  pbkdf: { type: "string" },
+  key_slots: {
+    type: "array",
+    items: objectSchema({
+      slot: { type: "integer" },
+      kind: { type: "string" },
+      managed: { type: "boolean" },
+    }),
+  },
+  protectors: STRINGS,
+  tpm2_enrolled: { type: "boolean" },
+  tpm2_pcrs: { type: "array", items: { type: "integer" } },
+  tang_enrolled: { type: "boolean" },
+  escrow_state: { type: "string", enum: [...ESCROW_STATES] },
+  active_key_id: { type: ["string", "null"], format: "uuid" },
+  active_key_confirmed_at: NULLABLE_TIME,
+  rotation_requested_at: NULLABLE_TIME,
+  rotation_reason: { type: "string" },
+  overdue: { type: "boolean" },
+  clone: { type: "boolean" },
+  compliance: { type: "string", enum: [...VOLUME_COMPLIANCE] },
+  issues: STRINGS,
+  policy: { ...NAMED_REF, type: ["object", "null"] },
+  reported_at: DATE_TIME,
+  missing_since: NULLABLE_TIME,
+});
+
+/** One node's disk encryption: facts, effective policy, volumes with their key history, pending tasks. */
+const NODE_VIEW_SCHEMA: JsonSchema = objectSchema({
+  node: NAMED_REF,
+  reported_at: NULLABLE_TIME,
+  tpm2_available: { type: "boolean" },
+  external_manager: { type: "string" },
+  policy: { ...NAMED_REF, type: ["object", "null"] },
+  volumes: {
+    type: "array",
+    items: objectSchema({
+      ...VOLUME_SCHEMA.properties,
+      keys: {
+        type: "array",
+        items: objectSchema({
+          id: UUID_SCHEMA,
+          state: { type: "string" },
+          key_slot: { type: ["integer", "null"] },
+          reveal_count: { type: "integer" },
+          last_revealed_at: NULLABLE_TIME,
+          created_at: DATE_TIME,
+          confirmed_at: NULLABLE_TIME,
+          retired_at: NULLABLE_TIME,
+        }),
+      },
+    }),
+  },
+  tasks: {
+    type: "array",
+    items: objectSchema({
+      id: UUID_SCHEMA,
+      kind: { type: "string" },
+      volume_id: { type: ["string", "null"], format: "uuid" },
+      reason: { type: "string" },
+      created_at: DATE_TIME,
+    }),
+  },
+});
+
+const RECOVERY_KEY_SCHEMA: JsonSchema = objectSchema({
+  key_id: UUID_SCHEMA,
+  recovery_key: { type: "string" },
+  alternate_keys: {
+    type: "array",
+    items: objectSchema({ key_id: UUID_SCHEMA, recovery_key: { type: "string" } }),
+  },
+  volume_uuid: { type: "string" },
+  node_name: { type: "string" },
+  rotation_scheduled: { type: "boolean" },
+  display_seconds: { type: "integer" },
+});
 
 /** Runs `fn`; a missing or non-matching KEK becomes 503 naming the file and the fix. */
 async function withKek<T>(fn: () => Promise<T>): Promise<T> {
@@ -60,6 +156,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         overdue: { type: "boolean" },
         clone: { type: "boolean" },
       },
+      responses: { "200": { description: "A page of volumes", schema: pageSchema(VOLUME_SCHEMA) } },
       handler: async (c) =>
         c.json(
           await listInventory(db, {
@@ -78,6 +175,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
       summary: "One node's disk encryption: facts, policy, volumes, key history (no key material), tasks",
       tag: "disk-encryption",
       access: "disk_encryption:view",
+      responses: { "200": { description: "The node's disk encryption", schema: NODE_VIEW_SCHEMA } },
       handler: async (c) => c.json(await nodeView(db, uuidParam(c, "id"))),
     },
     {
@@ -95,6 +193,9 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
           ...STEP_UP_PROPERTIES,
         },
+      },
+      responses: {
+        "200": { description: "The recovery key (shown, never stored)", schema: RECOVERY_KEY_SCHEMA },
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -148,6 +249,12 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         additionalProperties: false,
         properties: { reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } },
       },
+      responses: {
+        "200": {
+          description: "The rotation is requested",
+          schema: objectSchema({ rotation_requested: { type: "boolean", enum: [true] } }),
+        },
+      },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const reason = body<{ reason?: string }>(c).reason?.trim() ||
@@ -174,6 +281,16 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "disk-encryption",
       access: "settings:edit",
       audit: { resourceType: "disk_encryption_kek", action: "disk_encryption.kek_rewrap" },
+      responses: {
+        "200": {
+          description: "How many data keys were re-wrapped, and the KEK ids still in use",
+          schema: objectSchema({
+            current_kek_id: { type: "string" },
+            rewrapped: { type: "integer" },
+            kek_ids_in_use: STRINGS,
+          }),
+        },
+      },
       handler: async (c) => {
         reloadKeyring(ctx.config);
         const { kr, out } = await withKek(async () => {

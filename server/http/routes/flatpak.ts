@@ -20,41 +20,35 @@ import {
 } from "../../flatpak/catalogue.ts";
 import { FetchRefused } from "../../flatpak/safe_fetch.ts";
 import { badRequest, HttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { DATE_TIME, noContent, TEXT_PATTERN } from "./common.ts";
 
-const REPO_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    title: { type: "string" },
-    source: { type: "string", enum: ["url", "upload"] },
-    url: { type: "string" },
-    gpg_key: { type: "string" },
-    arch: { type: "string" },
-    last_attempt_at: { type: ["string", "null"], format: "date-time" },
-    last_success_at: { type: ["string", "null"], format: "date-time" },
-    last_error: { type: "string" },
-    app_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const REPO_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  title: { type: "string" },
+  source: { type: "string", enum: ["url", "upload"] },
+  url: { type: "string" },
+  gpg_key: { type: "string" },
+  arch: { type: "string" },
+  last_attempt_at: { type: ["string", "null"], format: "date-time" },
+  last_success_at: { type: ["string", "null"], format: "date-time" },
+  last_error: { type: "string" },
+  app_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
-const HIT_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    app_id: { type: "string" },
-    name: { type: "string" },
-    summary: { type: "string" },
-    icon_url: { type: "string" },
-    versions: { type: "array", items: { type: "string" } },
-    repo: { type: "string" },
-  },
-};
+const HIT_SCHEMA: JsonSchema = objectSchema({
+  app_id: { type: "string" },
+  name: { type: "string" },
+  summary: { type: "string" },
+  icon_url: { type: "string" },
+  versions: { type: "array", items: { type: "string" } },
+  repo: { type: "string" },
+});
 
 async function readLimited(request: Request, max: number): Promise<Uint8Array> {
   if (!request.body) throw badRequest("upload an appstream.xml or appstream.xml.gz as the request body");
@@ -119,7 +113,7 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Repositories",
-          schema: { type: "object", properties: { items: { type: "array", items: REPO_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: REPO_SCHEMA } }),
         },
       },
       handler: async (c) => c.json({ items: await listRepos(db) }),
@@ -203,7 +197,16 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "flatpak",
       access: "settings:edit",
       audit: { resourceType: "flatpak_repo", action: "flatpak_repo.refresh" },
-      responses: { "200": { description: "Outcome and repository" } },
+      responses: {
+        "200": {
+          description: "Outcome and repository",
+          schema: objectSchema({
+            outcome: { type: "string", enum: ["ok", "unchanged", "error"] },
+            error: { type: "string", description: "What went wrong, when the outcome is error" },
+            repo: REPO_SCHEMA,
+          }, { optional: ["error"] }),
+        },
+      },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const result = await refreshRepo(db, id, fetchLimits(ctx));
@@ -242,7 +245,7 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Matching applications",
-          schema: { type: "object", properties: { items: { type: "array", items: HIT_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: HIT_SCHEMA } }),
         },
       },
       handler: async (c) =>

@@ -10,6 +10,7 @@
  * @module
  */
 import { HttpError } from "../errors.ts";
+import { objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import { notFoundError } from "../../core/errors.ts";
 import {
@@ -27,16 +28,13 @@ import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import { base32Encode, otpauthUri } from "../../auth/totp.ts";
 import { getUser } from "../../auth/users.ts";
 
-const BACKUP_CODES_SCHEMA = {
-  type: "object",
-  properties: {
-    backup_codes: {
-      type: "array",
-      items: { type: "string" },
-      description: "Ten single-use codes, shown this once; each replaces a code from the app one time",
-    },
+const BACKUP_CODES_SCHEMA = objectSchema({
+  backup_codes: {
+    type: "array",
+    items: { type: "string" },
+    description: "Ten single-use codes, shown this once; each replaces a code from the app one time",
   },
-} as const;
+});
 
 /** The routes. */
 export function mfaRoutes(s: IdentityServices): RouteSpec[] {
@@ -51,20 +49,17 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
       responses: {
         "200": {
           description: "Factors",
-          schema: {
-            type: "object",
-            properties: {
-              totp: { type: "boolean" },
-              totp_pending: { type: "boolean" },
-              backup_codes_left: { type: "integer" },
-              webauthn: { type: "integer" },
-              required: { type: "boolean" },
-              available: {
-                type: "boolean",
-                description: "Always true: TOTP secrets have a key of their own (kept for older clients)",
-              },
+          schema: objectSchema({
+            totp: { type: "boolean" },
+            totp_pending: { type: "boolean" },
+            backup_codes_left: { type: "integer" },
+            webauthn: { type: "integer" },
+            required: { type: "boolean" },
+            available: {
+              type: "boolean",
+              description: "Always true: TOTP secrets have a key of their own (kept for older clients)",
             },
-          },
+          }),
         },
       },
       handler: async (c) => {
@@ -93,10 +88,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
       responses: {
         "200": {
           description: "The secret (base32) and the otpauth URI to show as a QR code",
-          schema: {
-            type: "object",
-            properties: { secret: { type: "string" }, otpauth_uri: { type: "string" } },
-          },
+          schema: objectSchema({ secret: { type: "string" }, otpauth_uri: { type: "string" } }),
         },
         "409": { description: "An authenticator is already set up, or the server has no JWT secret" },
       },

@@ -5,6 +5,7 @@
  * @module
  */
 import { badRequest } from "../errors.ts";
+import { objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec } from "../route.ts";
 import { isPermission } from "../../../shared/permissions.ts";
 import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "../../auth/mfa_policy.ts";
@@ -32,7 +33,7 @@ export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
       tag: "settings",
       access: "settings:view",
       responses: {
-        "200": { description: "The policy", schema: { type: "object", properties: POLICY_PROPERTIES } },
+        "200": { description: "The policy", schema: objectSchema(POLICY_PROPERTIES) },
       },
       handler: async (c) => c.json(await getMfaPolicy(db)),
     },
@@ -49,7 +50,7 @@ export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
         additionalProperties: false,
         properties: { ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES },
       },
-      responses: { "200": { description: "The stored policy" } },
+      responses: { "200": { description: "The stored policy", schema: objectSchema(POLICY_PROPERTIES) } },
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { name: MFA_POLICY_KEY });

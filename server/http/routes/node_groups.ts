@@ -12,7 +12,7 @@ import {
   removeMember,
   updateNodeGroup,
 } from "../../domain/node_groups.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, created, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
@@ -20,30 +20,24 @@ import { changeById, DATE_TIME, NAME_PATTERN, readById, TEXT_PATTERN } from "./c
 const NAME: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: NAME_PATTERN };
 const DESCRIPTION: JsonSchema = { type: "string", maxLength: 2000, pattern: TEXT_PATTERN };
 
-const GROUP_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    node_count: { type: "integer" },
-    bindings_count: { type: "integer" },
-    enabled_bindings_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const GROUP_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  node_count: { type: "integer" },
+  bindings_count: { type: "integer" },
+  enabled_bindings_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
-const MEMBER_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    name: { type: "string" },
-    fqdn: { type: "string" },
-    status: { type: "string" },
-    added_at: DATE_TIME,
-  },
-};
+const MEMBER_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  name: { type: "string" },
+  fqdn: { type: "string" },
+  status: { type: "string" },
+  added_at: DATE_TIME,
+});
 
 /** Routes of the node-group area. */
 export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
@@ -164,7 +158,7 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Nodes that were added (already-present members are left as they are)",
-          schema: { type: "object", properties: { added: { type: "array", items: UUID_SCHEMA } } },
+          schema: objectSchema({ added: { type: "array", items: UUID_SCHEMA } }),
         },
       },
       handler: async (c) => {

@@ -21,14 +21,14 @@ import {
   revokeNode,
   updateNodeNotes,
 } from "../../domain/nodes.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 import { pendingReasons } from "../../domain/node_pending.ts";
 
-const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
+const GROUP_REF: JsonSchema = objectSchema({ id: UUID_SCHEMA, name: { type: "string" } });
 const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
 
 /** Why an online node is Pending or receives no policy (server/domain/node_pending.ts). */
@@ -84,23 +84,25 @@ const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   },
 };
 
-const NODE_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    ...NODE_SUMMARY_PROPERTIES,
-    machine_id: { type: "string" },
-    gnome_version: { type: "string" },
-    agent_healthy: { type: "boolean" },
-    agent_health_message: { type: "string" },
-    cert_serial: { type: ["string", "null"] },
-    cert_revoked: { type: "boolean" },
-    notes: { type: "string" },
-    updated_at: DATE_TIME,
-    connected: { type: "boolean" },
-    compliance: STATUS_COUNTS_SCHEMA,
-    pending_reasons: PENDING_REASONS,
-  },
-};
+const NODE_SCHEMA: JsonSchema = objectSchema({
+  ...NODE_SUMMARY_PROPERTIES,
+  machine_id: { type: "string" },
+  gnome_version: { type: "string" },
+  agent_healthy: { type: "boolean" },
+  agent_health_message: { type: "string" },
+  cert_serial: { type: ["string", "null"] },
+  cert_revoked: { type: "boolean" },
+  notes: { type: "string" },
+  updated_at: DATE_TIME,
+  connected: { type: "boolean" },
+  compliance: STATUS_COUNTS_SCHEMA,
+});
+
+/** The node as its own page reads it: with why it is Pending (an edit answers the node without them). */
+const NODE_DETAIL_SCHEMA: JsonSchema = objectSchema({
+  ...NODE_SCHEMA.properties,
+  pending_reasons: PENDING_REASONS,
+});
 
 /** Query parameters of the node list's filters (the list, and "select all matching" of bulk actions). */
 export const NODE_FILTER_QUERY: Record<string, JsonSchema> = {
@@ -161,23 +163,16 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "A page of nodes",
-          schema: pageSchema({
-            type: "object",
-            properties: {
-              ...NODE_SUMMARY_PROPERTIES,
-              compliance_rollup: {
-                type: "object",
-                description: "Worst compliance status over the policies that reach the node, with counts",
-                properties: {
-                  worst: { type: "string", enum: COMPLIANCE_ROLLUPS },
-                  total: { type: "integer" },
-                  problems: { type: "integer" },
-                  unknown: { type: "integer" },
-                },
-              },
-              pending_reasons: PENDING_REASONS,
-            },
-          }),
+          schema: pageSchema(objectSchema({
+            ...NODE_SUMMARY_PROPERTIES,
+            compliance_rollup: objectSchema({
+              worst: { type: "string", enum: COMPLIANCE_ROLLUPS },
+              total: { type: "integer" },
+              problems: { type: "integer" },
+              unknown: { type: "integer" },
+            }, { description: "Worst compliance status over the policies that reach the node, with counts" }),
+            pending_reasons: PENDING_REASONS,
+          })),
         },
       },
       handler: async (c) => {
@@ -199,14 +194,11 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Filter values",
-          schema: {
-            type: "object",
-            properties: {
-              os: { type: "array", items: { type: "string" } },
-              agent_versions: { type: "array", items: { type: "string" } },
-              desktops: { type: "array", items: { type: "string" } },
-            },
-          },
+          schema: objectSchema({
+            os: { type: "array", items: { type: "string" } },
+            agent_versions: { type: "array", items: { type: "string" } },
+            desktops: { type: "array", items: { type: "string" } },
+          }),
         },
       },
       handler: async (c) => c.json(await nodeFilterOptions(db)),
@@ -217,7 +209,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       summary: "Read a node: groups, certificate, last heartbeat facts, connection and compliance summary",
       tag: "nodes",
       access: "node:view",
-      responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
+      responses: { "200": { description: "The node", schema: NODE_DETAIL_SCHEMA } },
       handler: async (c) => {
         const node = await getNode(db, uuidParam(c, "id"));
         const reasons = await pendingReasons(db, [node.id]);
@@ -275,10 +267,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Serials revoked by this call",
-          schema: {
-            type: "object",
-            properties: { revoked_serials: { type: "array", items: { type: "string" } } },
-          },
+          schema: objectSchema({ revoked_serials: { type: "array", items: { type: "string" } } }),
         },
       },
       handler: async (c) => {
@@ -348,7 +337,12 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       tag: "nodes",
       access: "node:edit",
       audit: { resourceType: "node", action: "node.metadata_request" },
-      responses: { "202": { description: "Request sent to the agent's stream" } },
+      responses: {
+        "202": {
+          description: "Request sent to the agent's stream",
+          schema: objectSchema({ requested: { type: "boolean", enum: [true] } }),
+        },
+      },
       handler: changeById(db, requestNodeMetadata, { respond: (c) => c.json({ requested: true }, 202) }),
     },
   ];

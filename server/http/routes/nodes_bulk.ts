@@ -17,7 +17,7 @@ import {
 } from "../../domain/nodes_bulk.ts";
 import { getNodeGroup } from "../../domain/node_groups.ts";
 import { toHttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../route.ts";
 import { DATE_TIME } from "./common.ts";
 import { NODE_FILTER_QUERY, nodeFilterFrom } from "./nodes.ts";
@@ -57,7 +57,7 @@ function resultsSchema(extra: Record<string, JsonSchema> = {}): JsonSchema {
             node_id: UUID_SCHEMA,
             node_name: { type: "string", description: "The node's name (its id when it no longer exists)" },
             ok: { type: "boolean" },
-            error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" } } },
+            error: objectSchema({ code: { type: "string" }, message: { type: "string" } }),
             ...extra,
           },
         },
@@ -133,16 +133,13 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "The matching nodes by name, and the full count",
-          schema: {
-            type: "object",
-            properties: {
-              total: { type: "integer" },
-              items: {
-                type: "array",
-                items: { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } },
-              },
+          schema: objectSchema({
+            total: { type: "integer" },
+            items: {
+              type: "array",
+              items: objectSchema({ id: UUID_SCHEMA, name: { type: "string" } }),
             },
-          },
+          }),
         },
       },
       handler: async (c) => c.json(await matchingNodes(db, nodeFilterFrom(c))),

@@ -38,7 +38,7 @@ import { getPolicyType, listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shar
 import { dryRunScripts } from "../../domain/scripts_policy.ts";
 import { caContentSigner } from "../../pki/content_signer.ts";
 import { forbidden, HttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import {
   auditResource,
@@ -101,35 +101,26 @@ const POLICY_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
 };
 
 /** A policy record in responses. */
-export const POLICY_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: { ...POLICY_SUMMARY_PROPERTIES, content: { type: "string" } },
-  required: [...Object.keys(POLICY_SUMMARY_PROPERTIES), "content"],
-};
-const POLICY_SUMMARY_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: POLICY_SUMMARY_PROPERTIES,
-  required: Object.keys(POLICY_SUMMARY_PROPERTIES),
-};
+export const POLICY_SCHEMA: JsonSchema = objectSchema({
+  ...POLICY_SUMMARY_PROPERTIES,
+  content: { type: "string" },
+});
+const POLICY_SUMMARY_SCHEMA: JsonSchema = objectSchema(POLICY_SUMMARY_PROPERTIES);
 
 /** The pending revision of a released policy in responses. */
-export const REVISION_SCHEMA: JsonSchema = {
-  type: "object",
-  required: ["policy_id", "base_version", "description", "content", "created_by", "created_at", "updated_at"],
-  properties: {
-    restored_from: {
-      type: ["integer", "null"],
-      description: "The released version whose content this revision restores (until its content is edited)",
-    },
-    policy_id: UUID_SCHEMA,
-    base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
-    description: { type: "string" },
-    content: { type: "string", description: "protojson of the type's content message (canonical form)" },
-    created_by: { type: "string" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
+export const REVISION_SCHEMA: JsonSchema = objectSchema({
+  restored_from: {
+    type: ["integer", "null"],
+    description: "The released version whose content this revision restores (until its content is edited)",
   },
-};
+  policy_id: UUID_SCHEMA,
+  base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
+  description: { type: "string" },
+  content: { type: "string", description: "protojson of the type's content message (canonical form)" },
+  created_by: { type: "string" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 const IMPORT_REPORT_SCHEMA: JsonSchema = {
   type: "object",
@@ -143,16 +134,13 @@ const IMPORT_REPORT_SCHEMA: JsonSchema = {
     errors: { type: "integer" },
     results: {
       type: "array",
-      items: {
-        type: "object",
-        properties: {
-          doc: { type: "integer", description: "0-based index of the document in the bundle" },
-          kind: { type: "string", enum: ["Policy", "PolicyBinding"] },
-          name: { type: "string" },
-          status: { type: "string", enum: ["created", "updated", "skipped", "error"] },
-          message: { type: "string" },
-        },
-      },
+      items: objectSchema({
+        doc: { type: "integer", description: "0-based index of the document in the bundle" },
+        kind: { type: "string", enum: ["Policy", "PolicyBinding"] },
+        name: { type: "string" },
+        status: { type: "string", enum: ["created", "updated", "skipped", "error"] },
+        message: { type: "string" },
+      }),
     },
   },
 };
@@ -632,15 +620,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           description: "Policy types",
           schema: {
             type: "array",
-            items: {
-              type: "object",
-              properties: {
-                wire_name: { type: "string" },
-                message: { type: "string" },
-                typed_content_case: { type: "string" },
-                merge: { type: "string", enum: ["priority_merge", "file_per_policy", "union"] },
-              },
-            },
+            items: objectSchema({
+              wire_name: { type: "string" },
+              message: { type: "string" },
+              typed_content_case: { type: "string" },
+              merge: { type: "string", enum: ["priority_merge", "file_per_policy", "union"] },
+            }),
           },
         },
       },

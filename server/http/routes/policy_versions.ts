@@ -7,7 +7,7 @@ import type { ServerContext } from "../../context.ts";
 import { getPolicyVersion, listPolicyVersions } from "../../domain/policy_versions.ts";
 import { restoreVersion } from "../../domain/policy_revisions.ts";
 import { badRequest } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import {
   auditResource,
   caller,
@@ -104,10 +104,10 @@ export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "The policy, and the revision started from the old version (released policies)",
-          schema: {
-            type: "object",
-            properties: { policy: POLICY_SCHEMA, revision: { ...REVISION_SCHEMA, type: ["object", "null"] } },
-          },
+          schema: objectSchema({
+            policy: POLICY_SCHEMA,
+            revision: { ...REVISION_SCHEMA, type: ["object", "null"] },
+          }),
         },
       },
       handler: async (c) => {

@@ -5,7 +5,7 @@
  */
 import type { ServerContext } from "../../context.ts";
 import { POLKIT_BUILTIN_SOURCE, searchPolkitActions } from "../../domain/polkit_catalogue.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import type { RouteSpec } from "../route.ts";
 import { catalogueSearchRoute } from "./catalogues.ts";
 
@@ -36,10 +36,7 @@ export function polkitCatalogueRoutes(ctx: ServerContext): RouteSpec[] {
     extra: {
       prefixes: {
         type: "array",
-        items: {
-          type: "object",
-          properties: { prefix: { type: "string" }, action_count: { type: "integer", minimum: 0 } },
-        },
+        items: objectSchema({ prefix: { type: "string" }, action_count: { type: "integer", minimum: 0 } }),
       },
     },
     search: searchPolkitActions,

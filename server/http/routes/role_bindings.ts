@@ -11,7 +11,7 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { slicePage } from "../../db/pagination.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
@@ -119,24 +119,21 @@ const BINDING_PROPERTIES: Record<string, JsonSchema> = {
 };
 
 /** Response schema of one role binding. */
-const ROLE_BINDING_SCHEMA: JsonSchema = { type: "object", properties: BINDING_PROPERTIES };
+export const ROLE_BINDING_SCHEMA: JsonSchema = objectSchema(BINDING_PROPERTIES);
 
-const LISTED_BINDING_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    ...BINDING_PROPERTIES,
-    subject: {
-      type: "object",
-      description: "Who holds the binding",
-      required: ["type", "id", "name"],
-      properties: {
-        type: { type: "string", enum: ["user", "user_group"] },
-        id: UUID_SCHEMA,
-        name: { type: "string", description: "Username or user group name" },
-      },
+const LISTED_BINDING_SCHEMA: JsonSchema = objectSchema({
+  ...BINDING_PROPERTIES,
+  subject: {
+    type: "object",
+    description: "Who holds the binding",
+    required: ["type", "id", "name"],
+    properties: {
+      type: { type: "string", enum: ["user", "user_group"] },
+      id: UUID_SCHEMA,
+      name: { type: "string", description: "Username or user group name" },
     },
   },
-};
+});
 
 /** Checks the role, the scope and the escalation rule; returns the role and the normalised scope. */
 export async function checkBindingInput(

@@ -8,8 +8,8 @@
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
@@ -23,7 +23,7 @@ import {
   STEP_UP_REFUSED,
   takeStepUpProof,
 } from "../step_up.ts";
-import { identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { DATE_TIME, identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -32,16 +32,22 @@ const PERMISSIONS_SCHEMA: JsonSchema = {
   maxItems: ALL_PERMISSIONS.length,
 };
 
-const ROLE_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    builtin: { type: "boolean" },
-    permissions: { type: "array", items: { type: "string" } },
-  },
-};
+const ROLE_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  builtin: { type: "boolean" },
+  permissions: { type: "array", items: { type: "string" } },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
+
+const PERMISSION_SCHEMA: JsonSchema = objectSchema({
+  id: { type: "string", description: "resource:action" },
+  resource: { type: "string" },
+  action: { type: "string" },
+  description: { type: "string" },
+});
 
 /** Name of a role or user group: 1–100 characters, not all blank. */
 export const NAME_SCHEMA: JsonSchema = {
@@ -74,7 +80,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       tag: "roles",
       access: "role:view",
       query: PAGE_QUERY,
-      responses: { "200": { description: "A page of roles", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of roles", schema: pageSchema(ROLE_SCHEMA) } },
       async handler(c) {
         return c.json(await listRoles(db, pageRequest(c)));
       },
@@ -206,7 +212,7 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
       tag: "roles",
       access: "role:view",
       query: PAGE_QUERY,
-      responses: { "200": { description: "A page of permissions", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of permissions", schema: pageSchema(PERMISSION_SCHEMA) } },
       async handler(c) {
         return c.json(await listPermissions(db, pageRequest(c)));
       },

@@ -5,36 +5,27 @@
  */
 import type { ServerContext } from "../../context.ts";
 import { sessionAccessReport } from "../../domain/session_access_guard.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
 import type { RouteSpec } from "../route.ts";
 import { badRequest } from "../errors.ts";
 
-const RANGE: JsonSchema = {
-  type: "object",
-  properties: {
-    from: { type: "integer", description: "Minute of the week, Monday 00:00 = 0" },
-    to: { type: "integer", description: "End minute (exclusive); 10080 = end of Sunday" },
-  },
-};
+const RANGE: JsonSchema = objectSchema({
+  from: { type: "integer", description: "Minute of the week, Monday 00:00 = 0" },
+  to: { type: "integer", description: "End minute (exclusive); 10080 = end of Sunday" },
+});
 
-const REPORT_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    view_zone: { type: "string", description: "Time zone the minutes are read in" },
-    timeline: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          subject: { type: "string", description: "A user name, or %group" },
-          allowed: { type: "array", items: RANGE },
-        },
-      },
-    },
-    lockouts: { type: "array", items: RANGE, description: "When no named account may log in" },
+const REPORT_SCHEMA: JsonSchema = objectSchema({
+  view_zone: { type: "string", description: "Time zone the minutes are read in" },
+  timeline: {
+    type: "array",
+    items: objectSchema({
+      subject: { type: "string", description: "A user name, or %group" },
+      allowed: { type: "array", items: RANGE },
+    }),
   },
-};
+  lockouts: { type: "array", items: RANGE, description: "When no named account may log in" },
+});
 
 /** Routes of the SessionAccess guard. */
 export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {

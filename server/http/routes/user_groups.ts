@@ -8,17 +8,18 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { identityTransaction, reachablePermissionsOfGroup } from "../../auth/rbac.ts";
-import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { manageable, ROLE_BINDING_SCHEMA, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { USER_SCHEMA } from "./users.ts";
 import { listBindings } from "../../auth/role_bindings.ts";
 import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./roles.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { STEP_UP_BODY, STEP_UP_PROPERTIES, STEP_UP_REFUSED } from "../step_up.ts";
-import { identityChange } from "./common.ts";
+import { DATE_TIME, identityChange } from "./common.ts";
 import {
   addMember,
   createUserGroup,
@@ -32,15 +33,14 @@ import {
 } from "../../auth/user_groups.ts";
 import { getUser } from "../../auth/users.ts";
 
-const GROUP_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    member_count: { type: "integer" },
-  },
-};
+const GROUP_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  member_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 /** User groups as holders of roles. */
 const GROUP_SUBJECT: Subject<UserGroup> = {
@@ -68,7 +68,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:view",
       query: PAGE_QUERY,
-      responses: { "200": { description: "A page of groups", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of groups", schema: pageSchema(GROUP_SCHEMA) } },
       async handler(c) {
         return c.json(await listUserGroups(db, pageRequest(c)));
       },
@@ -106,7 +106,15 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       summary: "One user group with its role bindings",
       tag: "user-groups",
       access: "user_group:view",
-      responses: { "200": { description: "The group", schema: GROUP_SCHEMA } },
+      responses: {
+        "200": {
+          description: "The group",
+          schema: objectSchema({
+            ...GROUP_SCHEMA.properties,
+            role_bindings: { type: "array", items: ROLE_BINDING_SCHEMA },
+          }),
+        },
+      },
       async handler(c) {
         const group = await requireGroup(uuidParam(c, "id"));
         return c.json({ ...group, role_bindings: await listBindings(db, { userGroupId: group.id }) });
@@ -171,7 +179,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
       tag: "user-groups",
       access: "user_group:view",
       query: PAGE_QUERY,
-      responses: { "200": { description: "A page of users", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of users", schema: pageSchema(USER_SCHEMA) } },
       async handler(c) {
         const group = await requireGroup(uuidParam(c, "id"));
         return c.json(await listMembers(db, group.id, pageRequest(c)));

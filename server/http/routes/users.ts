@@ -8,13 +8,19 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { checkPasswordRules, MAX_PASSWORD_LENGTH } from "../../auth/password.ts";
 import { effectivePermissions, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
-import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import {
+  checkBindingInput,
+  manageable,
+  ROLE_BINDING_SCHEMA,
+  roleBindingRoutes,
+  type Subject,
+} from "./role_bindings.ts";
 import { createBinding, listBindings } from "../../auth/role_bindings.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "../step_up.ts";
@@ -29,21 +35,41 @@ import {
   type User,
   USERNAME_PATTERN,
 } from "../../auth/users.ts";
-import { OPTIONAL_NAME_PATTERN } from "./common.ts";
+import { DATE_TIME, OPTIONAL_NAME_PATTERN } from "./common.ts";
 
-const USER_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    username: { type: "string" },
-    email: { type: "string" },
-    full_name: { type: "string" },
-    source: { type: "string" },
-    enabled: { type: "boolean" },
-    created_at: { type: "string" },
-    updated_at: { type: "string" },
+/** A user's own record (what a user group's member list shows). */
+export const USER_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  username: { type: "string" },
+  email: { type: "string" },
+  full_name: { type: "string" },
+  source: { type: "string" },
+  enabled: { type: "boolean" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
+
+/** A user as the user list shows them: with every role they hold, directly or through a user group. */
+const LISTED_USER_SCHEMA: JsonSchema = objectSchema({
+  ...USER_SCHEMA.properties,
+  roles: {
+    type: "array",
+    items: objectSchema({
+      id: UUID_SCHEMA,
+      name: { type: "string" },
+      scope_type: { type: "string" },
+      user_group: { type: ["string", "null"], description: "The user group it comes through, if any" },
+    }),
   },
-};
+});
+
+/** A user with their groups, role bindings and effective permissions. */
+const USER_DETAIL_SCHEMA: JsonSchema = objectSchema({
+  ...USER_SCHEMA.properties,
+  groups: { type: "array", items: objectSchema({ id: UUID_SCHEMA, name: { type: "string" } }) },
+  role_bindings: { type: "array", items: ROLE_BINDING_SCHEMA },
+  permissions: { type: "array", items: { type: "string" } },
+});
 
 const PROFILE_PROPERTIES: Record<string, JsonSchema> = {
   email: { type: "string", maxLength: 254, pattern: OPTIONAL_NAME_PATTERN },
@@ -125,7 +151,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         enabled: { type: "boolean" },
         ...PAGE_QUERY,
       },
-      responses: { "200": { description: "A page of users", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of users", schema: pageSchema(LISTED_USER_SCHEMA) } },
       async handler(c) {
         const page = await listUsers(db, {
           search: c.req.query("search") || undefined,
@@ -163,7 +189,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         },
       },
       responses: {
-        "201": { description: "The new user", schema: USER_SCHEMA },
+        "201": { description: "The new user", schema: USER_DETAIL_SCHEMA },
         "403": {
           description: "Missing permission, escalation, or step-up re-authentication (with role_ids)",
         },
@@ -222,7 +248,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
       summary: "One user with groups, role bindings and effective permissions",
       tag: "users",
       access: "user:view",
-      responses: { "200": { description: "The user", schema: USER_SCHEMA } },
+      responses: { "200": { description: "The user", schema: USER_DETAIL_SCHEMA } },
       async handler(c) {
         return c.json(await detail(uuidParam(c, "id")));
       },

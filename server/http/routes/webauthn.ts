@@ -7,6 +7,7 @@
  */
 import { notFoundError } from "../../core/errors.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { objectSchema } from "../json_schema.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import {
@@ -20,23 +21,17 @@ import {
 } from "../../auth/webauthn.ts";
 import { getUser } from "../../auth/users.ts";
 
-const OPTIONS_SCHEMA = {
-  type: "object",
-  properties: {
-    token: { type: "string", description: "Names the challenge; send it back with the key's answer" },
-    options: { type: "object", description: "PublicKeyCredential creation or request options (JSON form)" },
-  },
-} as const;
+const OPTIONS_SCHEMA = objectSchema({
+  token: { type: "string", description: "Names the challenge; send it back with the key's answer" },
+  options: { type: "object", description: "PublicKeyCredential creation or request options (JSON form)" },
+});
 
-const CREDENTIAL_SCHEMA = {
-  type: "object",
-  properties: {
-    id: { type: "string", format: "uuid" },
-    name: { type: "string" },
-    created_at: { type: "string", format: "date-time" },
-    last_used_at: { type: "string", format: "date-time", description: "Null until first used" },
-  },
-} as const;
+const CREDENTIAL_SCHEMA = objectSchema({
+  id: { type: "string", format: "uuid" },
+  name: { type: "string" },
+  created_at: { type: "string", format: "date-time" },
+  last_used_at: { type: ["string", "null"], format: "date-time", description: "Null until first used" },
+});
 
 /** The RP ID of the page that asked (its Origin header, when it is one of the configured origins). */
 export function requestRpId(s: IdentityServices, c: RouteContext): string {
@@ -63,7 +58,7 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
       responses: {
         "200": {
           description: "Keys, oldest first",
-          schema: { type: "object", properties: { items: { type: "array", items: CREDENTIAL_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: CREDENTIAL_SCHEMA } }),
         },
       },
       handler: async (c) => c.json({ items: (await listCredentials(db, caller(c).id)).map(asJson) }),
