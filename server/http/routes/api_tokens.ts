@@ -30,6 +30,7 @@ import type { IdentityServices } from "../../auth/services.ts";
 import { getUser, USERNAME_PATTERN } from "../../auth/users.ts";
 import { checkStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { HttpError } from "../errors.ts";
+import { apiTokensRoute as route } from "./tags.ts";
 
 const TOKEN_SCHEMA: JsonSchema = objectSchema({
   id: UUID_SCHEMA,
@@ -62,12 +63,8 @@ async function assertMayManage(s: IdentityServices, c: RouteContext, userId: str
 export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/api-tokens",
+    route("GET /api/v1/api-tokens", "authenticated", {
       summary: "List API tokens: your own, or everyone's with user:view (user_id narrows to one user)",
-      tag: "api-tokens",
-      access: "authenticated",
       query: { user_id: { ...UUID_SCHEMA, description: "Only this user's tokens" } },
       responses: {
         "200": { description: "Tokens, newest first", schema: { type: "array", items: TOKEN_SCHEMA } },
@@ -81,15 +78,11 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         }
         return c.json(await listApiTokens(db, wanted ?? (everyone ? undefined : me.id)));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/api-tokens",
+    }),
+    route("POST /api/v1/api-tokens", "authenticated", {
       summary:
         "Create an API token (shown once) for yourself, or for another user or service account with user:edit; " +
         "needs a signed-in session and step-up re-authentication (an API token cannot create tokens)",
-      tag: "api-tokens",
-      access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.create" },
       body: {
         type: "object",
@@ -134,13 +127,9 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         c.set("auditDetails", { user: record.username, expires_at: record.expires_at.toISOString() });
         return c.json({ token, api_token: record }, 201);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/api-tokens/:id",
+    }),
+    route("DELETE /api/v1/api-tokens/:id", "authenticated", {
       summary: "Revoke an API token (yours, or another user's with user:edit)",
-      tag: "api-tokens",
-      access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.revoke" },
       responses: { "200": { description: "The revoked token", schema: TOKEN_SCHEMA } },
       handler: async (c) => {
@@ -151,13 +140,9 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         await assertMayManage(s, c, existing.user_id);
         return c.json(await revokeApiToken(db, id));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/service-accounts",
+    }),
+    route("POST /api/v1/service-accounts", "user:create", {
       summary: "Create a service account: a user without a password that acts only through API tokens",
-      tag: "api-tokens",
-      access: "user:create",
       audit: { resourceType: "user", action: "service_account.create" },
       body: {
         type: "object",
@@ -190,6 +175,6 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { id: account.id, name: account.username });
         return c.json(account, 201);
       },
-    },
+    }),
   ];
 }

@@ -13,6 +13,7 @@ import {
 } from "../../audit/audit_logs.ts";
 import { csvLine } from "../../audit/csv.ts";
 import { withAuditNames } from "../../audit/audit_names.ts";
+import { auditRoute as route } from "./tags.ts";
 
 const FILTER_QUERY: Record<string, JsonSchema> = {
   action: { type: "string", maxLength: 1000, description: "Action, or several separated by commas" },
@@ -99,12 +100,8 @@ function filterOf(c: RouteContext): AuditFilter {
 /** The audit log routes. */
 export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/audit-logs",
+    route("GET /api/v1/audit-logs", "audit_log:view", {
       summary: "List audit log entries, newest first",
-      tag: "audit",
-      access: "audit_log:view",
       query: { ...FILTER_QUERY, ...PAGE_QUERY, cursor: CURSOR_QUERY },
       responses: {
         "200": {
@@ -140,13 +137,9 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
         const found = await listAuditLogs(ctx.db, filterOf(c), { ...page, cursor });
         return c.json({ ...found, items: await withAuditNames(ctx.db, found.items) });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/audit-logs/export",
+    }),
+    route("GET /api/v1/audit-logs/export", "audit_log:export", {
       summary: "Export matching audit log entries as CSV (spreadsheet-safe) or JSON",
-      tag: "audit",
-      access: "audit_log:export",
       query: { ...FILTER_QUERY, format: { type: "string", enum: ["csv", "json"] } },
       responses: {
         "200": { description: "The entries as a download", contentType: "text/csv or application/json" },
@@ -202,7 +195,7 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
           },
         });
       },
-    },
+    }),
   ];
 }
 

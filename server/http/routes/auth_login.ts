@@ -19,6 +19,7 @@ import { findUserForLogin, getUser, USERNAME_PATTERN } from "../../auth/users.ts
 import { startAuthentication, verifyAssertion, WebAuthnError } from "../../auth/webauthn.ts";
 import { requestRpId } from "./webauthn.ts";
 import { type AuthKit, rateLimited, refuseCrossSite, SESSION_SCHEMA } from "./auth_kit.ts";
+import { authRoute as route } from "./tags.ts";
 
 const SECOND_FACTOR_SCHEMA = objectSchema({
   second_factor_required: objectSchema({
@@ -33,12 +34,8 @@ const INVALID_CREDENTIALS = "invalid username or password";
 /** The first login step: username and password (local or directory), then a session or a second-factor step. */
 export function loginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, ldapLogin, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login",
+  return route("POST /api/v1/auth/login", "public", {
     summary: "Log in with username and password",
-    tag: "auth",
-    access: "public",
     body: {
       type: "object",
       required: ["username", "password"],
@@ -132,18 +129,14 @@ export function loginRoute(kit: AuthKit): RouteSpec {
       }
       return await finishLogin(c, user, { method: "password" });
     },
-  };
+  });
 }
 
 /** The second login step: a TOTP or backup code for the pending login of the first step. */
 export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/second-factor",
+  return route("POST /api/v1/auth/login/second-factor", "public", {
     summary: "Second login step: the token from the first step and a TOTP code or a backup code",
-    tag: "auth",
-    access: "public",
     body: {
       type: "object",
       required: ["token"],
@@ -216,20 +209,16 @@ export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
       if (!(await consumePendingLogin(ctx.db, pending.id))) throw loginExpired();
       return await finishLogin(c, user, { method });
     },
-  };
+  });
 }
 
 /** A passkey challenge: for the pending login of the first step, or for a passkey login without one. */
 export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, passkeyChallenges, rp } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/webauthn/options",
+  return route("POST /api/v1/auth/login/webauthn/options", "public", {
     summary:
       "A challenge for a security key: with the token of the first step (second factor), or without one for a " +
       "passkey login with no username",
-    tag: "auth",
-    access: "public",
     body: {
       type: "object",
       additionalProperties: false,
@@ -275,20 +264,16 @@ export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
       });
       return c.json({ options: started.options });
     },
-  };
+  });
 }
 
 /** The answer to a passkey challenge: a second factor, or a passkey login on its own. */
 export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, rp, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/webauthn",
+  return route("POST /api/v1/auth/login/webauthn", "public", {
     summary:
       "Log in with a security key: the second step after the password, or a passkey alone (token from the " +
       "options without a first step)",
-    tag: "auth",
-    access: "public",
     body: {
       type: "object",
       required: ["token", "response"],
@@ -376,7 +361,7 @@ export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
       }
       return await finishLogin(c, user, { method: kind === "passkey" ? "passkey" : "webauthn" });
     },
-  };
+  });
 }
 
 /** 401 `login_expired`: the first login step must be done again. */

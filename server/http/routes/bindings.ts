@@ -16,6 +16,7 @@ import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
 import { changeById, DATE_TIME, LOCKOUT_REASON, noContent, readById } from "./common.ts";
+import { bindingsRoute as route } from "./tags.ts";
 
 const PRIORITY: JsonSchema = {
   type: "integer",
@@ -48,12 +49,8 @@ function bindingName(binding: { policy_name: string; node_group_name: string }):
 export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/policy-bindings",
+    route("GET /api/v1/policy-bindings", "binding:view", {
       summary: "List bindings (highest priority first by default)",
-      tag: "bindings",
-      access: "binding:view",
       query: {
         ...listQuery(BINDING_SORT_COLUMNS),
         policy_id: UUID_SCHEMA,
@@ -69,13 +66,9 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
             state: c.req.query("state") as BindingState | undefined,
           }, listRequest(c)),
         ),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policy-bindings",
+    }),
+    route("POST /api/v1/policy-bindings", "binding:create", {
       summary: "Bind a policy to a node group; a new binding always starts disabled",
-      tag: "bindings",
-      access: "binding:create",
       audit: { resourceType: "binding" },
       body: {
         type: "object",
@@ -96,22 +89,14 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id: binding.id, name: bindingName(binding) });
         return c.json(binding, 201);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("GET /api/v1/policy-bindings/:id", "binding:view", {
       summary: "Read a binding",
-      tag: "bindings",
-      access: "binding:view",
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: readById(db, getBinding),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("PUT /api/v1/policy-bindings/:id", "binding:edit", {
       summary: "Enable or disable a binding (enabling needs a released policy) or change its priority",
-      tag: "bindings",
-      access: "binding:edit",
       audit: { resourceType: "binding" },
       body: {
         type: "object",
@@ -136,16 +121,12 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         },
         { auditName: bindingName, track: { read: getBinding, fields: ["state", "priority"] } },
       ),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("DELETE /api/v1/policy-bindings/:id", "binding:delete", {
       summary: "Delete a binding",
-      tag: "bindings",
-      access: "binding:delete",
       audit: { resourceType: "binding" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, deleteBinding, { respond: noContent, auditName: bindingName }),
-    },
+    }),
   ];
 }

@@ -11,6 +11,7 @@ import {
 } from "../../domain/gsettings_catalogue.ts";
 import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { queryInt, type RouteSpec } from "../route.ts";
+import { cataloguesRoute as route } from "./tags.ts";
 
 const KEY_SCHEMA: JsonSchema = {
   type: "object",
@@ -120,12 +121,8 @@ export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
       search: searchGSettingsSchemas,
       builtinSource: BUILTIN_SOURCE,
     }),
-    {
-      method: "GET",
-      path: "/api/v1/catalogues/gsettings/:schema_id",
+    route("GET /api/v1/catalogues/gsettings/:schema_id", "policy:view", {
       summary: "One GSettings schema with every key (type, default, enum values, range, choices)",
-      tag: "catalogues",
-      access: "policy:view",
       responses: {
         "200": {
           description: "The schema",
@@ -134,6 +131,6 @@ export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
         "404": { description: "No such schema in the catalogue" },
       },
       handler: async (c) => c.json(await getGSettingsSchema(db, c.req.param("schema_id") ?? "")),
-    },
+    }),
   ];
 }

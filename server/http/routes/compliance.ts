@@ -16,6 +16,7 @@ import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { queryBool, queryInt, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { readById } from "./common.ts";
+import { complianceRoute as route } from "./tags.ts";
 
 /** Counts per status. */
 export const STATUS_COUNTS_SCHEMA: JsonSchema = objectSchema(
@@ -95,13 +96,9 @@ function failingSettingQuery(c: RouteContext): { schemaId: string; key: string }
 export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/compliance",
+    route("GET /api/v1/compliance", "compliance:view", {
       summary:
         "Latest reported results, only where the policy still reaches the node; with counts per status",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ...listQuery(COMPLIANCE_SORT_COLUMNS),
         status: STATUS_QUERY,
@@ -155,14 +152,10 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             failingSetting: failingSettingQuery(c),
           }, { ...listRequest(c), cursor: c.req.query("cursor") || undefined }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/compliance/failing-settings",
+    }),
+    route("GET /api/v1/compliance/failing-settings", "compliance:view", {
       summary: "The settings failing on most nodes (items reported as error or non_compliant, where the " +
         "policy still reaches the node), by policy and setting, most nodes first",
-      tag: "compliance",
-      access: "compliance:view",
       query: { limit: { type: "integer", minimum: 1, maximum: 100, description: "How many (default 5)" } },
       responses: {
         "200": {
@@ -196,13 +189,9 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await failingSettings(db, queryInt(c, "limit", 5))),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/compliance/summary",
+    }),
+    route("GET /api/v1/compliance/summary", "compliance:view", {
       summary: "Fleet summary: expected results per status (missing reports count as unknown), score, nodes",
-      tag: "compliance",
-      access: "compliance:view",
       responses: {
         "200": {
           description: "Summary",
@@ -222,13 +211,9 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await fleetSummary(db)),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/:id/compliance",
+    }),
+    route("GET /api/v1/nodes/:id/compliance", "compliance:view", {
       summary: "Every policy that reaches the node with its latest result",
-      tag: "compliance",
-      access: "compliance:view",
       responses: {
         "200": {
           description: "Per-node compliance",
@@ -240,13 +225,9 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: readById(db, nodeCompliance),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/compliance",
+    }),
+    route("GET /api/v1/policies/all/:id/compliance", "compliance:view", {
       summary: "Every node the policy reaches with its latest result, with counts per status",
-      tag: "compliance",
-      access: "compliance:view",
       query: { ...PAGE_QUERY, status: STATUS_QUERY },
       responses: {
         "200": {
@@ -261,14 +242,10 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             status: c.req.query("status") as ComplianceStatus | undefined,
           }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/rollout",
+    }),
+    route("GET /api/v1/policies/all/:id/rollout", "compliance:view", {
       summary:
         "Rollout of the policy: every node it reaches, through which bindings, and its state with the current version (pending until the node reports on it), problems first, with counts per state",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ...PAGE_QUERY,
         state: { type: "string", enum: ROLLOUT_STATES },
@@ -298,13 +275,9 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             },
           }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/rollout",
+    }),
+    route("GET /api/v1/policies/rollout", "compliance:view", {
       summary: "Rollout counts per state of up to 200 policies (one grouped query; for list pages)",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ids: {
           type: "string",
@@ -322,6 +295,6 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         const ids = (c.req.query("ids") ?? "").split(",").filter(Boolean).map((s) => s.toLowerCase());
         return c.json(Object.fromEntries(await rolloutCounts(db, ids)));
       },
-    },
+    }),
   ];
 }

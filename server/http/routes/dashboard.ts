@@ -12,6 +12,7 @@ import { POLICY_STATES } from "../../domain/policies.ts";
 import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { caller, type RouteSpec } from "../route.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
+import { dashboardRoute as route } from "./tags.ts";
 
 const COUNT: JsonSchema = { type: "integer", minimum: 0 };
 
@@ -80,13 +81,9 @@ const SUMMARY_SCHEMA: JsonSchema = objectSchema({
 export function dashboardRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/dashboard/summary",
+    route("GET /api/v1/dashboard/summary", "authenticated", {
       summary: "Fleet and policy counts for the dashboard in one request; each section only with its " +
         "permission (node:view → nodes, certificates; compliance:view; policy:view; binding:view)",
-      tag: "dashboard",
-      access: "authenticated",
       // No parameters: declaring none makes a stray one a 400 instead of being ignored.
       query: {},
       responses: { "200": { description: "The sections the caller may see", schema: SUMMARY_SCHEMA } },
@@ -102,6 +99,6 @@ export function dashboardRoutes(ctx: ServerContext): RouteSpec[] {
           }),
         );
       },
-    },
+    }),
   ];
 }

@@ -24,6 +24,7 @@ import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { DATE_TIME, TEXT_PATTERN } from "./common.ts";
+import { diskEncryptionRoute as route } from "./tags.ts";
 
 /** How long the UI shows a revealed key before hiding it again. */
 export const REVEAL_DISPLAY_SECONDS = 120;
@@ -141,12 +142,8 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
     directory: ctx.config.ldap,
   });
   return [
-    {
-      method: "GET",
-      path: "/api/v1/disk-encryption/volumes",
+    route("GET /api/v1/disk-encryption/volumes", "disk_encryption:view", {
       summary: "Fleet inventory of volumes: escrow state, protectors, compliance, overdue rotations, clones",
-      tag: "disk-encryption",
-      access: "disk_encryption:view",
       query: {
         ...PAGE_QUERY,
         node: UUID_SCHEMA,
@@ -168,22 +165,14 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
             clone: queryBool(c, "clone"),
           }, pageRequest(c)),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/disk-encryption/nodes/:id",
+    }),
+    route("GET /api/v1/disk-encryption/nodes/:id", "disk_encryption:view", {
       summary: "One node's disk encryption: facts, policy, volumes, key history (no key material), tasks",
-      tag: "disk-encryption",
-      access: "disk_encryption:view",
       responses: { "200": { description: "The node's disk encryption", schema: NODE_VIEW_SCHEMA } },
       handler: async (c) => c.json(await nodeView(db, uuidParam(c, "id"))),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/volumes/:id/reveal",
+    }),
+    route("POST /api/v1/disk-encryption/volumes/:id/reveal", "disk_encryption:reveal", {
       summary: "Reveal the active recovery key of a volume (reason and re-authentication required; audited)",
-      tag: "disk-encryption",
-      access: "disk_encryption:reveal",
       audit: { resourceType: "luks_volume", action: "disk_encryption.reveal" },
       body: {
         type: "object",
@@ -236,13 +225,9 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           display_seconds: REVEAL_DISPLAY_SECONDS,
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/volumes/:id/rotate",
+    }),
+    route("POST /api/v1/disk-encryption/volumes/:id/rotate", "disk_encryption:reveal", {
       summary: "Ask the node to replace the volume's recovery key",
-      tag: "disk-encryption",
-      access: "disk_encryption:reveal",
       audit: { resourceType: "luks_volume", action: "disk_encryption.rotate" },
       body: {
         type: "object",
@@ -273,13 +258,9 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id, name: `${out.node_name}:${out.luks_uuid}` });
         return c.json({ rotation_requested: true });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/kek/rewrap",
+    }),
+    route("POST /api/v1/disk-encryption/kek/rewrap", "settings:edit", {
       summary: "Re-read the KEK file and re-wrap every data key with its first (current) key",
-      tag: "disk-encryption",
-      access: "settings:edit",
       audit: { resourceType: "disk_encryption_kek", action: "disk_encryption.kek_rewrap" },
       responses: {
         "200": {
@@ -305,6 +286,6 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           kek_ids_in_use: out.kekIdsInUse,
         });
       },
-    },
+    }),
   ];
 }

@@ -24,6 +24,7 @@ import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { DATE_TIME, noContent, TEXT_PATTERN } from "./common.ts";
+import { flatpakRoute as route } from "./tags.ts";
 
 const REPO_SCHEMA: JsonSchema = objectSchema({
   id: UUID_SCHEMA,
@@ -81,35 +82,31 @@ async function readLimited(request: Request, max: number): Promise<Uint8Array> {
 /** Routes of the Flatpak catalogue. */
 export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const upload: RouteSpec & RawBodyRoute = {
-    method: "POST",
-    path: "/api/v1/flatpak/repos/:id/appstream",
-    summary:
-      "Upload the AppStream catalogue (appstream.xml or .xml.gz) of an upload repository (air-gapped sites)",
-    tag: "flatpak",
-    access: "settings:edit",
-    audit: { resourceType: "flatpak_repo", action: "flatpak_repo.upload" },
-    rawBody: {
-      description: "appstream.xml, plain or gzip-compressed",
-      contentTypes: ["application/xml", "application/gzip", "application/octet-stream"],
-    },
-    responses: { "200": { description: "The repository after indexing", schema: REPO_SCHEMA } },
-    handler: async (c) => {
-      const id = uuidParam(c, "id");
-      const bytes = await readLimited(c.req.raw, ctx.config.flatpak.catalogMaxBytes);
-      const repo = await uploadAppstream(db, id, bytes, ctx.config.flatpak.catalogMaxBytes);
-      auditResource(c, { id, name: repo.name });
-      c.set("auditDetails", { apps: repo.app_count, bytes: bytes.length });
-      return c.json(repo);
-    },
-  };
-  return [
+  const upload: RouteSpec & RawBodyRoute = route(
+    "POST /api/v1/flatpak/repos/:id/appstream",
+    "settings:edit",
     {
-      method: "GET",
-      path: "/api/v1/flatpak/repos",
+      summary:
+        "Upload the AppStream catalogue (appstream.xml or .xml.gz) of an upload repository (air-gapped sites)",
+      audit: { resourceType: "flatpak_repo", action: "flatpak_repo.upload" },
+      rawBody: {
+        description: "appstream.xml, plain or gzip-compressed",
+        contentTypes: ["application/xml", "application/gzip", "application/octet-stream"],
+      },
+      responses: { "200": { description: "The repository after indexing", schema: REPO_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const bytes = await readLimited(c.req.raw, ctx.config.flatpak.catalogMaxBytes);
+        const repo = await uploadAppstream(db, id, bytes, ctx.config.flatpak.catalogMaxBytes);
+        auditResource(c, { id, name: repo.name });
+        c.set("auditDetails", { apps: repo.app_count, bytes: bytes.length });
+        return c.json(repo);
+      },
+    },
+  );
+  return [
+    route("GET /api/v1/flatpak/repos", "settings:view", {
       summary: "List the Flatpak catalogue repositories with their refresh state",
-      tag: "flatpak",
-      access: "settings:view",
       responses: {
         "200": {
           description: "Repositories",
@@ -117,14 +114,10 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json({ items: await listRepos(db) }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/flatpak/repos",
+    }),
+    route("POST /api/v1/flatpak/repos", "settings:edit", {
       summary:
         "Register a repository: its URL (OSTree repository or appstream.xml(.gz) file), a .flatpakrepo file or URL, or upload=true for AppStream uploads",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo" },
       body: {
         type: "object",
@@ -188,14 +181,10 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id: repo.id, name: repo.name });
         return c.json(repo, 201);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/flatpak/repos/:id/refresh",
+    }),
+    route("POST /api/v1/flatpak/repos/:id/refresh", "settings:edit", {
       summary:
         "Refresh a URL repository now; answers with the outcome (ok, unchanged or error) and the repository",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo", action: "flatpak_repo.refresh" },
       responses: {
         "200": {
@@ -215,14 +204,10 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         c.set("auditDetails", { outcome: result.outcome });
         return c.json({ ...result, repo });
       },
-    },
+    }),
     upload,
-    {
-      method: "DELETE",
-      path: "/api/v1/flatpak/repos/:id",
+    route("DELETE /api/v1/flatpak/repos/:id", "settings:edit", {
       summary: "Delete a repository and its indexed applications",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo" },
       responses: { "204": { description: "Deleted" } },
       handler: async (c) => {
@@ -231,13 +216,9 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id, name: repo.name });
         return noContent(c);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/flatpak/apps",
+    }),
+    route("GET /api/v1/flatpak/apps", "policy:view", {
       summary: "Search the catalogue by application id, name or summary",
-      tag: "flatpak",
-      access: "policy:view",
       query: {
         q: { type: "string", maxLength: 200 },
         limit: { type: "integer", minimum: 1, maximum: 200 },
@@ -252,6 +233,6 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         c.json({
           items: await searchCatalog(db, c.req.query("q") ?? "", Number(c.req.query("limit") ?? 50)),
         }),
-    },
+    }),
   ];
 }

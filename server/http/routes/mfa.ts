@@ -12,6 +12,7 @@
 import { HttpError } from "../errors.ts";
 import { objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import { authRoute as route, usersRoute } from "./tags.ts";
 import { notFoundError } from "../../core/errors.ts";
 import {
   confirmTotp,
@@ -40,12 +41,8 @@ const BACKUP_CODES_SCHEMA = objectSchema({
 export function mfaRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/auth/mfa",
+    route("GET /api/v1/auth/mfa", "authenticated", {
       summary: "Your second factors and whether the MFA policy requires one of you",
-      tag: "auth",
-      access: "authenticated",
       responses: {
         "200": {
           description: "Factors",
@@ -75,14 +72,10 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
           available: true,
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/totp",
+    }),
+    route("POST /api/v1/auth/mfa/totp", "authenticated", {
       summary:
         "Start setting up an authenticator app: a new secret and its otpauth URI (confirm with a code)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_start" },
       body: STEP_UP_BODY,
       responses: {
@@ -100,13 +93,9 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ secret: base32Encode(secret), otpauth_uri: otpauthUri(secret, me.username) });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/totp/confirm",
+    }),
+    route("POST /api/v1/auth/mfa/totp/confirm", "authenticated", {
       summary: "Finish setting up the authenticator app with a code it shows; answers the backup codes once",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_enrol" },
       body: {
         type: "object",
@@ -128,13 +117,9 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ backup_codes: codes });
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/auth/mfa/totp",
+    }),
+    route("DELETE /api/v1/auth/mfa/totp", "authenticated", {
       summary: "Remove your authenticator app and backup codes (step-up with a code or backup code)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_remove" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" } },
@@ -145,13 +130,9 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         await removeFactors(db, me.id, { webauthn: false });
         return c.body(null, 204);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/backup-codes",
+    }),
+    route("POST /api/v1/auth/mfa/backup-codes", "authenticated", {
       summary: "New backup codes (the old ones stop working; step-up required)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.backup_codes" },
       body: STEP_UP_BODY,
       responses: { "200": { description: "The new codes", schema: BACKUP_CODES_SCHEMA } },
@@ -170,15 +151,11 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ backup_codes: codes });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/users/:id/mfa/reset",
+    }),
+    usersRoute("POST /api/v1/users/:id/mfa/reset", "user:edit", {
       summary:
         "Remove every second factor of a user (lost phone); their sessions end. Needs user:edit, every permission " +
         "they can reach, and your own step-up",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user", action: "mfa.reset" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Reset; the user logs in with the password and enrols again" } },
@@ -206,6 +183,6 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
+    }),
   ];
 }

@@ -27,6 +27,7 @@ import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidPar
 import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 import { pendingReasons } from "../../domain/node_pending.ts";
+import { nodesRoute as route } from "./tags.ts";
 
 const GROUP_REF: JsonSchema = objectSchema({ id: UUID_SCHEMA, name: { type: "string" } });
 const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
@@ -152,13 +153,9 @@ export function nodeFilterFrom(c: RouteContext): NodeFilter {
 export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/nodes",
+    route("GET /api/v1/nodes", "node:view", {
       summary:
         "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated",
-      tag: "nodes",
-      access: "node:view",
       query: { ...listQuery(NODE_SORT_COLUMNS), ...NODE_FILTER_QUERY },
       responses: {
         "200": {
@@ -184,13 +181,9 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
           items: page.items.map((n) => ({ ...n, pending_reasons: reasons.get(n.id) ?? [] })),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/filter-options",
+    }),
+    route("GET /api/v1/nodes/filter-options", "node:view", {
       summary: "Distinct operating systems, agent versions and desktops, for the node list's filters",
-      tag: "nodes",
-      access: "node:view",
       responses: {
         "200": {
           description: "Filter values",
@@ -202,26 +195,18 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await nodeFilterOptions(db)),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("GET /api/v1/nodes/:id", "node:view", {
       summary: "Read a node: groups, certificate, last heartbeat facts, connection and compliance summary",
-      tag: "nodes",
-      access: "node:view",
       responses: { "200": { description: "The node", schema: NODE_DETAIL_SCHEMA } },
       handler: async (c) => {
         const node = await getNode(db, uuidParam(c, "id"));
         const reasons = await pendingReasons(db, [node.id]);
         return c.json({ ...node, pending_reasons: reasons.get(node.id) ?? [] });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("PUT /api/v1/nodes/:id", "node:edit", {
       summary: "Edit a node's notes (its name is its certificate identity and cannot change)",
-      tag: "nodes",
-      access: "node:edit",
       audit: { resourceType: "node" },
       body: {
         type: "object",
@@ -233,13 +218,9 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes), {
         track: { read: getNode, fields: ["notes"] },
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("DELETE /api/v1/nodes/:id", "node:delete", {
       summary: "Delete a node: every certificate serial it had is revoked first and its stream is closed",
-      tag: "nodes",
-      access: "node:delete",
       audit: { resourceType: "node" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, async (tx, id, c) => {
@@ -250,14 +231,10 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return node;
       }, { respond: noContent }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/revoke",
+    }),
+    route("POST /api/v1/nodes/:id/revoke", "node:revoke", {
       summary:
         "Revoke every certificate of the node (refused on both ports from now on) and close its stream",
-      tag: "nodes",
-      access: "node:revoke",
       audit: { resourceType: "node", action: "node.revoke" },
       body: {
         type: "object",
@@ -289,16 +266,12 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return c.json({ revoked_serials: serials });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/re-enroll",
+    }),
+    // Whoever may create enrollment tokens may create this one.
+    route("POST /api/v1/nodes/:id/re-enroll", "node_group:create", {
       summary:
         "Create a one-time token that re-enrolls this revoked node under its name (valid 5 minutes); " +
         "the node keeps its record, groups and history and gets a new certificate",
-      tag: "nodes",
-      // Whoever may create enrollment tokens may create this one.
-      access: "node_group:create",
       audit: { resourceType: "node", action: "enrollment_token.create" },
       responses: {
         "201": {
@@ -329,13 +302,9 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         const command = `SVC_ENROLLMENT_TOKEN='${created.token}' svc-agent`;
         return c.json({ ...created, command }, 201);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/metadata-request",
+    }),
+    route("POST /api/v1/nodes/:id/metadata-request", "node:edit", {
       summary: "Ask the connected agent for a fresh heartbeat (409 when the agent is not connected)",
-      tag: "nodes",
-      access: "node:edit",
       audit: { resourceType: "node", action: "node.metadata_request" },
       responses: {
         "202": {
@@ -344,6 +313,6 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: changeById(db, requestNodeMetadata, { respond: (c) => c.json({ requested: true }, 202) }),
-    },
+    }),
   ];
 }

@@ -21,6 +21,7 @@ import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../route.ts";
 import { DATE_TIME } from "./common.ts";
 import { NODE_FILTER_QUERY, nodeFilterFrom } from "./nodes.ts";
+import { nodesRoute as route } from "./tags.ts";
 
 const NODE_IDS: JsonSchema = {
   type: "array",
@@ -122,13 +123,9 @@ async function eachNode(
 export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/nodes/matching",
+    route("GET /api/v1/nodes/matching", "node:view", {
       summary:
         `The nodes a node-list filter matches (ids and names, at most ${MAX_BULK_NODES}) and how many match: "select all matching" of the bulk actions`,
-      tag: "nodes",
-      access: "node:view",
       query: NODE_FILTER_QUERY,
       responses: {
         "200": {
@@ -143,14 +140,10 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await matchingNodes(db, nodeFilterFrom(c))),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/move",
+    }),
+    route("POST /api/v1/nodes/bulk/move", "node_group:edit", {
       summary:
         "Move nodes into a node group: each joins it and leaves its other groups (keep_other_groups keeps them). No resync: agents read their groups when their stream next opens",
-      tag: "nodes",
-      access: "node_group:edit",
       audit: { resourceType: "node", action: "node.bulk_move" },
       body: {
         type: "object",
@@ -190,14 +183,10 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           },
         );
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/re-enroll",
+    }),
+    route("POST /api/v1/nodes/bulk/re-enroll", "node_group:create", {
       summary:
         "Re-enroll nodes: a still-valid certificate is revoked first (needs node:revoke; its stream closes), then each node gets a single-use re-enrollment token (valid 5 minutes) and the command to run on it",
-      tag: "nodes",
-      access: "node_group:create",
       audit: { resourceType: "node", action: "node.bulk_re_enroll" },
       body: {
         type: "object",
@@ -243,13 +232,9 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           },
         );
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/delete",
+    }),
+    route("POST /api/v1/nodes/bulk/delete", "node:delete", {
       summary: "Delete nodes: every certificate of each is revoked first and its stream is closed",
-      tag: "nodes",
-      access: "node:delete",
       audit: { resourceType: "node", action: "node.bulk_delete" },
       body: {
         type: "object",
@@ -265,6 +250,6 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           { nodeIds: body<{ node_ids: string[] }>(c).node_ids, action: "delete" },
           async (tx, id) => ({ name: (await deleteNode(tx, id)).name, details: {} }),
         ),
-    },
+    }),
   ];
 }

@@ -64,6 +64,7 @@ import {
   TEXT_PATTERN,
 } from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
+import { policiesRoute as route } from "./tags.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
   type: "string",
@@ -159,13 +160,9 @@ function assertMayAuthor(c: RouteContext, type: string): void {
 /** Routes of the policy area. */
 export function policyRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const importRoute: RouteSpec & RawBodyRoute = {
-    method: "POST",
-    path: "/api/v1/policies/import",
+  const importRoute: RouteSpec & RawBodyRoute = route("POST /api/v1/policies/import", "policy:create", {
     summary:
       "Import a YAML or JSON bundle of policies (and bindings). All or nothing; dry_run=true validates and rolls back. Bindings in the bundle also need binding:create.",
-    tag: "policies",
-    access: "policy:create",
     audit: { resourceType: "policy", action: "policy.import" },
     query: {
       dry_run: { type: "boolean", description: "Validate and report without writing" },
@@ -230,15 +227,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       }
       return c.json(report);
     },
-  };
+  });
 
   return [
-    {
-      method: "GET",
-      path: "/api/v1/policies/all",
+    route("GET /api/v1/policies/all", "policy:view", {
       summary: "List policies (without content), filtered, sorted and paginated",
-      tag: "policies",
-      access: "policy:view",
       query: {
         ...listQuery(POLICY_SORT_COLUMNS),
         state: { type: "string", enum: POLICY_STATES },
@@ -256,13 +249,9 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             deprecated: queryBool(c, "deprecated"),
           }, listRequest(c)),
         ),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all",
+    }),
+    route("POST /api/v1/policies/all", "policy:create", {
       summary: "Create a policy (draft, version 1); its content is validated for the type",
-      tag: "policies",
-      access: "policy:create",
       audit: { resourceType: "policy" },
       body: {
         type: "object",
@@ -289,23 +278,15 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             db.transaction((tx) => createPolicy(tx, { ...input, createdBy: caller(c).username, checked })),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("GET /api/v1/policies/all/:id", "policy:view", {
       summary: "Read a policy with its content",
-      tag: "policies",
-      access: "policy:view",
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
       handler: readById(db, getPolicy),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("PUT /api/v1/policies/all/:id", "policy:edit", {
       summary:
         "Edit a draft policy (bumps its version); give `version` to refuse the edit if someone else changed it",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy" },
       body: {
         type: "object",
@@ -348,24 +329,16 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           contentFields: ["content"],
         },
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("DELETE /api/v1/policies/all/:id", "policy:delete", {
       summary: "Delete a policy and its disabled bindings (refused while enabled bindings exist)",
-      tag: "policies",
-      access: "policy:delete",
       audit: { resourceType: "policy" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, deletePolicy, { respond: noContent }),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id/state",
+    }),
+    route("PUT /api/v1/policies/all/:id/state", "policy:view", {
       summary:
         "Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known.",
-      tag: "policies",
-      access: "policy:view",
       audit: { resourceType: "policy", action: "policy.state_change" },
       body: {
         type: "object",
@@ -412,23 +385,15 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, policy);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("GET /api/v1/policies/all/:id/revision", "policy:view", {
       summary: "Read the pending revision of a released policy (404 when none is being prepared)",
-      tag: "policies",
-      access: "policy:view",
       responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
       handler: readById(db, getRevision),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("PUT /api/v1/policies/all/:id/revision", "policy:edit", {
       summary:
         "Start or edit the pending revision of a released policy (content validated for the type). Nodes keep receiving the released content until the revision is released.",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.revision_save" },
       body: {
         type: "object",
@@ -465,24 +430,16 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, revision);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("DELETE /api/v1/policies/all/:id/revision", "policy:edit", {
       summary: "Discard the pending revision; the released policy is left untouched",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.revision_discard" },
       responses: { "204": { description: "Discarded" } },
       handler: changeById(db, discardRevision, { respond: noContent }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/revision/release",
+    }),
+    route("POST /api/v1/policies/all/:id/revision/release", "policy:release", {
       summary:
         "Release the pending revision: validates it, then replaces the policy's content and description, bumps the version and resyncs the reached nodes once, in one transaction (nodes go from the old settings straight to the new ones). Needs policy:release.",
-      tag: "policies",
-      access: "policy:release",
       audit: { resourceType: "policy", action: "policy.revision_release" },
       body: {
         type: "object",
@@ -516,14 +473,10 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, policy);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/duplicate",
+    }),
+    route("POST /api/v1/policies/all/:id/duplicate", "policy:create", {
       summary:
         'Create a new draft policy with the type, description and (released) content of this one; the name defaults to "<name> (copy)"',
-      tag: "policies",
-      access: "policy:create",
       audit: { resourceType: "policy", action: "policy.duplicate" },
       body: {
         type: "object",
@@ -541,14 +494,10 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             db.transaction((tx) => duplicatePolicy(tx, id, { name, createdBy: caller(c).username })),
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/deprecate",
+    }),
+    route("POST /api/v1/policies/all/:id/deprecate", "policy:edit", {
       summary:
         "Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.deprecate" },
       body: {
         type: "object",
@@ -570,13 +519,9 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           replacementPolicyId: input.replacement_policy_id?.toLowerCase() ?? null,
         });
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/export",
+    }),
+    route("GET /api/v1/policies/export", "policy:view", {
       summary: "Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle",
-      tag: "policies",
-      access: "policy:view",
       query: {
         ids: {
           type: "string",
@@ -607,14 +552,10 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           "Content-Disposition": `attachment; filename="${bundle.filename}"`,
         });
       },
-    },
+    }),
     importRoute,
-    {
-      method: "GET",
-      path: "/api/v1/policy-types",
+    route("GET /api/v1/policy-types", "policy:view", {
       summary: "Known policy types: wire name, content message, typed_content member and merge rule",
-      tag: "policies",
-      access: "policy:view",
       responses: {
         "200": {
           description: "Policy types",
@@ -638,7 +579,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             merge: t.merge,
           })),
         ),
-    },
+    }),
   ];
 }
 

@@ -24,6 +24,7 @@ import {
   takeStepUpProof,
 } from "../step_up.ts";
 import { DATE_TIME, identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { rolesRoute as route } from "./tags.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -73,36 +74,24 @@ function samePermissions(a: readonly string[], b: readonly string[]): boolean {
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/roles",
+    route("GET /api/v1/roles", "role:view", {
       summary: "List roles (built-in first) with their permissions",
-      tag: "roles",
-      access: "role:view",
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of roles", schema: pageSchema(ROLE_SCHEMA) } },
       async handler(c) {
         return c.json(await listRoles(db, pageRequest(c)));
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/roles/:id",
+    }),
+    route("GET /api/v1/roles/:id", "role:view", {
       summary: "One role",
-      tag: "roles",
-      access: "role:view",
       responses: { "200": { description: "The role", schema: ROLE_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
         return c.json(found(await getRole(db, id), `role ${id}`));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/roles",
+    }),
+    route("POST /api/v1/roles", "role:create", {
       summary: "Create a custom role",
-      tag: "roles",
-      access: "role:create",
       audit: { resourceType: "role" },
       body: {
         type: "object",
@@ -126,15 +115,11 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
           },
         });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/roles/:id",
+    }),
+    route("PUT /api/v1/roles/:id", "role:edit", {
       summary:
         "Change a custom role's name, description or permissions (replaces the whole set; changing the " +
         "permissions of a role someone holds needs step-up)",
-      tag: "roles",
-      access: "role:edit",
       audit: { resourceType: "role" },
       body: {
         type: "object",
@@ -183,13 +168,9 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after: role, fields: ["name", "description", "permissions"] });
         return c.json(role);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/roles/:id",
+    }),
+    route("DELETE /api/v1/roles/:id", "role:delete", {
       summary: "Delete a custom role and its bindings (step-up when someone holds it)",
-      tag: "roles",
-      access: "role:delete",
       audit: { resourceType: "role" },
       body: STEP_UP_BODY,
       responses: {
@@ -204,18 +185,14 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         if (!role.builtin && (await roleIsBound(tx, id))) await stepUp();
         await deleteRole(tx, role);
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/permissions",
+    }),
+    route("GET /api/v1/permissions", "role:view", {
       summary: "The permission catalogue (resource:action pairs)",
-      tag: "roles",
-      access: "role:view",
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of permissions", schema: pageSchema(PERMISSION_SCHEMA) } },
       async handler(c) {
         return c.json(await listPermissions(db, pageRequest(c)));
       },
-    },
+    }),
   ];
 }

@@ -7,8 +7,9 @@ import type { ServerContext } from "../../context.ts";
 import { sessionAccessReport } from "../../domain/session_access_guard.ts";
 import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
-import type { RouteSpec } from "../route.ts";
+import { type RouteSpec } from "../route.ts";
 import { badRequest } from "../errors.ts";
+import { policiesRoute as route } from "./tags.ts";
 
 const RANGE: JsonSchema = objectSchema({
   from: { type: "integer", description: "Minute of the week, Monday 00:00 = 0" },
@@ -31,13 +32,9 @@ const REPORT_SCHEMA: JsonSchema = objectSchema({
 export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/session-access/timeline",
+    route("GET /api/v1/session-access/timeline", "policy:view", {
       summary:
         "Who may log in when during a week: a SessionAccess policy (stored, or the content being edited) alone or with the SessionAccess policies already reaching a node group, and the times nobody named may log in",
-      tag: "policies",
-      access: "policy:view",
       query: {
         policy_id: UUID_SCHEMA,
         node_group_id: UUID_SCHEMA,
@@ -64,6 +61,6 @@ export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return c.json({ view_zone: report.viewZone, timeline: report.timeline, lockouts: report.lockouts });
       },
-    },
+    }),
   ];
 }

@@ -10,6 +10,7 @@ import {
 } from "../../domain/agent_settings.ts";
 import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec } from "../route.ts";
+import { settingsRoute as route } from "./tags.ts";
 
 const MESSAGE: JsonSchema = { type: "string", maxLength: MAX_MESSAGE_LENGTH };
 
@@ -46,22 +47,14 @@ const STORED_SETTINGS_SCHEMA: JsonSchema = objectSchema(SETTINGS_PROPERTIES);
 export function settingsRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/settings/agent",
+    route("GET /api/v1/settings/agent", "settings:view", {
       summary: "Agent notification settings (what GetAgentConfig returns to agents)",
-      tag: "settings",
-      access: "settings:view",
       responses: { "200": { description: "Settings", schema: STORED_SETTINGS_SCHEMA } },
       handler: async (c) => c.json(await getAgentSettings(db)),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/settings/agent",
+    }),
+    route("PUT /api/v1/settings/agent", "settings:edit", {
       summary:
         "Replace the agent notification settings; agents pick them up at their next connect (no resync)",
-      tag: "settings",
-      access: "settings:edit",
       audit: { resourceType: "settings" },
       body: SETTINGS_SCHEMA,
       responses: { "200": { description: "The stored settings", schema: STORED_SETTINGS_SCHEMA } },
@@ -75,6 +68,6 @@ export function settingsRoutes(ctx: ServerContext): RouteSpec[] {
         );
         return c.json(saved);
       },
-    },
+    }),
   ];
 }

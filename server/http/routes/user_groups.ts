@@ -32,6 +32,7 @@ import {
   type UserGroup,
 } from "../../auth/user_groups.ts";
 import { getUser } from "../../auth/users.ts";
+import { userGroupsRoute as route } from "./tags.ts";
 
 const GROUP_SCHEMA: JsonSchema = objectSchema({
   id: UUID_SCHEMA,
@@ -61,24 +62,16 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   const requireGroup = async (id: string) => found(await getUserGroup(db, id), `user group ${id}`);
   return [
-    {
-      method: "GET",
-      path: "/api/v1/user-groups",
+    route("GET /api/v1/user-groups", "user_group:view", {
       summary: "List user groups",
-      tag: "user-groups",
-      access: "user_group:view",
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of groups", schema: pageSchema(GROUP_SCHEMA) } },
       async handler(c) {
         return c.json(await listUserGroups(db, pageRequest(c)));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/user-groups",
+    }),
+    route("POST /api/v1/user-groups", "user_group:create", {
       summary: "Create a user group",
-      tag: "user-groups",
-      access: "user_group:create",
       audit: { resourceType: "user_group" },
       body: {
         type: "object",
@@ -99,13 +92,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
             }),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("GET /api/v1/user-groups/:id", "user_group:view", {
       summary: "One user group with its role bindings",
-      tag: "user-groups",
-      access: "user_group:view",
       responses: {
         "200": {
           description: "The group",
@@ -119,13 +108,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         const group = await requireGroup(uuidParam(c, "id"));
         return c.json({ ...group, role_bindings: await listBindings(db, { userGroupId: group.id }) });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("PUT /api/v1/user-groups/:id", "user_group:edit", {
       summary: "Rename a user group or change its description",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group" },
       body: {
         type: "object",
@@ -152,13 +137,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after: group, fields: ["name", "description"] });
         return c.json(group);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("DELETE /api/v1/user-groups/:id", "user_group:delete", {
       summary: "Delete a user group (members lose the roles it carried; step-up when there are any)",
-      tag: "user-groups",
-      access: "user_group:delete",
       audit: { resourceType: "user_group" },
       body: STEP_UP_BODY,
       responses: {
@@ -171,26 +152,18 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         if (group.member_count > 0 && (await carriesRoles(tx, id))) await stepUp();
         await deleteUserGroup(tx, id);
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/user-groups/:id/members",
+    }),
+    route("GET /api/v1/user-groups/:id/members", "user_group:view", {
       summary: "Members of a user group",
-      tag: "user-groups",
-      access: "user_group:view",
       query: PAGE_QUERY,
       responses: { "200": { description: "A page of users", schema: pageSchema(USER_SCHEMA) } },
       async handler(c) {
         const group = await requireGroup(uuidParam(c, "id"));
         return c.json(await listMembers(db, group.id, pageRequest(c)));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/user-groups/:id/members",
+    }),
+    route("POST /api/v1/user-groups/:id/members", "user_group:edit", {
       summary: "Add a user to a group (they receive the group's roles; step-up when it has any)",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_add" },
       body: {
         type: "object",
@@ -219,13 +192,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           throw conflict(`"${user.username}" is already a member of "${group.name}"`);
         }
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/user-groups/:id/members/:userId",
+    }),
+    route("DELETE /api/v1/user-groups/:id/members/:userId", "user_group:edit", {
       summary: "Remove a user from a group (step-up when the group has roles)",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
       body: STEP_UP_BODY,
       responses: {
@@ -246,7 +215,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           throw notFound(`member ${userId} of user group "${group.name}"`);
         }
       }),
-    },
+    }),
     ...roleBindingRoutes(s, {
       subject: GROUP_SUBJECT,
       path: "/api/v1/user-groups/:id",

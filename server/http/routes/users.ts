@@ -36,6 +36,7 @@ import {
   USERNAME_PATTERN,
 } from "../../auth/users.ts";
 import { DATE_TIME, OPTIONAL_NAME_PATTERN } from "./common.ts";
+import { usersRoute as route } from "./tags.ts";
 
 /** A user's own record (what a user group's member list shows). */
 export const USER_SCHEMA: JsonSchema = objectSchema({
@@ -140,12 +141,8 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
   });
 
   return [
-    {
-      method: "GET",
-      path: "/api/v1/users",
+    route("GET /api/v1/users", "user:view", {
       summary: "List users",
-      tag: "users",
-      access: "user:view",
       query: {
         search: { type: "string", maxLength: 200, description: "Part of the username, e-mail or full name" },
         enabled: { type: "boolean" },
@@ -161,13 +158,9 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         const roles = await rolesOfUsers(db, page.items.map((u) => u.id));
         return c.json({ ...page, items: page.items.map((u) => ({ ...u, roles: roles.get(u.id) ?? [] })) });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/users",
+    }),
+    route("POST /api/v1/users", "user:create", {
       summary: "Create a local user, optionally with global roles",
-      tag: "users",
-      access: "user:create",
       audit: { resourceType: "user" },
       body: {
         type: "object",
@@ -241,24 +234,16 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { id: user.id, name: user.username });
         return c.json(await detail(user.id), 201);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/users/:id",
+    }),
+    route("GET /api/v1/users/:id", "user:view", {
       summary: "One user with groups, role bindings and effective permissions",
-      tag: "users",
-      access: "user:view",
       responses: { "200": { description: "The user", schema: USER_DETAIL_SCHEMA } },
       async handler(c) {
         return c.json(await detail(uuidParam(c, "id")));
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/users/:id",
+    }),
+    route("PUT /api/v1/users/:id", "user:edit", {
       summary: "Change e-mail, full name or the enabled flag (disabling ends the user's sessions)",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user" },
       body: { type: "object", additionalProperties: false, properties: PROFILE_PROPERTIES },
       responses: { "200": { description: "The updated user", schema: USER_SCHEMA } },
@@ -280,13 +265,9 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after, fields: ["email", "full_name", "enabled"] });
         return c.json(after);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/users/:id",
+    }),
+    route("DELETE /api/v1/users/:id", "user:delete", {
       summary: "Delete a user (their sessions end at once)",
-      tag: "users",
-      access: "user:delete",
       audit: { resourceType: "user" },
       responses: { "204": { description: "Deleted" } },
       async handler(c) {
@@ -301,13 +282,9 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/users/:id/password",
+    }),
+    route("PUT /api/v1/users/:id/password", "user:edit", {
       summary: "Set a new password for a user (administrator reset; their sessions end)",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user", action: "user.password_reset" },
       body: {
         type: "object",
@@ -336,7 +313,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
+    }),
     ...roleBindingRoutes(s, {
       subject: USER_SUBJECT,
       path: "/api/v1/users/:id",

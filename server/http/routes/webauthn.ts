@@ -20,6 +20,7 @@ import {
   startRegistration,
 } from "../../auth/webauthn.ts";
 import { getUser } from "../../auth/users.ts";
+import { authRoute as route } from "./tags.ts";
 
 const OPTIONS_SCHEMA = objectSchema({
   token: { type: "string", description: "Names the challenge; send it back with the key's answer" },
@@ -49,12 +50,8 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
     last_used_at: c.lastUsedAt?.toISOString() ?? null,
   });
   return [
-    {
-      method: "GET",
-      path: "/api/v1/auth/webauthn/credentials",
+    route("GET /api/v1/auth/webauthn/credentials", "authenticated", {
       summary: "Your security keys and passkeys",
-      tag: "auth",
-      access: "authenticated",
       responses: {
         "200": {
           description: "Keys, oldest first",
@@ -62,14 +59,10 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         },
       },
       handler: async (c) => c.json({ items: (await listCredentials(db, caller(c).id)).map(asJson) }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/webauthn/register/options",
+    }),
+    route("POST /api/v1/auth/webauthn/register/options", "authenticated", {
       summary:
         "Start registering a security key or passkey (step-up): options for navigator.credentials.create",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_start" },
       body: STEP_UP_BODY,
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
@@ -87,13 +80,9 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json(started);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/webauthn/register",
+    }),
+    route("POST /api/v1/auth/webauthn/register", "authenticated", {
       summary: "Finish registering: the key's answer and a name for it",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_register" },
       body: {
         type: "object",
@@ -121,13 +110,9 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         const created = await finishRegistration(db, rp, me.id, input);
         return c.json(asJson(created), 201);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/auth/webauthn/credentials/:id",
+    }),
+    route("DELETE /api/v1/auth/webauthn/credentials/:id", "authenticated", {
       summary: "Remove one of your security keys (step-up)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_remove" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" }, "404": { description: "No such key of yours" } },
@@ -139,13 +124,9 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         if (!(await removeCredential(db, me.id, id))) throw notFoundError("security key");
         return c.body(null, 204);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/step-up/webauthn/options",
+    }),
+    route("POST /api/v1/auth/step-up/webauthn/options", "authenticated", {
       summary: "A challenge for your security key, to send as `webauthn` with a step-up",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "auth.step_up_webauthn_start" },
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
       handler: async (c) => {
@@ -154,6 +135,6 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json(started);
       },
-    },
+    }),
   ];
 }
