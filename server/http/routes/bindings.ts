@@ -46,8 +46,7 @@ function bindingName(binding: { policy_name: string; node_group_name: string }):
 }
 
 /** Routes of the binding area. */
-export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function bindingRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/policy-bindings", "binding:view", {
       summary: "List bindings (highest priority first by default)",

@@ -99,8 +99,7 @@ export function catalogueSearchRoute<R extends object>(db: Db, catalogue: Catalo
 }
 
 /** Routes of the catalogue area. */
-export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function catalogueRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     catalogueSearchRoute(db, {
       path: "/api/v1/catalogues/gsettings",

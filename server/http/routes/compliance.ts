@@ -93,8 +93,7 @@ function failingSettingQuery(c: RouteContext): { schemaId: string; key: string }
 }
 
 /** Routes of the compliance area. */
-export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function complianceRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/compliance", "compliance:view", {
       summary:

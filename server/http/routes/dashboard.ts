@@ -78,8 +78,7 @@ const SUMMARY_SCHEMA: JsonSchema = objectSchema({
 }, { description: "A section is absent when the caller lacks the permission named in its description" });
 
 /** The dashboard route. */
-export function dashboardRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function dashboardRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/dashboard/summary", "authenticated", {
       summary: "Fleet and policy counts for the dashboard in one request; each section only with its " +

@@ -25,6 +25,7 @@ import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { DATE_TIME, noContent, TEXT_PATTERN } from "./common.ts";
 import { flatpakRoute as route } from "./tags.ts";
+import { readCapped } from "../body_limit.ts";
 
 const REPO_SCHEMA: JsonSchema = objectSchema({
   id: UUID_SCHEMA,
@@ -53,30 +54,16 @@ const HIT_SCHEMA: JsonSchema = objectSchema({
 
 async function readLimited(request: Request, max: number): Promise<Uint8Array> {
   if (!request.body) throw badRequest("upload an appstream.xml or appstream.xml.gz as the request body");
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new HttpError(
+  return await readCapped(
+    request.body,
+    max,
+    () =>
+      new HttpError(
         413,
         "payload_too_large",
         `the upload is larger than ${max} bytes (flatpak.catalog_max_bytes)`,
-      );
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return all;
+      ),
+  );
 }
 
 /** Routes of the Flatpak catalogue. */

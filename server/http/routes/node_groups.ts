@@ -41,8 +41,7 @@ const MEMBER_SCHEMA: JsonSchema = objectSchema({
 });
 
 /** Routes of the node-group area. */
-export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function nodeGroupRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/node-groups", "node_group:view", {
       summary: "List node groups with member and binding counts",

@@ -65,6 +65,7 @@ import {
 } from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { policiesRoute as route } from "./tags.ts";
+import { readCapped } from "../body_limit.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
   type: "string",
@@ -155,6 +156,21 @@ function assertMayAuthor(c: RouteContext, type: string): void {
   if (needed && !caller(c).permissions.has(needed)) {
     throw forbidden(`permission ${needed} is required to create or edit a ${type} policy`);
   }
+}
+
+/**
+ * The checks of edited content that run before the unit of work opens: the type's scripts are dry-run, and
+ * large content is validated in a worker (its result goes to the handler; small content is validated inline
+ * by the domain, as before).
+ */
+async function checkEditedContent(
+  type: string,
+  content: string | undefined,
+): Promise<CheckedContent | undefined> {
+  if (content === undefined) return undefined;
+  await dryRunScripts(type, content);
+  if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
+  return await checkContentOffLoop(type, content);
 }
 
 /** Routes of the policy area. */
@@ -310,11 +326,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const stored = (await getPolicySummary(db, uuidParam(c, "id"))).type;
         assertMayAuthor(c, stored);
         if (input.type) assertMayAuthor(c, input.type);
-        const type = input.type ?? stored;
-        if (input.content === undefined) return undefined;
-        await dryRunScripts(type, input.content);
-        if (input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop(type, input.content);
+        return await checkEditedContent(input.type ?? stored, input.content);
       },
       handler: changeById(db, (tx, id, c) => {
         const input = body<
@@ -406,10 +418,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const { content } = body<{ content?: string }>(c);
         const type = (await getPolicySummary(db, uuidParam(c, "id"))).type;
         assertMayAuthor(c, type);
-        if (content === undefined) return undefined;
-        await dryRunScripts(type, content);
-        if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop(type, content);
+        return await checkEditedContent(type, content);
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -597,25 +606,7 @@ async function readLimitedText(c: RouteContext, max: number): Promise<string> {
   if (declared > max) throw tooLarge();
   const stream = c.req.raw.body;
   if (!stream) return "";
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const all = await readCapped(stream, max, tooLarge);
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(all);
   } catch {

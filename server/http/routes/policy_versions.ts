@@ -63,8 +63,7 @@ function versionParam(c: RouteContext): number {
 }
 
 /** Routes of the version history. */
-export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function policyVersionRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/policies/all/:id/versions", "policy:view", {
       summary: "The released versions of a policy, newest first: who released each, when and how",

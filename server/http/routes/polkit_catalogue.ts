@@ -16,8 +16,7 @@ const IMPLICIT: JsonSchema = {
 };
 
 /** Routes of the polkit catalogue. */
-export function polkitCatalogueRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function polkitCatalogueRoutes({ db }: ServerContext): RouteSpec[] {
   return [catalogueSearchRoute(db, {
     path: "/api/v1/catalogues/polkit",
     summary: "Search polkit actions (by id, description or vendor) for the Polkit editor",

@@ -12,7 +12,7 @@ import { found } from "../../core/errors.ts";
 import { slicePage } from "../../db/pagination.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { listQuery, listRequest, pageRoute, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteSpec, routesTagged, uuidParam } from "../route.ts";
 import { rolesRoute } from "./tags.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
@@ -193,18 +193,19 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
   const { noun } = subject;
   const verb = "change the roles of";
   return [
-    route(`GET ${options.path}/role-bindings`, options.view, {
-      summary: `Roles bound directly to a ${noun}`,
-      query: PAGE_QUERY,
-      responses: {
-        "200": { description: "A page of role bindings", schema: pageSchema(ROLE_BINDING_SCHEMA) },
-      },
-      async handler(c) {
-        const id = uuidParam(c, "id");
-        found(await subject.find(db, id), `${noun} ${id}`);
-        return c.json(slicePage(await listBindings(db, subject.holder(id)), pageRequest(c)));
-      },
-    }),
+    route(
+      `GET ${options.path}/role-bindings`,
+      options.view,
+      pageRoute(`Roles bound directly to a ${noun}`, {
+        items: "role bindings",
+        item: ROLE_BINDING_SCHEMA,
+        list: async (page, c) => {
+          const id = uuidParam(c, "id");
+          found(await subject.find(db, id), `${noun} ${id}`);
+          return slicePage(await listBindings(db, subject.holder(id)), page);
+        },
+      }),
+    ),
     route(`POST ${options.path}/role-bindings`, options.edit, {
       summary:
         `Bind a role to a ${noun} (global, or one node group: scoped bindings grant nothing in this edition)`,

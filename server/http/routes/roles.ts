@@ -9,7 +9,7 @@ import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
@@ -74,14 +74,15 @@ function samePermissions(a: readonly string[], b: readonly string[]): boolean {
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    route("GET /api/v1/roles", "role:view", {
-      summary: "List roles (built-in first) with their permissions",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of roles", schema: pageSchema(ROLE_SCHEMA) } },
-      async handler(c) {
-        return c.json(await listRoles(db, pageRequest(c)));
-      },
-    }),
+    route(
+      "GET /api/v1/roles",
+      "role:view",
+      pageRoute("List roles (built-in first) with their permissions", {
+        items: "roles",
+        item: ROLE_SCHEMA,
+        list: (page) => listRoles(db, page),
+      }),
+    ),
     route("GET /api/v1/roles/:id", "role:view", {
       summary: "One role",
       responses: { "200": { description: "The role", schema: ROLE_SCHEMA } },
@@ -186,13 +187,14 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         await deleteRole(tx, role);
       }),
     }),
-    route("GET /api/v1/permissions", "role:view", {
-      summary: "The permission catalogue (resource:action pairs)",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of permissions", schema: pageSchema(PERMISSION_SCHEMA) } },
-      async handler(c) {
-        return c.json(await listPermissions(db, pageRequest(c)));
-      },
-    }),
+    route(
+      "GET /api/v1/permissions",
+      "role:view",
+      pageRoute("The permission catalogue (resource:action pairs)", {
+        items: "permissions",
+        item: PERMISSION_SCHEMA,
+        list: (page) => listPermissions(db, page),
+      }),
+    ),
   ];
 }

@@ -49,8 +49,7 @@ function named(c: RouteContext, view: SavedView): SavedView {
 }
 
 /** The saved-view routes. */
-export function savedViewRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function savedViewRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/saved-views", "authenticated", {
       summary: "Your saved views of one list page, by name",

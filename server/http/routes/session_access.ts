@@ -29,8 +29,7 @@ const REPORT_SCHEMA: JsonSchema = objectSchema({
 });
 
 /** Routes of the SessionAccess guard. */
-export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function sessionAccessRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/session-access/timeline", "policy:view", {
       summary:

@@ -44,8 +44,7 @@ const SETTINGS_SCHEMA: JsonSchema = {
 const STORED_SETTINGS_SCHEMA: JsonSchema = objectSchema(SETTINGS_PROPERTIES);
 
 /** Routes of the settings area owned by the policy domain. */
-export function settingsRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function settingsRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/settings/agent", "settings:view", {
       summary: "Agent notification settings (what GetAgentConfig returns to agents)",

@@ -100,8 +100,7 @@ const ROLLOUT_POINT: JsonSchema = {
 };
 
 /** The trend routes. */
-export function trendRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function trendRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     dashboardRoute("GET /api/v1/trends", "authenticated", {
       summary: "The fleet's compliance and node status over time, as hourly or daily points kept by the " +

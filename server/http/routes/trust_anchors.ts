@@ -25,8 +25,7 @@ const ITEM: JsonSchema = {
 };
 
 /** The expiring-certificates route. */
-export function trustAnchorRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function trustAnchorRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     route("GET /api/v1/certificates/expiring", "policy:view", {
       summary: "CA certificates distributed by released Certificates policies that reach nodes and expire " +

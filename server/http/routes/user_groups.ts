@@ -9,7 +9,7 @@ import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
+import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { identityTransaction, reachablePermissionsOfGroup } from "../../auth/rbac.ts";
@@ -62,14 +62,15 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   const requireGroup = async (id: string) => found(await getUserGroup(db, id), `user group ${id}`);
   return [
-    route("GET /api/v1/user-groups", "user_group:view", {
-      summary: "List user groups",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of groups", schema: pageSchema(GROUP_SCHEMA) } },
-      async handler(c) {
-        return c.json(await listUserGroups(db, pageRequest(c)));
-      },
-    }),
+    route(
+      "GET /api/v1/user-groups",
+      "user_group:view",
+      pageRoute("List user groups", {
+        items: "groups",
+        item: GROUP_SCHEMA,
+        list: (page) => listUserGroups(db, page),
+      }),
+    ),
     route("POST /api/v1/user-groups", "user_group:create", {
       summary: "Create a user group",
       audit: { resourceType: "user_group" },
@@ -153,15 +154,15 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         await deleteUserGroup(tx, id);
       }),
     }),
-    route("GET /api/v1/user-groups/:id/members", "user_group:view", {
-      summary: "Members of a user group",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of users", schema: pageSchema(USER_SCHEMA) } },
-      async handler(c) {
-        const group = await requireGroup(uuidParam(c, "id"));
-        return c.json(await listMembers(db, group.id, pageRequest(c)));
-      },
-    }),
+    route(
+      "GET /api/v1/user-groups/:id/members",
+      "user_group:view",
+      pageRoute("Members of a user group", {
+        items: "users",
+        item: USER_SCHEMA,
+        list: async (page, c) => listMembers(db, (await requireGroup(uuidParam(c, "id"))).id, page),
+      }),
+    ),
     route("POST /api/v1/user-groups/:id/members", "user_group:edit", {
       summary: "Add a user to a group (they receive the group's roles; step-up when it has any)",
       audit: { resourceType: "user_group", action: "user_group.member_add" },
