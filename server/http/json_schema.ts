@@ -40,6 +40,19 @@ export function isUuid(value: string): boolean {
 export const UUID_SCHEMA: JsonSchema = { type: "string", format: "uuid" };
 
 /**
+ * A request body's schema: an object of exactly these `properties` (any other field is refused), of which the
+ * `required` ones must be present.
+ */
+export function closedObject(properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema {
+  return {
+    type: "object",
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+    properties,
+  };
+}
+
+/**
  * An object schema whose properties are all required except those named in `optional`. Response schemas are
  * built with it so that every field the server always sends is declared `required`, and the generated client
  * (shared/api/svc_api.gen.ts) types it as present; a field sent only sometimes is named in `optional`, and

@@ -12,7 +12,7 @@
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
@@ -84,17 +84,12 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         "Create an API token (shown once) for yourself, or for another user or service account with user:edit; " +
         "needs a signed-in session and step-up re-authentication (an API token cannot create tokens)",
       audit: { resourceType: "api_token", action: "api_token.create" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name", "expires_in_days"],
-        properties: {
-          name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
-          expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
-          user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
-          ...STEP_UP_PROPERTIES,
-        },
-      },
+      body: closedObject({
+        name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
+        expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
+        user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
+        ...STEP_UP_PROPERTIES,
+      }, ["name", "expires_in_days"]),
       responses: {
         "201": {
           description: "The token: `token` is its only appearance; send it as Authorization: Bearer",
@@ -144,15 +139,10 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/service-accounts", "user:create", {
       summary: "Create a service account: a user without a password that acts only through API tokens",
       audit: { resourceType: "user", action: "service_account.create" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["username"],
-        properties: {
-          username: { type: "string", pattern: USERNAME_PATTERN },
-          full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
-        },
-      },
+      body: closedObject({
+        username: { type: "string", pattern: USERNAME_PATTERN },
+        full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
+      }, ["username"]),
       responses: {
         "201": {
           description: "The service account (a user with source service)",

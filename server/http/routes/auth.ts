@@ -33,6 +33,7 @@ import {
 } from "./auth_kit.ts";
 import { loginRoute, passkeyLoginRoute, passkeyOptionsRoute, secondFactorLoginRoute } from "./auth_login.ts";
 import { authRoute as route } from "./tags.ts";
+import { closedObject } from "../json_schema.ts";
 
 /** The auth routes: the login steps (password, second factor, passkey), then the session's own routes. */
 export function authRoutes(s: IdentityServices): RouteSpec[] {
@@ -139,15 +140,10 @@ function changePasswordRoute(kit: AuthKit): RouteSpec {
   return route("PUT /api/v1/auth/password", "authenticated", {
     summary: "Change your own password (the current one is required); other sessions end",
     audit: { resourceType: "user", action: "user.password_change" },
-    body: {
-      type: "object",
-      required: ["current_password", "new_password"],
-      additionalProperties: false,
-      properties: {
-        current_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-        new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-      },
-    },
+    body: closedObject({
+      current_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+      new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+    }, ["current_password", "new_password"]),
     responses: {
       "204": { description: "Changed; this client receives a fresh session, every other session ends" },
       "400": { description: "The new password breaks the rules" },

@@ -4,7 +4,7 @@
  * as a login on their own. Every step is throttled in the database and audited with its outcome.
  */
 import { badRequest, HttpError } from "../errors.ts";
-import { objectSchema } from "../json_schema.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { body, type RouteSpec } from "../route.ts";
 import { MAX_PASSWORD_LENGTH, verifyPassword } from "../../auth/password.ts";
 import { factorsOf, hasSecondFactor, useSecondFactor } from "../../auth/mfa.ts";
@@ -36,15 +36,10 @@ export function loginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, ldapLogin, authEvent, finishLogin } = kit;
   return route("POST /api/v1/auth/login", "public", {
     summary: "Log in with username and password",
-    body: {
-      type: "object",
-      required: ["username", "password"],
-      additionalProperties: false,
-      properties: {
-        username: { type: "string", minLength: 1, maxLength: 128 },
-        password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-      },
-    },
+    body: closedObject({
+      username: { type: "string", minLength: 1, maxLength: 128 },
+      password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+    }, ["username", "password"]),
     responses: {
       "200": {
         description:
@@ -137,16 +132,11 @@ export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, authEvent, finishLogin } = kit;
   return route("POST /api/v1/auth/login/second-factor", "public", {
     summary: "Second login step: the token from the first step and a TOTP code or a backup code",
-    body: {
-      type: "object",
-      required: ["token"],
-      additionalProperties: false,
-      properties: {
-        token: { type: "string", maxLength: 64 },
-        code: { type: "string", maxLength: 16, description: "6 digits from the authenticator app" },
-        backup_code: { type: "string", maxLength: 32, description: "One of the backup codes" },
-      },
-    },
+    body: closedObject({
+      token: { type: "string", maxLength: 64 },
+      code: { type: "string", maxLength: 16, description: "6 digits from the authenticator app" },
+      backup_code: { type: "string", maxLength: 32, description: "One of the backup codes" },
+    }, ["token"]),
     responses: {
       "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "400": { description: "Neither code nor backup_code" },
@@ -219,11 +209,9 @@ export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
     summary:
       "A challenge for a security key: with the token of the first step (second factor), or without one for a " +
       "passkey login with no username",
-    body: {
-      type: "object",
-      additionalProperties: false,
-      properties: { token: { type: "string", maxLength: 64, description: "From second_factor_required" } },
-    },
+    body: closedObject({
+      token: { type: "string", maxLength: 64, description: "From second_factor_required" },
+    }),
     responses: {
       "200": {
         description: "Options for navigator.credentials.get; `token` (passkey login) names the challenge",
@@ -274,18 +262,13 @@ export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
     summary:
       "Log in with a security key: the second step after the password, or a passkey alone (token from the " +
       "options without a first step)",
-    body: {
-      type: "object",
-      required: ["token", "response"],
-      additionalProperties: false,
-      properties: {
-        token: { type: "string", maxLength: 64 },
-        response: {
-          type: "object",
-          description: "PublicKeyCredential.toJSON() of navigator.credentials.get",
-        },
+    body: closedObject({
+      token: { type: "string", maxLength: 64 },
+      response: {
+        type: "object",
+        description: "PublicKeyCredential.toJSON() of navigator.credentials.get",
       },
-    },
+    }, ["token", "response"]),
     responses: {
       "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "401": {

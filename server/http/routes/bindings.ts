@@ -12,7 +12,7 @@ import {
   MIN_PRIORITY,
   updateBinding,
 } from "../../domain/bindings.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
 import { changeById, DATE_TIME, LOCKOUT_REASON, noContent, readById } from "./common.ts";
@@ -69,12 +69,10 @@ export function bindingRoutes({ db }: ServerContext): RouteSpec[] {
     route("POST /api/v1/policy-bindings", "binding:create", {
       summary: "Bind a policy to a node group; a new binding always starts disabled",
       audit: { resourceType: "binding" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["policy_id", "node_group_id"],
-        properties: { policy_id: UUID_SCHEMA, node_group_id: UUID_SCHEMA, priority: PRIORITY },
-      },
+      body: closedObject({ policy_id: UUID_SCHEMA, node_group_id: UUID_SCHEMA, priority: PRIORITY }, [
+        "policy_id",
+        "node_group_id",
+      ]),
       responses: { "201": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: async (c) => {
         const input = body<{ policy_id: string; node_group_id: string; priority?: number }>(c);
@@ -97,15 +95,11 @@ export function bindingRoutes({ db }: ServerContext): RouteSpec[] {
     route("PUT /api/v1/policy-bindings/:id", "binding:edit", {
       summary: "Enable or disable a binding (enabling needs a released policy) or change its priority",
       audit: { resourceType: "binding" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          state: { type: "string", enum: BINDING_STATES },
-          priority: PRIORITY,
-          lockout_reason: LOCKOUT_REASON,
-        },
-      },
+      body: closedObject({
+        state: { type: "string", enum: BINDING_STATES },
+        priority: PRIORITY,
+        lockout_reason: LOCKOUT_REASON,
+      }),
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: changeById(
         db,

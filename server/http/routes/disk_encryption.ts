@@ -20,7 +20,7 @@ import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
 import { sendNodeCommand } from "../../events/hub_notice.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { DATE_TIME, TEXT_PATTERN } from "./common.ts";
@@ -174,15 +174,10 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
     route("POST /api/v1/disk-encryption/volumes/:id/reveal", "disk_encryption:reveal", {
       summary: "Reveal the active recovery key of a volume (reason and re-authentication required; audited)",
       audit: { resourceType: "luks_volume", action: "disk_encryption.reveal" },
-      body: {
-        type: "object",
-        required: ["reason"],
-        additionalProperties: false,
-        properties: {
-          reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
-          ...STEP_UP_PROPERTIES,
-        },
-      },
+      body: closedObject({
+        reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
+        ...STEP_UP_PROPERTIES,
+      }, ["reason"]),
       responses: {
         "200": { description: "The recovery key (shown, never stored)", schema: RECOVERY_KEY_SCHEMA },
       },
@@ -229,11 +224,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
     route("POST /api/v1/disk-encryption/volumes/:id/rotate", "disk_encryption:reveal", {
       summary: "Ask the node to replace the volume's recovery key",
       audit: { resourceType: "luks_volume", action: "disk_encryption.rotate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } },
-      },
+      body: closedObject({ reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } }),
       responses: {
         "200": {
           description: "The rotation is requested",

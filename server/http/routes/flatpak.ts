@@ -20,7 +20,7 @@ import {
 } from "../../flatpak/catalogue.ts";
 import { FetchRefused } from "../../flatpak/safe_fetch.ts";
 import { badRequest, HttpError } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { DATE_TIME, noContent, TEXT_PATTERN } from "./common.ts";
@@ -106,20 +106,15 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Register a repository: its URL (OSTree repository or appstream.xml(.gz) file), a .flatpakrepo file or URL, or upload=true for AppStream uploads",
       audit: { resourceType: "flatpak_repo" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name"],
-        properties: {
-          name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
-          title: { type: "string", maxLength: 256, pattern: TEXT_PATTERN },
-          url: { type: "string", maxLength: 2048, pattern: "^https?://" },
-          flatpakrepo: { type: "string", maxLength: MAX_FLATPAKREPO_BYTES, pattern: TEXT_PATTERN },
-          gpg_key: { type: "string", maxLength: 65536, pattern: "^[A-Za-z0-9+/=\\s]*$" },
-          arch: { type: "string", pattern: "^[a-z0-9_]{1,16}$" },
-          upload: { type: "boolean" },
-        },
-      },
+      body: closedObject({
+        name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
+        title: { type: "string", maxLength: 256, pattern: TEXT_PATTERN },
+        url: { type: "string", maxLength: 2048, pattern: "^https?://" },
+        flatpakrepo: { type: "string", maxLength: MAX_FLATPAKREPO_BYTES, pattern: TEXT_PATTERN },
+        gpg_key: { type: "string", maxLength: 65536, pattern: "^[A-Za-z0-9+/=\\s]*$" },
+        arch: { type: "string", pattern: "^[a-z0-9_]{1,16}$" },
+        upload: { type: "boolean" },
+      }, ["name"]),
       responses: { "201": { description: "The repository", schema: REPO_SCHEMA } },
       handler: async (c) => {
         const input = body<{

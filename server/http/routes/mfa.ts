@@ -10,7 +10,7 @@
  * @module
  */
 import { HttpError } from "../errors.ts";
-import { objectSchema } from "../json_schema.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
 import { authRoute as route, usersRoute } from "./tags.ts";
 import { notFoundError } from "../../core/errors.ts";
@@ -97,12 +97,7 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/auth/mfa/totp/confirm", "authenticated", {
       summary: "Finish setting up the authenticator app with a code it shows; answers the backup codes once",
       audit: { resourceType: "user", action: "mfa.totp_enrol" },
-      body: {
-        type: "object",
-        required: ["code"],
-        additionalProperties: false,
-        properties: { code: { type: "string", maxLength: 16 } },
-      },
+      body: closedObject({ code: { type: "string", maxLength: 16 } }, ["code"]),
       responses: {
         "200": { description: "Set up; the backup codes", schema: BACKUP_CODES_SCHEMA },
         "400": { description: "The code does not match" },

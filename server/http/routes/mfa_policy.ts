@@ -5,7 +5,7 @@
  * @module
  */
 import { badRequest } from "../errors.ts";
-import { objectSchema } from "../json_schema.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec } from "../route.ts";
 import { isPermission } from "../../../shared/permissions.ts";
 import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "../../auth/mfa_policy.ts";
@@ -37,12 +37,7 @@ export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
     route("PUT /api/v1/settings/mfa", "settings:edit", {
       summary: "Replace the MFA policy (step-up required)",
       audit: { resourceType: "settings", action: "settings.mfa_policy" },
-      body: {
-        type: "object",
-        required: ["mode"],
-        additionalProperties: false,
-        properties: { ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES },
-      },
+      body: closedObject({ ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES }, ["mode"]),
       responses: { "200": { description: "The stored policy", schema: objectSchema(POLICY_PROPERTIES) } },
       handler: async (c) => {
         const me = caller(c);

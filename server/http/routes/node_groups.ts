@@ -12,7 +12,7 @@ import {
   removeMember,
   updateNodeGroup,
 } from "../../domain/node_groups.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, created, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
@@ -58,12 +58,7 @@ export function nodeGroupRoutes({ db }: ServerContext): RouteSpec[] {
     route("POST /api/v1/node-groups", "node_group:create", {
       summary: "Create a node group",
       audit: { resourceType: "node_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name"],
-        properties: { name: NAME, description: DESCRIPTION },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION }, ["name"]),
       responses: { "201": { description: "The node group", schema: GROUP_SCHEMA } },
       handler: (c) => {
         const input = body<{ name: string; description?: string }>(c);
@@ -81,11 +76,7 @@ export function nodeGroupRoutes({ db }: ServerContext): RouteSpec[] {
     route("PUT /api/v1/node-groups/:id", "node_group:edit", {
       summary: "Rename or re-describe a node group",
       audit: { resourceType: "node_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME, description: DESCRIPTION },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION }),
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
       handler: changeById(db, (tx, id, c) => updateNodeGroup(tx, id, body(c)), {
         track: { read: getNodeGroup, fields: ["name", "description"] },
@@ -121,12 +112,9 @@ export function nodeGroupRoutes({ db }: ServerContext): RouteSpec[] {
     route("POST /api/v1/node-groups/:id/members", "node_group:edit", {
       summary: "Add nodes to a node group (no resync: agents see it at their next reconnect)",
       audit: { resourceType: "node_group", action: "node_group.add_members" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: { type: "array", minItems: 1, maxItems: 1000, items: UUID_SCHEMA } },
-      },
+      body: closedObject({ node_ids: { type: "array", minItems: 1, maxItems: 1000, items: UUID_SCHEMA } }, [
+        "node_ids",
+      ]),
       responses: {
         "200": {
           description: "Nodes that were added (already-present members are left as they are)",

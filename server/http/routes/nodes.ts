@@ -21,7 +21,7 @@ import {
   revokeNode,
   updateNodeNotes,
 } from "../../domain/nodes.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
@@ -208,12 +208,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
     route("PUT /api/v1/nodes/:id", "node:edit", {
       summary: "Edit a node's notes (its name is its certificate identity and cannot change)",
       audit: { resourceType: "node" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["notes"],
-        properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
-      },
+      body: closedObject({ notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } }, ["notes"]),
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
       handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes), {
         track: { read: getNode, fields: ["notes"] },
@@ -236,11 +231,7 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Revoke every certificate of the node (refused on both ports from now on) and close its stream",
       audit: { resourceType: "node", action: "node.revoke" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { reason: { type: "string", maxLength: 500, pattern: TEXT_PATTERN } },
-      },
+      body: closedObject({ reason: { type: "string", maxLength: 500, pattern: TEXT_PATTERN } }),
       responses: {
         "200": {
           description: "Serials revoked by this call",

@@ -17,7 +17,7 @@ import {
 } from "../../domain/nodes_bulk.ts";
 import { getNodeGroup } from "../../domain/node_groups.ts";
 import { toHttpError } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../route.ts";
 import { DATE_TIME } from "./common.ts";
 import { NODE_FILTER_QUERY, nodeFilterFrom } from "./nodes.ts";
@@ -145,16 +145,11 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Move nodes into a node group: each joins it and leaves its other groups (keep_other_groups keeps them). No resync: agents read their groups when their stream next opens",
       audit: { resourceType: "node", action: "node.bulk_move" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids", "node_group_id"],
-        properties: {
-          node_ids: NODE_IDS,
-          node_group_id: UUID_SCHEMA,
-          keep_other_groups: { type: "boolean", default: false },
-        },
-      },
+      body: closedObject({
+        node_ids: NODE_IDS,
+        node_group_id: UUID_SCHEMA,
+        keep_other_groups: { type: "boolean", default: false },
+      }, ["node_ids", "node_group_id"]),
       responses: {
         "200": {
           description: "Per-node outcome",
@@ -188,12 +183,7 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Re-enroll nodes: a still-valid certificate is revoked first (needs node:revoke; its stream closes), then each node gets a single-use re-enrollment token (valid 5 minutes) and the command to run on it",
       audit: { resourceType: "node", action: "node.bulk_re_enroll" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: NODE_IDS },
-      },
+      body: closedObject({ node_ids: NODE_IDS }, ["node_ids"]),
       responses: {
         "200": {
           description: "Per-node outcome; tokens are shown only in this answer",
@@ -236,12 +226,7 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
     route("POST /api/v1/nodes/bulk/delete", "node:delete", {
       summary: "Delete nodes: every certificate of each is revoked first and its stream is closed",
       audit: { resourceType: "node", action: "node.bulk_delete" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: NODE_IDS },
-      },
+      body: closedObject({ node_ids: NODE_IDS }, ["node_ids"]),
       responses: { "200": { description: "Per-node outcome", schema: resultsSchema() } },
       handler: async (c) =>
         await eachNode(

@@ -38,7 +38,7 @@ import { getPolicyType, listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shar
 import { dryRunScripts } from "../../domain/scripts_policy.ts";
 import { caContentSigner } from "../../pki/content_signer.ts";
 import { forbidden, HttpError } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import {
   auditResource,
@@ -269,12 +269,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
     route("POST /api/v1/policies/all", "policy:create", {
       summary: "Create a policy (draft, version 1); its content is validated for the type",
       audit: { resourceType: "policy" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name", "type", "content"],
-        properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT }, [
+        "name",
+        "type",
+        "content",
+      ]),
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
       // Content is checked before the unit of work opens; large content in a worker (server/domain/content_offloop.ts).
       prepare: async (c) => {
@@ -304,21 +303,17 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Edit a draft policy (bumps its version); give `version` to refuse the edit if someone else changed it",
       audit: { resourceType: "policy" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          name: NAME,
-          description: DESCRIPTION,
-          type: TYPE_SCHEMA,
-          content: CONTENT,
-          version: {
-            type: "integer",
-            minimum: 1,
-            description: "Expected current version (lost-update guard)",
-          },
+      body: closedObject({
+        name: NAME,
+        description: DESCRIPTION,
+        type: TYPE_SCHEMA,
+        content: CONTENT,
+        version: {
+          type: "integer",
+          minimum: 1,
+          description: "Expected current version (lost-update guard)",
         },
-      },
+      }),
       responses: { "200": { description: "The updated policy", schema: POLICY_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens (small content inline, as before).
       prepare: async (c) => {
@@ -352,15 +347,10 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known.",
       audit: { resourceType: "policy", action: "policy.state_change" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["state"],
-        properties: {
-          state: { type: "string", enum: POLICY_STATES },
-          lockout_reason: LOCKOUT_REASON,
-        },
-      },
+      body: closedObject({
+        state: { type: "string", enum: POLICY_STATES },
+        lockout_reason: LOCKOUT_REASON,
+      }, ["state"]),
       responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
       // Releasing large content: checked in a worker before the unit of work opens. Invalid content is left
       // to the release itself, which refuses it with its own message; so is a caller who may not release.
@@ -407,11 +397,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Start or edit the pending revision of a released policy (content validated for the type). Nodes keep receiving the released content until the revision is released.",
       audit: { resourceType: "policy", action: "policy.revision_save" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { description: DESCRIPTION, content: CONTENT },
-      },
+      body: closedObject({ description: DESCRIPTION, content: CONTENT }),
       responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens, as for a draft edit.
       prepare: async (c) => {
@@ -450,11 +436,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Release the pending revision: validates it, then replaces the policy's content and description, bumps the version and resyncs the reached nodes once, in one transaction (nodes go from the old settings straight to the new ones). Needs policy:release.",
       audit: { resourceType: "policy", action: "policy.revision_release" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { lockout_reason: LOCKOUT_REASON },
-      },
+      body: closedObject({ lockout_reason: LOCKOUT_REASON }),
       responses: { "200": { description: "The policy at its new version", schema: POLICY_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens (see the state route).
       prepare: async (c) => {
@@ -487,11 +469,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         'Create a new draft policy with the type, description and (released) content of this one; the name defaults to "<name> (copy)"',
       audit: { resourceType: "policy", action: "policy.duplicate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME },
-      },
+      body: closedObject({ name: NAME }),
       responses: { "201": { description: "The new draft policy", schema: POLICY_SCHEMA } },
       prepare: async (c) => assertMayAuthor(c, (await getPolicySummary(db, uuidParam(c, "id"))).type),
       handler: async (c) => {
@@ -508,15 +486,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       summary:
         "Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it",
       audit: { resourceType: "policy", action: "policy.deprecate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          deprecated: { type: "boolean", default: true },
-          message: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN },
-          replacement_policy_id: { type: ["string", "null"], format: "uuid" },
-        },
-      },
+      body: closedObject({
+        deprecated: { type: "boolean", default: true },
+        message: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN },
+        replacement_policy_id: { type: ["string", "null"], format: "uuid" },
+      }),
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
       handler: changeById(db, (tx, id, c) => {
         const input = body<{ deprecated?: boolean; message?: string; replacement_policy_id?: string | null }>(

@@ -8,7 +8,7 @@
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
@@ -94,12 +94,11 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/roles", "role:create", {
       summary: "Create a custom role",
       audit: { resourceType: "role" },
-      body: {
-        type: "object",
-        required: ["name"],
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA, permissions: PERMISSIONS_SCHEMA },
-      },
+      body: closedObject({
+        name: NAME_SCHEMA,
+        description: DESCRIPTION_SCHEMA,
+        permissions: PERMISSIONS_SCHEMA,
+      }, ["name"]),
       responses: { "201": { description: "The new role", schema: ROLE_SCHEMA } },
       async handler(c) {
         const input = body<{ name: string; description?: string; permissions?: string[] }>(c);
@@ -122,16 +121,12 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         "Change a custom role's name, description or permissions (replaces the whole set; changing the " +
         "permissions of a role someone holds needs step-up)",
       audit: { resourceType: "role" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          name: NAME_SCHEMA,
-          description: DESCRIPTION_SCHEMA,
-          permissions: PERMISSIONS_SCHEMA,
-          ...STEP_UP_PROPERTIES,
-        },
-      },
+      body: closedObject({
+        name: NAME_SCHEMA,
+        description: DESCRIPTION_SCHEMA,
+        permissions: PERMISSIONS_SCHEMA,
+        ...STEP_UP_PROPERTIES,
+      }),
       responses: {
         "200": { description: "The updated role", schema: ROLE_SCHEMA },
         "403": STEP_UP_REFUSED,

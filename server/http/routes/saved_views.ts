@@ -11,7 +11,7 @@ import {
   type SavedView,
   updateSavedView,
 } from "../../domain/saved_views.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { DATE_TIME, VISIBLE_NAME_PATTERN } from "./common.ts";
 import { savedViewsRoute as route } from "./tags.ts";
@@ -70,12 +70,7 @@ export function savedViewRoutes({ db }: ServerContext): RouteSpec[] {
     route("POST /api/v1/saved-views", "authenticated", {
       summary: "Save the current filters and sort of a list page under a name (names are unique per list)",
       audit: { resourceType: "saved_view" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["list", "name", "query"],
-        properties: { list: LIST, name: NAME, query: QUERY },
-      },
+      body: closedObject({ list: LIST, name: NAME, query: QUERY }, ["list", "name", "query"]),
       responses: { "201": { description: "The view", schema: VIEW_SCHEMA } },
       handler: async (c) => {
         const input = body<{ list: string; name: string; query: string }>(c);
@@ -86,11 +81,7 @@ export function savedViewRoutes({ db }: ServerContext): RouteSpec[] {
     route("PUT /api/v1/saved-views/:id", "authenticated", {
       summary: "Rename one of your views or replace its query",
       audit: { resourceType: "saved_view" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME, query: QUERY },
-      },
+      body: closedObject({ name: NAME, query: QUERY }),
       responses: { "200": { description: "The view", schema: VIEW_SCHEMA } },
       handler: async (c) => {
         const view = await updateSavedView(db, caller(c).id, uuidParam(c, "id"), body(c));

@@ -8,7 +8,7 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
@@ -74,12 +74,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/user-groups", "user_group:create", {
       summary: "Create a user group",
       audit: { resourceType: "user_group" },
-      body: {
-        type: "object",
-        required: ["name"],
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA },
-      },
+      body: closedObject({ name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA }, ["name"]),
       responses: { "201": { description: "The new group", schema: GROUP_SCHEMA } },
       async handler(c) {
         const input = body<{ name: string; description?: string }>(c);
@@ -113,11 +108,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     route("PUT /api/v1/user-groups/:id", "user_group:edit", {
       summary: "Rename a user group or change its description",
       audit: { resourceType: "user_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA },
-      },
+      body: closedObject({ name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA }),
       responses: { "200": { description: "The updated group", schema: GROUP_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -166,12 +157,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/user-groups/:id/members", "user_group:edit", {
       summary: "Add a user to a group (they receive the group's roles; step-up when it has any)",
       audit: { resourceType: "user_group", action: "user_group.member_add" },
-      body: {
-        type: "object",
-        required: ["user_id"],
-        additionalProperties: false,
-        properties: { user_id: UUID_SCHEMA, ...STEP_UP_PROPERTIES },
-      },
+      body: closedObject({ user_id: UUID_SCHEMA, ...STEP_UP_PROPERTIES }, ["user_id"]),
       responses: {
         "204": { description: "Added" },
         "403": STEP_UP_REFUSED,

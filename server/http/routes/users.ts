@@ -8,7 +8,7 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict } from "../errors.ts";
-import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
@@ -162,25 +162,20 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/users", "user:create", {
       summary: "Create a local user, optionally with global roles",
       audit: { resourceType: "user" },
-      body: {
-        type: "object",
-        required: ["username", "password"],
-        additionalProperties: false,
-        properties: {
-          username: { type: "string", pattern: USERNAME_PATTERN, description: "Letters, digits and . _ @ -" },
-          password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-          ...PROFILE_PROPERTIES,
-          role_ids: {
-            type: "array",
-            items: UUID_SCHEMA,
-            maxItems: 100,
-            uniqueItems: true,
-            description: "Global roles for the new user (needs step-up: step_up)",
-          },
-          // Not the top-level proof fields: `password` here is the new user's.
-          ...STEP_UP_OBJECT_PROPERTY,
+      body: closedObject({
+        username: { type: "string", pattern: USERNAME_PATTERN, description: "Letters, digits and . _ @ -" },
+        password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+        ...PROFILE_PROPERTIES,
+        role_ids: {
+          type: "array",
+          items: UUID_SCHEMA,
+          maxItems: 100,
+          uniqueItems: true,
+          description: "Global roles for the new user (needs step-up: step_up)",
         },
-      },
+        // Not the top-level proof fields: `password` here is the new user's.
+        ...STEP_UP_OBJECT_PROPERTY,
+      }, ["username", "password"]),
       responses: {
         "201": { description: "The new user", schema: USER_DETAIL_SCHEMA },
         "403": {
@@ -245,7 +240,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
     route("PUT /api/v1/users/:id", "user:edit", {
       summary: "Change e-mail, full name or the enabled flag (disabling ends the user's sessions)",
       audit: { resourceType: "user" },
-      body: { type: "object", additionalProperties: false, properties: PROFILE_PROPERTIES },
+      body: closedObject(PROFILE_PROPERTIES),
       responses: { "200": { description: "The updated user", schema: USER_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -286,12 +281,9 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
     route("PUT /api/v1/users/:id/password", "user:edit", {
       summary: "Set a new password for a user (administrator reset; their sessions end)",
       audit: { resourceType: "user", action: "user.password_reset" },
-      body: {
-        type: "object",
-        required: ["new_password"],
-        additionalProperties: false,
-        properties: { new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH } },
-      },
+      body: closedObject({ new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH } }, [
+        "new_password",
+      ]),
       responses: { "204": { description: "Password set" } },
       async handler(c) {
         const id = uuidParam(c, "id");

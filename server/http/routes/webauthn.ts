@@ -7,7 +7,7 @@
  */
 import { notFoundError } from "../../core/errors.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
-import { objectSchema } from "../json_schema.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import {
@@ -84,19 +84,14 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
     route("POST /api/v1/auth/webauthn/register", "authenticated", {
       summary: "Finish registering: the key's answer and a name for it",
       audit: { resourceType: "user", action: "mfa.webauthn_register" },
-      body: {
-        type: "object",
-        required: ["token", "name", "response"],
-        additionalProperties: false,
-        properties: {
-          token: { type: "string", maxLength: 64 },
-          name: { type: "string", minLength: 1, maxLength: 100 },
-          response: {
-            type: "object",
-            description: "PublicKeyCredential.toJSON() of navigator.credentials.create",
-          },
+      body: closedObject({
+        token: { type: "string", maxLength: 64 },
+        name: { type: "string", minLength: 1, maxLength: 100 },
+        response: {
+          type: "object",
+          description: "PublicKeyCredential.toJSON() of navigator.credentials.create",
         },
-      },
+      }, ["token", "name", "response"]),
       responses: {
         "201": { description: "Registered", schema: CREDENTIAL_SCHEMA },
         "400": { description: "The answer was refused (`webauthn_failed`), or the registration expired" },
