@@ -763,14 +763,14 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      nodes: {
+      nodes?: {
         online: number;
         degraded: number;
         offline: number;
         unknown: number;
         total: number;
       };
-      certificates: {
+      certificates?: {
         expired: number;
         within_7_days: number;
         within_30_days: number;
@@ -780,7 +780,7 @@ export interface Operations {
         revoked: number;
         total: number;
       };
-      compliance: {
+      compliance?: {
         results: {
           compliant: number;
           non_compliant: number;
@@ -797,7 +797,7 @@ export interface Operations {
           total: number;
         };
       };
-      policies: {
+      policies?: {
         total: number;
         by_state: {
           draft: number;
@@ -814,7 +814,7 @@ export interface Operations {
           };
         }>;
       };
-      bindings: {
+      bindings?: {
         enabled: number;
         disabled: number;
         total: number;

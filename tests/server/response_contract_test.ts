@@ -184,6 +184,10 @@ dbTest("every JSON answer matches the response schema its route declares", async
     await api.call("POST", "/api/v1/nodes/bulk/move", { node_ids: [bare], node_group_id: other.id }, 200);
     await api.call("POST", `/api/v1/policies/all/${firefox.id}/revision/release`, {}, 200);
     await api.call("POST", `/api/v1/policies/all/${firefox.id}/versions/1/restore`, {}, 200);
+    await api.call("POST", "/api/v1/auth/mfa/totp", { step_up: { password: admin.password } }, 200);
+    const revoked = await seedNode(db, { name: "ws-03", serials: ["0d0e0f"] });
+    await api.call("POST", `/api/v1/nodes/${revoked}/revoke`, { reason: "stolen" }, 200);
+    await api.call("POST", `/api/v1/nodes/${revoked}/re-enroll`);
 
     const calls: string[] = [
       "/api/v1/version",

@@ -75,7 +75,10 @@ const SUMMARY_SCHEMA: JsonSchema = objectSchema({
     },
   },
   bindings: countsSchema(BINDING_STATES, { description: "Policy bindings per state (binding:view)" }),
-}, { description: "A section is absent when the caller lacks the permission named in its description" });
+}, {
+  description: "A section is absent when the caller lacks the permission named in its description",
+  optional: ["nodes", "certificates", "compliance", "policies", "bindings"],
+});
 
 /** The dashboard route. */
 export function dashboardRoutes({ db }: ServerContext): RouteSpec[] {
