@@ -4,13 +4,13 @@
  * Flatpak catalogue (`GET /api/v1/flatpak/apps`) and shows each hit with its icon, name and id; "Add"
  * appends the application (state PRESENT, the catalogue repository's name as remote) to the policy.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { FlatpakPolicySchema } from "../../../shared/gen/svc/policy/v1/flatpak_pb.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
 import { errorAlert, valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
 
 /** One catalogue hit (`GET /api/v1/flatpak/apps`). */
 export interface CatalogHit {
@@ -22,18 +22,12 @@ export interface CatalogHit {
   repo: string;
 }
 
-class SvcFlatpakForm extends LitElement {
+class SvcFlatpakForm extends PolicyFormElement {
   static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
     query: { state: true },
     hits: { state: true },
     searchError: { state: true },
   };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
   declare query: string;
   declare hits: CatalogHit[] | undefined;
   declare searchError: unknown;
@@ -41,15 +35,8 @@ class SvcFlatpakForm extends LitElement {
 
   constructor() {
     super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
     this.query = "";
     this.hits = undefined;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   #search(text: string): void {
@@ -79,15 +66,10 @@ class SvcFlatpakForm extends LitElement {
   }
 
   #add(hit: CatalogHit): void {
-    this.#emit({
+    this.emitValue({
       ...this.value,
       apps: [...this.#apps(), { app_id: hit.app_id, remote: hit.repo, state: "FLATPAK_APP_STATE_PRESENT" }],
     });
-  }
-
-  #emit(value: JsonObject): void {
-    this.value = value;
-    this.dispatchEvent(new CustomEvent("value-change", { detail: value, bubbles: true, composed: true }));
   }
 
   override render() {
@@ -131,11 +113,7 @@ class SvcFlatpakForm extends LitElement {
             `}
         </section>
       `}
-      <svc-schema-form .schema=${FlatpakPolicySchema} .value=${this.value} .issues=${this.issues} .hints=${{}}
-        ?read-only=${this.readOnly} @value-change=${(e: CustomEvent<JsonObject>) => {
-          e.stopPropagation();
-          this.#emit(e.detail);
-        }}></svc-schema-form>
+      ${this.schemaForm(FlatpakPolicySchema)}
     `;
   }
 }

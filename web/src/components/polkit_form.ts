@@ -8,15 +8,15 @@
  * the prefixes the hits share can be added as action prefixes. The preview is the agent's own renderer
  * (`shared/polkit_js.ts`), so it shows byte for byte what lands in `/etc/polkit-1/rules.d/`.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { PolkitPolicySchema } from "../../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { renderPolkitRules } from "../../../shared/polkit_js.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
 import { errorAlert, valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
 
 /** One catalogue hit (`GET /api/v1/catalogues/polkit`). */
 export interface PolkitCatalogueAction {
@@ -40,20 +40,14 @@ function implicit(value: string): string {
   return value === "" ? "not stated" : value.replaceAll("_", " ");
 }
 
-class SvcPolkitForm extends LitElement {
+class SvcPolkitForm extends PolicyFormElement {
   static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
     query: { state: true },
     hits: { state: true },
     prefixes: { state: true },
     target: { state: true },
     searchError: { state: true },
   };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
   declare query: string;
   declare hits: PolkitCatalogueAction[] | undefined;
   declare prefixes: { prefix: string; action_count: number }[];
@@ -64,17 +58,10 @@ class SvcPolkitForm extends LitElement {
 
   constructor() {
     super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
     this.query = "";
     this.hits = undefined;
     this.prefixes = [];
     this.target = 0;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   #search(text: string): void {
@@ -133,12 +120,7 @@ class SvcPolkitForm extends LitElement {
     delete rule[field];
     rule[camel] = [...list, id];
     rules[index] = rule;
-    this.#emit({ ...this.value, rules });
-  }
-
-  #emit(value: JsonObject): void {
-    this.value = value;
-    this.dispatchEvent(new CustomEvent("value-change", { detail: value, bubbles: true, composed: true }));
+    this.emitValue({ ...this.value, rules });
   }
 
   #preview(): { text?: string; problem?: string } {
@@ -221,11 +203,7 @@ class SvcPolkitForm extends LitElement {
             `}
         </section>
       `}
-      <svc-schema-form .schema=${PolkitPolicySchema} .value=${this.value} .issues=${this.issues} .hints=${{}}
-        ?read-only=${this.readOnly} @value-change=${(e: CustomEvent<JsonObject>) => {
-          e.stopPropagation();
-          this.#emit(e.detail);
-        }}></svc-schema-form>
+      ${this.schemaForm(PolkitPolicySchema)}
       <section class="card polkit-preview-card" aria-label="Generated rules file">
         <h3>Generated rules file</h3>
         ${preview.text !== undefined
