@@ -7,10 +7,9 @@
 import { html, nothing } from "lit";
 import { FlatpakPolicySchema } from "../../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import { api } from "../api.ts";
-import type { JsonObject } from "../content.ts";
-import { errorAlert, valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
+import { addButton, catalogueSearch } from "./catalogue_picker.ts";
 
 /** One catalogue hit (`GET /api/v1/flatpak/apps`). */
 export interface CatalogHit {
@@ -36,7 +35,6 @@ class SvcFlatpakForm extends PolicyFormElement {
   constructor() {
     super();
     this.query = "";
-    this.hits = undefined;
   }
 
   #search(text: string): void {
@@ -57,62 +55,49 @@ class SvcFlatpakForm extends PolicyFormElement {
     }, 250);
   }
 
-  #apps(): JsonObject[] {
-    return Array.isArray(this.value.apps) ? this.value.apps as JsonObject[] : [];
-  }
-
   #has(appId: string): boolean {
-    return this.#apps().some((a) => (a.app_id ?? a.appId) === appId);
+    return this.listOf("apps").some((a) => (a.app_id ?? a.appId) === appId);
   }
 
   #add(hit: CatalogHit): void {
     this.emitValue({
       ...this.value,
-      apps: [...this.#apps(), { app_id: hit.app_id, remote: hit.repo, state: "FLATPAK_APP_STATE_PRESENT" }],
+      apps: [...this.listOf("apps"), {
+        app_id: hit.app_id,
+        remote: hit.repo,
+        state: "FLATPAK_APP_STATE_PRESENT",
+      }],
     });
   }
 
   override render() {
     return html`
-      ${this.readOnly ? nothing : html`
-        <section class="card flatpak-catalog" aria-label="Flatpak catalogue">
-          <sl-input class="flatpak-search" label="Find an application in the catalogue" clearable
-            placeholder="Name or id, e.g. firefox" .value=${this.query}
-            help-text="Repositories are registered under Settings → Flatpak repositories."
-            @sl-input=${(e: Event) => this.#search(valueOf(e))}
-            @sl-clear=${() => this.#search("")}></sl-input>
-          ${errorAlert(this.searchError)}
-          ${this.hits === undefined
-            ? nothing
-            : this.hits.length === 0
-            ? html`<p class="muted flatpak-no-hits">No application matches "${this.query}".</p>`
-            : html`
-              <ul class="flatpak-hits">
-                ${this.hits.map((hit) =>
-                  html`
-                    <li class="flatpak-hit" data-app-id=${hit.app_id}>
-                      ${hit.icon_url
-                        ? html`<img src=${hit.icon_url} alt="" width="32" height="32" loading="lazy">`
-                        : html`<sl-icon name="box-seam" aria-hidden="true"></sl-icon>`}
-                      <span class="flatpak-hit-text">
-                        <strong>${hit.name}</strong> <code>${hit.app_id}</code>
-                        <span class="muted">${hit.summary}${hit.versions[0]
-                          ? ` · ${hit.versions[0]}`
-                          : ""} · ${hit.repo}</span>
-                      </span>
-                      <sl-button size="small" ?disabled=${this.#has(hit.app_id)} @click=${() =>
-                        this.#add(hit)}>
-                        ${this.#has(hit.app_id)
-                          ? "Added"
-                          : html`Add <span class="visually-hidden">${hit.name}</span>`}
-                      </sl-button>
-                    </li>
-                  `
-                )}
-              </ul>
-            `}
-        </section>
-      `}
+      ${this.readOnly ? nothing : catalogueSearch({
+        name: "flatpak",
+        region: "Flatpak catalogue",
+        label: "Find an application in the catalogue",
+        placeholder: "Name or id, e.g. firefox",
+        helpText: "Repositories are registered under Settings → Flatpak repositories.",
+        query: this.query,
+        hits: this.hits,
+        error: this.searchError,
+        noun: "application",
+        onSearch: (text) => this.#search(text),
+        hit: (hit: CatalogHit) =>
+          html`
+            <li class="flatpak-hit" data-app-id=${hit.app_id}>
+              ${hit.icon_url
+                ? html`<img src=${hit.icon_url} alt="" width="32" height="32" loading="lazy">`
+                : html`<sl-icon name="box-seam" aria-hidden="true"></sl-icon>`}
+              <span class="flatpak-hit-text">
+                <strong>${hit.name}</strong> <code>${hit.app_id}</code>
+                <span class="muted">${hit.summary}${hit.versions[0] ? ` · ${hit.versions[0]}` : ""} · ${hit
+                  .repo}</span>
+              </span>
+              ${addButton(this.#has(hit.app_id), hit.name, () => this.#add(hit))}
+            </li>
+          `,
+      })}
       ${this.schemaForm(FlatpakPolicySchema)}
     `;
   }

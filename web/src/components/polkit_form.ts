@@ -14,9 +14,10 @@ import { PolkitPolicySchema } from "../../../shared/gen/svc/policy/v1/polkit_pb.
 import { renderPolkitRules } from "../../../shared/polkit_js.ts";
 import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
-import { errorAlert, valueOf } from "./ui.ts";
+import { valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
+import { addButton, catalogueSearch } from "./catalogue_picker.ts";
 
 /** One catalogue hit (`GET /api/v1/catalogues/polkit`). */
 export interface PolkitCatalogueAction {
@@ -59,7 +60,6 @@ class SvcPolkitForm extends PolicyFormElement {
   constructor() {
     super();
     this.query = "";
-    this.hits = undefined;
     this.prefixes = [];
     this.target = 0;
   }
@@ -89,10 +89,6 @@ class SvcPolkitForm extends PolicyFormElement {
     }, 250);
   }
 
-  #rules(): JsonObject[] {
-    return Array.isArray(this.value.rules) ? this.value.rules as JsonObject[] : [];
-  }
-
   #list(rule: JsonObject | undefined, field: "action_ids" | "action_prefixes"): string[] {
     const camel = field === "action_ids" ? "actionIds" : "actionPrefixes";
     const list = rule?.[field] ?? rule?.[camel];
@@ -100,11 +96,11 @@ class SvcPolkitForm extends PolicyFormElement {
   }
 
   #has(field: "action_ids" | "action_prefixes", id: string): boolean {
-    return this.#list(this.#rules()[this.target], field).includes(id);
+    return this.#list(this.listOf("rules")[this.target], field).includes(id);
   }
 
   #add(field: "action_ids" | "action_prefixes", id: string): void {
-    const rules = [...this.#rules()];
+    const rules = [...this.listOf("rules")];
     if (rules.length === 0) {
       rules.push({
         name: id.split(".").filter((p) => p).slice(-1)[0] ?? "rule",
@@ -134,75 +130,67 @@ class SvcPolkitForm extends PolicyFormElement {
   }
 
   override render() {
-    const rules = this.#rules();
+    const rules = this.listOf("rules");
     const preview = this.#preview();
     return html`
       <p class="muted polkit-priority">${POLKIT_PRIORITY_RULE}</p>
-      ${this.readOnly ? nothing : html`
-        <section class="card polkit-catalog" aria-label="Polkit action catalogue">
-          <sl-input class="polkit-search" label="Find a polkit action" clearable
-            placeholder="Id or description, e.g. reboot or udisks2" .value=${this.query}
-            help-text="Actions reported by your nodes, and the ones svc ships with."
-            @sl-input=${(e: Event) => this.#search(valueOf(e))}
-            @sl-clear=${() => this.#search("")}></sl-input>
-          ${rules.length > 1
-            ? html`
-              <sl-select class="polkit-target" label="Add to rule" .value=${String(this.target)}
-                @sl-change=${(e: Event) => this.target = Number(valueOf(e))}>
-                ${rules.map((r, i) =>
-                  html`<sl-option value=${String(i)}>${i + 1}. ${
-                    String(r.name ?? "") || "(unnamed)"
-                  }</sl-option>`
-                )}
-              </sl-select>
-            `
-            : nothing}
-          ${errorAlert(this.searchError)}
-          ${this.hits === undefined
-            ? nothing
-            : this.hits.length === 0
-            ? html`<p class="muted polkit-no-hits">No action matches "${this.query}".</p>`
-            : html`
-              <ul class="polkit-hits">
-                ${this.hits.map((hit) =>
-                  html`
-                    <li class="polkit-hit" data-action-id=${hit.action_id}>
-                      <span class="polkit-hit-text">
-                        <code>${hit.action_id}</code> ${hit.description}
-                        <span class="muted polkit-defaults">
-                          Without a rule: any session ${implicit(hit.default_any)}, inactive
-                          ${implicit(hit.default_inactive)}, active ${implicit(
-                            hit.default_active,
-                          )}${hit.node_count ? ` · on ${hit.node_count} node(s)` : ""}
-                        </span>
-                      </span>
-                      <sl-button size="small" ?disabled=${this.#has("action_ids", hit.action_id)}
-                        @click=${() => this.#add("action_ids", hit.action_id)}>
-                        ${this.#has("action_ids", hit.action_id)
-                          ? "Added"
-                          : html`Add <span class="visually-hidden">${hit.action_id}</span>`}
-                      </sl-button>
-                    </li>
-                  `
-                )}
-              </ul>
-              ${this.prefixes.length
-                ? html`
-                  <p class="polkit-prefixes">Or every action under a prefix:
-                    ${this.prefixes.map((p) =>
-                      html`
-                        <sl-button size="small" class="polkit-prefix" data-prefix=${p.prefix}
-                          ?disabled=${this.#has("action_prefixes", p.prefix)}
-                          @click=${() => this.#add("action_prefixes", p.prefix)}>${p.prefix}* (${p
-                            .action_count})</sl-button>
-                      `
-                    )}
-                  </p>
+      ${this.readOnly ? nothing : catalogueSearch({
+        name: "polkit",
+        region: "Polkit action catalogue",
+        label: "Find a polkit action",
+        placeholder: "Id or description, e.g. reboot or udisks2",
+        helpText: "Actions reported by your nodes, and the ones svc ships with.",
+        query: this.query,
+        hits: this.hits,
+        error: this.searchError,
+        noun: "action",
+        onSearch: (text) => this.#search(text),
+        controls: rules.length > 1
+          ? html`
+            <sl-select class="polkit-target" label="Add to rule" .value=${String(this.target)}
+              @sl-change=${(e: Event) => this.target = Number(valueOf(e))}>
+              ${rules.map((r, i) =>
+                html`<sl-option value=${String(i)}>${i + 1}. ${
+                  String(r.name ?? "") || "(unnamed)"
+                }</sl-option>`
+              )}
+            </sl-select>
+          `
+          : nothing,
+        hit: (hit: PolkitCatalogueAction) =>
+          html`
+            <li class="polkit-hit" data-action-id=${hit.action_id}>
+              <span class="polkit-hit-text">
+                <code>${hit.action_id}</code> ${hit.description}
+                <span class="muted polkit-defaults">
+                  Without a rule: any session ${implicit(hit.default_any)}, inactive
+                  ${implicit(hit.default_inactive)}, active ${implicit(hit.default_active)}${hit.node_count
+                    ? ` · on ${hit.node_count} node(s)`
+                    : ""}
+                </span>
+              </span>
+              ${addButton(
+                this.#has("action_ids", hit.action_id),
+                hit.action_id,
+                () => this.#add("action_ids", hit.action_id),
+              )}
+            </li>
+          `,
+        more: this.prefixes.length
+          ? html`
+            <p class="polkit-prefixes">Or every action under a prefix:
+              ${this.prefixes.map((p) =>
+                html`
+                  <sl-button size="small" class="polkit-prefix" data-prefix=${p.prefix}
+                    ?disabled=${this.#has("action_prefixes", p.prefix)}
+                    @click=${() => this.#add("action_prefixes", p.prefix)}>${p.prefix}* (${p
+                      .action_count})</sl-button>
                 `
-                : nothing}
-            `}
-        </section>
-      `}
+              )}
+            </p>
+          `
+          : nothing,
+      })}
       ${this.schemaForm(PolkitPolicySchema)}
       <section class="card polkit-preview-card" aria-label="Generated rules file">
         <h3>Generated rules file</h3>
