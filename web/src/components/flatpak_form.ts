@@ -10,6 +10,7 @@ import { api } from "../api.ts";
 import "../editors/schema_form.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
 import { addButton, catalogueSearch } from "./catalogue_picker.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One catalogue hit (`GET /api/v1/flatpak/apps`). */
 export interface CatalogHit {
@@ -23,9 +24,7 @@ export interface CatalogHit {
 
 class SvcFlatpakForm extends PolicyFormElement {
   static override properties = {
-    query: { state: true },
-    hits: { state: true },
-    searchError: { state: true },
+    ...stateProperties("query", "hits", "searchError"),
   };
   declare query: string;
   declare hits: CatalogHit[] | undefined;

@@ -18,6 +18,7 @@ import { valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
 import { addButton, catalogueSearch } from "./catalogue_picker.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One catalogue hit (`GET /api/v1/catalogues/polkit`). */
 export interface PolkitCatalogueAction {
@@ -43,11 +44,7 @@ function implicit(value: string): string {
 
 class SvcPolkitForm extends PolicyFormElement {
   static override properties = {
-    query: { state: true },
-    hits: { state: true },
-    prefixes: { state: true },
-    target: { state: true },
-    searchError: { state: true },
+    ...stateProperties("query", "hits", "prefixes", "target", "searchError"),
   };
   declare query: string;
   declare hits: PolkitCatalogueAction[] | undefined;

@@ -15,8 +15,8 @@ import { errorText } from "./page.ts";
 import { labelEnumConstants } from "../editors/enum_labels.ts";
 import { accountLabel } from "../lockout_text.ts";
 import "../editors/schema_form.ts";
-import { LightElement } from "./light_element.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
+import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/session-access/timeline`. */
 interface Timeline {
@@ -29,11 +29,8 @@ const DAY = 1440;
 
 class SvcSessionTimeline extends LightElement {
   static override properties = {
-    content: { attribute: false },
-    groups: { state: true },
-    groupId: { state: true },
-    data: { state: true },
-    error: { state: true },
+    ...boundProperties("content"),
+    ...stateProperties("groups", "groupId", "data", "error"),
   };
   declare content: JsonObject;
   declare groups: { id: string; name: string }[];
