@@ -11,6 +11,7 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
 import { askLockoutReason } from "./session_lockout_dialog.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, Policy } from "../types.ts";
 
@@ -46,15 +47,8 @@ export function mergeMatches(byName: Policy[], byType: Policy[][], limit = PICKE
 
 class SvcBindingDialog extends LitElement {
   static override properties = {
-    policy: { attribute: false },
-    groups: { state: true },
-    results: { state: true },
-    query: { state: true },
-    active: { state: true },
-    chosen: { state: true },
-    searching: { state: true },
-    error: { state: true },
-    saving: { state: true },
+    ...boundProperties("policy"),
+    ...stateProperties("groups", "results", "query", "active", "chosen", "searching", "error", "saving"),
   };
   /** The policy to bind (the policy page); without it the dialog offers the picker. */
   declare policy: Policy | undefined;

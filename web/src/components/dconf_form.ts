@@ -21,6 +21,7 @@ import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject } from "../content.ts";
 import { type CatalogueKey, type CatalogueSchema, catalogueSchema } from "./gsettings_picker.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One entry as the form keeps it. */
 interface Entry {
@@ -98,8 +99,7 @@ function untypedProblem(text: string): string | undefined {
 
 class SvcDconfForm extends PolicyFormElement {
   static override properties = {
-    picking: { state: true },
-    schemas: { state: true },
+    ...stateProperties("picking", "schemas"),
   };
   declare picking: boolean;
   declare schemas: Map<string, CatalogueSchema | null>;

@@ -12,6 +12,7 @@ import { api, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
 import { type DeployPackage, deployScript, FAMILIES, type Family } from "../deploy_script.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/agent-repo`. */
 interface RepoStatus {
@@ -51,17 +52,19 @@ function sizeText(bytes: number): string {
 
 class SvcDeployAgent extends LitElement {
   static override properties = {
-    status: { state: true },
-    open: { state: true },
-    family: { state: true },
-    arch: { state: true },
-    enroll: { state: true },
-    groups: { state: true },
-    groupId: { state: true },
-    token: { state: true },
-    material: { state: true },
-    error: { state: true },
-    busy: { state: true },
+    ...stateProperties(
+      "status",
+      "open",
+      "family",
+      "arch",
+      "enroll",
+      "groups",
+      "groupId",
+      "token",
+      "material",
+      "error",
+      "busy",
+    ),
   };
   declare status: RepoStatus | undefined;
   declare open: boolean;

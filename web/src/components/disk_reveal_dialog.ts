@@ -8,6 +8,7 @@ import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 
 /** The volume a reveal is for. */
 export interface RevealTarget {
@@ -27,12 +28,8 @@ interface RevealAnswer {
 
 class SvcDiskRevealDialog extends LitElement {
   static override properties = {
-    target: { attribute: false },
-    revealed: { state: true },
-    remaining: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    expired: { state: true },
+    ...boundProperties("target"),
+    ...stateProperties("revealed", "remaining", "error", "busy", "expired"),
   };
   declare target: RevealTarget | undefined;
   declare revealed: RevealAnswer | undefined;

@@ -11,6 +11,7 @@ import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import "./file_picker.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/flatpak/repos` item. */
 interface FlatpakRepo {
@@ -28,10 +29,7 @@ interface FlatpakRepo {
 class SvcSettingsFlatpakRepos extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    repos: { state: true },
-    draft: { state: true },
-    saveError: { state: true },
-    busy: { state: true },
+    ...stateProperties("repos", "draft", "saveError", "busy"),
   };
   declare repos: FlatpakRepo[] | undefined;
   declare draft: { name: string; kind: "url" | "flatpakrepo" | "upload"; url: string; flatpakrepo: string };

@@ -8,6 +8,7 @@ import { api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
+import { stateProperties } from "./light_element.ts";
 
 interface MfaPolicy {
   mode: "off" | "all" | "permissions";
@@ -16,7 +17,9 @@ interface MfaPolicy {
 }
 
 class SvcMfaPolicySettings extends LitElement {
-  static override properties = { policy: { state: true }, error: { state: true }, busy: { state: true } };
+  static override properties = {
+    ...stateProperties("policy", "error", "busy"),
+  };
   declare policy: MfaPolicy | undefined;
   declare error: unknown;
   declare busy: boolean;

@@ -12,6 +12,7 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 import { registerKey, stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/auth/webauthn/credentials` items. */
 interface KeyInfo {
@@ -55,13 +56,7 @@ function qrSvg(text: string) {
 
 class SvcMfaSettings extends LitElement {
   static override properties = {
-    status: { state: true },
-    step: { state: true },
-    enrolment: { state: true },
-    backupCodes: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    keys: { state: true },
+    ...stateProperties("status", "step", "enrolment", "backupCodes", "error", "busy", "keys"),
   };
   declare status: MfaStatus | undefined;
   /** Security keys and passkeys. */

@@ -10,12 +10,12 @@ import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 import { errorAlert, openDialog } from "./ui.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {
-    needCode: { attribute: false },
-    busy: { state: true },
-    error: { state: true },
+    ...boundProperties("needCode"),
+    ...stateProperties("busy", "error"),
   };
   declare needCode: boolean;
   declare busy: boolean;

@@ -8,6 +8,7 @@ import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, notifyError, openDialog } from "./ui.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 import type { Selection } from "./list_page.ts";
 import type { NodeGroup } from "../types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
@@ -40,14 +41,8 @@ function someNames(names: string[], shown = 5): string {
 
 class SvcNodeBulk extends LitElement {
   static override properties = {
-    selection: { attribute: false },
-    groups: { attribute: false },
-    dialog: { state: true },
-    target: { state: true },
-    keepOthers: { state: true },
-    report: { state: true },
-    busy: { state: true },
-    error: { state: true },
+    ...boundProperties("selection", "groups"),
+    ...stateProperties("dialog", "target", "keepOthers", "report", "busy", "error"),
   };
   declare selection: Selection;
   declare groups: NodeGroup[];

@@ -20,18 +20,14 @@ import {
   statusBadge,
 } from "./ui.ts";
 import "./provenance.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { renderPendingReasons } from "./node_pending.ts";
 import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
 
 class SvcNodeDetail extends LitElement {
   static override properties = {
-    nodeId: { attribute: false },
-    groups: { attribute: false },
-    node: { state: true },
-    compliance: { state: true },
-    error: { state: true },
-    addGroup: { state: true },
-    reEnrollToken: { state: true },
+    ...boundProperties("nodeId", "groups"),
+    ...stateProperties("node", "compliance", "error", "addGroup", "reEnrollToken"),
   };
   declare nodeId: string;
   declare groups: NodeGroup[];

@@ -13,15 +13,13 @@ import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
 import { TableCards } from "./table_cards.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
   static override properties = {
-    route: { attribute: false },
-    loading: { state: true },
-    loadError: { state: true },
-    loadedAt: { state: true },
-    now: { state: true },
+    ...boundProperties("route"),
+    ...stateProperties("loading", "loadError", "loadedAt", "now"),
   };
 
   /** The route that opened the page (params and query). */

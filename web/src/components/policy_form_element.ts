@@ -8,14 +8,13 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject } from "../content.ts";
 import type { FormHints } from "../editors/spec.ts";
-import { LightElement } from "./light_element.ts";
+import { boundProperties, LightElement } from "./light_element.ts";
 
 /** A policy type's form: `value` in, `value-change` out, `issues` shown next to the fields they name. */
 export class PolicyFormElement extends LightElement {
   static override properties: PropertyDeclarations = {
-    value: { attribute: false },
-    issues: { attribute: false },
     readOnly: { type: Boolean, attribute: "read-only" },
+    ...boundProperties("value", "issues"),
   };
   declare value: JsonObject;
   declare issues: ValidationIssue[];

@@ -12,6 +12,7 @@ import { session } from "../session.ts";
 import { contentToValue } from "../content.ts";
 import { confirmAction, formatDate, notify, notifyError } from "./ui.ts";
 import { errorText } from "./page.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { renderSettingChanges } from "./content_diff.ts";
 import type { Policy } from "../types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
@@ -31,10 +32,8 @@ export function originText(v: PolicyVersionSummary): string {
 
 class SvcPolicyHistory extends LitElement {
   static override properties = {
-    policy: { attribute: false },
-    versions: { state: true },
-    contents: { state: true },
-    error: { state: true },
+    ...boundProperties("policy"),
+    ...stateProperties("versions", "contents", "error"),
   };
   declare policy: Policy;
   declare versions: PolicyVersionSummary[] | undefined;

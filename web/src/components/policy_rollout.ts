@@ -13,6 +13,7 @@ import { formatDate, relativeTime } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
 // The editor shows the rollout over time beside this panel; defined with it.
 import "./rollout_trend.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** Rollout states, in the order the panel lists them. */
 export const ROLLOUT_STATES = ["pending", "error", "non_compliant", "compliant", "inapplicable"] as const;
@@ -86,12 +87,7 @@ export function rolloutSummary(counts: RolloutCounts | undefined): TemplateResul
 class SvcPolicyRollout extends LitElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
-    data: { state: true },
-    state: { state: true },
-    pageNumber: { state: true },
-    error: { state: true },
-    updatedAt: { state: true },
-    now: { state: true },
+    ...stateProperties("data", "state", "pageNumber", "error", "updatedAt", "now"),
   };
   declare policyId: string;
   declare data: RolloutPage | undefined;

@@ -8,6 +8,7 @@ import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
@@ -15,11 +16,8 @@ type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][numb
 class SvcSavedViews extends LitElement {
   static override properties = {
     list: {},
-    query: { attribute: false },
-    views: { state: true },
-    dialog: { state: true },
-    error: { state: true },
-    renaming: { state: true },
+    ...boundProperties("query"),
+    ...stateProperties("views", "dialog", "error", "renaming"),
   };
   /** The list page's key (`nodes`). */
   declare list: string;

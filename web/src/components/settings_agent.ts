@@ -9,6 +9,7 @@ import { session } from "../session.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import { PageElement } from "./page.ts";
 import { errorAlert, fieldError, notify } from "./ui.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** `GET/PUT /api/v1/settings/agent`. */
 interface AgentSettings {
@@ -21,8 +22,7 @@ interface AgentSettings {
 class SvcSettingsAgent extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    settings: { state: true },
-    saveError: { state: true },
+    ...stateProperties("settings", "saveError"),
   };
   declare settings: AgentSettings | undefined;
   declare saveError: unknown;

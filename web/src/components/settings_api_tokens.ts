@@ -9,6 +9,7 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/api-tokens` item. */
 interface ApiToken {
@@ -26,10 +27,7 @@ interface ApiToken {
 class SvcSettingsApiTokens extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    tokens: { state: true },
-    draft: { state: true },
-    saveError: { state: true },
-    shown: { state: true },
+    ...stateProperties("tokens", "draft", "saveError", "shown"),
   };
   declare tokens: ApiToken[] | undefined;
   declare draft: { name: string; days: number };

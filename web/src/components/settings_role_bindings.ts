@@ -11,6 +11,7 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
+import { stateProperties } from "./light_element.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
 import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
 
@@ -35,12 +36,7 @@ interface Holder {
 class SvcSettingsRoleBindings extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    users: { state: true },
-    userGroups: { state: true },
-    roles: { state: true },
-    nodeGroups: { state: true },
-    scope: { state: true },
-    addError: { state: true },
+    ...stateProperties("users", "userGroups", "roles", "nodeGroups", "scope", "addError"),
   };
   declare users: User[];
   declare userGroups: UserGroup[];
