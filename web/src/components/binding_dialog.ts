@@ -11,7 +11,7 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
 import { askLockoutReason } from "./session_lockout_dialog.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, Policy } from "../types.ts";
 
@@ -47,7 +47,7 @@ export function mergeMatches(byName: Policy[], byType: Policy[][], limit = PICKE
 
 class SvcBindingDialog extends LitElement {
   static override properties = {
-    ...boundProperties("policy"),
+    policy: { attribute: false },
     ...stateProperties("groups", "results", "query", "active", "chosen", "searching", "error", "saving"),
   };
   /** The policy to bind (the policy page); without it the dialog offers the picker. */

@@ -5,7 +5,7 @@
  * carries its every number in a data table.
  */
 import { html, nothing, svg, type TemplateResult } from "lit";
-import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
+import { boundProperties, LightElement } from "./light_element.ts";
 
 /** One value of a chart. */
 export interface ChartSegment {
@@ -225,7 +225,7 @@ class SvcTimeChart extends LightElement {
     kind: {},
     unit: {},
     ...boundProperties("stepMs", "times", "series", "max", "formatTime"),
-    ...stateProperties("width"),
+    width: { state: true },
   };
   declare chartTitle: string;
   /** `line` or `area` (stacked). */

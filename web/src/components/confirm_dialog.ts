@@ -5,13 +5,9 @@
  */
 import { html, LitElement, nothing } from "lit";
 import { type ConfirmOptions, openDialog } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
 
 class SvcConfirmDialog extends LitElement {
-  static override properties = {
-    ...boundProperties("options"),
-    ...stateProperties("typed"),
-  };
+  static override properties = { options: { attribute: false }, typed: { state: true } };
   declare options: ConfirmOptions;
   declare typed: string;
   #done = false;

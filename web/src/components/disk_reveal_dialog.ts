@@ -8,7 +8,7 @@ import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** The volume a reveal is for. */
 export interface RevealTarget {
@@ -28,7 +28,7 @@ interface RevealAnswer {
 
 class SvcDiskRevealDialog extends LitElement {
   static override properties = {
-    ...boundProperties("target"),
+    target: { attribute: false },
     ...stateProperties("revealed", "remaining", "error", "busy", "expired"),
   };
   declare target: RevealTarget | undefined;

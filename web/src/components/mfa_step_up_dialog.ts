@@ -10,11 +10,11 @@ import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 import { errorAlert, openDialog } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {
-    ...boundProperties("needCode"),
+    needCode: { attribute: false },
     ...stateProperties("busy", "error"),
   };
   declare needCode: boolean;

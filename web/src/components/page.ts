@@ -13,12 +13,12 @@ import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
 import { TableCards } from "./table_cards.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
   static override properties = {
-    ...boundProperties("route"),
+    route: { attribute: false },
     ...stateProperties("loading", "loadError", "loadedAt", "now"),
   };
 

@@ -12,7 +12,7 @@ import { session } from "../session.ts";
 import { contentToValue } from "../content.ts";
 import { confirmAction, formatDate, notify, notifyError } from "./ui.ts";
 import { errorText } from "./page.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 import { renderSettingChanges } from "./content_diff.ts";
 import type { Policy } from "../types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
@@ -32,7 +32,7 @@ export function originText(v: PolicyVersionSummary): string {
 
 class SvcPolicyHistory extends LitElement {
   static override properties = {
-    ...boundProperties("policy"),
+    policy: { attribute: false },
     ...stateProperties("versions", "contents", "error"),
   };
   declare policy: Policy;

@@ -8,7 +8,7 @@ import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
@@ -16,7 +16,7 @@ type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][numb
 class SvcSavedViews extends LitElement {
   static override properties = {
     list: {},
-    ...boundProperties("query"),
+    query: { attribute: false },
     ...stateProperties("views", "dialog", "error", "renaming"),
   };
   /** The list page's key (`nodes`). */

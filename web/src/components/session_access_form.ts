@@ -16,7 +16,7 @@ import { labelEnumConstants } from "../editors/enum_labels.ts";
 import { accountLabel } from "../lockout_text.ts";
 import "../editors/schema_form.ts";
 import { PolicyFormElement } from "./policy_form_element.ts";
-import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
+import { LightElement, stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/session-access/timeline`. */
 interface Timeline {
@@ -29,7 +29,7 @@ const DAY = 1440;
 
 class SvcSessionTimeline extends LightElement {
   static override properties = {
-    ...boundProperties("content"),
+    content: { attribute: false },
     ...stateProperties("groups", "groupId", "data", "error"),
   };
   declare content: JsonObject;

@@ -8,13 +8,9 @@ import { html, LitElement } from "lit";
 import { ApiError } from "../api.ts";
 import { listWords, parseLockout, plainLockoutMessage } from "../lockout_text.ts";
 import { openDialog } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
 
 class SvcSessionLockoutDialog extends LitElement {
-  static override properties = {
-    ...boundProperties("message"),
-    ...stateProperties("reason"),
-  };
+  static override properties = { message: { attribute: false }, reason: { state: true } };
   declare message: string;
   declare reason: string;
   #done = false;
