@@ -10,9 +10,9 @@
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
+import { stateProperties } from "./light_element.ts";
 import { errorText } from "./page.ts";
 import { type DeployPackage, deployScript, FAMILIES, type Family } from "../deploy_script.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/agent-repo`. */
 interface RepoStatus {
