@@ -6,12 +6,12 @@
  * created disabled; "Enable now" (released policies only) enables them after a confirmation naming how many
  * nodes of which groups receive the policy. Fires `binding-dialog-done` with the number of bindings created.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
 import { askLockoutReason } from "./session_lockout_dialog.ts";
-import { stateProperties } from "./light_element.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, Policy } from "../types.ts";
 

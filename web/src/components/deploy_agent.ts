@@ -7,10 +7,10 @@
  * token for a chosen node group. A second tab lists every file of the repository's manifest for direct
  * download. A served agent version that differs from the server's is shown as a warning.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
-import { stateProperties } from "./light_element.ts";
 import { errorText } from "./page.ts";
 import { type DeployPackage, deployScript, FAMILIES, type Family } from "../deploy_script.ts";
 

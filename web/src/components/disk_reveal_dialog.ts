@@ -4,11 +4,11 @@
  * minutes with a countdown and a copy button, then it is dropped from the page (closing the dialog drops it
  * at once). When the policy rotates after reveals, the dialog says the key will stop working.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** The volume a reveal is for. */
 export interface RevealTarget {

@@ -9,10 +9,9 @@ import { html, nothing } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
+import { bodyRows } from "./table_cards.ts";
 import "./file_picker.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
-import { bodyRows } from "./table_cards.ts";
 
 /** `GET /api/v1/flatpak/repos` item. */
 interface FlatpakRepo {
@@ -30,7 +29,10 @@ interface FlatpakRepo {
 class SvcSettingsFlatpakRepos extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("repos", "draft", "saveError", "busy"),
+    repos: { state: true },
+    draft: { state: true },
+    saveError: { state: true },
+    busy: { state: true },
   };
   declare repos: FlatpakRepo[] | undefined;
   declare draft: { name: string; kind: "url" | "flatpakrepo" | "upload"; url: string; flatpakrepo: string };

@@ -3,12 +3,12 @@
  * logs in with a password, or whoever holds one of the chosen permissions; directory users optionally too.
  * Saving asks for the editor's password (and code, when they have a factor).
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
 
 interface MfaPolicy {
   mode: "off" | "all" | "permissions";

@@ -6,13 +6,13 @@
  * `<svc-mfa-required-page>`: shown instead of the console while the MFA policy requires a factor the person
  * does not have yet.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, svg } from "lit";
 import qrcode from "qrcode-generator";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 import { registerKey, stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/auth/webauthn/credentials` items. */
 interface KeyInfo {

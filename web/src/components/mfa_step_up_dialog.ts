@@ -5,12 +5,12 @@
  * passkey / security key (the browser's WebAuthn prompt answers the server's step-up challenge), so a person
  * whose only factor is a passkey can pass too. Registered with {@link api.stepUp} on import.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 import { errorAlert, openDialog } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
 
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {

@@ -4,11 +4,11 @@
  * (`/api/v1/nodes/bulk/*`, one audit row per node) and reports node by node: what was done, what failed and
  * why, and for re-enrollment the command to run on each node. Fires `bulk-done` once the report is closed.
  */
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, notifyError, openDialog } from "./ui.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
 import type { Selection } from "./list_page.ts";
 import type { NodeGroup } from "../types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";

@@ -4,6 +4,7 @@
  * node, delete).
  * Fires `closed` when the drawer closes and `changed` after an action altered the node.
  */
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
@@ -20,7 +21,6 @@ import {
   statusBadge,
 } from "./ui.ts";
 import "./provenance.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
 import { renderPendingReasons } from "./node_pending.ts";
 import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
 

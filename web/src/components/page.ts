@@ -13,13 +13,15 @@ import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
 import type { RouteMatch } from "../router.ts";
 import { TableCards } from "./table_cards.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
   static override properties = {
     route: { attribute: false },
-    ...stateProperties("loading", "loadError", "loadedAt", "now"),
+    loading: { state: true },
+    loadError: { state: true },
+    loadedAt: { state: true },
+    now: { state: true },
   };
 
   /** The route that opened the page (params and query). */

@@ -5,6 +5,7 @@
  * old version's content (a draft is edited to it); nothing of the history is rewritten, and the revision is
  * released like any other. Fires `restored` after a restore.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { repeat } from "lit/directives/repeat.js";
 import { api } from "../api.ts";
@@ -12,7 +13,6 @@ import { session } from "../session.ts";
 import { contentToValue } from "../content.ts";
 import { confirmAction, formatDate, notify, notifyError } from "./ui.ts";
 import { errorText } from "./page.ts";
-import { stateProperties } from "./light_element.ts";
 import { renderSettingChanges } from "./content_diff.ts";
 import type { Policy } from "../types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";

@@ -5,6 +5,7 @@
  * its last report. Refreshes itself every few seconds (and says when it last did), keeping filter, page and
  * scroll, so a release can be watched as it lands.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
@@ -13,7 +14,6 @@ import { formatDate, relativeTime } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
 // The editor shows the rollout over time beside this panel; defined with it.
 import "./rollout_trend.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** Rollout states, in the order the panel lists them. */
 export const ROLLOUT_STATES = ["pending", "error", "non_compliant", "compliant", "inapplicable"] as const;

@@ -4,11 +4,11 @@
  * one (fires `view-apply` with its query), saves the current filters and sort under a name, and opens the
  * list of views to rename or delete them.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];

@@ -9,7 +9,6 @@ import { session } from "../session.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import { PageElement } from "./page.ts";
 import { errorAlert, fieldError, notify } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
 
 /** `GET/PUT /api/v1/settings/agent`. */
 interface AgentSettings {
@@ -22,7 +21,8 @@ interface AgentSettings {
 class SvcSettingsAgent extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("settings", "saveError"),
+    settings: { state: true },
+    saveError: { state: true },
   };
   declare settings: AgentSettings | undefined;
   declare saveError: unknown;

@@ -9,8 +9,6 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
-import { stateProperties } from "./light_element.ts";
-import { bodyRows } from "./table_cards.ts";
 
 /** `GET /api/v1/api-tokens` item. */
 interface ApiToken {
@@ -28,7 +26,10 @@ interface ApiToken {
 class SvcSettingsApiTokens extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("tokens", "draft", "saveError", "shown"),
+    tokens: { state: true },
+    draft: { state: true },
+    saveError: { state: true },
+    shown: { state: true },
   };
   declare tokens: ApiToken[] | undefined;
   declare draft: { name: string; days: number };
@@ -115,24 +116,31 @@ class SvcSettingsApiTokens extends PageElement {
           </tr>
         </thead>
         <tbody>
-          ${bodyRows(this.tokens, { columns: 7, empty: "No token yet." }, (t) =>
-            html`
-              <tr data-token=${t.name}>
-                <th scope="row">${t.name}</th>
-                <td>${t.username}</td>
-                <td><code>${t.hint}…</code></td>
-                <td title=${formatDate(t.expires_at)}>${formatDate(t.expires_at)}</td>
-                <td>${t.last_used_at ? relativeTime(t.last_used_at) : "never"}</td>
-                <td>${this.#state(t)}</td>
-                <td class="actions">${!t.revoked_at && (t.user_id === me || mayRevokeOthers)
-                  ? html`
-                    <sl-button size="small" variant="danger" outline
-                      @click=${() => this.#revoke(t)}>Revoke<span class="visually-hidden"> ${t
-                        .name}</span></sl-button>
-                  `
-                  : nothing}</td>
+          ${this.tokens.length === 0
+            ? html`
+              <tr>
+                <td colspan="7" class="muted">No token yet.</td>
               </tr>
-            `)}
+            `
+            : this.tokens.map((t) =>
+              html`
+                <tr data-token=${t.name}>
+                  <th scope="row">${t.name}</th>
+                  <td>${t.username}</td>
+                  <td><code>${t.hint}…</code></td>
+                  <td title=${formatDate(t.expires_at)}>${formatDate(t.expires_at)}</td>
+                  <td>${t.last_used_at ? relativeTime(t.last_used_at) : "never"}</td>
+                  <td>${this.#state(t)}</td>
+                  <td class="actions">${!t.revoked_at && (t.user_id === me || mayRevokeOthers)
+                    ? html`
+                      <sl-button size="small" variant="danger" outline
+                        @click=${() => this.#revoke(t)}>Revoke<span class="visually-hidden"> ${t
+                          .name}</span></sl-button>
+                    `
+                    : nothing}</td>
+                </tr>
+              `
+            )}
         </tbody>
       </table>
       <form class="card form-grid api-token-form" @submit=${this.#create}>

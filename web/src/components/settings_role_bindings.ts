@@ -11,7 +11,6 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { stateProperties } from "./light_element.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
 import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
 
@@ -36,7 +35,12 @@ interface Holder {
 class SvcSettingsRoleBindings extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("users", "userGroups", "roles", "nodeGroups", "scope", "addError"),
+    users: { state: true },
+    userGroups: { state: true },
+    roles: { state: true },
+    nodeGroups: { state: true },
+    scope: { state: true },
+    addError: { state: true },
   };
   declare users: User[];
   declare userGroups: UserGroup[];

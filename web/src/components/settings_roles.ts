@@ -8,7 +8,6 @@ import { session } from "../session.ts";
 import { PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { stateProperties } from "./light_element.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { Role } from "../types.ts";
 
@@ -17,7 +16,9 @@ const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
 class SvcSettingsRoles extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("editing", "chosen", "editError"),
+    editing: { state: true },
+    chosen: { state: true },
+    editError: { state: true },
   };
   declare editing: Partial<Role> | undefined;
   declare chosen: Set<string>;

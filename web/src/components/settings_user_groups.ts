@@ -4,14 +4,17 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { stateProperties } from "./light_element.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { User, UserGroup } from "../types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("editing", "editError", "membersOf", "members", "users"),
+    editing: { state: true },
+    editError: { state: true },
+    membersOf: { state: true },
+    members: { state: true },
+    users: { state: true },
   };
   declare editing: Partial<UserGroup> | undefined;
   declare editError: unknown;

@@ -4,7 +4,6 @@ import { api, ApiError, type ListPage } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { stateProperties } from "./light_element.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
 import type { Role, User } from "../types.ts";
 
@@ -40,7 +39,10 @@ function rolesCell(u: ListedUser): TemplateResult {
 class SvcSettingsUsers extends PageElement {
   static override properties = {
     ...PageElement.properties,
-    ...stateProperties("editing", "editError", "roles", "resetting"),
+    editing: { state: true },
+    editError: { state: true },
+    roles: { state: true },
+    resetting: { state: true },
   };
   /** The user being edited; `{}` for a new one. */
   declare editing: Partial<User> | undefined;
