@@ -4,6 +4,7 @@
  * minutes with a countdown and a copy button, then it is dropped from the page (closing the dialog drops it
  * at once). When the policy rotates after reveals, the dialog says the key will stop working.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { errorText } from "./page.ts";
@@ -28,11 +29,7 @@ interface RevealAnswer {
 class SvcDiskRevealDialog extends LitElement {
   static override properties = {
     target: { attribute: false },
-    revealed: { state: true },
-    remaining: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    expired: { state: true },
+    ...stateProperties("revealed", "remaining", "error", "busy", "expired"),
   };
   declare target: RevealTarget | undefined;
   declare revealed: RevealAnswer | undefined;

@@ -3,6 +3,7 @@
  * logs in with a password, or whoever holds one of the chosen permissions; directory users optionally too.
  * Saving asks for the editor's password (and code, when they have a factor).
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
@@ -16,7 +17,9 @@ interface MfaPolicy {
 }
 
 class SvcMfaPolicySettings extends LitElement {
-  static override properties = { policy: { state: true }, error: { state: true }, busy: { state: true } };
+  static override properties = {
+    ...stateProperties("policy", "error", "busy"),
+  };
   declare policy: MfaPolicy | undefined;
   declare error: unknown;
   declare busy: boolean;

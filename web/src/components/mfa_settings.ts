@@ -6,6 +6,7 @@
  * `<svc-mfa-required-page>`: shown instead of the console while the MFA policy requires a factor the person
  * does not have yet.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, svg } from "lit";
 import qrcode from "qrcode-generator";
 import { api } from "../api.ts";
@@ -55,13 +56,7 @@ function qrSvg(text: string) {
 
 class SvcMfaSettings extends LitElement {
   static override properties = {
-    status: { state: true },
-    step: { state: true },
-    enrolment: { state: true },
-    backupCodes: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    keys: { state: true },
+    ...stateProperties("status", "step", "enrolment", "backupCodes", "error", "busy", "keys"),
   };
   declare status: MfaStatus | undefined;
   /** Security keys and passkeys. */
