@@ -100,10 +100,23 @@ class NodeFamily implements PrerenderedFamily {
   }
 }
 
+/** What tells whether nodes came or went, and the time a scrape is taken at. */
+export interface FleetState {
+  /** Number of nodes. */
+  n: number;
+  /** The newest node's creation time (epoch seconds); null without nodes. */
+  newest: number | null;
+  /** The database's `now()`, epoch seconds. */
+  now: number;
+}
+
 /** The per-node series of one database, between scrapes. */
 export interface NodeSeriesCache {
-  /** The two families as of now, reading what changed since the last call. */
-  families(q: Queryable): Promise<MetricFamily[]>;
+  /**
+   * The two families as of now, reading what changed since the last call. `fleet` is the nodes' number and
+   * newest creation time and the database's time, read by the caller in its pass over the nodes.
+   */
+  families(q: Queryable, fleet: FleetState): Promise<MetricFamily[]>;
 }
 
 /** A cache for one database handle. */
@@ -155,7 +168,7 @@ export function createNodeSeriesCache(): NodeSeriesCache {
    * then), or a node is new or was renamed.
    */
   async function readChanged(q: Queryable, since: number): Promise<boolean> {
-    // No order and no index: one pass over the table, which a sorted index walk with this filter was not.
+    // A range of the updated_at index (migration 0023): the few rows changed, not a pass over every node.
     const rows = await q.query<Row>(
       `SELECT ${COLUMNS} FROM nodes WHERE updated_at >= to_timestamp($1) LIMIT ${NODE_PAGE + 1}`,
       [since],
@@ -167,12 +180,8 @@ export function createNodeSeriesCache(): NodeSeriesCache {
   }
 
   return {
-    async families(q) {
+    async families(q, state) {
       // Nodes came or went when their number moved, or when both happened: a new node is the newest.
-      const [state] = await q.query<{ n: number; newest: number | null; now: number }>(
-        `SELECT count(*)::int AS n, extract(epoch FROM max(created_at))::float8 AS newest,
-                extract(epoch FROM now())::float8 AS now FROM nodes`,
-      );
       const print = `${state.n}/${state.newest}`;
       if (print !== fingerprint || state.now - lastFull >= FULL_EVERY_SECONDS || byId.size === 0) {
         await readAll(q);
