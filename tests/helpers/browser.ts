@@ -2,8 +2,8 @@
  * Debian's Chromium for browser tests: the one rule for skipping where it is missing, launching it headless
  * on a throw-away profile, axe-core's findings on a page (serious and critical only, or of every impact;
  * injected through DevTools, so the console's CSP stays intact), what a page did while a test drove it (API
- * calls, errors, CSP violations) for assertions and for failure messages that show it, typing into fields,
- * and the DevTools virtual authenticator for passkey tests.
+ * calls, errors, CSP violations) for assertions and for failure messages that show it, typing into fields and
+ * choosing from selects, screenshots, and the DevTools virtual authenticator for passkey tests.
  */
 import puppeteer, { type Browser, type CDPSession, type Page, type Protocol } from "puppeteer-core";
 
@@ -81,6 +81,17 @@ export interface AxeViolation {
 }
 
 /**
+ * Waits until no toast is between open and gone: a closing toast is aria-hidden while its close button still
+ * exists for the length of its hide animation, which axe reports; check a page with toasts once they settle.
+ */
+export async function toastsSettled(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open),
+    { polling: 250 },
+  );
+}
+
+/**
  * Every axe-core violation on the page as it is now, whatever its impact (minor, moderate, serious,
  * critical): screens that claim to be clean are held to all of them.
  */
@@ -117,10 +128,62 @@ export async function fillField(page: Page, host: string, value: string): Promis
   await typeInto(page, `${host} >>> input`, value);
 }
 
+/** The text content of the first element matching `selector` (as it is, white space kept). */
+export async function textOf(page: Page, selector: string): Promise<string> {
+  return await page.$eval(selector, (e) => e.textContent ?? "");
+}
+
+/**
+ * Opens the Shoelace select `select` and clicks its option whose text contains `text`, as a person would. A
+ * click that lands while the form is still moving (a section opening) is retried; it returns once the select
+ * has closed and its list is gone (the list fades out over what lies below it).
+ */
+export async function chooseOption(page: Page, select: string, text: string): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    const host = await page.waitForSelector(select, { visible: true });
+    // Centred: toasts stack at the bottom right of the viewport, and the guided flow's action bar is there.
+    await host!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+    await page.click(`${select} >>> .select__combobox`);
+    const opened = await page.waitForFunction((sel: string) => document.querySelector(sel)?.open === true, {
+      timeout: 1000,
+    }, select).then(() => true, () => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error(`${select} does not open`);
+  }
+  const option = await page.waitForFunction(
+    (sel: string, t: string) => {
+      const found = [...document.querySelector(sel).querySelectorAll("sl-option")]
+        .find((o: { textContent: string }) => o.textContent.includes(t));
+      return found && found.getBoundingClientRect().height > 0 ? found : null;
+    },
+    {},
+    select,
+    text,
+  );
+  await option.asElement()!.click();
+  await page.waitForFunction(
+    (sel: string) => {
+      const el = document.querySelector(sel);
+      return !el?.open && !el?.shadowRoot?.querySelector("sl-popup")?.active;
+    },
+    {},
+    select,
+  );
+}
+
+/** Saves a full-page screenshot of `page` as `test-artifacts/<folder>/<name>.png`. */
+export async function screenshot(page: Page, folder: string, name: string): Promise<void> {
+  const dir = new URL(`../../test-artifacts/${folder}/`, import.meta.url);
+  await Deno.mkdir(dir, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, dir).pathname, fullPage: true });
+}
+
 /** What a page did since {@link watchPage}, in order, and waits whose failure shows it. */
 export interface PageWatch {
   /** Every response to an `/api/` request: `METHOD /path status`. */
   apiCalls: string[];
+  /** The same responses with their query string (`path` is path and search), for tests that read it. */
+  apiResponses: Array<{ method: string; path: string; status: number }>;
   /** Uncaught errors in the page. */
   pageErrors: string[];
   /** Console messages reporting a Content Security Policy violation. */
@@ -140,6 +203,7 @@ export interface PageWatch {
 export function watchPage(page: Page): PageWatch {
   const watch: PageWatch = {
     apiCalls: [],
+    apiResponses: [],
     pageErrors: [],
     cspViolations: [],
     log: [],
@@ -157,8 +221,14 @@ export function watchPage(page: Page): PageWatch {
   };
   page.on("response", (r) => {
     if (!r.url().includes("/api/")) return;
-    const call = `${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`;
+    const url = new URL(r.url());
+    const call = `${r.request().method()} ${url.pathname} ${r.status()}`;
     watch.apiCalls.push(call);
+    watch.apiResponses.push({
+      method: r.request().method(),
+      path: url.pathname + url.search,
+      status: r.status(),
+    });
     watch.log.push(call);
   });
   page.on("pageerror", (err) => {
