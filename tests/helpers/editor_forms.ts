@@ -54,3 +54,19 @@ export async function startNewPolicy(page: Page, web: string, type: string, name
       "configure"
   );
 }
+
+// deno-lint-ignore no-explicit-any
+declare const location: any;
+
+/**
+ * Saves the policy open in the editor once its validation summary says "No problems", and answers its id
+ * from the editor's address (`/policies/<id>/edit`) the save leads to.
+ */
+export async function savePolicy(page: Page): Promise<string> {
+  await page.waitForFunction(() =>
+    document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+  );
+  await page.click("sl-button.save-policy");
+  await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
+  return new URL(page.url()).pathname.split("/")[2];
+}
