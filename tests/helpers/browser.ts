@@ -33,6 +33,15 @@ export function browserTestSkipped(what: string, alsoNeeds: string[] = []): bool
   return missing.length > 0;
 }
 
+/**
+ * Declares the browser test `name`: `ignore` is the skip rule's answer ({@link browserTestSkipped}), and
+ * Deno's op and resource sanitizers are off, since Chromium and the servers it drives run beside the test's
+ * awaits by design (the helpers that start them stop them).
+ */
+export function browserTest(name: string, ignore: boolean, fn: (t: Deno.TestContext) => Promise<void>): void {
+  Deno.test({ name, ignore, sanitizeOps: false, sanitizeResources: false, fn });
+}
+
 const AXE_SOURCE = await Deno.readTextFile(
   new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
 );
@@ -66,17 +75,25 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
   };
 }
 
-/** Serious and critical axe-core violations on the page as it is now (id and up to five targets each). */
-export async function seriousAxeViolations(page: Page): Promise<Array<{ id: string; targets: unknown[] }>> {
+/**
+ * Serious and critical axe-core violations on the page as it is now (id and up to five targets each); with
+ * `afterToasts`, once its toasts have settled ({@link toastsSettled}).
+ */
+export async function seriousAxeViolations(
+  page: Page,
+  options: { afterToasts?: boolean } = {},
+): Promise<Array<{ id: string; targets: unknown[] }>> {
+  if (options.afterToasts) await toastsSettled(page);
   return (await axeViolations(page))
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map(({ id, targets }) => ({ id, targets }));
 }
 
-/** One axe-core violation: rule, impact and up to five targets. */
+/** One axe-core violation: rule, impact, what the rule asks for and up to five targets. */
 export interface AxeViolation {
   id: string;
   impact: string;
+  help: string;
   targets: unknown[];
 }
 
@@ -100,9 +117,12 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   return await page.evaluate(async () => {
     // deno-lint-ignore no-explicit-any
     const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v: { id: string; impact: string; nodes: { target: unknown }[] }) => ({
+    return r.violations.map((
+      v: { id: string; impact: string; help: string; nodes: { target: unknown }[] },
+    ) => ({
       id: v.id,
       impact: v.impact,
+      help: v.help,
       targets: v.nodes.slice(0, 5).map((n) => n.target),
     }));
   });

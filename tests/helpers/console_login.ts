@@ -21,6 +21,7 @@ import {
   type ServerProcessOptions,
   startServerProcess,
 } from "./process.ts";
+import { Api } from "./agent_process.ts";
 import { fillField, launchChromium, pageText, type PageWatch, screenshot, watchPage } from "./browser.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -317,5 +318,31 @@ export async function withConsole<S extends ConsoleServer>(
   } finally {
     await chromium?.close();
     await server.stop();
+  }
+}
+
+/** What {@link withConsoleProcess} hands a test: a {@link ConsoleSession} and the admin's REST client. */
+export interface ProcessConsoleSession extends ConsoleSession<ProcessConsoleServer> {
+  /** The REST API as the admin, from the test (logged in on first use, closed afterwards). */
+  api(): Promise<Api>;
+}
+
+/**
+ * {@link withConsole} on svc-server as a real process started with `options.server`
+ * ({@link startConsoleServerProcess}), with the admin's REST client at hand for what the test sets up or
+ * checks outside the page.
+ */
+export async function withConsoleProcess(
+  options: ConsoleOptions & { server?: ServerProcessOptions },
+  test: (session: ProcessConsoleSession) => Promise<void>,
+): Promise<void> {
+  const server = await startConsoleServerProcess(options.server);
+  let api: Promise<Api> | undefined;
+  try {
+    await withConsole(server, options, async (session) => {
+      await test({ ...session, api: () => api ??= Api.login(server.process) });
+    });
+  } finally {
+    await api?.then((a) => a.close(), () => {});
   }
 }

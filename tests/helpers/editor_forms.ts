@@ -17,6 +17,21 @@ export function fieldPaths(message: DescMessage, prefix = ""): string[] {
   });
 }
 
+/**
+ * How a form catalogue and the content message disagree: the message's fields it gives no label, and the
+ * paths it labels that are no field of the message. Both empty when it covers every field and names no other.
+ */
+export function catalogueGaps(
+  fieldInfo: Record<string, unknown>,
+  message: DescMessage,
+): { unlabelled: string[]; noField: string[] } {
+  const fields = fieldPaths(message);
+  return {
+    unlabelled: fields.filter((p) => !(p in fieldInfo)),
+    noField: Object.keys(fieldInfo).filter((p) => !fields.includes(p)),
+  };
+}
+
 /** Replaces the text of the input or textarea inside the Shoelace element `host`, as typing would. */
 export async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
