@@ -33,15 +33,24 @@ Deno.test("the skip rule skips a browser test when a program it needs is missing
  * the helper to use instead. Types from puppeteer-core (`import type`) are fine.
  */
 const OWN_MACHINERY: Array<[RegExp, string]> = [
-  [/^import\s+(?!type\b)[^;]*?from\s+["']puppeteer-core["']/ms, "launchChromium or withConsole (browser.ts)"],
-  [/puppeteer\.(launch|connect)\(|executablePath/, "launchChromium or withConsole (browser.ts)"],
-  [/["'/]axe-core["'/]|axe\.min\.js|\baxe\.run\(/, "axeViolations or seriousAxeViolations (browser.ts)"],
-  [/svc_csrf=/, "callApi or callApiOk (console_login.ts)"],
+  [
+    /^import\s+(?!type\b)[^;]*?from\s+["']puppeteer-core["']/ms,
+    "imports puppeteer-core, not only its types: use launchChromium or withConsole (browser.ts, console_login.ts)",
+  ],
+  [
+    /puppeteer\.(launch|connect)\(|executablePath/,
+    "launches Chromium: use launchChromium or withConsole (browser.ts, console_login.ts)",
+  ],
+  [
+    /["'/]axe-core["'/]|axe\.min\.js|\baxe\.run\(/,
+    "injects axe-core: use axeViolations or seriousAxeViolations (browser.ts)",
+  ],
+  [/svc_csrf=/, "calls the API with the CSRF cookie: use callApi or callApiOk (console_login.ts)"],
 ];
 
-/** Which of `OWN_MACHINERY` the source `text` holds, as `pattern: use helper`. */
+/** What of `OWN_MACHINERY` the source `text` does, each with the helper to use instead. */
 function ownMachinery(text: string): string[] {
-  return OWN_MACHINERY.filter(([pattern]) => pattern.test(text)).map(([p, use]) => `${p.source}: use ${use}`);
+  return OWN_MACHINERY.filter(([pattern]) => pattern.test(text)).map(([, what]) => what);
 }
 
 Deno.test("the guard sees a file that launches Chromium, injects axe or calls the API by itself", () => {
