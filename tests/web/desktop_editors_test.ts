@@ -16,14 +16,13 @@ import { stringify } from "yaml";
 import type { Page } from "puppeteer-core";
 import {
   type AgentProcess,
-  Api,
   eventually,
   type Json,
   runAgentOnce,
   spawnAgent,
 } from "../helpers/agent_process.ts";
 import { browserTestSkipped, chooseOption as choose } from "../helpers/browser.ts";
-import { startConsoleServerProcess, withConsole } from "../helpers/console_login.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 import { fill, savePolicy as save, startNewPolicy as newPolicy } from "../helpers/editor_forms.ts";
 
 const SCHEMAS = "/usr/share/glib-2.0/schemas";
@@ -65,13 +64,11 @@ Deno.test({
     await Deno.mkdir(`${root}/usr/bin`, { recursive: true });
     await Deno.writeTextFile(`${root}/usr/bin/plasmashell`, "");
     let agent: AgentProcess | undefined;
-    const server = await startConsoleServerProcess();
     try {
-      await withConsole(
-        server,
+      await withConsoleProcess(
         { viewport: { width: 1280, height: 1000 }, path: false },
-        async ({ page, logIn }) => {
-          const api = await Api.login(server.process);
+        async ({ server, page, logIn, api: adminApi }) => {
+          const api = await adminApi();
           const group = await api.call("POST", "/api/v1/node-groups", { name: "desktops" });
           const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
           const configPath = join(base, "agent.yaml");
@@ -219,7 +216,6 @@ Deno.test({
             "dconf update compiled the database",
           );
           assert.match(await Deno.readTextFile(`${root}/etc/kde5rc`), /kcm_kscreen=false/);
-          api.close();
         },
       );
     } finally {
