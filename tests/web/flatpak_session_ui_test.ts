@@ -10,10 +10,9 @@
  *   goes through only with a reason typed into the dialog (the audit log keeps it).
  */
 import assert from "node:assert/strict";
-import { Api } from "../helpers/agent_process.ts";
 import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
 import { browserTestSkipped, textOf } from "../helpers/browser.ts";
-import { startConsoleServerProcess, withConsole } from "../helpers/console_login.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 import { fill, startNewPolicy } from "../helpers/editor_forms.ts";
 
 const chromiumMissing = browserTestSkipped("Flatpak/SessionAccess browser test");
@@ -32,11 +31,11 @@ Deno.test({
   async fn() {
     const repo = await buildFlatpakRepo();
     try {
-      const server = await startConsoleServerProcess({
-        config: { flatpak: { catalog_allow_private_targets: true } },
-      });
-      await withConsole(server, { viewport: { width: 1280, height: 1000 } }, async ({ page }) => {
-        const api = await Api.login(server.process);
+      await withConsoleProcess({
+        server: { config: { flatpak: { catalog_allow_private_targets: true } } },
+        viewport: { width: 1280, height: 1000 },
+      }, async ({ server, page, api: adminApi }) => {
+        const api = await adminApi();
         // Leaving the unsaved Flatpak draft asks "leave the page?"; the test leaves.
         page.on("dialog", (dialog) => void dialog.accept());
         const web = server.web;

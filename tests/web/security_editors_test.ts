@@ -11,37 +11,29 @@
 import assert from "node:assert/strict";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldEditor } from "../../web/src/editors/firewalld.ts";
-import { Api } from "../helpers/agent_process.ts";
-import { fieldPaths, fill, savePolicy as save, startNewPolicy } from "../helpers/editor_forms.ts";
-import { browserTestSkipped, textOf } from "../helpers/browser.ts";
-import { startConsoleServerProcess, withConsole } from "../helpers/console_login.ts";
+import { catalogueGaps, fill, savePolicy as save, startNewPolicy } from "../helpers/editor_forms.ts";
+import { browserTest, browserTestSkipped, textOf } from "../helpers/browser.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 
 Deno.test("Firewalld editor: the zone form's catalogue covers every field and names no other", () => {
-  const info = firewalldEditor.hints.catalogue!.fieldInfo;
-  const fields = fieldPaths(FirewalldPolicySchema);
-  assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
-  assert.deepEqual(
-    Object.keys(info).filter((p) => !fields.includes(p)),
-    [],
-    "catalogue paths that are no field",
-  );
+  assert.deepEqual(catalogueGaps(firewalldEditor.hints.catalogue!.fieldInfo, FirewalldPolicySchema), {
+    unlabelled: [],
+    noField: [],
+  });
 });
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-Deno.test({
-  name: "Polkit rule from the action picker and Firewalld zone through the form, in the browser",
-  ignore: browserTestSkipped("Polkit/Firewalld browser test"),
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    const server = await startConsoleServerProcess();
-    await withConsole(server, {
+browserTest(
+  "Polkit rule from the action picker and Firewalld zone through the form, in the browser",
+  browserTestSkipped("Polkit/Firewalld browser test"),
+  async () => {
+    await withConsoleProcess({
       viewport: { width: 1280, height: 1000 },
       failureShot: "security-editors",
-    }, async ({ page }) => {
-      const api = await Api.login(server.process);
+    }, async ({ server, page, api: adminApi }) => {
+      const api = await adminApi();
       page.on("dialog", (dialog) => void dialog.accept());
       const web = server.web;
 
@@ -112,4 +104,4 @@ Deno.test({
       ]);
     });
   },
-});
+);
