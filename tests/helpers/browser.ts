@@ -134,18 +134,41 @@ export async function pageText(page: Page): Promise<string> {
 }
 
 /**
+ * How {@link typeInto} types: `centred` scrolls the input to the middle of the viewport first (fixed bars and
+ * toasts sit at its edges); `tab` presses Tab afterwards, leaving the field as a person does.
+ */
+export interface TypingOptions {
+  centred?: boolean;
+  tab?: boolean;
+}
+
+/**
  * Waits for the input `selector` names to be visible, selects what it holds and types `value` as a person
  * would (key by key, so the page's own input handlers run).
  */
-export async function typeInto(page: Page, selector: string, value: string): Promise<void> {
+export async function typeInto(
+  page: Page,
+  selector: string,
+  value: string,
+  options: TypingOptions = {},
+): Promise<void> {
   const input = await page.waitForSelector(selector, { visible: true });
+  if (options.centred) {
+    await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+  }
   await input!.click({ count: 3 });
   await input!.type(value);
+  if (options.tab) await page.keyboard.press("Tab");
 }
 
 /** {@link typeInto} the native input inside the Shoelace field `host` (an `sl-input` selector). */
-export async function fillField(page: Page, host: string, value: string): Promise<void> {
-  await typeInto(page, `${host} >>> input`, value);
+export async function fillField(
+  page: Page,
+  host: string,
+  value: string,
+  options: TypingOptions = {},
+): Promise<void> {
+  await typeInto(page, `${host} >>> input`, value, options);
 }
 
 /** The text content of the first element matching `selector` (as it is, white space kept). */
