@@ -24,6 +24,7 @@ import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 import { createNodeSeriesCache, type NodeSeriesCache } from "./node_series.ts";
+import { fleetTotals } from "../domain/compliance.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -121,14 +122,9 @@ const PROBES: readonly Probe[] = [
     async run(q) {
       // Only results of policies still assigned to the node (enabled binding on one of its groups) count:
       // an unbound policy's last result is history, and counting it would keep alerts firing forever. The
-      // per-node counters hold exactly those (the REST compliance views read them too, so metrics and UI
-      // agree); summing them reads one row per node instead of every result.
-      const [sums] = await q.query<Record<string, number>>(
-        `SELECT coalesce(sum(c.compliant), 0)::float8 AS compliant,
-                coalesce(sum(c.non_compliant), 0)::float8 AS non_compliant,
-                coalesce(sum(c.error), 0)::float8 AS error, coalesce(sum(c.unknown), 0)::float8 AS unknown
-           FROM node_compliance_counts c`,
-      );
+      // per-node counters hold exactly those, and their fleet totals (the REST compliance views read them
+      // too, so metrics and UI agree) are a few rows however many nodes report.
+      const sums = await fleetTotals(q);
       const rows = EXPORTED_COMPLIANCE_STATUSES.map((key) => ({ key, n: sums[key] }));
       const name = "svc_compliance_results_total";
       return [
