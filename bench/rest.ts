@@ -298,7 +298,9 @@ async function main(): Promise<void> {
     const measured = options.routes.length === 0
       ? cases
       : cases.filter((c) => options.routes.some((r) => c.label.includes(r)));
-    if (measured.length === 0) throw new Error(`--routes ${options.routes.join(",")}: no route's label matches`);
+    if (measured.length === 0) {
+      throw new Error(`--routes ${options.routes.join(",")}: no route's label matches`);
+    }
     for (const c of measured) {
       for (let i = 0; i < 3; i++) await c.run();
       const times: number[] = [];

@@ -9,7 +9,13 @@
 import type { Db, Queryable } from "../db/db.ts";
 import { BINDING_STATES, type BindingState } from "./bindings.ts";
 import { type FleetSummary, fleetSummary } from "./compliance.ts";
-import { EXPIRY_BUCKETS, type ExpiryBucket, NODE_STATUS_COUNTS_SQL, NODE_STATUSES, type NodeStatus } from "./nodes.ts";
+import {
+  EXPIRY_BUCKETS,
+  type ExpiryBucket,
+  NODE_STATUS_COUNTS_SQL,
+  NODE_STATUSES,
+  type NodeStatus,
+} from "./nodes.ts";
 import { POLICY_STATES, type PolicyState } from "./policies.ts";
 
 /** The buckets are the node list's too (its `cert_expiry` filter); re-exported for the dashboard route. */
@@ -79,30 +85,42 @@ export async function nodeStatusCounts(q: Queryable): Promise<NodeStatusCounts> 
  * expiry index (certificates expiring within 90 days), less the revoked nodes in each (one probe per revoked
  * serial); `none` is an index lookup; `later` is the rest of `total` (the node count, from the same snapshot).
  */
-export async function certificateExpiryCounts(q: Queryable, total?: number): Promise<CertificateExpiryCounts> {
+export async function certificateExpiryCounts(
+  q: Queryable,
+  total?: number,
+): Promise<CertificateExpiryCounts> {
   total ??= (await nodeStatusCounts(q)).total;
-  const dated = (t: string) =>
-    `count(*) FILTER (WHERE ${t} <= now())::int AS expired,
-     count(*) FILTER (WHERE ${t} > now() AND ${t} <= now() + interval '7 days')::int AS within_7_days,
-     count(*) FILTER (WHERE ${t} > now() + interval '7 days' AND ${t} <= now() + interval '30 days')::int
-       AS within_30_days,
-     count(*) FILTER (WHERE ${t} > now() + interval '30 days' AND ${t} <= now() + interval '90 days')::int
-       AS within_90_days`;
-  type Dated = Record<"expired" | "within_7_days" | "within_30_days" | "within_90_days", number>;
+  // Each dated bucket is a range of the index, counted alone: a count over an index range evaluates nothing
+  // per entry (one pass testing each entry against the four ranges cost 4 times as long at 100,000 nodes).
+  const ranges = [
+    ["expired", null, "now()"],
+    ["within_7_days", "now()", "now() + interval '7 days'"],
+    ["within_30_days", "now() + interval '7 days'", "now() + interval '30 days'"],
+    ["within_90_days", "now() + interval '30 days'", "now() + interval '90 days'"],
+  ] as const;
+  const within = (t: string, from: string | null, to: string) =>
+    `${from === null ? "" : `${t} > ${from} AND `}${t} <= ${to}`;
+  type Dated = Record<(typeof ranges)[number][0], number>;
   const [row] = await q.query<{ none: number; dated: Dated; revoked: Dated & { n: number } }>(
     `SELECT (SELECT count(*)::int FROM nodes WHERE cert_not_after IS NULL) AS none,
-            (SELECT to_jsonb(d) FROM (SELECT ${dated("cert_not_after")}
-                                        FROM nodes WHERE cert_not_after <= now() + interval '90 days') d) AS dated,
-            (SELECT to_jsonb(d) FROM (SELECT count(*)::int AS n, ${dated("n.cert_not_after")}
+            jsonb_build_object(${
+      ranges.map(([key, from, to]) =>
+        `'${key}', (SELECT count(*)::int FROM nodes WHERE ${within("cert_not_after", from, to)})`
+      ).join(", ")
+    }) AS dated,
+            (SELECT to_jsonb(d) FROM (SELECT count(*)::int AS n, ${
+      ranges.map(([key, from, to]) =>
+        `count(*) FILTER (WHERE ${within("n.cert_not_after", from, to)})::int AS ${key}`
+      )
+        .join(", ")
+    }
                                         FROM nodes n
                                        WHERE n.cert_not_after IS NOT NULL
                                          AND lower(n.cert_serial) IN (SELECT rc.serial FROM revoked_certificates rc)) d)
               AS revoked`,
   );
   const counts = { ...zeros(EXPIRY_BUCKETS), total };
-  for (const key of ["expired", "within_7_days", "within_30_days", "within_90_days"] as const) {
-    counts[key] = row.dated[key] - row.revoked[key];
-  }
+  for (const [key] of ranges) counts[key] = row.dated[key] - row.revoked[key];
   counts.none = row.none;
   counts.revoked = row.revoked.n;
   counts.later = total - EXPIRY_BUCKETS.reduce((sum, key) => key === "later" ? sum : sum + counts[key], 0);

@@ -131,12 +131,17 @@ dbTest(
             "INSERT INTO nodes (name, status) VALUES ($1, 'online') RETURNING id",
             [`new${i}`],
           );
-          await q.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [n.id, g.id]);
+          await q.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [
+            n.id,
+            g.id,
+          ]);
         });
       }
       changes.push((q) => q.query("UPDATE policies SET state = 'archived' WHERE id = $1", [policies[1].id]));
       changes.push((q) => q.query("DELETE FROM nodes WHERE id = $1", [nodes[7].id]));
-      changes.push((q) => q.query("DELETE FROM nodes WHERE id = ANY ($1::uuid[])", [[nodes[20].id, nodes[21].id]]));
+      changes.push((q) =>
+        q.query("DELETE FROM nodes WHERE id = ANY ($1::uuid[])", [[nodes[20].id, nodes[21].id]])
+      );
       // A change rolled back leaves no delta behind.
       changes.push(async (q) => {
         await q.query("DELETE FROM nodes WHERE id = $1", [nodes[30].id]);
@@ -214,31 +219,37 @@ dbTest(
   },
 );
 
-dbTest("certificate expiry counts through the index equal the bucket expression over every node", async (db) => {
-  await db.query(
-    `INSERT INTO nodes (name, status, cert_serial, cert_not_after)
+dbTest(
+  "certificate expiry counts through the index equal the bucket expression over every node",
+  async (db) => {
+    await db.query(
+      `INSERT INTO nodes (name, status, cert_serial, cert_not_after)
      SELECT 'n' || i, 'online', CASE WHEN i % 11 = 0 THEN NULL ELSE to_hex(4096 + i) END,
             CASE WHEN i % 13 = 0 THEN NULL ELSE now() + (i % 200 - 20) * interval '1 day' END
        FROM generate_series(1, 400) i`,
-  );
-  // Revoked certificates in every dated bucket, one without an expiry, and one that no node holds.
-  await db.query(
-    `INSERT INTO revoked_certificates (serial)
+    );
+    // Revoked certificates in every dated bucket, one without an expiry, and one that no node holds.
+    await db.query(
+      `INSERT INTO revoked_certificates (serial)
      SELECT to_hex(4096 + i) FROM generate_series(1, 400) i WHERE i % 7 = 0
      UNION ALL SELECT 'abcdef0123'`,
-  );
-  const rows = await db.query<{ key: string; n: number }>(
-    `SELECT ${EXPIRY_BUCKET_SQL} AS key, count(*)::int AS n FROM nodes n GROUP BY 1`,
-  );
-  const expected: Record<string, number> = { total: 0 };
-  for (const r of rows) {
-    expected[r.key] = r.n;
-    expected.total += r.n;
-  }
-  const counted = await certificateExpiryCounts(db);
-  for (const [key, n] of Object.entries(counted)) {
-    assert.equal(n, expected[key] ?? 0, `bucket ${key}`);
-  }
-  assert.ok(["expired", "within_7_days", "within_30_days", "within_90_days", "later", "none", "revoked"]
-    .every((k) => (expected[k] ?? 0) > 0), `every bucket occupied: ${JSON.stringify(expected)}`);
-});
+    );
+    const rows = await db.query<{ key: string; n: number }>(
+      `SELECT ${EXPIRY_BUCKET_SQL} AS key, count(*)::int AS n FROM nodes n GROUP BY 1`,
+    );
+    const expected: Record<string, number> = { total: 0 };
+    for (const r of rows) {
+      expected[r.key] = r.n;
+      expected.total += r.n;
+    }
+    const counted = await certificateExpiryCounts(db);
+    for (const [key, n] of Object.entries(counted)) {
+      assert.equal(n, expected[key] ?? 0, `bucket ${key}`);
+    }
+    assert.ok(
+      ["expired", "within_7_days", "within_30_days", "within_90_days", "later", "none", "revoked"]
+        .every((k) => (expected[k] ?? 0) > 0),
+      `every bucket occupied: ${JSON.stringify(expected)}`,
+    );
+  },
+);
