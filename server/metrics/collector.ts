@@ -1,6 +1,7 @@
 /**
- * Gauges computed from the database at each scrape: one grouped query per metric (the node counts and the two
- * per-node families share one pass over the nodes), never one query per node.
+ * Gauges computed from the database at each scrape: one grouped query per metric, never one query per node.
+ * Fleet-wide counts (nodes by status, compliance results) come from totals that triggers keep
+ * (migrations/0024); the per-node families read only the nodes changed since the last scrape.
  *
  * A query that fails omits only the families it feeds: it runs in its own read-only transaction with a
  * statement timeout, a line starting with `metrics:` is logged, and the other queries still run.
@@ -25,6 +26,7 @@ import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 import { createNodeSeriesCache, type NodeSeriesCache } from "./node_series.ts";
 import { fleetTotals } from "../domain/compliance.ts";
+import { NODE_STATUS_COUNTS_SQL } from "../domain/nodes.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -67,16 +69,18 @@ async function tablesExist(q: Queryable, tables: readonly string[]): Promise<boo
 
 const PROBES: readonly Probe[] = [
   {
-    // One pass over the nodes for both: the counts by status, and whether nodes came or went since the last
-    // scrape (their number, the newest creation time), which the per-node series need.
+    // The counts by status from the status totals (migrations/0024), and whether nodes came or went since the
+    // last scrape (their number, the newest creation time: one index probe), which the per-node series need.
+    // One statement, so one snapshot: the number and the newest time agree.
     families: ["svc_nodes_total", "svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
     async run(q, cache) {
       const rows = await q.query<{ key: string | null; n: number; newest: number | null; now: number }>(
-        `SELECT s.status AS key, coalesce(s.n, 0)::int AS n, s.newest, extract(epoch FROM now())::float8 AS now
+        `SELECT s.key, coalesce(s.n, 0)::int AS n,
+                (SELECT extract(epoch FROM max(created_at))::float8 FROM nodes) AS newest,
+                extract(epoch FROM now())::float8 AS now
            FROM (SELECT 1) one
-           LEFT JOIN (SELECT status, count(*) AS n, extract(epoch FROM max(created_at))::float8 AS newest
-                        FROM nodes GROUP BY status) s ON true
-          ORDER BY s.status`,
+           LEFT JOIN (${NODE_STATUS_COUNTS_SQL} HAVING sum(s.n) <> 0) s ON true
+          ORDER BY s.key`,
       );
       const counted = rows.filter((r) => r.key !== null);
       const newest = counted.reduce<number | null>(
