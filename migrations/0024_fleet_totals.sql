@@ -27,34 +27,40 @@ CREATE TABLE fleet_compliance_sizes (
   none bigint NOT NULL
 );
 
--- Appends the change of statement's counter rows (transition tables new_counts, old_counts) as one row.
+-- Appends the change of a statement's counter rows (transition tables new_counts, old_counts) as one row. Static
+-- statements, so their plans are cached: a report pays one more statement trigger, not a parse and plan.
 CREATE FUNCTION fleet_compliance_delta() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  plus fleet_compliance_sizes;
+  minus fleet_compliance_sizes;
 BEGIN
-  -- Dynamic: a transition table the event does not have cannot appear in a planned statement.
-  EXECUTE format($q$
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    SELECT sum(c.compliant), sum(c.non_compliant), sum(c.inapplicable), sum(c.error), sum(c.unknown),
+           sum(c.unreported), count(*), count(*) FILTER (WHERE c.error + c.non_compliant > 0),
+           count(*) FILTER (WHERE c.error + c.non_compliant = 0 AND c.unknown + c.unreported = 0
+                              AND c.compliant + c.inapplicable > 0),
+           count(*) FILTER (WHERE c.compliant + c.non_compliant + c.inapplicable + c.error + c.unknown
+                                  + c.unreported = 0)
+      INTO plus FROM new_counts c;
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    SELECT sum(c.compliant), sum(c.non_compliant), sum(c.inapplicable), sum(c.error), sum(c.unknown),
+           sum(c.unreported), count(*), count(*) FILTER (WHERE c.error + c.non_compliant > 0),
+           count(*) FILTER (WHERE c.error + c.non_compliant = 0 AND c.unknown + c.unreported = 0
+                              AND c.compliant + c.inapplicable > 0),
+           count(*) FILTER (WHERE c.compliant + c.non_compliant + c.inapplicable + c.error + c.unknown
+                                  + c.unreported = 0)
+      INTO minus FROM old_counts c;
+  END IF;
   INSERT INTO fleet_compliance_sizes
-  SELECT sum(compliant), sum(non_compliant), sum(inapplicable), sum(error), sum(unknown), sum(unreported),
-         sum(nodes), sum(bad), sum(good), sum(none)
-    FROM (
-      SELECT d * c.compliant AS compliant, d * c.non_compliant AS non_compliant,
-             d * c.inapplicable AS inapplicable, d * c.error AS error, d * c.unknown AS unknown,
-             d * c.unreported AS unreported, d AS nodes,
-             d * (c.error + c.non_compliant > 0)::int AS bad,
-             d * (c.error + c.non_compliant = 0 AND c.unknown + c.unreported = 0
-                  AND c.compliant + c.inapplicable > 0)::int AS good,
-             d * (c.compliant + c.non_compliant + c.inapplicable + c.error + c.unknown + c.unreported = 0)::int
-               AS none
-        FROM (%s) c
-    ) s
-  -- A statement that changed nothing (no row, or the same counts written again) appends nothing.
-  HAVING sum(compliant) <> 0 OR sum(non_compliant) <> 0 OR sum(inapplicable) <> 0 OR sum(error) <> 0
-      OR sum(unknown) <> 0 OR sum(unreported) <> 0 OR sum(nodes) <> 0 OR sum(bad) <> 0 OR sum(good) <> 0
-      OR sum(none) <> 0$q$,
-    CASE TG_OP
-      WHEN 'INSERT' THEN 'SELECT 1 AS d, * FROM new_counts'
-      WHEN 'DELETE' THEN 'SELECT -1 AS d, * FROM old_counts'
-      ELSE 'SELECT 1 AS d, * FROM new_counts UNION ALL SELECT -1, * FROM old_counts'
-    END);
+  SELECT d.* FROM (SELECT coalesce(plus.compliant, 0) - coalesce(minus.compliant, 0) AS compliant,
+      coalesce(plus.non_compliant, 0) - coalesce(minus.non_compliant, 0),
+      coalesce(plus.inapplicable, 0) - coalesce(minus.inapplicable, 0),
+      coalesce(plus.error, 0) - coalesce(minus.error, 0), coalesce(plus.unknown, 0) - coalesce(minus.unknown, 0),
+      coalesce(plus.unreported, 0) - coalesce(minus.unreported, 0),
+      coalesce(plus.nodes, 0) - coalesce(minus.nodes, 0), coalesce(plus.bad, 0) - coalesce(minus.bad, 0),
+      coalesce(plus.good, 0) - coalesce(minus.good, 0), coalesce(plus.none, 0) - coalesce(minus.none, 0)) d
+   WHERE d IS DISTINCT FROM ROW(0, 0, 0, 0, 0, 0, 0, 0, 0, 0)::fleet_compliance_sizes;
   RETURN NULL;
 END $$;
 
@@ -65,6 +71,47 @@ CREATE TRIGGER node_compliance_counts_fleet_delete AFTER DELETE ON node_complian
 CREATE TRIGGER node_compliance_counts_fleet_update AFTER UPDATE ON node_compliance_counts
   REFERENCING OLD TABLE AS old_counts NEW TABLE AS new_counts
   FOR EACH STATEMENT EXECUTE FUNCTION fleet_compliance_delta();
+
+-- A result's change of status moved its node's counters in two statements each way (old status -1, unreported
+-- +1, unreported -1, new status +1: four counter updates, now four delta rows). One statement per change: the
+-- same counts, the same locks in the same order (the node's counter row, then the pair's reach row read).
+CREATE FUNCTION node_compliance_move(n uuid, from_k text, to_k text) RETURNS void LANGUAGE sql AS $$
+  UPDATE node_compliance_counts SET
+    compliant = compliant + (to_k = 'compliant')::int - (from_k = 'compliant')::int,
+    non_compliant = non_compliant + (to_k = 'non_compliant')::int - (from_k = 'non_compliant')::int,
+    inapplicable = inapplicable + (to_k = 'inapplicable')::int - (from_k = 'inapplicable')::int,
+    error = error + (to_k = 'error')::int - (from_k = 'error')::int,
+    unknown = unknown + (to_k = 'unknown')::int - (from_k = 'unknown')::int,
+    unreported = unreported + (to_k = 'unreported')::int - (from_k = 'unreported')::int
+  WHERE node_id = n
+$$;
+
+CREATE OR REPLACE FUNCTION node_compliance_result() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'UPDATE' AND OLD.node_id = NEW.node_id AND OLD.policy_id = NEW.policy_id THEN
+    IF OLD.status = NEW.status THEN
+      RETURN NULL;
+    END IF;
+    PERFORM 1 FROM node_compliance_counts WHERE node_id = NEW.node_id FOR UPDATE;
+    IF FOUND AND EXISTS (SELECT 1 FROM policy_reach WHERE policy_id = NEW.policy_id AND node_id = NEW.node_id) THEN
+      PERFORM node_compliance_move(NEW.node_id, OLD.status, NEW.status);
+    END IF;
+    RETURN NULL;
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    PERFORM 1 FROM node_compliance_counts WHERE node_id = OLD.node_id FOR UPDATE;
+    IF FOUND AND EXISTS (SELECT 1 FROM policy_reach WHERE policy_id = OLD.policy_id AND node_id = OLD.node_id) THEN
+      PERFORM node_compliance_move(OLD.node_id, OLD.status, 'unreported');
+    END IF;
+  END IF;
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    PERFORM 1 FROM node_compliance_counts WHERE node_id = NEW.node_id FOR UPDATE;
+    IF FOUND AND EXISTS (SELECT 1 FROM policy_reach WHERE policy_id = NEW.policy_id AND node_id = NEW.node_id) THEN
+      PERFORM node_compliance_move(NEW.node_id, 'unreported', NEW.status);
+    END IF;
+  END IF;
+  RETURN NULL;
+END $$;
 
 -- Nodes per status. A node's status changes rarely, but heartbeats update its row often: a row trigger that
 -- fires only when the status changes costs them nothing (a statement trigger with transition tables would copy
