@@ -5,7 +5,8 @@
 -- A single totals row would make every report that changes a node's counters wait for the report before it to
 -- commit. As node_group_sizes does (migration 0022), each statement that changes counters or node statuses
 -- appends one row of signed deltas instead, a reader sums the rows, and the read-model worker folds them into
--- one row now and then (server/domain/compliance.ts `foldFleetTotals`). The sum of the rows equals the sum over
+-- one row now and then (`foldFleetTotals` in server/domain/compliance.ts, `foldNodeStatusSizes` in
+-- server/domain/nodes.ts). The sum of the rows equals the sum over
 -- node_compliance_counts (and the count of nodes by status) at every committed state: each delta row commits
 -- or rolls back with the statement that caused it.
 
