@@ -6,9 +6,9 @@
 -- commit. As node_group_sizes does (migration 0022), each statement that changes counters or node statuses
 -- appends one row of signed deltas instead, a reader sums the rows, and the read-model worker folds them into
 -- one row now and then (`foldFleetTotals` in server/domain/compliance.ts, `foldNodeStatusSizes` in
--- server/domain/nodes.ts). The sum of the rows equals the sum over
--- node_compliance_counts (and the count of nodes by status) at every committed state: each delta row commits
--- or rolls back with the statement that caused it.
+-- server/domain/nodes.ts). The sum of the rows equals the sum over node_compliance_counts (and the count of
+-- nodes by status) at every committed state: each delta row commits or rolls back with the statement that
+-- caused it.
 
 -- Sums of node_compliance_counts, plus nodes classified as the compliance summary counts them.
 CREATE TABLE fleet_compliance_sizes (
@@ -140,7 +140,8 @@ CREATE TRIGGER nodes_status_size_delete AFTER DELETE ON nodes
 CREATE TRIGGER nodes_status_size_update AFTER UPDATE OF status ON nodes
   FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION node_status_sizes_delta();
 
--- The starting totals (migrations run in one transaction, so no change slips between these and the triggers).
+-- The starting totals. Creating the triggers locked both tables against writes until this migration commits,
+-- so every change is either counted here or appends its own delta.
 INSERT INTO fleet_compliance_sizes
 SELECT coalesce(sum(compliant), 0), coalesce(sum(non_compliant), 0), coalesce(sum(inapplicable), 0),
        coalesce(sum(error), 0), coalesce(sum(unknown), 0), coalesce(sum(unreported), 0), count(*),
