@@ -26,7 +26,7 @@ import { createTestServer } from "../tests/helpers/app.ts";
 import { stallDuring } from "../tests/helpers/stall.ts";
 
 const USAGE =
-  "usage: deno run -A bench/rest.ts [--nodes N] [--database-url URL] [--samples N] [--keep | --reuse NAME]";
+  "usage: deno run -A bench/rest.ts [--nodes N] [--database-url URL] [--samples N] [--keep | --reuse NAME]\n  [--routes LABEL,...] (only routes whose label contains one)";
 
 interface Options {
   nodes: number;
@@ -34,6 +34,8 @@ interface Options {
   samples: number;
   keep: boolean;
   reuse?: string;
+  /** Only the routes whose label contains one of these (all when empty). */
+  routes: string[];
 }
 
 function parseArgs(args: string[]): Options {
@@ -42,6 +44,7 @@ function parseArgs(args: string[]): Options {
     databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
     samples: 40,
     keep: false,
+    routes: [],
   };
   for (let i = 0; i < args.length; i++) {
     const [flag, value] = [args[i], args[i + 1]];
@@ -53,6 +56,7 @@ function parseArgs(args: string[]): Options {
     else if (flag === "--samples") o.samples = Number(value);
     else if (flag === "--reuse") o.reuse = value;
     else if (flag === "--nodes") o.nodes = Number(value);
+    else if (flag === "--routes") o.routes = (value ?? "").split(",").map((r) => r.trim()).filter(Boolean);
     else throw new Error(`unknown argument ${flag}\n${USAGE}`);
     i++;
   }
@@ -291,7 +295,13 @@ async function main(): Promise<void> {
 
     console.log(`${"".padEnd(20)}${"p50".padStart(9)}${"p99".padStart(9)}  target (p99)  loop stall (CPU)`);
     let misses = 0;
-    for (const c of cases) {
+    const measured = options.routes.length === 0
+      ? cases
+      : cases.filter((c) => options.routes.some((r) => c.label.includes(r)));
+    if (measured.length === 0) {
+      throw new Error(`--routes ${options.routes.join(",")}: no route's label matches`);
+    }
+    for (const c of measured) {
       for (let i = 0; i < 3; i++) await c.run();
       const times: number[] = [];
       for (let i = 0; i < options.samples; i++) {
@@ -315,7 +325,7 @@ async function main(): Promise<void> {
       );
     }
     console.log(
-      `${cases.length - misses} of ${cases.length} within target (${options.samples} samples each)`,
+      `${measured.length - misses} of ${measured.length} within target (${options.samples} samples each)`,
     );
   } finally {
     await server?.close();

@@ -280,17 +280,56 @@ export async function listCompliance(
   return { ...page, status_counts: statusCounts, next_cursor: next };
 }
 
-/** Reached pairs of the whole fleet by status, from the per-node counters (reported only, or all). */
+/**
+ * The whole fleet's counters, summed: the signed deltas that every statement changing
+ * `node_compliance_counts` appends (migrations/0024), a few rows however large the fleet. Equals the sum over
+ * the counters at every commit. `nodes`: counter rows; `bad`: nodes with an error or non-compliant result;
+ * `good`: nodes reached whose every result is compliant or inapplicable; `none`: nodes no policy reaches.
+ */
+const FLEET_TOTALS_SQL = `SELECT coalesce(sum(t.compliant), 0)::int AS compliant,
+    coalesce(sum(t.non_compliant), 0)::int AS non_compliant, coalesce(sum(t.inapplicable), 0)::int AS inapplicable,
+    coalesce(sum(t.error), 0)::int AS error, coalesce(sum(t.unknown), 0)::int AS unknown,
+    coalesce(sum(t.unreported), 0)::int AS unreported, coalesce(sum(t.nodes), 0)::int AS nodes,
+    coalesce(sum(t.bad), 0)::int AS bad, coalesce(sum(t.good), 0)::int AS good,
+    coalesce(sum(t.none), 0)::int AS none
+  FROM fleet_compliance_sizes t`;
+
+/** The fleet's compliance totals (see {@link FLEET_TOTALS_SQL}). */
+export interface FleetTotals extends Omit<StatusCounts, "total"> {
+  unreported: number;
+  nodes: number;
+  bad: number;
+  good: number;
+  none: number;
+}
+
+/** Reads the fleet's compliance totals, exact at the reader's snapshot. */
+export async function fleetTotals(q: Queryable): Promise<FleetTotals> {
+  const [row] = await q.query<FleetTotals>(FLEET_TOTALS_SQL);
+  return row;
+}
+
+/**
+ * Folds the fleet totals' delta rows into one, so reading them stays a few rows however many reports came
+ * (the read-model worker runs it now and then). Deltas appended meanwhile are left for the next fold.
+ */
+export async function foldFleetTotals(q: Queryable): Promise<void> {
+  await q.query(
+    `WITH folded AS (DELETE FROM fleet_compliance_sizes RETURNING *)
+     INSERT INTO fleet_compliance_sizes
+     SELECT sum(compliant), sum(non_compliant), sum(inapplicable), sum(error), sum(unknown), sum(unreported),
+            sum(nodes), sum(bad), sum(good), sum(none)
+       FROM folded HAVING count(*) > 0`,
+  );
+}
+
+/** Reached pairs of the whole fleet by status, from the fleet totals (reported only, or all). */
 async function fleetStatusCounts(
   q: Queryable,
   options: { includeUnreported: boolean },
 ): Promise<StatusCounts> {
-  const [row] = await q.query<Omit<StatusCounts, "total">>(
-    `SELECT coalesce(sum(c.compliant), 0)::int AS compliant, coalesce(sum(c.non_compliant), 0)::int AS non_compliant,
-            coalesce(sum(c.inapplicable), 0)::int AS inapplicable, coalesce(sum(c.error), 0)::int AS error,
-            coalesce(sum(${options.includeUnreported ? NODE_COUNTS.unknown : "c.unknown"}), 0)::int AS unknown
-       FROM node_compliance_counts c`,
-  );
+  const t = await fleetTotals(q);
+  const row = { ...t, unknown: t.unknown + (options.includeUnreported ? t.unreported : 0) };
   return toCounts(COMPLIANCE_STATUSES.map((status) => ({ status, n: row[status] })));
 }
 
@@ -417,29 +456,18 @@ export interface FleetSummary {
 }
 
 /**
- * Fleet-wide compliance summary, from the per-node counters (a few sums over one row per node, however many
- * results the fleet has).
+ * Fleet-wide compliance summary, from the fleet totals (a few rows, however many nodes and results the fleet
+ * has).
  */
 export async function fleetSummary(q: Queryable): Promise<FleetSummary> {
-  const [row] = await q.query<
-    Omit<StatusCounts, "total"> & Record<"nodes" | "good" | "bad" | "none", number>
-  >(
-    `SELECT coalesce(sum(c.compliant), 0)::int AS compliant, coalesce(sum(c.non_compliant), 0)::int AS non_compliant,
-            coalesce(sum(c.inapplicable), 0)::int AS inapplicable, coalesce(sum(c.error), 0)::int AS error,
-            coalesce(sum(${NODE_COUNTS.unknown}), 0)::int AS unknown,
-            count(*)::int AS nodes,
-            count(*) FILTER (WHERE ${NODE_COUNTS.problems} > 0)::int AS bad,
-            count(*) FILTER (WHERE ${NODE_COUNTS.problems} = 0 AND ${NODE_COUNTS.unknown} = 0
-                               AND ${NODE_COUNTS.total} > 0)::int AS good,
-            count(*) FILTER (WHERE ${NODE_COUNTS.total} = 0)::int AS none
-       FROM node_compliance_counts c`,
-  );
+  const t = await fleetTotals(q);
+  const row = { ...t, unknown: t.unknown + t.unreported };
   const results = toCounts(COMPLIANCE_STATUSES.map((status) => ({ status, n: row[status] })));
   const scored = results.compliant + results.non_compliant + results.error;
   return {
     results,
     score: scored === 0 ? null : results.compliant / scored,
-    nodes: { total: row.nodes, compliant: row.good, non_compliant: row.bad, without_policies: row.none },
+    nodes: { total: t.nodes, compliant: t.good, non_compliant: t.bad, without_policies: t.none },
   };
 }
 

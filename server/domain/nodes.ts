@@ -50,6 +50,25 @@ export const EXPIRY_BUCKET_SQL = `CASE
     ELSE 'later'
   END`;
 
+/**
+ * SQL: nodes per status, from the signed deltas that node inserts, deletes and status changes append
+ * (migrations/0024): a few rows per status however large the fleet, exact at every commit.
+ */
+export const NODE_STATUS_COUNTS_SQL =
+  "SELECT s.status AS key, sum(s.n)::int AS n FROM node_status_sizes s GROUP BY s.status";
+
+/**
+ * Folds the node status deltas into one row per status (the read-model worker runs it now and then); deltas
+ * appended meanwhile are left for the next fold.
+ */
+export async function foldNodeStatusSizes(q: Queryable): Promise<void> {
+  await q.query(
+    `WITH folded AS (DELETE FROM node_status_sizes RETURNING status, n)
+     INSERT INTO node_status_sizes (status, n)
+     SELECT status, sum(n) FROM folded GROUP BY status HAVING sum(n) <> 0`,
+  );
+}
+
 /** A node in a list. */
 export interface NodeSummary {
   id: string;

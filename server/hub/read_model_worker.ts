@@ -13,6 +13,8 @@ import type { Db } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import { DEFAULT_BATCH_NODES, READ_MODEL_CHANNEL, refreshReachStep } from "../domain/reach.ts";
 import { foldGroupSizes } from "../domain/node_groups.ts";
+import { foldFleetTotals } from "../domain/compliance.ts";
+import { foldNodeStatusSizes } from "../domain/nodes.ts";
 
 /** Options of {@link startReadModelWorker}. */
 export interface ReadModelWorkerOptions {
@@ -84,13 +86,18 @@ export async function startReadModelWorker(
   }
 
   const unlisten = await db.listen(READ_MODEL_CHANNEL, wake, wake);
-  // Group sizes are kept as deltas (migrations/0022); folding them now and then keeps each a few rows.
+  // Group sizes, fleet compliance totals and node status counts are kept as deltas (migrations/0022, 0024);
+  // folding them now and then keeps each a few rows. Each fold is its own statement: one failing leaves the
+  // others done.
   let folding: Promise<void> | undefined;
   const poll = setInterval(() => {
     wake();
-    folding ??= foldGroupSizes(db).catch((err) =>
-      log.warn("read models: folding group sizes failed; trying again later", { error: String(err) })
-    ).finally(() => folding = undefined);
+    folding ??= Promise.all([foldGroupSizes(db), foldFleetTotals(db), foldNodeStatusSizes(db)]).then(() => {})
+      .catch((err) =>
+        log.warn("read models: folding group sizes or fleet totals failed; trying again later", {
+          error: String(err),
+        })
+      ).finally(() => folding = undefined);
   }, options.pollMs ?? 5_000);
   wake();
   return {

@@ -1,6 +1,7 @@
 /**
- * Gauges computed from the database at each scrape: one grouped query per metric (the node counts and the two
- * per-node families share one pass over the nodes), never one query per node.
+ * Gauges computed from the database at each scrape: one grouped query per metric, never one query per node.
+ * Fleet-wide counts (nodes by status, compliance results) come from totals that triggers keep
+ * (migrations/0024); the per-node families read only the nodes changed since the last scrape.
  *
  * A query that fails omits only the families it feeds: it runs in its own read-only transaction with a
  * statement timeout, a line starting with `metrics:` is logged, and the other queries still run.
@@ -24,6 +25,8 @@ import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 import { createNodeSeriesCache, type NodeSeriesCache } from "./node_series.ts";
+import { fleetTotals } from "../domain/compliance.ts";
+import { NODE_STATUS_COUNTS_SQL } from "../domain/nodes.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;
@@ -66,16 +69,18 @@ async function tablesExist(q: Queryable, tables: readonly string[]): Promise<boo
 
 const PROBES: readonly Probe[] = [
   {
-    // One pass over the nodes for both: the counts by status, and whether nodes came or went since the last
-    // scrape (their number, the newest creation time), which the per-node series need.
+    // The counts by status from the status totals (migrations/0024), and whether nodes came or went since the
+    // last scrape (their number, the newest creation time: one index probe), which the per-node series need.
+    // One statement, so one snapshot: the number and the newest time agree.
     families: ["svc_nodes_total", "svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
     async run(q, cache) {
       const rows = await q.query<{ key: string | null; n: number; newest: number | null; now: number }>(
-        `SELECT s.status AS key, coalesce(s.n, 0)::int AS n, s.newest, extract(epoch FROM now())::float8 AS now
+        `SELECT s.key, coalesce(s.n, 0)::int AS n,
+                (SELECT extract(epoch FROM max(created_at))::float8 FROM nodes) AS newest,
+                extract(epoch FROM now())::float8 AS now
            FROM (SELECT 1) one
-           LEFT JOIN (SELECT status, count(*) AS n, extract(epoch FROM max(created_at))::float8 AS newest
-                        FROM nodes GROUP BY status) s ON true
-          ORDER BY s.status`,
+           LEFT JOIN (${NODE_STATUS_COUNTS_SQL} HAVING sum(s.n) <> 0) s ON true
+          ORDER BY s.key`,
       );
       const counted = rows.filter((r) => r.key !== null);
       const newest = counted.reduce<number | null>(
@@ -121,14 +126,9 @@ const PROBES: readonly Probe[] = [
     async run(q) {
       // Only results of policies still assigned to the node (enabled binding on one of its groups) count:
       // an unbound policy's last result is history, and counting it would keep alerts firing forever. The
-      // per-node counters hold exactly those (the REST compliance views read them too, so metrics and UI
-      // agree); summing them reads one row per node instead of every result.
-      const [sums] = await q.query<Record<string, number>>(
-        `SELECT coalesce(sum(c.compliant), 0)::float8 AS compliant,
-                coalesce(sum(c.non_compliant), 0)::float8 AS non_compliant,
-                coalesce(sum(c.error), 0)::float8 AS error, coalesce(sum(c.unknown), 0)::float8 AS unknown
-           FROM node_compliance_counts c`,
-      );
+      // per-node counters hold exactly those, and their fleet totals (the REST compliance views read them
+      // too, so metrics and UI agree) are a few rows however many nodes report.
+      const sums = await fleetTotals(q);
       const rows = EXPORTED_COMPLIANCE_STATUSES.map((key) => ({ key, n: sums[key] }));
       const name = "svc_compliance_results_total";
       return [
