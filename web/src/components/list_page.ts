@@ -14,7 +14,8 @@ import {
   type ReactiveControllerHost,
   type TemplateResult,
 } from "lit";
-import { api, type ListPage, type Query } from "../api.ts";
+import { api, type CallArgs } from "../api.ts";
+import type { AnyListOperation, ListAnswer, ListRow } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
@@ -42,7 +43,9 @@ export interface FilterSpec {
 }
 
 /** Options of a {@link ListController}. */
-export interface ListOptions extends ListDefaults {
+export interface ListOptions<K extends AnyListOperation> extends ListDefaults {
+  /** The operation that answers the list's pages, e.g. "GET /api/v1/nodes". */
+  operation: K;
   filters: readonly FilterSpec[];
   /** Plural noun for the pager and the empty state ("nodes"). */
   noun: string;
@@ -65,6 +68,16 @@ export interface Selection {
 /** The page element a list lives in (a `PageElement`: it reloads and keeps the load error). */
 export type ListHost = ReactiveControllerHost & HTMLElement & { reload(): Promise<void>; loadError: unknown };
 
+/** What the controller reads of a page besides its rows (lists paged by cursor, estimated totals). */
+interface PageFields {
+  page?: number;
+  per_page?: number;
+  /** Lists paged by cursor: pass as `cursor` for the next page; null on the last page. */
+  next_cursor?: string | null;
+  /** True when `total` is the database's estimate rather than a count. */
+  total_estimated?: boolean;
+}
+
 /** What {@link ListController.renderTable} draws. */
 export interface TableSpec<T> {
   /** Read by screen readers (the caption is visually hidden). */
@@ -81,18 +94,18 @@ export interface TableSpec<T> {
 let nextId = 0;
 
 /** Ties a {@link ListQuery} to a page: loads, draws the filter bar, headers, table and pager. */
-export class ListController<T> implements ReactiveController {
+export class ListController<K extends AnyListOperation, T = ListRow<K>> implements ReactiveController {
   readonly #host: ListHost;
-  readonly #options: ListOptions;
+  readonly #options: ListOptions<K>;
   readonly #barId = `list-filters-${++nextId}`;
   #query: ListQuery;
   #filtersOpen = false;
   /** The last page loaded; undefined until the first load ends. */
-  page: ListPage<T> | undefined;
+  page: ListAnswer<K> | undefined;
   /** Rows picked for bulk actions (lists that draw {@link selectCell}). */
   selection: Selection = { ids: new Map(), allMatching: false };
 
-  constructor(host: ListHost, options: ListOptions) {
+  constructor(host: ListHost, options: ListOptions<K>) {
     this.#host = host;
     this.#options = options;
     this.#query = this.#read();
@@ -115,11 +128,19 @@ export class ListController<T> implements ReactiveController {
     return this.#query;
   }
 
-  /** Loads the page of the list at `path` with the query, plus `extra` API parameters. */
-  async load(path: string, extra: Query = {}): Promise<ListPage<T>> {
-    const page = await api.get<ListPage<T>>(path, { ...this.#query.apiQuery(), ...extra });
+  /** Loads the page of the list with the query, plus `extra` API parameters. */
+  async load(extra?: CallArgs<K>["query"]): Promise<ListAnswer<K>> {
+    // The URL's filters are this list's own query keys, kept as text; the server validates their values.
+    const query = { ...this.#query.apiQuery(), ...extra } as CallArgs<K>["query"];
+    const call = api.call as (operation: K, args: { query: typeof query }) => Promise<ListAnswer<K>>;
+    const page = await call.call(api, this.#options.operation, { query });
     this.page = page;
     return page;
+  }
+
+  /** The rows of the last page loaded (none before the first load). */
+  get rows(): T[] {
+    return (this.page?.items ?? []) as T[];
   }
 
   #change(changes: QueryChanges): void {
@@ -191,7 +212,7 @@ export class ListController<T> implements ReactiveController {
 
   /** The header cell that picks or drops every row of the page. */
   selectHeader(rows: (items: T[]) => Array<{ id: string; name: string }>): TemplateResult {
-    const shown = rows(this.page?.items ?? []);
+    const shown = rows(this.rows);
     // Checked when every row shown is picked. (No "mixed" state: Shoelace's marks a native checkbox with
     // aria-checked, which axe refuses.)
     const all = shown.length > 0 && shown.every((r) => this.selection.ids.has(r.id));
@@ -271,7 +292,11 @@ export class ListController<T> implements ReactiveController {
   }
 
   #onPage = (e: CustomEvent<PageChange>) =>
-    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage, this.page?.next_cursor));
+    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage, this.#fields?.next_cursor));
+
+  get #fields(): PageFields | undefined {
+    return this.page as PageFields | undefined;
+  }
 
   /** A header cell that sorts the list by `key`. */
   sortHeader(label: string, key: string): TemplateResult {
@@ -367,11 +392,12 @@ export class ListController<T> implements ReactiveController {
    * and the pager.
    */
   renderTable(spec: TableSpec<T>): TemplateResult | typeof nothing {
-    const page = this.page;
+    const page = this.#fields;
+    const items = this.rows;
     // By cursor the answer does not know its page number; the URL does (pages before + 1).
     const byCursor = this.#options.paging === "cursor";
     if (!page) return this.#host.loadError ? nothing : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
-    if (page.items.length === 0 && byCursor && this.#query.page > 1) {
+    if (items.length === 0 && byCursor && this.#query.page > 1) {
       // A cursor past the last row (a link kept while the rows after it were deleted, or a full last page
       // whose total is only an estimate): the list is not empty, so offer the way back, not "none yet".
       return html`
@@ -382,7 +408,7 @@ export class ListController<T> implements ReactiveController {
         </div>
       `;
     }
-    if (page.items.length === 0) {
+    if (items.length === 0) {
       const filtered = this.#query.activeCount() > 0;
       return html`
         <div class="empty-state">
@@ -401,14 +427,14 @@ export class ListController<T> implements ReactiveController {
           <thead>
             <tr>${spec.head}</tr>
           </thead>
-          <tbody>${page.items.map(spec.row)}</tbody>
+          <tbody>${items.map(spec.row)}</tbody>
         </table>
       </div>
       <svc-pager label=${this.#options.noun} .page=${byCursor ? this.#query.page : page.page} .perPage=${page
         .per_page}
-        .total=${page.total} .byCursor=${byCursor} .nextCursor=${page.next_cursor ??
+        .total=${this.page?.total ?? 0} .byCursor=${byCursor} .nextCursor=${page.next_cursor ??
           null}
-        .estimated=${page.total_estimated === true} .count=${page.items.length}
+        .estimated=${page.total_estimated === true} .count=${items.length}
         @page-change=${this.#onPage}></svc-pager>
     `;
   }

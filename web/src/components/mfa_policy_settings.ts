@@ -4,16 +4,12 @@
  * Saving asks for the editor's password (and code, when they have a factor).
  */
 import { html, LitElement, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 
-interface MfaPolicy {
-  mode: "off" | "all" | "permissions";
-  permissions: string[];
-  include_ldap: boolean;
-}
+type MfaPolicy = Answer<"GET /api/v1/settings/mfa">;
 
 class SvcMfaPolicySettings extends LitElement {
   static override properties = { policy: { state: true }, error: { state: true }, busy: { state: true } };
@@ -28,7 +24,7 @@ class SvcMfaPolicySettings extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    api.get<MfaPolicy>("/settings/mfa").then((p) => this.policy = p, (err) => this.error = err);
+    api.call("GET /api/v1/settings/mfa").then((p) => this.policy = p, (err) => this.error = err);
   }
 
   async #save(e: Event): Promise<void> {
@@ -37,11 +33,14 @@ class SvcMfaPolicySettings extends LitElement {
     const code = (this.#proof.code ?? "").trim();
     this.busy = true;
     try {
-      this.policy = await api.put<MfaPolicy>("/settings/mfa", {
-        ...p,
-        password: this.#proof.password ?? "",
-        ...(code ? { [/^[0-9]{6}$/.test(code) ? "code" : "backup_code"]: code } : {}),
-      });
+      // The route answers the policy as stored but does not describe it yet.
+      this.policy = await api.call("PUT /api/v1/settings/mfa", {
+        body: {
+          ...p,
+          password: this.#proof.password ?? "",
+          ...(code ? { [/^[0-9]{6}$/.test(code) ? "code" : "backup_code"]: code } : {}),
+        },
+      }) as MfaPolicy;
       this.error = undefined;
       notify("MFA policy saved.", "success");
       await session.load();

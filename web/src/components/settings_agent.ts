@@ -4,19 +4,14 @@
  * and per-type messages. Agents fetch them with `GetAgentConfig`.
  */
 import { html, nothing } from "lit";
-import { api, ApiError } from "../api.ts";
+import { type Answer, api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import { PageElement } from "./page.ts";
 import { errorAlert, fieldError, notify } from "./ui.ts";
 
 /** `GET/PUT /api/v1/settings/agent`. */
-interface AgentSettings {
-  enabled: boolean;
-  cooldown_seconds: number;
-  message: string;
-  messages_by_type: Record<string, string>;
-}
+type AgentSettings = Answer<"GET /api/v1/settings/agent">;
 
 class SvcSettingsAgent extends PageElement {
   static override properties = {
@@ -28,7 +23,7 @@ class SvcSettingsAgent extends PageElement {
   declare saveError: unknown;
 
   protected override async load(): Promise<void> {
-    const s = await api.get<AgentSettings>("/settings/agent");
+    const s = await api.call("GET /api/v1/settings/agent");
     this.settings = { ...s, messages_by_type: { ...(s.messages_by_type ?? {}) } };
   }
 
@@ -41,11 +36,13 @@ class SvcSettingsAgent extends PageElement {
     const s = this.settings!;
     const byType = Object.fromEntries(Object.entries(s.messages_by_type).filter(([, m]) => m.trim() !== ""));
     try {
-      const saved = await api.put<AgentSettings>("/settings/agent", {
-        enabled: s.enabled,
-        cooldown_seconds: s.cooldown_seconds,
-        message: s.message,
-        messages_by_type: byType,
+      const saved = await api.call("PUT /api/v1/settings/agent", {
+        body: {
+          enabled: s.enabled,
+          cooldown_seconds: s.cooldown_seconds,
+          message: s.message,
+          messages_by_type: byType,
+        },
       });
       this.settings = { ...saved, messages_by_type: { ...(saved.messages_by_type ?? {}) } };
       this.saveError = undefined;

@@ -5,23 +5,13 @@
  * button, and never again.
  */
 import { html, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
 
 /** `GET /api/v1/api-tokens` item. */
-interface ApiToken {
-  id: string;
-  name: string;
-  user_id: string;
-  username: string;
-  hint: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+type ApiToken = Answer<"GET /api/v1/api-tokens">[number];
 
 class SvcSettingsApiTokens extends PageElement {
   static override properties = {
@@ -43,15 +33,14 @@ class SvcSettingsApiTokens extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    this.tokens = await api.get<ApiToken[]>("/api-tokens");
+    this.tokens = await api.call("GET /api/v1/api-tokens");
   }
 
   async #create(e: Event): Promise<void> {
     e.preventDefault();
     try {
-      const made = await api.post<{ token: string; api_token: ApiToken }>("/api-tokens", {
-        name: this.draft.name,
-        expires_in_days: Number(this.draft.days),
+      const made = await api.call("POST /api/v1/api-tokens", {
+        body: { name: this.draft.name, expires_in_days: Number(this.draft.days) },
       });
       this.saveError = undefined;
       this.shown = { name: made.api_token.name, token: made.token };
@@ -70,7 +59,7 @@ class SvcSettingsApiTokens extends PageElement {
       danger: true,
     });
     if (!ok) return;
-    await api.delete(`/api-tokens/${t.id}`);
+    await api.call("DELETE /api/v1/api-tokens/{id}", { path: { id: t.id } });
     notify(`Token ${t.name} revoked.`, "success");
     await this.reload();
   }

@@ -7,12 +7,12 @@
  * the list says so.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
-import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
+import type { AnyListOperation, ListAnswer, ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../api_types.ts";
 
 /** URL query keys this tab owns (the API's filter names). */
 type Filter = "user_id" | "user_group_id" | "role_id" | "scope_type" | "scope_id" | "search";
@@ -28,8 +28,6 @@ interface Holder {
   kind: "user" | "user_group";
   id: string;
   name: string;
-  /** `…/:id/role-bindings` of the holder. */
-  base: string;
 }
 
 class SvcSettingsRoleBindings extends PageElement {
@@ -52,7 +50,8 @@ class SvcSettingsRoleBindings extends PageElement {
 
   #optionsLoaded = false;
 
-  readonly list = new ListController<ListedRoleBinding>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/role-bindings",
     noun: "role bindings",
     sort: { key: "role", dir: "asc" },
     filters: [
@@ -93,17 +92,18 @@ class SvcSettingsRoleBindings extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const list = <T>(path: string, allowed: boolean) =>
-      allowed
-        ? api.get<ListPage<T>>(path, { per_page: 200 }).then((p) => p.items)
-        : Promise.resolve([] as T[]);
+    const list = async <K extends AnyListOperation>(operation: K, allowed: boolean) => {
+      if (!allowed) return [];
+      const call = api.call as (operation: K, args: { query: { per_page: number } }) => Promise<ListAnswer<K>>;
+      return (await call.call(api, operation, { query: { per_page: 200 } })).items as ListAnswer<K>["items"];
+    };
     const options = this.#optionsLoaded ? undefined : Promise.all([
-      list<User>("/users", session.can("user:view")),
-      list<UserGroup>("/user-groups", session.can("user_group:view")),
-      list<Role>("/roles", session.can("role:view")),
-      list<NodeGroup>("/node-groups", session.can("node_group:view")),
+      list("GET /api/v1/users", session.can("user:view")) as Promise<User[]>,
+      list("GET /api/v1/user-groups", session.can("user_group:view")) as Promise<UserGroup[]>,
+      list("GET /api/v1/roles", session.can("role:view")) as Promise<Role[]>,
+      list("GET /api/v1/node-groups", session.can("node_group:view")) as Promise<NodeGroup[]>,
     ]);
-    const [, loaded] = await Promise.all([this.list.load("/role-bindings"), options]);
+    const [, loaded] = await Promise.all([this.list.load(), options]);
     if (loaded) {
       [this.users, this.userGroups, this.roles, this.nodeGroups] = loaded;
       this.#optionsLoaded = true;
@@ -115,12 +115,12 @@ class SvcSettingsRoleBindings extends PageElement {
     const userId = this.#q("user_id");
     if (userId) {
       const name = this.users.find((u) => u.id === userId)?.username ?? userId;
-      return { kind: "user", id: userId, name, base: `/users/${userId}/role-bindings` };
+      return { kind: "user", id: userId, name };
     }
     const groupId = this.#q("user_group_id");
     if (groupId) {
       const name = this.userGroups.find((g) => g.id === groupId)?.name ?? groupId;
-      return { kind: "user_group", id: groupId, name, base: `/user-groups/${groupId}/role-bindings` };
+      return { kind: "user_group", id: groupId, name };
     }
     return undefined;
   }
@@ -129,16 +129,17 @@ class SvcSettingsRoleBindings extends PageElement {
     return session.can(kind === "user" ? "user:edit" : "user_group:edit");
   }
 
-  async #add(base: string): Promise<void> {
+  async #add(holder: Holder): Promise<void> {
     const value = (sel: string) => String((this.querySelector(sel) as HTMLInputElement | null)?.value ?? "");
+    const body = {
+      role_id: value(".rb-form sl-select[name=role_id]"),
+      scope_type: this.scope,
+      scope_id: this.scope === "node_group" ? value(".rb-form sl-select[name=scope_id]") || null : undefined,
+    };
+    const path = { id: holder.id };
     try {
-      await api.post(base, {
-        role_id: value(".rb-form sl-select[name=role_id]"),
-        scope_type: this.scope,
-        scope_id: this.scope === "node_group"
-          ? value(".rb-form sl-select[name=scope_id]") || null
-          : undefined,
-      });
+      if (holder.kind === "user") await api.call("POST /api/v1/users/{id}/role-bindings", { path, body });
+      else await api.call("POST /api/v1/user-groups/{id}/role-bindings", { path, body });
       this.addError = undefined;
       notify("Role bound", "success");
       await this.reload();
@@ -157,9 +158,10 @@ class SvcSettingsRoleBindings extends PageElement {
       danger: true,
     });
     if (!ok) return;
-    const base = b.subject.type === "user" ? "/users" : "/user-groups";
+    const path = { id: b.subject.id, bindingId: b.id };
     try {
-      await api.delete(`${base}/${b.subject.id}/role-bindings/${b.id}`);
+      if (b.subject.type === "user") await api.call("DELETE /api/v1/users/{id}/role-bindings/{bindingId}", { path });
+      else await api.call("DELETE /api/v1/user-groups/{id}/role-bindings/{bindingId}", { path });
       notify("Role binding removed", "success");
       await this.reload();
     } catch (err) {
@@ -266,7 +268,7 @@ class SvcSettingsRoleBindings extends PageElement {
                       </sl-select>
           `
           : nothing}
-        <sl-button variant="primary" @click=${() => this.#add(holder.base)}>Bind</sl-button>
+        <sl-button variant="primary" @click=${() => this.#add(holder)}>Bind</sl-button>
       </div>
     `;
   }

@@ -5,11 +5,11 @@
 import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
-import { PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
+import { isPermission, PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { Role } from "../types.ts";
+import type { Role } from "../api_types.ts";
 
 const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
 
@@ -30,10 +30,10 @@ class SvcSettingsRoles extends PageElement {
   }
 
   /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
-  readonly list = new ListController<Role>(this, { noun: "roles", syncUrl: false, filters: [] });
+  readonly list = new ListController(this, { operation: "GET /api/v1/roles", noun: "roles", syncUrl: false, filters: [] });
 
   protected override async load(): Promise<void> {
-    await this.list.load("/roles");
+    await this.list.load();
   }
 
   #open(role: Partial<Role>): void {
@@ -56,11 +56,12 @@ class SvcSettingsRoles extends PageElement {
     const payload = {
       name: value("name").trim(),
       description: value("description"),
-      permissions: [...this.chosen].sort(),
+      // The matrix offers only catalogue permissions; the filter says so to the type of the body.
+      permissions: [...this.chosen].filter(isPermission).sort(),
     };
     try {
-      if (r.id) await api.put(`/roles/${r.id}`, payload);
-      else await api.post("/roles", payload);
+      if (r.id) await api.call("PUT /api/v1/roles/{id}", { path: { id: r.id }, body: payload });
+      else await api.call("POST /api/v1/roles", { body: payload });
       notify(`Role ${payload.name} saved`, "success");
       this.editing = undefined;
       await this.reload();
@@ -78,7 +79,7 @@ class SvcSettingsRoles extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/roles/${r.id}`);
+      await api.call("DELETE /api/v1/roles/{id}", { path: { id: r.id } });
       notify(`Role ${r.name} deleted`, "success");
       await this.reload();
     } catch (err) {
@@ -112,7 +113,7 @@ class SvcSettingsRoles extends PageElement {
                 ? html`<sl-badge variant="neutral" pill>built-in</sl-badge>`
                 : nothing}</td>
               <td>${r.description}</td>
-              <td class="num">${r.permissions.length}</td>
+              <td class="num">${r.permissions?.length ?? 0}</td>
               <td class="row-actions">
                               <sl-button size="small" @click=${() => this.#open(r)}>
                                 ${r.builtin || !session.can("role:edit") ? "View" : "Edit"}</sl-button>

@@ -1,13 +1,16 @@
 /** `<svc-settings-users>`: console users — create, edit, enable/disable, reset password, delete. */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { Role, User } from "../types.ts";
+import type { ListAnswer, Role, User } from "../api_types.ts";
 
-/** A user as the list returns it: with the roles held, directly or through a user group. */
+/**
+ * A user as the list returns it: with the roles held, directly or through a user group (the server does not
+ * describe the list's answer yet).
+ */
 type ListedUser = User & {
   roles?: Array<{ id: string; name: string; scope_type: string; user_group: string | null }>;
 };
@@ -51,7 +54,8 @@ class SvcSettingsUsers extends PageElement {
   declare resetting: User | undefined;
 
   /** A tab of Settings: the query stays in the element, not in the URL the tabs share. */
-  readonly list = new ListController<ListedUser>(this, {
+  readonly list = new ListController<"GET /api/v1/users", ListedUser>(this, {
+    operation: "GET /api/v1/users",
     noun: "users",
     syncUrl: false,
     filters: [{ name: "search", label: "Search users", kind: "search" }],
@@ -63,7 +67,7 @@ class SvcSettingsUsers extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    await this.list.load("/users");
+    await this.list.load();
   }
 
   async #openNew(): Promise<void> {
@@ -71,7 +75,8 @@ class SvcSettingsUsers extends PageElement {
     this.editError = undefined;
     if (session.can("role:view") && this.roles.length === 0) {
       try {
-        this.roles = (await api.get<ListPage<Role>>("/roles", { per_page: 200 })).items;
+        const roles = await api.call("GET /api/v1/roles", { query: { per_page: 200 } });
+        this.roles = (roles as ListAnswer<"GET /api/v1/roles">).items;
       } catch (err) {
         notifyError(err);
       }
@@ -90,16 +95,18 @@ class SvcSettingsUsers extends PageElement {
     };
     try {
       if (u.id) {
-        await api.put(`/users/${u.id}`, profile);
+        await api.call("PUT /api/v1/users/{id}", { path: { id: u.id }, body: profile });
       } else {
         const roleSelect = this.querySelector(".user-form sl-select[name=role_ids]") as
           | (HTMLElement & { value: string[] })
           | null;
-        await api.post("/users", {
-          username: this.#value(".user-form sl-input[name=username]").trim(),
-          password: this.#value(".user-form sl-input[name=password]"),
-          ...profile,
-          role_ids: roleSelect?.value?.length ? roleSelect.value : undefined,
+        await api.call("POST /api/v1/users", {
+          body: {
+            username: this.#value(".user-form sl-input[name=username]").trim(),
+            password: this.#value(".user-form sl-input[name=password]"),
+            ...profile,
+            role_ids: roleSelect?.value?.length ? roleSelect.value : undefined,
+          },
         });
       }
       notify("User saved", "success");
@@ -112,7 +119,7 @@ class SvcSettingsUsers extends PageElement {
 
   async #setEnabled(u: User, enabled: boolean): Promise<void> {
     try {
-      await api.put(`/users/${u.id}`, { enabled });
+      await api.call("PUT /api/v1/users/{id}", { path: { id: u.id }, body: { enabled } });
       notify(`${u.username} ${enabled ? "enabled" : "disabled; their sessions ended"}`, "success");
     } catch (err) {
       notifyError(err);
@@ -130,7 +137,7 @@ class SvcSettingsUsers extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/users/${u.id}`);
+      await api.call("DELETE /api/v1/users/{id}", { path: { id: u.id } });
       notify(`${u.username} deleted`, "success");
       await this.reload();
     } catch (err) {
@@ -141,7 +148,10 @@ class SvcSettingsUsers extends PageElement {
   async #resetPassword(): Promise<void> {
     const u = this.resetting!;
     try {
-      await api.put(`/users/${u.id}/password`, { new_password: this.#value(".reset-form sl-input") });
+      await api.call("PUT /api/v1/users/{id}/password", {
+        path: { id: u.id },
+        body: { new_password: this.#value(".reset-form sl-input") },
+      });
       notify(`Password of ${u.username} set; their sessions ended`, "success");
       this.resetting = undefined;
     } catch (err) {
