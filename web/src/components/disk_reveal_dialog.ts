@@ -17,6 +17,7 @@ export interface RevealTarget {
   device: string;
 }
 
+/** The answer of a reveal (the route does not describe it). */
 interface RevealAnswer {
   key_id: string;
   recovery_key: string;
@@ -88,10 +89,10 @@ class SvcDiskRevealDialog extends LitElement {
     this.busy = true;
     this.error = "";
     try {
-      const answer = await api.post<RevealAnswer>(`/disk-encryption/volumes/${this.target!.id}/reveal`, {
-        reason,
-        password,
-      });
+      const answer = await api.call("POST /api/v1/disk-encryption/volumes/{id}/reveal", {
+        path: { id: this.target!.id },
+        body: { reason, password },
+      }) as RevealAnswer;
       form.reset();
       this.revealed = answer;
       this.expired = false;

@@ -21,7 +21,8 @@ import {
 } from "./ui.ts";
 import "./provenance.ts";
 import { renderPendingReasons } from "./node_pending.ts";
-import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
+import type { Answer } from "../api.ts";
+import type { ComplianceRow, NodeDetail, NodeGroup } from "../api_types.ts";
 
 class SvcNodeDetail extends LitElement {
   static override properties = {
@@ -36,11 +37,11 @@ class SvcNodeDetail extends LitElement {
   declare nodeId: string;
   declare groups: NodeGroup[];
   declare node: NodeDetail | undefined;
-  declare compliance: { summary: StatusCounts; results: ComplianceRow[] } | undefined;
+  declare compliance: Answer<"GET /api/v1/nodes/{id}/compliance"> | undefined;
   declare error: unknown;
   declare addGroup: string;
   /** The answer of `POST /nodes/{id}/re-enroll`, shown once. */
-  declare reEnrollToken: { token: string; command: string; expires_at: string } | undefined;
+  declare reEnrollToken: Answer<"POST /api/v1/nodes/{id}/re-enroll"> | undefined;
 
   constructor() {
     super();
@@ -83,9 +84,9 @@ class SvcNodeDetail extends LitElement {
     }
     try {
       const [node, compliance] = await Promise.all([
-        api.get<NodeDetail>(`/nodes/${id}`),
+        api.call("GET /api/v1/nodes/{id}", { path: { id } }),
         session.can("compliance:view")
-          ? api.get<{ summary: StatusCounts; results: ComplianceRow[] }>(`/nodes/${id}/compliance`)
+          ? api.call("GET /api/v1/nodes/{id}/compliance", { path: { id } })
           : Promise.resolve(undefined),
       ]);
       if (id !== this.nodeId) return;
@@ -104,7 +105,7 @@ class SvcNodeDetail extends LitElement {
 
   async #requestMetadata(): Promise<void> {
     try {
-      await api.post(`/nodes/${this.node!.id}/metadata-request`);
+      await api.call("POST /api/v1/nodes/{id}/metadata-request", { path: { id: this.node!.id } });
       notify(`Asked ${this.node!.name} to send its facts; they appear after its next heartbeat.`, "success");
     } catch (err) {
       notifyError(err);
@@ -124,7 +125,7 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.post(`/nodes/${n.id}/revoke`);
+      await api.call("POST /api/v1/nodes/{id}/revoke", { path: { id: n.id } });
       notify(`Certificate of ${n.name} revoked`, "success");
       this.#changed();
     } catch (err) {
@@ -135,7 +136,7 @@ class SvcNodeDetail extends LitElement {
   async #reEnroll(): Promise<void> {
     const n = this.node!;
     try {
-      this.reEnrollToken = await api.post(`/nodes/${n.id}/re-enroll`);
+      this.reEnrollToken = await api.call("POST /api/v1/nodes/{id}/re-enroll", { path: { id: n.id } });
     } catch (err) {
       notifyError(err);
     }
@@ -172,7 +173,7 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/nodes/${n.id}`);
+      await api.call("DELETE /api/v1/nodes/{id}", { path: { id: n.id } });
       notify(`${n.name} deleted`, "success");
       this.dispatchEvent(new Event("changed", { bubbles: true }));
       this.#close();
@@ -184,7 +185,7 @@ class SvcNodeDetail extends LitElement {
   async #saveNotes(): Promise<void> {
     const notes = String((this.querySelector(".node-notes") as HTMLTextAreaElement | null)?.value ?? "");
     try {
-      await api.put(`/nodes/${this.node!.id}`, { notes });
+      await api.call("PUT /api/v1/nodes/{id}", { path: { id: this.node!.id }, body: { notes } });
       notify("Notes saved", "success");
     } catch (err) {
       notifyError(err);
@@ -194,7 +195,10 @@ class SvcNodeDetail extends LitElement {
   async #addToGroup(): Promise<void> {
     if (!this.addGroup) return;
     try {
-      await api.post(`/node-groups/${this.addGroup}/members`, { node_ids: [this.node!.id] });
+      await api.call("POST /api/v1/node-groups/{id}/members", {
+        path: { id: this.addGroup },
+        body: { node_ids: [this.node!.id] },
+      });
       notify("Added. The node receives the group's policies when its stream next reconnects.", "success");
       this.addGroup = "";
       this.#changed();
@@ -211,7 +215,9 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/node-groups/${group.id}/members/${this.node!.id}`);
+      await api.call("DELETE /api/v1/node-groups/{id}/members/{nodeId}", {
+        path: { id: group.id, nodeId: this.node!.id },
+      });
       this.#changed();
     } catch (err) {
       notifyError(err);

@@ -52,7 +52,7 @@ class SvcSavedViews extends LitElement {
 
   async #load(): Promise<void> {
     try {
-      this.views = (await api.get<{ items: SavedView[] }>("/saved-views", { list: this.list })).items;
+      this.views = (await api.call("GET /api/v1/saved-views", { query: { list: this.list } })).items;
     } catch (err) {
       this.views = [];
       notifyError(err);
@@ -75,10 +75,8 @@ class SvcSavedViews extends LitElement {
   async #save(e: Event): Promise<void> {
     e.preventDefault();
     try {
-      const view = await api.post<SavedView>("/saved-views", {
-        list: this.list,
-        name: this.#draftName.trim(),
-        query: this.query,
+      const view = await api.call("POST /api/v1/saved-views", {
+        body: { list: this.list, name: this.#draftName.trim(), query: this.query },
       });
       notify(`View "${view.name}" saved`, "success");
       this.#close();
@@ -90,7 +88,7 @@ class SvcSavedViews extends LitElement {
 
   async #rename(view: SavedView, name: string): Promise<void> {
     try {
-      await api.put(`/saved-views/${view.id}`, { name: name.trim() });
+      await api.call("PUT /api/v1/saved-views/{id}", { path: { id: view.id }, body: { name: name.trim() } });
       this.renaming = "";
       this.error = undefined;
       await this.#load();
@@ -108,7 +106,7 @@ class SvcSavedViews extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/saved-views/${view.id}`);
+      await api.call("DELETE /api/v1/saved-views/{id}", { path: { id: view.id } });
       await this.#load();
     } catch (err) {
       notifyError(err);
