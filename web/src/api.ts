@@ -39,23 +39,11 @@ export class ApiError extends Error {
   }
 }
 
-/** A page of a list endpoint. */
-export interface ListPage<T> {
-  items: T[];
-  total: number;
-  page: number;
-  per_page: number;
-  /** Lists paged by cursor: pass as `cursor` for the next page; null on the last page. */
-  next_cursor?: string | null;
-  /** True when `total` is the database's estimate rather than a count. */
-  total_estimated?: boolean;
-}
-
 /** Query values; `undefined` and empty strings are left out. */
-export type Query = Record<string, string | number | boolean | undefined | null>;
+type Query = Record<string, string | number | boolean | undefined | null>;
 
 /** Options of one request. */
-export interface RequestOptions {
+interface RequestOptions {
   query?: Query;
   /** JSON body. */
   body?: unknown;
@@ -65,7 +53,8 @@ export interface RequestOptions {
 }
 
 /** The path parameters of an operation: required when its path has any. */
-type PathArgs<K extends OperationKey> = Operations[K]["path"] extends Record<string, never> ? { path?: undefined }
+type PathArgs<K extends OperationKey> = Operations[K]["path"] extends Record<string, never>
+  ? { path?: undefined }
   : { path: Operations[K]["path"] };
 
 /**
@@ -112,7 +101,7 @@ function resolve(operation: OperationKey, args: SentArgs | undefined): readonly 
   const path = operation.slice(space + 1).replace(/\{([A-Za-z_]+)\}/g, (_, name: string) => {
     const value = args?.path?.[name];
     // Only reachable when a caller bypasses the types (an id that is undefined at run time).
-    if (value === undefined || value === "") throw new Error(`${operation}: path parameter ${name} is missing`);
+    if (value === undefined) throw new Error(`${operation}: path parameter ${name} is missing`);
     return encodeURIComponent(String(value));
   });
   return [operation.slice(0, space), path] as const;
@@ -218,11 +207,11 @@ export class ApiClient extends EventTarget {
 
   /**
    * Calls one operation and resolves with its answer: parsed JSON, `undefined` for 204, the text of a non-JSON
-   * answer. Path parameters are filled in (escaped) from `path`; see {@link ApiClient.json} for step-up.
+   * answer. Path parameters are filled in (escaped) from `path`; a step-up demand is answered as described at `#json`.
    */
   call<K extends OperationKey>(operation: K, ...[args]: ArgsParam<K>): Promise<Answer<K>> {
     const [method, path] = resolve(operation, args as SentArgs);
-    return this.json<Answer<K>>(method, path, toOptions(args as SentArgs));
+    return this.#json<Answer<K>>(method, path, toOptions(args as SentArgs));
   }
 
   /**
@@ -231,7 +220,7 @@ export class ApiClient extends EventTarget {
    */
   fetch<K extends OperationKey>(operation: K, ...[args]: ArgsParam<K>): Promise<Response> {
     const [method, path] = resolve(operation, args as SentArgs);
-    return this.request(method, path, toOptions(args as SentArgs));
+    return this.#tracked(method, path, toOptions(args as SentArgs));
   }
 
   /**
@@ -247,12 +236,12 @@ export class ApiClient extends EventTarget {
    * also where the body has a `password` of its own), again while the server asks for more (the second
    * factor after the password).
    */
-  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  async #json<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     let res: Response | undefined;
     let attempt = options;
     for (let asked = 0; !res; asked++) {
       try {
-        res = await this.request(method, path, attempt);
+        res = await this.#tracked(method, path, attempt);
       } catch (err) {
         const wanted = asked < 3 && err instanceof ApiError && STEP_UP_CODES.has(err.code) && this.stepUp;
         const proof = wanted ? await this.stepUp!((err as ApiError).code) : undefined;
@@ -268,7 +257,7 @@ export class ApiClient extends EventTarget {
   }
 
   /** Sends a request with CSRF and refresh handling; resolves with a 2xx response, throws otherwise. */
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  async #tracked(method: string, path: string, options: RequestOptions): Promise<Response> {
     this.#setActive(+1);
     try {
       return await this.#request(method, path, options);

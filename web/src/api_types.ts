@@ -61,7 +61,8 @@ export type AnyListOperation = ListOperation | keyof UndescribedRows;
 
 /** The page a list operation answers. */
 export type ListAnswer<K extends AnyListOperation> = K extends ListOperation ? Answer<K>
-  : K extends keyof UndescribedRows ? { items: UndescribedRows[K][]; total: number; page: number; per_page: number }
+  : K extends keyof UndescribedRows
+    ? { items: UndescribedRows[K][]; total: number; page: number; per_page: number }
   : never;
 
 /** One row of a list operation's page. */

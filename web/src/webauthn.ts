@@ -95,12 +95,18 @@ export async function stepUpWithKey(): Promise<{ webauthn: { token: string; resp
 export async function registerKey(name: string, proof: StepUpProof): Promise<void> {
   const started = await api.call("POST /api/v1/auth/webauthn/register/options", { body: proof });
   const response = await createCredential(started.options ?? {});
-  await api.call("POST /api/v1/auth/webauthn/register", { body: { token: started.token ?? "", name, response } });
+  await api.call("POST /api/v1/auth/webauthn/register", {
+    body: { token: started.token ?? "", name, response },
+  });
 }
 
 /** Logs in with a key: after the password (`token` of the first step) or as a passkey alone. */
 export async function loginWithKey(token?: string): Promise<void> {
-  const started = await api.call("POST /api/v1/auth/login/webauthn/options", { body: token ? { token } : {} });
+  const started = await api.call("POST /api/v1/auth/login/webauthn/options", {
+    body: token ? { token } : {},
+  });
   const response = await getAssertion(started.options ?? {});
-  await api.call("POST /api/v1/auth/login/webauthn", { body: { token: token ?? started.token ?? "", response } });
+  await api.call("POST /api/v1/auth/login/webauthn", {
+    body: { token: token ?? started.token ?? "", response },
+  });
 }

@@ -11,7 +11,7 @@ import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
-import { type DeployPackage, deployScript, FAMILIES, type Family } from "../deploy_script.ts";
+import { deployScript, FAMILIES, type Family } from "../deploy_script.ts";
 
 /** `GET /api/v1/agent-repo`. */
 type RepoStatus = Answer<"GET /api/v1/agent-repo">;

@@ -44,13 +44,13 @@ class SvcSettingsFlatpakRepos extends PageElement {
     try {
       const created = await api.call("POST /api/v1/flatpak/repos", {
         body: {
-        name: d.name,
-        ...(d.kind === "url"
-          ? { url: d.url }
-          : d.kind === "flatpakrepo"
-          ? { flatpakrepo: d.flatpakrepo }
-          : {}),
-        ...(d.kind === "upload" ? { upload: true } : {}),
+          name: d.name,
+          ...(d.kind === "url"
+            ? { url: d.url }
+            : d.kind === "flatpakrepo"
+            ? { flatpakrepo: d.flatpakrepo }
+            : {}),
+          ...(d.kind === "upload" ? { upload: true } : {}),
         },
       });
       this.saveError = undefined;

@@ -71,7 +71,9 @@ class SvcGSettingsPicker extends LitElement {
   async #search(): Promise<void> {
     const seq = ++this.#seq;
     try {
-      const result = await api.call("GET /api/v1/catalogues/gsettings", { query: { q: this.query, limit: 25 } });
+      const result = await api.call("GET /api/v1/catalogues/gsettings", {
+        query: { q: this.query, limit: 25 },
+      });
       if (seq !== this.#seq) return;
       this.hits = result.items;
       this.total = result.total;

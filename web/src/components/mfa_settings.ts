@@ -141,7 +141,8 @@ class SvcMfaSettings extends LitElement {
         notify("The authenticator app was removed.", "success");
         this.step = "overview";
       } else {
-        this.backupCodes = (await api.call("POST /api/v1/auth/mfa/backup-codes", { body: proof })).backup_codes;
+        this.backupCodes =
+          (await api.call("POST /api/v1/auth/mfa/backup-codes", { body: proof })).backup_codes;
         this.step = "overview";
       }
       this.error = undefined;

@@ -150,7 +150,10 @@ class SvcNodeBulk extends LitElement {
       typeToConfirm: `delete ${nodes(n)}`,
     });
     if (ok) {
-      await this.#run(`Delete ${nodes(n)}`, (node_ids) => api.call("POST /api/v1/nodes/bulk/delete", { body: { node_ids } }));
+      await this.#run(
+        `Delete ${nodes(n)}`,
+        (node_ids) => api.call("POST /api/v1/nodes/bulk/delete", { body: { node_ids } }),
+      );
     }
   }
 

@@ -87,7 +87,9 @@ class SvcPolkitForm extends LitElement {
     }
     this.#timer = setTimeout(async () => {
       try {
-        const found = await api.call("GET /api/v1/catalogues/polkit", { query: { q: text.trim(), limit: 20 } });
+        const found = await api.call("GET /api/v1/catalogues/polkit", {
+          query: { q: text.trim(), limit: 20 },
+        });
         this.hits = found.items;
         this.prefixes = found.prefixes.slice(0, 5);
         this.searchError = undefined;

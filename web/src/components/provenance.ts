@@ -64,7 +64,9 @@ class SvcProvenance extends LitElement {
       ))).flatMap((p) =>
         p.items
       );
-      const policies = await Promise.all(merged.map((r) => api.call("GET /api/v1/policies/all/{id}", { path: { id: r.policy_id } })));
+      const policies = await Promise.all(
+        merged.map((r) => api.call("GET /api/v1/policies/all/{id}", { path: { id: r.policy_id } })),
+      );
       const input: ProvenancePolicy[] = merged.map((r, i) => {
         const best = bindings.filter((b) => b.policy_id === r.policy_id)
           .sort((a, b) => b.priority - a.priority || a.node_group_name.localeCompare(b.node_group_name))[0];

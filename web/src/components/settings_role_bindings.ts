@@ -12,7 +12,15 @@ import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
-import type { AnyListOperation, ListAnswer, ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../api_types.ts";
+import type {
+  AnyListOperation,
+  ListAnswer,
+  ListedRoleBinding,
+  NodeGroup,
+  Role,
+  User,
+  UserGroup,
+} from "../api_types.ts";
 
 /** URL query keys this tab owns (the API's filter names). */
 type Filter = "user_id" | "user_group_id" | "role_id" | "scope_type" | "scope_id" | "search";
@@ -94,7 +102,10 @@ class SvcSettingsRoleBindings extends PageElement {
   protected override async load(): Promise<void> {
     const list = async <K extends AnyListOperation>(operation: K, allowed: boolean) => {
       if (!allowed) return [];
-      const call = api.call as (operation: K, args: { query: { per_page: number } }) => Promise<ListAnswer<K>>;
+      const call = api.call as (
+        operation: K,
+        args: { query: { per_page: number } },
+      ) => Promise<ListAnswer<K>>;
       return (await call.call(api, operation, { query: { per_page: 200 } })).items as ListAnswer<K>["items"];
     };
     const options = this.#optionsLoaded ? undefined : Promise.all([
@@ -160,8 +171,9 @@ class SvcSettingsRoleBindings extends PageElement {
     if (!ok) return;
     const path = { id: b.subject.id, bindingId: b.id };
     try {
-      if (b.subject.type === "user") await api.call("DELETE /api/v1/users/{id}/role-bindings/{bindingId}", { path });
-      else await api.call("DELETE /api/v1/user-groups/{id}/role-bindings/{bindingId}", { path });
+      if (b.subject.type === "user") {
+        await api.call("DELETE /api/v1/users/{id}/role-bindings/{bindingId}", { path });
+      } else await api.call("DELETE /api/v1/user-groups/{id}/role-bindings/{bindingId}", { path });
       notify("Role binding removed", "success");
       await this.reload();
     } catch (err) {

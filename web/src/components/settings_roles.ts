@@ -30,7 +30,12 @@ class SvcSettingsRoles extends PageElement {
   }
 
   /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
-  readonly list = new ListController(this, { operation: "GET /api/v1/roles", noun: "roles", syncUrl: false, filters: [] });
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/roles",
+    noun: "roles",
+    syncUrl: false,
+    filters: [],
+  });
 
   protected override async load(): Promise<void> {
     await this.list.load();

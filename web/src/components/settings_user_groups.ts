@@ -28,7 +28,12 @@ class SvcSettingsUserGroups extends PageElement {
   }
 
   /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
-  readonly list = new ListController(this, { operation: "GET /api/v1/user-groups", noun: "user groups", syncUrl: false, filters: [] });
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/user-groups",
+    noun: "user groups",
+    syncUrl: false,
+    filters: [],
+  });
 
   protected override async load(): Promise<void> {
     await this.list.load();
@@ -72,9 +77,7 @@ class SvcSettingsUserGroups extends PageElement {
     try {
       const [members, users] = await Promise.all([
         api.call("GET /api/v1/user-groups/{id}/members", { path: { id: g.id }, query: { per_page: 200 } }),
-        session.can("user:view")
-          ? api.call("GET /api/v1/users", { query: { per_page: 200 } })
-          : undefined,
+        session.can("user:view") ? api.call("GET /api/v1/users", { query: { per_page: 200 } }) : undefined,
       ]);
       // The server does not describe these two answers yet (an open object): read as the list pages they are.
       this.members = (members as ListAnswer<"GET /api/v1/user-groups/{id}/members">).items;

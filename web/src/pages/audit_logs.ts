@@ -9,8 +9,10 @@ import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
-import type { AuditEntry } from "../types.ts";
+import type { ListRow } from "../api_types.ts";
 import { auditSummary, changeLines } from "../audit_text.ts";
+
+type AuditEntry = ListRow<"GET /api/v1/audit-logs">;
 
 /** Where a resource of the console lives, when it still exists. */
 function resourceHref(type: string, id: string, name: string): string | undefined {
@@ -60,7 +62,8 @@ class SvcAuditLogsPage extends PageElement {
 
   override pageTitle = "Audit logs";
 
-  readonly list = new ListController<AuditEntry>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/audit-logs",
     noun: "entries",
     perPage: 50,
     // The log grows without bound: an offset deep into it reads every row before the page.
@@ -81,12 +84,12 @@ class SvcAuditLogsPage extends PageElement {
   });
 
   protected override async load(): Promise<void> {
-    await this.list.load("/audit-logs", dayBounds(this.list.query.filters()));
+    await this.list.load(dayBounds(this.list.query.filters()));
   }
 
   async #export(format: "csv" | "json"): Promise<void> {
     try {
-      const res = await api.request("GET", "/audit-logs/export", {
+      const res = await api.fetch("GET /api/v1/audit-logs/export", {
         query: { ...dayBounds(this.list.query.filters()), format },
       });
       downloadText(`audit-log.${format}`, await res.text(), res.headers.get("content-type") ?? "text/plain");

@@ -3,12 +3,11 @@
  * expandable into its per-key breakdown.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import type { ListPage } from "../api.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { complianceBadge, complianceLabel, relativeTime } from "../components/ui.ts";
 import { itemTable } from "../components/node_detail.ts";
-import type { ComplianceRow, StatusCounts } from "../types.ts";
+import type { Answer } from "../api_types.ts";
 
 /** Problems first, as the list is sorted by default. */
 const STATUSES = ["error", "non_compliant", "unknown", "compliant", "inapplicable"] as const;
@@ -24,7 +23,8 @@ class SvcCompliancePage extends PageElement {
   protected override autoRefreshMs = 10_000;
   protected override liveTopics = ["compliance", "nodes", "policies"] as const;
 
-  readonly list = new ListController<ComplianceRow>(this, {
+  readonly list: ListController<"GET /api/v1/compliance"> = new ListController(this, {
+    operation: "GET /api/v1/compliance",
     noun: "results",
     sort: { key: "severity", dir: "asc" },
     filters: [
@@ -52,14 +52,13 @@ class SvcCompliancePage extends PageElement {
   }
 
   /** Results per status over the search, whatever status is chosen. */
-  get #counts(): StatusCounts | undefined {
-    return (this.list.page as (ListPage<ComplianceRow> & { status_counts: StatusCounts }) | undefined)
-      ?.status_counts;
+  get #counts(): Answer<"GET /api/v1/compliance">["status_counts"] | undefined {
+    return this.list.page?.status_counts;
   }
 
   protected override async load(): Promise<void> {
     // Pairs not reported yet count too, so the numbers equal the dashboard's.
-    await this.list.load("/compliance", { include_unreported: true });
+    await this.list.load({ include_unreported: true });
   }
 
   #toggle(key: string): void {

@@ -6,7 +6,7 @@
  * People with `disk_encryption:reveal` reveal a key (reason + password, audited) or ask for a rotation.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { api, type CallArgs } from "../api.ts";
 import { setQuery } from "../router.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
@@ -15,7 +15,7 @@ import type { PageChange } from "../components/pager.ts";
 import "../components/disk_reveal_dialog.ts";
 import type { RevealTarget } from "../components/disk_reveal_dialog.ts";
 
-/** A volume of the inventory (GET /disk-encryption/volumes). */
+/** A volume of the inventory (GET /disk-encryption/volumes; the route does not describe its answer yet). */
 interface Volume {
   id: string;
   node_id: string | null;
@@ -63,7 +63,14 @@ interface NodeView {
   tasks: { id: string; kind: string; volume_id: string; reason: string; created_at: string }[];
 }
 
-type Inventory = ListPage<Volume> & { summary: Record<string, number> };
+/** A page of the inventory, with counts over every volume the filters match. */
+interface Inventory {
+  items: Volume[];
+  total: number;
+  page: number;
+  per_page: number;
+  summary: Record<string, number>;
+}
 
 const ESCROW_LABELS: Record<Volume["escrow_state"], [string, string]> = {
   escrowed: ["Escrowed", "success"],
@@ -139,21 +146,25 @@ class SvcDiskEncryptionPage extends PageElement {
   protected override async load(): Promise<void> {
     const node = this.#q("node");
     const [page, detail] = await Promise.all([
-      api.get<Inventory>("/disk-encryption/volumes", {
-        page: this.#q("page") || 1,
-        per_page: this.#q("per_page") || 50,
-        group: this.#q("group") || undefined,
-        compliance: this.#q("compliance") || undefined,
-        escrow: this.#q("escrow") || undefined,
-        overdue: this.#q("overdue") || undefined,
-        clone: this.#q("clone") || undefined,
+      api.call("GET /api/v1/disk-encryption/volumes", {
+        // The URL's filters as text; the server validates their values.
+        query: {
+          page: this.#q("page") || 1,
+          per_page: this.#q("per_page") || 50,
+          group: this.#q("group") || undefined,
+          compliance: this.#q("compliance") || undefined,
+          escrow: this.#q("escrow") || undefined,
+          overdue: this.#q("overdue") || undefined,
+          clone: this.#q("clone") || undefined,
+        } as CallArgs<"GET /api/v1/disk-encryption/volumes">["query"],
       }),
-      node ? api.get<NodeView>(`/disk-encryption/nodes/${node}`) : Promise.resolve(undefined),
+      node ? api.call("GET /api/v1/disk-encryption/nodes/{id}", { path: { id: node } }) : undefined,
     ]);
-    this.page = page;
-    this.detail = detail;
+    // Neither answer is described by its route yet.
+    this.page = page as Inventory;
+    this.detail = detail as NodeView | undefined;
     if (this.groups.length === 0 && session.can("node_group:view")) {
-      this.groups = (await api.get<ListPage<{ id: string; name: string }>>("/node-groups", { per_page: 200 })
+      this.groups = (await api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
         .catch(() => ({ items: [] }))).items;
     }
   }
@@ -175,7 +186,10 @@ class SvcDiskEncryptionPage extends PageElement {
 
   async #rotate(v: Volume): Promise<void> {
     try {
-      await api.post(`/disk-encryption/volumes/${v.id}/rotate`, { reason: "requested in the console" });
+      await api.call("POST /api/v1/disk-encryption/volumes/{id}/rotate", {
+        path: { id: v.id },
+        body: { reason: "requested in the console" },
+      });
       notify(`Rotation requested for ${v.luks_uuid} on ${v.node_name}`, "success");
       await this.reload();
     } catch (err) {

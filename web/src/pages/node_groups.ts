@@ -3,7 +3,7 @@
  * token — shown once, with a copy button and the exact commands to run on the new node.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { type Answer, api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
@@ -17,15 +17,10 @@ import {
   statusBadge,
   valueOf,
 } from "../components/ui.ts";
-import type { NodeGroup, NodeGroupMember, NodeSummary } from "../types.ts";
+import type { ListRow, NodeGroup, NodeSummary } from "../api_types.ts";
 import { enrollmentCommands } from "../enrollment.ts";
 
-/** The token answer of `POST /node-groups/{id}/tokens`. */
-interface EnrollmentToken {
-  token: string;
-  expires_at: string;
-  node_group_id: string;
-}
+type NodeGroupMember = ListRow<"GET /api/v1/node-groups/{id}/members">;
 
 class SvcNodeGroupsPage extends PageElement {
   static override properties = {
@@ -41,15 +36,16 @@ class SvcNodeGroupsPage extends PageElement {
   /** The group being edited; an object without id means "new". */
   declare editing: Partial<NodeGroup> | undefined;
   declare editError: unknown;
-  declare token: EnrollmentToken | undefined;
+  declare token: Answer<"POST /api/v1/node-groups/{id}/tokens"> | undefined;
   declare tokenGroup: NodeGroup | undefined;
   declare membersOf: NodeGroup | undefined;
-  declare members: ListPage<NodeGroupMember> | undefined;
+  declare members: Answer<"GET /api/v1/node-groups/{id}/members"> | undefined;
   declare candidates: NodeSummary[];
 
   override pageTitle = "Node groups";
 
-  readonly list = new ListController<NodeGroup>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/node-groups",
     noun: "node groups",
     sort: { key: "name", dir: "asc" },
     filters: [{ name: "search", label: "Search", kind: "search", placeholder: "Group name" }],
@@ -61,7 +57,7 @@ class SvcNodeGroupsPage extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    await this.list.load("/node-groups");
+    await this.list.load();
   }
 
   async #save(): Promise<void> {
@@ -72,8 +68,9 @@ class SvcNodeGroupsPage extends PageElement {
       (dialog.querySelector("sl-textarea[name=description]") as HTMLTextAreaElement).value,
     );
     try {
-      if (g.id) await api.put(`/node-groups/${g.id}`, { name, description });
-      else await api.post("/node-groups", { name, description });
+      const body = { name, description };
+      if (g.id) await api.call("PUT /api/v1/node-groups/{id}", { path: { id: g.id }, body });
+      else await api.call("POST /api/v1/node-groups", { body });
       notify(g.id ? `${name} saved` : `${name} created`, "success");
       this.editing = undefined;
       await this.reload();
@@ -96,7 +93,10 @@ class SvcNodeGroupsPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.json("DELETE", `/node-groups/${g.id}`, { query: { force: busy ? true : undefined } });
+      await api.call("DELETE /api/v1/node-groups/{id}", {
+        path: { id: g.id },
+        query: { force: busy ? true : undefined },
+      });
       notify(`${g.name} deleted`, "success");
       await this.reload();
     } catch (err) {
@@ -106,7 +106,7 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #generateToken(g: NodeGroup): Promise<void> {
     try {
-      this.token = await api.post<EnrollmentToken>(`/node-groups/${g.id}/tokens`);
+      this.token = await api.call("POST /api/v1/node-groups/{id}/tokens", { path: { id: g.id } });
       this.tokenGroup = g;
     } catch (err) {
       notifyError(err);
@@ -117,8 +117,9 @@ class SvcNodeGroupsPage extends PageElement {
     this.membersOf = g;
     this.members = undefined;
     try {
-      this.members = await api.get<ListPage<NodeGroupMember>>(`/node-groups/${g.id}/members`, {
-        per_page: 200,
+      this.members = await api.call("GET /api/v1/node-groups/{id}/members", {
+        path: { id: g.id },
+        query: { per_page: 200 },
       });
     } catch (err) {
       notifyError(err);
@@ -131,7 +132,7 @@ class SvcNodeGroupsPage extends PageElement {
       return;
     }
     try {
-      const page = await api.get<ListPage<NodeSummary>>("/nodes", { search: text.trim(), per_page: 20 });
+      const page = await api.call("GET /api/v1/nodes", { query: { search: text.trim(), per_page: 20 } });
       const members = new Set(this.members?.items.map((m) => m.node_id));
       this.candidates = page.items.filter((n) => !members.has(n.id));
     } catch (err) {
@@ -141,7 +142,10 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #addMember(node: NodeSummary): Promise<void> {
     try {
-      await api.post(`/node-groups/${this.membersOf!.id}/members`, { node_ids: [node.id] });
+      await api.call("POST /api/v1/node-groups/{id}/members", {
+        path: { id: this.membersOf!.id },
+        body: { node_ids: [node.id] },
+      });
       notify(
         `${node.name} added; it receives the group's policies when its stream next reconnects.`,
         "success",
@@ -156,7 +160,9 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #removeMember(m: NodeGroupMember): Promise<void> {
     try {
-      await api.delete(`/node-groups/${this.membersOf!.id}/members/${m.node_id}`);
+      await api.call("DELETE /api/v1/node-groups/{id}/members/{nodeId}", {
+        path: { id: this.membersOf!.id, nodeId: m.node_id },
+      });
       await this.#openMembers(this.membersOf!);
       await this.reload();
     } catch (err) {

@@ -6,7 +6,7 @@
  * Pending says why in a tooltip.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { type Answer, api, type CallArgs } from "../api.ts";
 import { session } from "../session.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
@@ -16,14 +16,10 @@ import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
 import "../components/node_bulk.ts";
 import { pendingText } from "../components/node_pending.ts";
-import type { NodeGroup, NodeSummary } from "../types.ts";
+import type { NodeGroup, NodeSummary } from "../api_types.ts";
 import { CERT_EXPIRY_BUCKETS } from "../cert_expiry.ts";
 
-interface FilterOptions {
-  os: string[];
-  agent_versions: string[];
-  desktops: string[];
-}
+type FilterOptions = Answer<"GET /api/v1/nodes/filter-options">;
 
 /** Worst compliance status with counts; never green while a policy fails or has not been reported on. */
 function complianceCell(n: NodeSummary): TemplateResult | string {
@@ -70,7 +66,8 @@ class SvcNodesPage extends PageElement {
     this.openNode = "";
   }
 
-  readonly list = new ListController<NodeSummary>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/nodes",
     noun: "nodes",
     views: "nodes",
     sort: { key: "name", dir: "asc" },
@@ -135,13 +132,12 @@ class SvcNodesPage extends PageElement {
 
   protected override async load(): Promise<void> {
     const [, groups, options] = await Promise.all([
-      this.list.load("/nodes"),
+      this.list.load(),
       this.groups.length
         ? Promise.resolve({ items: this.groups })
-        : api.get<ListPage<NodeGroup>>("/node-groups", {
-          per_page: 200,
-        }).catch(() => ({ items: [] as NodeGroup[] })),
-      api.get<FilterOptions>("/nodes/filter-options").catch(() => this.options),
+        : api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
+          .catch(() => ({ items: [] as NodeGroup[] })),
+      api.call("GET /api/v1/nodes/filter-options").catch(() => this.options),
     ]);
     this.groups = groups.items;
     this.options = options;
@@ -173,7 +169,11 @@ class SvcNodesPage extends PageElement {
               void this.reload();
             }}></svc-node-bulk>
         `,
-        matching: () => api.get("/nodes/matching", this.list.query.filters()),
+        // The list's filters are the node list's query keys, as text; the server validates their values.
+        matching: () =>
+          api.call("GET /api/v1/nodes/matching", {
+            query: this.list.query.filters() as CallArgs<"GET /api/v1/nodes/matching">["query"],
+          }),
       })}
       ${this.#renderTable()}
       <svc-node-detail .nodeId=${this.openNode} .groups=${this.groups} @closed=${this.#closed}

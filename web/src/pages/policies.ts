@@ -3,7 +3,7 @@
  * refusals explained before the person tries, deprecation, export and import with a dry-run report.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { type Answer, api, ApiError, type CallArgs } from "../api.ts";
 import { session } from "../session.ts";
 import { navigate } from "../router.ts";
 import { errorText, PageElement } from "../components/page.ts";
@@ -21,20 +21,15 @@ import {
 } from "../components/ui.ts";
 import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
-import type { Policy } from "../types.ts";
+import type { PolicyRow as Policy } from "../api_types.ts";
 import "../components/file_picker.ts";
 import { type LifecycleAction, lifecycleActions } from "../lifecycle.ts";
 
 /** The import report (`POST /policies/import`). */
-interface ImportReport {
-  ok: boolean;
-  dry_run: boolean;
-  created: number;
-  updated: number;
-  skipped: number;
-  errors: number;
-  results: Array<{ doc: number; kind: string; name: string; status: string; message: string }>;
-}
+type ImportReport = Answer<"POST /api/v1/policies/import">;
+
+/** What an import does with a policy whose name exists (the options of the select below). */
+type OnConflict = NonNullable<CallArgs<"POST /api/v1/policies/import">["query"]>["on_conflict"];
 
 /** A chosen bundle file. */
 interface ImportFile {
@@ -63,11 +58,12 @@ class SvcPoliciesPage extends PageElement {
   declare importError: unknown;
   declare allPolicies: Policy[];
   #importFile: ImportFile | undefined;
-  #onConflict = "error";
+  #onConflict: OnConflict = "error";
 
   override pageTitle = "Policies";
 
-  readonly list = new ListController<Policy>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/policies/all",
     noun: "policies",
     sort: { key: "updated_at", dir: "desc" },
     filters: [
@@ -101,10 +97,10 @@ class SvcPoliciesPage extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const page = await this.list.load("/policies/all");
+    const page = await this.list.load();
     const released = page.items.filter((p) => p.state === "released").map((p) => p.id);
     this.rollout = released.length && session.can("compliance:view")
-      ? await api.get<Record<string, RolloutCounts>>("/policies/rollout", { ids: released.join(",") })
+      ? await api.call("GET /api/v1/policies/rollout", { query: { ids: released.join(",") } })
       : {};
   }
 
@@ -120,7 +116,10 @@ class SvcPoliciesPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.put(`/policies/all/${p.id}/state`, { state: action.target });
+      await api.call("PUT /api/v1/policies/all/{id}/state", {
+        path: { id: p.id },
+        body: { state: action.target },
+      });
       notify(`${p.name}: ${action.label.toLowerCase()} done`, "success");
       await this.reload();
     } catch (err) {
@@ -138,7 +137,7 @@ class SvcPoliciesPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/policies/all/${p.id}`);
+      await api.call("DELETE /api/v1/policies/all/{id}", { path: { id: p.id } });
       notify(`${p.name} deleted`, "success");
       await this.reload();
     } catch (err) {
@@ -148,7 +147,7 @@ class SvcPoliciesPage extends PageElement {
 
   async #export(ids?: string[]): Promise<void> {
     try {
-      const res = await api.request("GET", "/policies/export", {
+      const res = await api.fetch("GET /api/v1/policies/export", {
         query: { ids: ids?.join(","), include_bindings: ids ? undefined : true },
       });
       const disposition = res.headers.get("content-disposition") ?? "";
@@ -163,10 +162,8 @@ class SvcPoliciesPage extends PageElement {
     this.deprecating = p;
     this.deprecateError = undefined;
     try {
-      const all = await api.get<ListPage<Policy>>("/policies/all", {
-        per_page: 200,
-        sort: "name",
-        order: "asc",
+      const all = await api.call("GET /api/v1/policies/all", {
+        query: { per_page: 200, sort: "name", order: "asc" },
       });
       this.allPolicies = all.items.filter((x) => x.id !== p.id);
     } catch (err) {
@@ -180,10 +177,13 @@ class SvcPoliciesPage extends PageElement {
     const message = String((form.querySelector("sl-textarea") as HTMLTextAreaElement | null)?.value ?? "");
     const replacement = String((form.querySelector("sl-select") as HTMLSelectElement | null)?.value ?? "");
     try {
-      await api.post(`/policies/all/${p.id}/deprecate`, {
-        deprecated,
-        message: deprecated ? message : "",
-        replacement_policy_id: deprecated && replacement ? replacement : null,
+      await api.call("POST /api/v1/policies/all/{id}/deprecate", {
+        path: { id: p.id },
+        body: {
+          deprecated,
+          message: deprecated ? message : "",
+          replacement_policy_id: deprecated && replacement ? replacement : null,
+        },
       });
       notify(deprecated ? `${p.name} is marked deprecated` : `${p.name} is no longer deprecated`, "success");
       this.deprecating = undefined;
@@ -199,9 +199,10 @@ class SvcPoliciesPage extends PageElement {
     if (!file) return;
     this.importError = undefined;
     try {
-      this.importReport = await api.json<ImportReport>("POST", "/policies/import", {
+      this.importReport = await api.call("POST /api/v1/policies/import", {
         query: { dry_run: dryRun, on_conflict: this.#onConflict },
-        text: { body: file.text, contentType: file.contentType },
+        body: file.text,
+        contentType: file.contentType,
       });
       if (!dryRun) {
         notify(
@@ -398,7 +399,7 @@ class SvcPoliciesPage extends PageElement {
             @change=${this.#readImportFile}></svc-file-picker>
           <sl-select label="When a policy with the same name exists" value=${this.#onConflict} hoist
             @sl-change=${(e: Event) => {
-              this.#onConflict = valueOf(e);
+              this.#onConflict = valueOf(e) as OnConflict;
               this.importReport = undefined;
               void this.#runImport(true);
             }}>

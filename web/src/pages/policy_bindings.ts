@@ -3,12 +3,12 @@
  * confirmation naming how many nodes will receive the policy; priority decides merges (higher wins).
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { confirmAction, formatDate, notify, notifyError, statusBadge, valueOf } from "../components/ui.ts";
-import type { Binding, NodeGroup } from "../types.ts";
+import type { Binding, NodeGroup } from "../api_types.ts";
 import { askLockoutReason } from "../components/session_lockout_dialog.ts";
 import "../components/binding_dialog.ts";
 
@@ -23,7 +23,8 @@ class SvcPolicyBindingsPage extends PageElement {
 
   override pageTitle = "Policy bindings";
 
-  readonly list = new ListController<Binding>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/policy-bindings",
     noun: "bindings",
     sort: { key: "priority", dir: "desc" },
     filters: [
@@ -52,9 +53,9 @@ class SvcPolicyBindingsPage extends PageElement {
 
   protected override async load(): Promise<void> {
     const [, groups] = await Promise.all([
-      this.list.load("/policy-bindings"),
+      this.list.load(),
       session.can("node_group:view")
-        ? api.get<ListPage<NodeGroup>>("/node-groups", { per_page: 200 })
+        ? api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
         : Promise.resolve({ items: [] as NodeGroup[] }),
     ]);
     this.groups = groups.items;
@@ -84,10 +85,10 @@ class SvcPolicyBindingsPage extends PageElement {
       });
       if (!ok) return;
     }
-    let body: { state: string; lockout_reason?: string } = { state };
+    let body: { state: typeof state; lockout_reason?: string } = { state };
     for (;;) {
       try {
-        await api.put(`/policy-bindings/${b.id}`, body);
+        await api.call("PUT /api/v1/policy-bindings/{id}", { path: { id: b.id }, body });
         notify(`Binding ${state}`, "success");
         await this.reload();
         return;
@@ -104,7 +105,7 @@ class SvcPolicyBindingsPage extends PageElement {
     const priority = Number(value);
     if (!Number.isInteger(priority) || priority === b.priority) return;
     try {
-      await api.put(`/policy-bindings/${b.id}`, { priority });
+      await api.call("PUT /api/v1/policy-bindings/{id}", { path: { id: b.id }, body: { priority } });
       notify(`Priority of ${b.policy_name} → ${b.node_group_name} is now ${priority}`, "success");
       await this.reload();
     } catch (err) {
@@ -124,7 +125,7 @@ class SvcPolicyBindingsPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/policy-bindings/${b.id}`);
+      await api.call("DELETE /api/v1/policy-bindings/{id}", { path: { id: b.id } });
       notify("Binding deleted", "success");
       await this.reload();
     } catch (err) {
