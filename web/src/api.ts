@@ -14,6 +14,9 @@
  * query, body and answer are the types the server's route declarations describe.
  */
 import type { OperationKey, Operations } from "../../shared/api/svc_api.gen.ts";
+import type { Answer } from "./api_types.ts";
+
+export type { Answer };
 
 /** A problem with one request field, as the server reports it. */
 export interface FieldError {
@@ -56,18 +59,6 @@ interface RequestOptions {
 type PathArgs<K extends OperationKey> = Operations[K]["path"] extends Record<string, never>
   ? { path?: undefined }
   : { path: Operations[K]["path"] };
-
-/**
- * An answer with every field present. Interim: most response schemas do not list their `required` fields yet,
- * so the generated types mark fields optional that the server always sends; the UI was written against the
- * answers as sent. Once the schemas declare `required`, this becomes the generated type itself.
- */
-export type Described<T> = T extends ReadonlyArray<infer U> ? Described<U>[]
-  : T extends Record<string, unknown> ? { [P in keyof T]-?: Described<T[P]> }
-  : T;
-
-/** What an operation answers. */
-export type Answer<K extends OperationKey> = Described<Operations[K]["response"]>;
 
 /** The body of an operation: required unless it has none or every field is optional. */
 type BodyArgs<K extends OperationKey> = Operations[K]["body"] extends undefined ? { body?: undefined }

@@ -4,9 +4,20 @@
  * nothing here declares a field of its own.
  */
 import type { OperationKey, Operations } from "../../shared/api/svc_api.gen.ts";
-import type { Answer } from "./api.ts";
 
-export type { Answer, OperationKey, Operations };
+export type { OperationKey, Operations };
+
+/**
+ * An answer with every field present. Interim: most response schemas do not list their `required` fields yet,
+ * so the generated types mark fields optional that the server always sends; the UI was written against the
+ * answers as sent. Once the schemas declare `required`, this becomes the generated type itself.
+ */
+export type Described<T> = T extends ReadonlyArray<infer U> ? Described<U>[]
+  : T extends Record<string, unknown> ? { [P in keyof T]-?: Described<T[P]> }
+  : T;
+
+/** What an operation answers. */
+export type Answer<K extends OperationKey> = Described<Operations[K]["response"]>;
 
 /** The operations that answer a page of a list (`items` and `total`). */
 export type ListOperation = {

@@ -9,8 +9,8 @@
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
-import { askLockoutReason } from "./session_lockout_dialog.ts";
+import { confirmAction, fieldError, formError, notify, openDialog, statusBadge } from "./ui.ts";
+import { lockoutField, withLockoutReason } from "./session_lockout_dialog.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, PolicyRow as Policy } from "../api_types.ts";
 
@@ -233,17 +233,12 @@ class SvcBindingDialog extends LitElement {
 
   /** Enables a binding; the SessionAccess lockout guard lets it through with a reason (audited). */
   async #enable(id: string): Promise<void> {
-    let body: { state: "enabled"; lockout_reason?: string } = { state: "enabled" };
-    for (;;) {
-      try {
-        await api.call("PUT /api/v1/policy-bindings/{id}", { path: { id }, body });
-        return;
-      } catch (err) {
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) throw err;
-        body = { ...body, lockout_reason: reason };
-      }
-    }
+    await withLockoutReason((reason) =>
+      api.call("PUT /api/v1/policy-bindings/{id}", {
+        path: { id },
+        body: { state: "enabled", ...lockoutField(reason) },
+      })
+    );
   }
 
   override render(): TemplateResult {
@@ -267,7 +262,7 @@ class SvcBindingDialog extends LitElement {
           if (e.target === e.currentTarget) this.#finish(0);
         }}>
         <div class="binding-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${this.policy ? this.#fixedPolicy(this.policy) : this.#picker(field("policy_id"))}
           <sl-select name="node_group_id" label="Node groups" hoist required multiple clearable
             class=${field("node_group_id").cls} help-text=${field("node_group_id").msg ||

@@ -82,8 +82,8 @@ interface PageFields {
 export interface TableSpec<T> {
   /** Read by screen readers (the caption is visually hidden). */
   caption: string;
-  /** The header cells (use {@link ListController.sortHeader} for sortable columns). */
-  head: TemplateResult;
+  /** The header cells; given a function, it gets the maker of sortable column headers ({@link ListController.sortHeader}). */
+  head: TemplateResult | ((sort: (label: string, key: string) => TemplateResult) => TemplateResult);
   /** One item's row(s). */
   row: (item: T) => TemplateResult;
   /** Said when the unfiltered list is empty: what fills it. */
@@ -425,7 +425,9 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
         <table class=${`data${spec.tableClass ? ` ${spec.tableClass}` : ""}`}>
           <caption class="visually-hidden">${spec.caption}</caption>
           <thead>
-            <tr>${spec.head}</tr>
+            <tr>${typeof spec.head === "function"
+              ? spec.head((label, key) => this.sortHeader(label, key))
+              : spec.head}</tr>
           </thead>
           <tbody>${items.map(spec.row)}</tbody>
         </table>

@@ -77,6 +77,26 @@ class SvcSessionLockoutDialog extends LitElement {
 customElements.define("svc-session-lockout-dialog", SvcSessionLockoutDialog);
 
 /**
+ * Sends a change guarded by the SessionAccess lockout guard: `send(undefined)` first; when the guard refuses
+ * it, asks the person for a reason and sends `send(reason)` once more (the server audits the reason). Any
+ * other error, a cancelled question or a second refusal is thrown.
+ */
+export async function withLockoutReason<T>(send: (reason: string | undefined) => Promise<T>): Promise<T> {
+  try {
+    return await send(undefined);
+  } catch (err) {
+    const reason = await askLockoutReason(err);
+    if (!reason) throw err;
+    return await send(reason);
+  }
+}
+
+/** `{ lockout_reason }` when there is one, to spread into a request body. */
+export function lockoutField(reason: string | undefined): { lockout_reason?: string } {
+  return reason ? { lockout_reason: reason } : {};
+}
+
+/**
  * For an error that is the lockout guard's refusal: asks for a reason and resolves it (undefined when the
  * person cancels). Resolves undefined at once for any other error.
  */

@@ -4,21 +4,17 @@
  * and per-type messages. Agents fetch them with `GetAgentConfig`.
  */
 import { html, nothing } from "lit";
-import { type Answer, api, ApiError } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import { PageElement } from "./page.ts";
-import { errorAlert, fieldError, notify } from "./ui.ts";
+import { fieldError, formError, notify } from "./ui.ts";
 
 /** `GET/PUT /api/v1/settings/agent`. */
 type AgentSettings = Answer<"GET /api/v1/settings/agent">;
 
 class SvcSettingsAgent extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    settings: { state: true },
-    saveError: { state: true },
-  };
+  static override properties = PageElement.withState("settings", "saveError");
   declare settings: AgentSettings | undefined;
   declare saveError: unknown;
 
@@ -65,7 +61,7 @@ class SvcSettingsAgent extends PageElement {
     });
     return html`
       <form class="agent-form form-grid" @submit=${this.#save}>
-        ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+        ${formError(err)}
         <sl-switch ?checked=${s.enabled} ?disabled=${readOnly}
           @sl-change=${(e: Event) => this.#update({ enabled: (e.target as HTMLInputElement).checked })}>
           Show desktop notifications after a sync that needs the user to act</sl-switch>

@@ -8,19 +8,22 @@ import { html, nothing } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
+import {
+  columns,
+  confirmAction,
+  errorAlert,
+  fieldError,
+  formatDate,
+  notify,
+  relativeTime,
+  valueOf,
+} from "./ui.ts";
 
 /** `GET /api/v1/api-tokens` item. */
 type ApiToken = Answer<"GET /api/v1/api-tokens">[number];
 
 class SvcSettingsApiTokens extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    tokens: { state: true },
-    draft: { state: true },
-    saveError: { state: true },
-    shown: { state: true },
-  };
+  static override properties = PageElement.withState("tokens", "draft", "saveError", "shown");
   declare tokens: ApiToken[] | undefined;
   declare draft: { name: string; days: number };
   declare saveError: unknown;
@@ -95,12 +98,7 @@ class SvcSettingsApiTokens extends PageElement {
         <caption>API tokens (send as Authorization: Bearer)</caption>
         <thead>
           <tr>
-            <th scope="col">Name</th>
-            <th scope="col">User</th>
-            <th scope="col">Starts with</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Last used</th>
-            <th scope="col">State</th>
+            ${columns("Name", "User", "Starts with", "Expires", "Last used", "State")}
             <th scope="col"><span class="visually-hidden">Actions</span></th>
           </tr>
         </thead>

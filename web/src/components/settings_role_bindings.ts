@@ -7,11 +7,11 @@
  * the list says so.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
+import { confirmAction, fieldError, formatDate, formError, notify, notifyError, valueOf } from "./ui.ts";
 import type {
   AnyListOperation,
   ListAnswer,
@@ -39,15 +39,14 @@ interface Holder {
 }
 
 class SvcSettingsRoleBindings extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    users: { state: true },
-    userGroups: { state: true },
-    roles: { state: true },
-    nodeGroups: { state: true },
-    scope: { state: true },
-    addError: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "users",
+    "userGroups",
+    "roles",
+    "nodeGroups",
+    "scope",
+    "addError",
+  );
   declare users: User[];
   declare userGroups: UserGroup[];
   declare roles: Role[];
@@ -184,7 +183,6 @@ class SvcSettingsRoleBindings extends PageElement {
   override render() {
     const holder = this.#holder();
     const holderValue = holder ? `${holder.kind}:${holder.id}` : "";
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return html`
       ${this.renderLoadError()} ${this.list.renderFilters({
         lead: html`
@@ -208,11 +206,12 @@ class SvcSettingsRoleBindings extends PageElement {
         caption: "Role bindings",
         tableClass: "role-bindings",
         empty: "No role bindings yet.",
-        head: html`
-          ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
-          <th scope="col">Effective</th> ${s("Created", "created_at")}
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        `,
+        head: (s) =>
+          html`
+            ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
+            <th scope="col">Effective</th> ${s("Created", "created_at")}
+            <th scope="col"><span class="visually-hidden">Actions</span></th>
+          `,
         row: (b) => this.#renderRow(b),
       })}
       ${holder ? this.#renderAddForm(holder) : nothing}
@@ -259,7 +258,7 @@ class SvcSettingsRoleBindings extends PageElement {
     return html`
       <h2>Bind a role to ${holder.kind === "user" ? "user" : "group"} ${holder.name}</h2>
       <div class="rb-form toolbar">
-        ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+        ${formError(err)}
         <sl-select name="role_id" label="Role" hoist class=${fieldError(err, "role_id") ? "has-error" : ""}
           help-text=${fieldError(err, "role_id")}>
           ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}

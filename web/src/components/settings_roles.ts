@@ -3,23 +3,18 @@
  * permission catalogue. Built-in roles are read-only; the server refuses granting what the caller lacks.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { isPermission, PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
+import { columns, confirmThenRun, fieldError, formError, notify } from "./ui.ts";
 import type { Role } from "../api_types.ts";
 
 const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
 
 class SvcSettingsRoles extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    chosen: { state: true },
-    editError: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "chosen", "editError");
   declare editing: Partial<Role> | undefined;
   declare chosen: Set<string>;
   declare editError: unknown;
@@ -76,20 +71,19 @@ class SvcSettingsRoles extends PageElement {
   }
 
   async #delete(r: Role): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete role ${r.name}`,
-      message: "Users and groups holding only this role lose its permissions at their next request.",
-      confirmLabel: "Delete",
-      danger: true,
-    });
-    if (!ok) return;
-    try {
-      await api.call("DELETE /api/v1/roles/{id}", { path: { id: r.id } });
-      notify(`Role ${r.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete role ${r.name}`,
+        message: "Users and groups holding only this role lose its permissions at their next request.",
+        confirmLabel: "Delete",
+        danger: true,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/roles/{id}", { path: { id: r.id } }),
+        done: `Role ${r.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   override render() {
@@ -106,9 +100,7 @@ class SvcSettingsRoles extends PageElement {
         caption: "Roles",
         empty: "No roles yet.",
         head: html`
-          <th scope="col">Role</th>
-          <th scope="col">Description</th>
-          <th scope="col">Permissions</th>
+          ${columns("Role", "Description", "Permissions")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (r) =>
@@ -148,7 +140,7 @@ class SvcSettingsRoles extends PageElement {
         if (e.target === e.currentTarget) this.editing = undefined;
       }}>
         <div class="role-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${r.builtin
             ? html`<p class="muted">Built-in roles cannot be changed; create a new role instead.</p>`
             : nothing}

@@ -1,21 +1,14 @@
 /** `<svc-settings-user-groups>`: user groups and their members (roles are bound in the Role bindings tab). */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
+import { columns, confirmThenRun, fieldError, formError, notify, notifyError } from "./ui.ts";
 import type { ListAnswer, User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    membersOf: { state: true },
-    members: { state: true },
-    users: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "editError", "membersOf", "members", "users");
   declare editing: Partial<UserGroup> | undefined;
   declare editError: unknown;
   declare membersOf: UserGroup | undefined;
@@ -56,19 +49,18 @@ class SvcSettingsUserGroups extends PageElement {
   }
 
   async #delete(g: UserGroup): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete user group ${g.name}`,
-      message: "Members lose the roles they received through this group.",
-      confirmLabel: "Delete",
-      danger: true,
-    });
-    if (!ok) return;
-    try {
-      await api.call("DELETE /api/v1/user-groups/{id}", { path: { id: g.id } });
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete user group ${g.name}`,
+        message: "Members lose the roles they received through this group.",
+        confirmLabel: "Delete",
+        danger: true,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/user-groups/{id}", { path: { id: g.id } }),
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #openMembers(g: UserGroup): Promise<void> {
@@ -131,9 +123,7 @@ class SvcSettingsUserGroups extends PageElement {
         caption: "User groups",
         empty: "No user groups yet.",
         head: html`
-          <th scope="col">Group</th>
-          <th scope="col">Description</th>
-          <th scope="col">Members</th>
+          ${columns("Group", "Description", "Members")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (g) =>
@@ -173,7 +163,7 @@ class SvcSettingsUserGroups extends PageElement {
         if (e.target === e.currentTarget) this.editing = undefined;
       }}>
         <div class="ug-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           <sl-input name="name" label="Name" value=${g.name ?? ""} class=${fieldError(err, "name")
             ? "has-error"
             : ""}

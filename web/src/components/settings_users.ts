@@ -1,10 +1,10 @@
 /** `<svc-settings-users>`: console users — create, edit, enable/disable, reset password, delete. */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
+import { columns, confirmThenRun, errorAlert, fieldError, formError, notify, notifyError } from "./ui.ts";
 import type { ListAnswer, Role, User } from "../api_types.ts";
 
 /**
@@ -40,13 +40,7 @@ function rolesCell(u: ListedUser): TemplateResult {
 }
 
 class SvcSettingsUsers extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    roles: { state: true },
-    resetting: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "editError", "roles", "resetting");
   /** The user being edited; `{}` for a new one. */
   declare editing: Partial<User> | undefined;
   declare editError: unknown;
@@ -128,21 +122,20 @@ class SvcSettingsUsers extends PageElement {
   }
 
   async #delete(u: User): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete ${u.username}`,
-      message: "The account and its role bindings are removed; its sessions end at once.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: u.username,
-    });
-    if (!ok) return;
-    try {
-      await api.call("DELETE /api/v1/users/{id}", { path: { id: u.id } });
-      notify(`${u.username} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${u.username}`,
+        message: "The account and its role bindings are removed; its sessions end at once.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: u.username,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/users/{id}", { path: { id: u.id } }),
+        done: `${u.username} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #resetPassword(): Promise<void> {
@@ -169,12 +162,7 @@ class SvcSettingsUsers extends PageElement {
         caption: "Users",
         empty: "No users yet.",
         head: html`
-          <th scope="col">Username</th>
-          <th scope="col">Name</th>
-          <th scope="col">E-mail</th>
-          <th scope="col">Roles</th>
-          <th scope="col">Source</th>
-          <th scope="col">Enabled</th>
+          ${columns("Username", "Name", "E-mail", "Roles", "Source", "Enabled")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (u) => this.#row(u),
@@ -237,7 +225,7 @@ class SvcSettingsUsers extends PageElement {
         if (e.target === e.currentTarget) this.editing = undefined;
       }}>
         <div class="user-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${u.id ? nothing : html`
             <sl-input name="username" label="Username" required autocomplete="off" class=${f("username")
               .class}

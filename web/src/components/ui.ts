@@ -64,6 +64,24 @@ export interface ConfirmOptions {
   typeToConfirm?: string;
 }
 
+/**
+ * A confirmed action of a list (a delete, mostly): asks `confirm`; when confirmed runs `steps.run`, says
+ * `steps.done` (when given) and calls `steps.then` (the page's reload). A refusal becomes a toast.
+ */
+export async function confirmThenRun(
+  confirm: ConfirmOptions,
+  steps: { run: () => Promise<unknown>; done?: string; then: () => Promise<void> },
+): Promise<void> {
+  if (!await confirmAction(confirm)) return;
+  try {
+    await steps.run();
+    if (steps.done) notify(steps.done, "success");
+    await steps.then();
+  } catch (err) {
+    notifyError(err);
+  }
+}
+
 /** Asks for confirmation in a modal dialog; resolves true when confirmed. Focus returns where it was. */
 export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   const previous = document.activeElement as HTMLElement | null;
@@ -162,6 +180,11 @@ export function statusBadge(value: string): TemplateResult {
 
 export type { SortState };
 
+/** Plain column header cells, one per label, in order. */
+export function columns(...labels: string[]): TemplateResult[] {
+  return labels.map((label) => html`<th scope="col">${label}</th>`);
+}
+
 /** A table header cell that sorts on click, with `aria-sort`. */
 export function sortHeader(
   label: string,
@@ -186,6 +209,11 @@ export function sortHeader(
 /** The server's message for a field, for an input's `help-text`. */
 export function fieldError(err: unknown, field: string): string {
   return err instanceof ApiError ? err.fieldMessage(field) ?? "" : "";
+}
+
+/** A form's error above its fields, unless the server named fields (their messages stand at the fields). */
+export function formError(err: unknown): TemplateResult | typeof nothing {
+  return err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing;
 }
 
 /** An alert with a request error and its field list; nothing when there is no error. */

@@ -8,7 +8,7 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
-import { downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
+import { columns, downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
 import type { ListRow } from "../api_types.ts";
 import { auditSummary, changeLines } from "../audit_text.ts";
 
@@ -54,10 +54,7 @@ function dayBounds(filters: Record<string, string>): Record<string, string> {
 }
 
 class SvcAuditLogsPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    selected: { state: true },
-  };
+  static override properties = PageElement.withState("selected");
   declare selected: AuditEntry | undefined;
 
   override pageTitle = "Audit logs";
@@ -127,13 +124,7 @@ class SvcAuditLogsPage extends PageElement {
       caption: "Audit log",
       empty: "No entries yet.",
       head: html`
-        <th scope="col">Time</th>
-        <th scope="col">User</th>
-        <th scope="col">Action</th>
-        <th scope="col">Resource</th>
-        <th scope="col">What changed</th>
-        <th scope="col">Outcome</th>
-        <th scope="col">Source IP</th>
+        ${columns("Time", "User", "Action", "Resource", "What changed", "Outcome", "Source IP")}
         <th scope="col"><span class="visually-hidden">Details</span></th>
       `,
       row: (e) =>
@@ -171,9 +162,7 @@ class SvcAuditLogsPage extends PageElement {
         <caption class="visually-hidden">Fields changed by this entry</caption>
         <thead>
           <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Before</th>
-            <th scope="col">After</th>
+            ${columns("Field", "Before", "After")}
           </tr>
         </thead>
         <tbody>

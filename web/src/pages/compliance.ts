@@ -13,10 +13,7 @@ import type { Answer } from "../api_types.ts";
 const STATUSES = ["error", "non_compliant", "unknown", "compliant", "inapplicable"] as const;
 
 class SvcCompliancePage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    expanded: { state: true },
-  };
+  static override properties = PageElement.withState("expanded");
   declare expanded: Set<string>;
 
   override pageTitle = "Compliance";
@@ -82,15 +79,18 @@ class SvcCompliancePage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Compliance results",
       empty: "No results yet. Results appear once agents apply bound policies.",
-      head: html`
-        <th scope="col"><span class="visually-hidden">Details</span></th>
-        ${s("Node", "node")} ${s("Policy", "policy")} ${s("Status", "severity")} <th scope="col">Message</th>
-        ${s("Reported", "reported_at")}
-      `,
+      head: (s) =>
+        html`
+          <th scope="col"><span class="visually-hidden">Details</span></th>
+          ${s("Node", "node")} ${s("Policy", "policy")} ${s(
+            "Status",
+            "severity",
+          )} <th scope="col">Message</th>
+          ${s("Reported", "reported_at")}
+        `,
       row: (r) => {
         const key = `${r.node_id}/${r.policy_id}`;
         const open = this.expanded.has(key);

@@ -323,12 +323,7 @@ function attentionItems(summary: DashboardSummary, attention: Attention): Templa
 }
 
 class SvcDashboardPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    summary: { state: true },
-    attention: { state: true },
-    releases: { state: true },
-  };
+  static override properties = PageElement.withState("summary", "attention", "releases");
   declare summary: DashboardSummary | undefined;
   declare attention: Attention | undefined;
   /** Releases in flight; undefined without compliance:view. */

@@ -10,7 +10,7 @@ import { api, type CallArgs } from "../api.ts";
 import { setQuery } from "../router.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
-import { notify, notifyError, relativeTime, statusLabel, valueOf } from "../components/ui.ts";
+import { columns, notify, notifyError, relativeTime, statusLabel, valueOf } from "../components/ui.ts";
 import type { PageChange } from "../components/pager.ts";
 import "../components/disk_reveal_dialog.ts";
 import type { RevealTarget } from "../components/disk_reveal_dialog.ts";
@@ -120,13 +120,7 @@ function rotationCell(v: Volume): TemplateResult | string {
 }
 
 class SvcDiskEncryptionPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    page: { state: true },
-    detail: { state: true },
-    revealing: { state: true },
-    groups: { state: true },
-  };
+  static override properties = PageElement.withState("page", "detail", "revealing", "groups");
   declare page: Inventory | undefined;
   declare detail: NodeView | undefined;
   declare revealing: RevealTarget | undefined;
@@ -308,13 +302,15 @@ class SvcDiskEncryptionPage extends PageElement {
           <caption class="visually-hidden">Volumes</caption>
           <thead>
             <tr>
-              <th scope="col">Node</th>
-              <th scope="col">Volume</th>
-              <th scope="col">Encryption</th>
-              <th scope="col">Protectors</th>
-              <th scope="col">Recovery key</th>
-              <th scope="col">Compliance</th>
-              <th scope="col">Rotation</th>
+              ${columns(
+                "Node",
+                "Volume",
+                "Encryption",
+                "Protectors",
+                "Recovery key",
+                "Compliance",
+                "Rotation",
+              )}
               <th scope="col"><span class="visually-hidden">Actions</span></th>
             </tr>
           </thead>
@@ -399,11 +395,7 @@ class SvcDiskEncryptionPage extends PageElement {
                   <caption>Recovery keys of ${v.device}</caption>
                   <thead>
                     <tr>
-                      <th scope="col">Key</th>
-                      <th scope="col">State</th>
-                      <th scope="col">Keyslot</th>
-                      <th scope="col">Confirmed</th>
-                      <th scope="col">Reveals</th>
+                      ${columns("Key", "State", "Keyslot", "Confirmed", "Reveals")}
                     </tr>
                   </thead>
                   <tbody>${v.keys.map((k) =>

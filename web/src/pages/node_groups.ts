@@ -3,15 +3,16 @@
  * token — shown once, with a copy button and the exact commands to run on the new node.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { type Answer, api, ApiError } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import {
-  confirmAction,
-  errorAlert,
+  columns,
+  confirmThenRun,
   fieldError,
   formatDate,
+  formError,
   notify,
   notifyError,
   statusBadge,
@@ -23,16 +24,15 @@ import { enrollmentCommands } from "../enrollment.ts";
 type NodeGroupMember = ListRow<"GET /api/v1/node-groups/{id}/members">;
 
 class SvcNodeGroupsPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    token: { state: true },
-    tokenGroup: { state: true },
-    membersOf: { state: true },
-    members: { state: true },
-    candidates: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "editing",
+    "editError",
+    "token",
+    "tokenGroup",
+    "membersOf",
+    "members",
+    "candidates",
+  );
   /** The group being edited; an object without id means "new". */
   declare editing: Partial<NodeGroup> | undefined;
   declare editError: unknown;
@@ -81,27 +81,28 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #delete(g: NodeGroup): Promise<void> {
     const busy = g.node_count > 0 || g.bindings_count > 0;
-    const ok = await confirmAction({
-      title: `Delete ${g.name}`,
-      message: busy
-        ? html`The group still has <strong>${g.node_count}</strong> node(s) and <strong>${g.bindings_count}</strong>
-          binding(s). Deleting it removes the bindings and memberships; nodes stop receiving its policies.`
-        : "The group is empty and has no bindings.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: busy ? g.name : undefined,
-    });
-    if (!ok) return;
-    try {
-      await api.call("DELETE /api/v1/node-groups/{id}", {
-        path: { id: g.id },
-        query: { force: busy ? true : undefined },
-      });
-      notify(`${g.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${g.name}`,
+        message: busy
+          ? html`The group still has <strong>${g.node_count}</strong> node(s) and <strong>${g.bindings_count}</strong>
+            binding(s). Deleting it removes the bindings and memberships; nodes stop receiving its policies.`
+          : "The group is empty and has no bindings.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: busy ? g.name : undefined,
+      },
+      {
+        run: async () => {
+          await api.call("DELETE /api/v1/node-groups/{id}", {
+            path: { id: g.id },
+            query: { force: busy ? true : undefined },
+          });
+        },
+        done: `${g.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #generateToken(g: NodeGroup): Promise<void> {
@@ -193,15 +194,15 @@ class SvcNodeGroupsPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Node groups",
       empty: "No node groups yet. Create one, then generate an enrollment token for it to enroll nodes.",
-      head: html`
-        ${s("Name", "name")} <th scope="col">Description</th> ${s("Nodes", "node_count")}
-        <th scope="col">Bindings (enabled / all)</th> ${s("Created", "created_at")}
-        <th scope="col"><span class="visually-hidden">Actions</span></th>
-      `,
+      head: (s) =>
+        html`
+          ${s("Name", "name")} <th scope="col">Description</th> ${s("Nodes", "node_count")}
+          <th scope="col">Bindings (enabled / all)</th> ${s("Created", "created_at")}
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
       row: (g) =>
         html`
           <tr data-group-id=${g.id}>
@@ -249,7 +250,7 @@ class SvcNodeGroupsPage extends PageElement {
           e.preventDefault();
           void this.#save();
         }}>
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           <sl-input name="name" label="Name" required value=${g.name ?? ""} autocomplete="off"
             class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(
               err,
@@ -324,9 +325,7 @@ class SvcNodeGroupsPage extends PageElement {
               <caption class="visually-hidden">Members of ${g.name}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Node</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Added</th>
+                  ${columns("Node", "Status", "Added")}
                   <th scope="col"><span class="visually-hidden">Actions</span></th>
                 </tr>
               </thead>

@@ -45,12 +45,7 @@ function complianceCell(n: NodeSummary): TemplateResult | string {
 }
 
 class SvcNodesPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    groups: { state: true },
-    options: { state: true },
-    openNode: { state: true },
-  };
+  static override properties = PageElement.withState("groups", "options", "openNode");
   declare groups: NodeGroup[];
   declare options: FilterOptions;
   declare openNode: string;
@@ -187,18 +182,18 @@ class SvcNodesPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Nodes",
       empty: "No nodes yet. New nodes appear here after they enroll with a token from a node group.",
-      head: html`
-        ${this.#bulk ? this.list.selectHeader((items) => items) : nothing} ${s("Node", "name")} ${s(
-          "Status",
-          "status",
-        )} <th scope="col">Compliance</th>
-        <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
-        ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
-      `,
+      head: (s) =>
+        html`
+          ${this.#bulk ? this.list.selectHeader((items) => items) : nothing} ${s("Node", "name")} ${s(
+            "Status",
+            "status",
+          )} <th scope="col">Compliance</th>
+          <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
+          ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
+        `,
       row: (n) =>
         html`
           <tr data-node-id=${n.id}>

@@ -9,7 +9,9 @@ import { navigate } from "../router.ts";
 import { errorText, PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import {
+  columns,
   confirmAction,
+  confirmThenRun,
   downloadText,
   errorAlert,
   fieldError,
@@ -39,16 +41,15 @@ interface ImportFile {
 }
 
 class SvcPoliciesPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    deprecating: { state: true },
-    deprecateError: { state: true },
-    importing: { state: true },
-    importReport: { state: true },
-    importError: { state: true },
-    allPolicies: { state: true },
-    rollout: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "deprecating",
+    "deprecateError",
+    "importing",
+    "importReport",
+    "importError",
+    "allPolicies",
+    "rollout",
+  );
   /** Rollout counts of the listed policies (compliance:view only). */
   declare rollout: Record<string, RolloutCounts> | undefined;
   declare deprecating: Policy | undefined;
@@ -128,21 +129,20 @@ class SvcPoliciesPage extends PageElement {
   }
 
   async #delete(p: Policy): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete ${p.name}`,
-      message: "The policy and its disabled bindings are deleted. This cannot be undone.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: p.name,
-    });
-    if (!ok) return;
-    try {
-      await api.call("DELETE /api/v1/policies/all/{id}", { path: { id: p.id } });
-      notify(`${p.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${p.name}`,
+        message: "The policy and its disabled bindings are deleted. This cannot be undone.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: p.name,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/policies/all/{id}", { path: { id: p.id } }),
+        done: `${p.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #export(ids?: string[]): Promise<void> {
@@ -308,17 +308,17 @@ class SvcPoliciesPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Policies",
       empty: `No policies yet.${session.can("policy:create") ? " Create one with New policy." : ""}`,
-      head: html`
-        ${s("Name", "name")} ${s("Type", "type")} ${s("Version", "version")} ${s("State", "state")}
-        <th scope="col">Bindings (enabled / all)</th>
-        <th scope="col">Rollout</th>
-        ${s("Updated", "updated_at")}
-        <th scope="col"><span class="visually-hidden">Actions</span></th>
-      `,
+      head: (s) =>
+        html`
+          ${s("Name", "name")} ${s("Type", "type")} ${s("Version", "version")} ${s("State", "state")}
+          <th scope="col">Bindings (enabled / all)</th>
+          <th scope="col">Rollout</th>
+          ${s("Updated", "updated_at")}
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
       row: (p) =>
         html`
           <tr data-policy-id=${p.id}>
@@ -425,11 +425,7 @@ class SvcPoliciesPage extends PageElement {
                   <caption class="visually-hidden">Documents of the bundle</caption>
                   <thead>
                     <tr>
-                      <th scope="col">#</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Name</th>
-                      <th scope="col">Result</th>
-                      <th scope="col">Message</th>
+                      ${columns("#", "Kind", "Name", "Result", "Message")}
                     </tr>
                   </thead>
                   <tbody>${report.results.map((r) =>

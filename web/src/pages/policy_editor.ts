@@ -25,7 +25,7 @@ import {
 } from "../components/ui.ts";
 import { lifecycleActions } from "../lifecycle.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
-import { askLockoutReason } from "../components/session_lockout_dialog.ts";
+import { lockoutField, withLockoutReason } from "../components/session_lockout_dialog.ts";
 import type { Policy, PolicyRevision } from "../api_types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
 import "../components/policy_rollout.ts";
@@ -35,22 +35,21 @@ import { labelIssues } from "../editors/enum_labels.ts";
 import { parseJsonView, renderSettingsSection, typeSummary, validate } from "../components/policy_form.ts";
 
 class SvcPolicyEditorPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    policy: { state: true },
-    type: { state: true },
-    value: { state: true },
-    issues: { state: true },
-    warning: { state: true },
-    saveError: { state: true },
-    dirty: { state: true },
-    view: { state: true },
-    jsonError: { state: true },
-    saving: { state: true },
-    revision: { state: true },
-    releasedValue: { state: true },
-    assigning: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "policy",
+    "type",
+    "value",
+    "issues",
+    "warning",
+    "saveError",
+    "dirty",
+    "view",
+    "jsonError",
+    "saving",
+    "revision",
+    "releasedValue",
+    "assigning",
+  );
   declare policy: Policy | undefined;
   declare type: string;
   declare value: JsonObject;
@@ -197,24 +196,22 @@ class SvcPolicyEditorPage extends PageElement {
       danger: dropsRevision,
     });
     if (!ok) return;
-    let body: { state: typeof target; lockout_reason?: string } = { state: target };
-    for (;;) {
-      try {
-        await api.call("PUT /api/v1/policies/all/{id}/state", { path: { id: p.id }, body });
-        if (dropsRevision) {
-          await api.call("DELETE /api/v1/policies/all/{id}/revision", { path: { id: p.id } }).catch((err) => {
-            if (!(err instanceof ApiError && err.status === 404)) throw err;
-          });
-        }
-        notify(`${p.name}: ${label.toLowerCase()} done`, "success");
-        await this.reload();
-        return;
-      } catch (err) {
-        // The SessionAccess lockout guard lets a release through with a reason (audited).
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) return notifyError(err);
-        body = { ...body, lockout_reason: reason };
+    try {
+      await withLockoutReason((reason) =>
+        api.call("PUT /api/v1/policies/all/{id}/state", {
+          path: { id: p.id },
+          body: { state: target, ...lockoutField(reason) },
+        })
+      );
+      if (dropsRevision) {
+        await api.call("DELETE /api/v1/policies/all/{id}/revision", { path: { id: p.id } }).catch((err) => {
+          if (!(err instanceof ApiError && err.status === 404)) throw err;
+        });
       }
+      notify(`${p.name}: ${label.toLowerCase()} done`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
     }
   }
 
@@ -247,21 +244,17 @@ class SvcPolicyEditorPage extends PageElement {
       confirmLabel: "Release revision",
     });
     if (!ok) return;
-    let body: { lockout_reason?: string } = {};
-    for (;;) {
-      try {
-        const released = await api.call("POST /api/v1/policies/all/{id}/revision/release", {
+    try {
+      const released = await withLockoutReason((reason) =>
+        api.call("POST /api/v1/policies/all/{id}/revision/release", {
           path: { id: p.id },
-          body,
-        });
-        notify(`${p.name}: version ${released.version} released`, "success");
-        await this.reload();
-        return;
-      } catch (err) {
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) return notifyError(err);
-        body = { lockout_reason: reason };
-      }
+          body: lockoutField(reason),
+        })
+      );
+      notify(`${p.name}: version ${released.version} released`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
     }
   }
 

@@ -17,8 +17,8 @@ import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { navigate } from "../router.ts";
 import { PageElement } from "../components/page.ts";
-import { errorAlert, fieldError, notify } from "../components/ui.ts";
-import { askLockoutReason } from "../components/session_lockout_dialog.ts";
+import { columns, errorAlert, fieldError, notify } from "../components/ui.ts";
+import { askLockoutReason, lockoutField } from "../components/session_lockout_dialog.ts";
 import {
   parseJsonView,
   renderSettingsSection,
@@ -62,27 +62,26 @@ type Preview = { loading: true } | { loading: false; preview: GroupPreview } | {
 };
 
 class SvcPolicyFlowPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    step: { state: true },
-    reached: { state: true },
-    name: { state: true },
-    description: { state: true },
-    type: { state: true },
-    value: { state: true },
-    issues: { state: true },
-    contentTouched: { state: true },
-    view: { state: true },
-    jsonError: { state: true },
-    draft: { state: true },
-    error: { state: true },
-    detailErrors: { state: true },
-    busy: { state: true },
-    groups: { state: true },
-    chosen: { state: true },
-    previews: { state: true },
-    outcome: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "step",
+    "reached",
+    "name",
+    "description",
+    "type",
+    "value",
+    "issues",
+    "contentTouched",
+    "view",
+    "jsonError",
+    "draft",
+    "error",
+    "detailErrors",
+    "busy",
+    "groups",
+    "chosen",
+    "previews",
+    "outcome",
+  );
   /** Index of the step shown. */
   declare step: number;
   /** The furthest step reached (the stepper reopens any step up to it). */
@@ -408,7 +407,7 @@ class SvcPolicyFlowPage extends PageElement {
         policy = await this.#guarded((reason) =>
           api.call("PUT /api/v1/policies/all/{id}/state", {
             path: { id },
-            body: { state: "released", ...(reason ? { lockout_reason: reason } : {}) },
+            body: { state: "released", ...lockoutField(reason) },
           })
         );
         this.draft = policy;
@@ -424,7 +423,7 @@ class SvcPolicyFlowPage extends PageElement {
         await this.#guarded((reason) =>
           api.call("PUT /api/v1/policy-bindings/{id}", {
             path: { id: b.id },
-            body: { state: "enabled", ...(reason ? { lockout_reason: reason } : {}) },
+            body: { state: "enabled", ...lockoutField(reason) },
           })
         );
         record(`Enabled for ${b.group.name}: ${n}`, true);
@@ -727,10 +726,7 @@ class SvcPolicyFlowPage extends PageElement {
                 <caption class="visually-hidden">Groups that receive ${this.name}</caption>
                 <thead>
                   <tr>
-                    <th scope="col">Group</th>
-                    <th scope="col">Nodes</th>
-                    <th scope="col">Priority</th>
-                    <th scope="col">Other policies of this type, and who wins</th>
+                    ${columns("Group", "Nodes", "Priority", "Other policies of this type, and who wins")}
                   </tr>
                 </thead>
                 <tbody>
