@@ -7,9 +7,9 @@
  * policy's requirements are checked against every volume, nothing is set by them, and escrow is yes or no. What
  * a policy sets up is its unlock protectors, each once per volume, so each protector (TPM2, Tang) is one identity
  * of the merge, field by field: the first policy asking for it decides how it is enrolled (PCRs, servers), and a
- * later policy asking for it differently is overridden. (The server issues a protector task from its policy of
- * highest priority alone, server/disk_encryption/policy.ts; when that policy asks for the protector, it is this
- * merge's winner too.)
+ * later policy asking for it differently is overridden. The server merges the same way
+ * (`mergeDiskEncryption` in shared/policy_types/disk_encryption.ts) to issue protector tasks, so each task it
+ * sends is for this merge's winner.
  *
  * @module
  */
@@ -34,8 +34,7 @@ export const DISK_ENCRYPTION_TYPE: string = diskEncryptionType.wireName;
  * The agent's check of one DiskEncryption policy (server data is untrusted): it must parse, and what reaches a
  * tool must pass the shared registry's rules (PCRs become systemd-cryptenroll's arguments, Tang URLs and
  * thumbprints clevis's configuration). The requirements are only compared with what cryptsetup reports, so the
- * registry's rule for cipher names, which refuses the LUKS1 notation a header shows (`aes-cbc-essiv:sha256`), is
- * not applied again here. Throws `PolicyContentError` naming the problem.
+ * registry's rule for cipher names is not applied again here. Throws `PolicyContentError` naming the problem.
  */
 export function checkDiskEncryption(policy: CachedPolicy): DiskEncryptionPolicy {
   const message = parsePolicyContent(policy, diskEncryptionType);

@@ -8,8 +8,8 @@
  */
 import type { Queryable } from "../db/db.ts";
 import { found } from "../core/errors.ts";
-import { diskEncryptionType, volumeRequirementIssues } from "../../shared/policy_types/disk_encryption.ts";
-import type { DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import { mergedRequirementIssues } from "../../shared/policy_types/disk_encryption.ts";
+import { effectiveByNode, type EffectiveDiskEncryption as Effective } from "./policy.ts";
 import { type Page, type PageRequest, slicePage } from "../db/pagination.ts";
 
 /** Escrow states of a volume. */
@@ -61,31 +61,6 @@ export interface InventoryFilter {
   clone?: boolean;
 }
 
-interface Effective {
-  id: string;
-  name: string;
-  policy: DiskEncryptionPolicy;
-}
-
-async function effectiveByNode(q: Queryable, nodeIds: string[]): Promise<Map<string, Effective>> {
-  if (nodeIds.length === 0) return new Map();
-  const rows = await q.query<{ node_id: string; id: string; name: string; content: string }>(
-    `SELECT DISTINCT ON (m.node_id) m.node_id, p.id, p.name, p.content
-       FROM policies p
-       JOIN policy_bindings b ON b.policy_id = p.id AND b.state = 'enabled'
-       JOIN node_group_members m ON m.node_group_id = b.node_group_id
-      WHERE p.type = 'DiskEncryption' AND p.state = 'released' AND m.node_id = ANY($1::uuid[])
-      GROUP BY m.node_id, p.id, p.name, p.content
-      ORDER BY m.node_id, max(b.priority) DESC, p.id ASC`,
-    [nodeIds],
-  );
-  return new Map(rows.map((r) => [r.node_id, {
-    id: r.id,
-    name: r.name,
-    policy: diskEncryptionType.parse(r.content, { ignoreUnknownFields: true }),
-  }]));
-}
-
 type Row =
   & Omit<
     InventoryVolume,
@@ -127,7 +102,7 @@ function describe(row: Row, effective: Effective | undefined): InventoryVolume {
   const policy = effective?.policy;
   if (policy) {
     issues.push(
-      ...volumeRequirementIssues(policy, {
+      ...mergedRequirementIssues(policy, {
         luksVersion: row.luks_version,
         cipher: row.cipher,
         keySizeBits: row.key_size_bits,

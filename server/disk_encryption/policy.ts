@@ -1,29 +1,54 @@
-/** The DiskEncryption policy in force on a node, as the server sees it. */
+/** The DiskEncryption policies in force on a node, merged as the agent merges them. */
 import type { Queryable } from "../db/db.ts";
-import { diskEncryptionType } from "../../shared/policy_types/disk_encryption.ts";
-import type { DiskEncryptionPolicy } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
+import {
+  diskEncryptionType,
+  type MergedDiskEncryption,
+  mergeDiskEncryption,
+} from "../../shared/policy_types/disk_encryption.ts";
+
+/** The merged DiskEncryption policies of one node, and the one of highest priority (named in the console). */
+export interface EffectiveDiskEncryption {
+  id: string;
+  name: string;
+  policy: MergedDiskEncryption;
+}
 
 /**
- * The released DiskEncryption policy reaching `nodeId` through an enabled binding with the highest priority
- * (ties: lowest policy id, the agent's merge order); undefined when none reaches it.
+ * Every released DiskEncryption policy reaching each of `nodeIds` through an enabled binding, merged in the
+ * agent's order (priority descending, ties: lowest policy id); nodes without one are absent.
  */
+export async function effectiveByNode(
+  q: Queryable,
+  nodeIds: readonly string[],
+): Promise<Map<string, EffectiveDiskEncryption>> {
+  if (nodeIds.length === 0) return new Map();
+  const rows = await q.query<{ node_id: string; id: string; name: string; content: string }>(
+    `SELECT m.node_id, p.id, p.name, p.content
+       FROM policies p
+       JOIN policy_bindings b ON b.policy_id = p.id AND b.state = 'enabled'
+       JOIN node_group_members m ON m.node_group_id = b.node_group_id
+      WHERE p.type = 'DiskEncryption' AND p.state = 'released' AND m.node_id = ANY($1::uuid[])
+      GROUP BY m.node_id, p.id, p.name, p.content
+      ORDER BY m.node_id, max(b.priority) DESC, p.id ASC`,
+    [nodeIds],
+  );
+  const byNode = new Map<string, typeof rows>();
+  for (const row of rows) byNode.set(row.node_id, [...byNode.get(row.node_id) ?? [], row]);
+  return new Map(
+    [...byNode].map(([nodeId, ordered]) => [nodeId, {
+      id: ordered[0].id,
+      name: ordered[0].name,
+      policy: mergeDiskEncryption(
+        ordered.map((r) => diskEncryptionType.parse(r.content, { ignoreUnknownFields: true })),
+      ),
+    }]),
+  );
+}
+
+/** The merged DiskEncryption policies of `nodeId`; undefined when none reaches it. */
 export async function effectivePolicy(
   q: Queryable,
   nodeId: string,
-): Promise<{ id: string; name: string; policy: DiskEncryptionPolicy } | undefined> {
-  const [row] = await q.query<{ id: string; name: string; content: string }>(
-    `SELECT p.id, p.name, p.content FROM policies p
-       JOIN policy_bindings b ON b.policy_id = p.id AND b.state = 'enabled'
-       JOIN node_group_members m ON m.node_group_id = b.node_group_id AND m.node_id = $1
-      WHERE p.type = 'DiskEncryption' AND p.state = 'released'
-      GROUP BY p.id, p.name, p.content
-      ORDER BY max(b.priority) DESC, p.id ASC LIMIT 1`,
-    [nodeId],
-  );
-  if (!row) return undefined;
-  return {
-    id: row.id,
-    name: row.name,
-    policy: diskEncryptionType.parse(row.content, { ignoreUnknownFields: true }),
-  };
+): Promise<EffectiveDiskEncryption | undefined> {
+  return (await effectiveByNode(q, [nodeId])).get(nodeId);
 }

@@ -10,9 +10,11 @@ import {
 import { defineType, messageJson } from "./define.ts";
 import { matches, urlWithScheme } from "./sanitizers.ts";
 
+// LUKS1 headers name the IV generator's hash after a colon (`aes-cbc-essiv:sha256`, what cryptsetup prints and
+// takes), so one hash suffix is allowed: an admin must be able to allow the ciphers of older volumes.
 const CIPHER = matches(
-  /^[a-z0-9]+(-[a-z0-9]+){0,3}$/,
-  "a cipher in cryptsetup notation such as aes-xts-plain64",
+  /^[a-z0-9]+(-[a-z0-9]+){0,3}(:[a-z0-9]+)?$/,
+  "a cipher in cryptsetup notation such as aes-xts-plain64 or aes-cbc-essiv:sha256",
 );
 const THUMBPRINT = matches(
   /^[A-Za-z0-9_-]{16,128}$/,
@@ -100,4 +102,41 @@ export function volumeRequirementIssues(policy: DiskEncryptionPolicy, volume: Vo
     issues.push(`key size ${volume.keySizeBits} bits is below the required ${policy.minKeySizeBits}`);
   }
   return issues;
+}
+
+/** The DiskEncryption policies reaching one node, as one: what the server schedules and judges from. */
+export interface MergedDiskEncryption {
+  /** Every policy reaching the node, highest priority first: each one's requirements are checked on its own. */
+  requirements: DiskEncryptionPolicy[];
+  /** Escrow when any policy asks for it; rotation age from the first escrowing policy that sets one. */
+  escrowRecoveryKey: boolean;
+  recoveryKeyRotationDays: number;
+  rotateAfterReveal: boolean;
+  /** Each unlock protector from the first policy asking for it (the agent's merge: one identity per kind). */
+  tpm2?: DiskEncryptionPolicy["tpm2"];
+  tang?: DiskEncryptionPolicy["tang"];
+}
+
+/**
+ * Merges the DiskEncryption policies of one node, field by field, in the agent's order (priority descending,
+ * then policy id), so that the server asks for the same protectors the agent enrolls: a lower policy asking for
+ * TPM2 where the top one does not still gets its protector task. Requirements are not merged (a volume must meet
+ * each policy's), escrow is asked for by any policy.
+ */
+export function mergeDiskEncryption(ordered: readonly DiskEncryptionPolicy[]): MergedDiskEncryption {
+  const escrowing = ordered.filter((p) => p.escrowRecoveryKey);
+  return {
+    requirements: [...ordered],
+    escrowRecoveryKey: escrowing.length > 0,
+    recoveryKeyRotationDays: escrowing.find((p) => p.recoveryKeyRotationDays > 0)?.recoveryKeyRotationDays ??
+      0,
+    rotateAfterReveal: escrowing.some((p) => p.rotateAfterReveal),
+    tpm2: ordered.find((p) => p.tpm2?.enroll)?.tpm2,
+    tang: ordered.find((p) => (p.tang?.servers.length ?? 0) > 0)?.tang,
+  };
+}
+
+/** The requirements of every policy a volume misses, each once. */
+export function mergedRequirementIssues(merged: MergedDiskEncryption, volume: VolumeFacts): string[] {
+  return [...new Set(merged.requirements.flatMap((policy) => volumeRequirementIssues(policy, volume)))];
 }

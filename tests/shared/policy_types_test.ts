@@ -225,6 +225,8 @@ const CORPUS: Record<string, TypeCorpus> = {
   DiskEncryption: {
     valid: [
       { require_encryption: true, min_luks_version: 2 },
+      // LUKS1 notation as cryptsetup prints a LUKS1 header's cipher.
+      { require_encryption: true, allowed_ciphers: ["aes-xts-plain64", "aes-cbc-essiv:sha256"] },
       {
         escrow_recovery_key: true,
         recovery_key_rotation_days: 180,

@@ -119,3 +119,21 @@ Deno.test("Polkit and Firewalld: huge lists are refused by the content limits be
   );
   assert.match(firewalld.map((i) => i.message).join(" "), /too large/);
 });
+
+Deno.test("DiskEncryption: cipher names in LUKS2 and LUKS1 notation are allowed, anything else refused by name", () => {
+  const issuesFor = (cipher: string) =>
+    validatePolicyContent("DiskEncryption", JSON.stringify({ allowed_ciphers: [cipher] }));
+  for (
+    const ok of ["aes-xts-plain64", "aes-cbc-essiv:sha256", "serpent-xts-plain64", "twofish-cbc-essiv:sha512"]
+  ) {
+    assert.deepEqual(issuesFor(ok), [], ok);
+  }
+  for (
+    const bad of ["aes-cbc-essiv:", "aes:sha256:sha1", "aes-cbc-essiv:sha256;rm", "-aes", "aes xts", "AES:"]
+  ) {
+    const issues = issuesFor(bad);
+    assert.equal(issues.length, 1, bad);
+    assert.match(issues[0].field, /^allowed_ciphers\[0\]$/);
+    assert.match(issues[0].message, /cryptsetup notation/);
+  }
+});
