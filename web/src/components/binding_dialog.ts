@@ -9,7 +9,7 @@
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, fieldError, formError, notify, openDialog, statusBadge } from "./ui.ts";
+import { confirmAction, fieldError, formError, notify, openDialog, statusBadge, whenHidden } from "./ui.ts";
 import { lockoutField, withLockoutReason } from "./session_lockout_dialog.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
 import type { NodeGroup, PolicyRow as Policy } from "../api_types.ts";
@@ -258,9 +258,7 @@ class SvcBindingDialog extends LitElement {
           // Escape in the picker clears the search (handled there); it must not close the dialog.
           if (e.detail.source === "keyboard" && this.query && !this.policy) e.preventDefault();
         }}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.#finish(0);
-        }}>
+        @sl-after-hide=${whenHidden(() => this.#finish(0))}>
         <div class="binding-form form-grid">
           ${formError(err)}
           ${this.policy ? this.#fixedPolicy(this.policy) : this.#picker(field("policy_id"))}

@@ -11,6 +11,7 @@ import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
+import { whenHidden } from "./ui.ts";
 import { deployScript, FAMILIES, type Family } from "../deploy_script.ts";
 
 /** `GET /api/v1/agent-repo`. */
@@ -155,9 +156,9 @@ class SvcDeployAgent extends LitElement {
 
   #renderMissing(s: RepoStatus): TemplateResult {
     return html`
-      <sl-dialog open label="Deploy agent" style="--width: 40rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.open = false;
-      }}>
+      <sl-dialog open label="Deploy agent" style="--width: 40rem" @sl-after-hide=${whenHidden(() =>
+        this.open = false
+      )}>
         <sl-alert variant="warning" open class="agent-repo-missing">
           <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
           <strong>No agent repository is installed on this server</strong>, so there are no agent packages to
@@ -172,9 +173,9 @@ class SvcDeployAgent extends LitElement {
 
   #renderDialog(s: RepoStatus): TemplateResult {
     return html`
-      <sl-dialog open label="Deploy agent" style="--width: 56rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.open = false;
-      }}>
+      <sl-dialog open label="Deploy agent" style="--width: 56rem" @sl-after-hide=${whenHidden(() =>
+        this.open = false
+      )}>
         ${s.version_mismatch
           ? html`<sl-alert variant="warning" open class="agent-version-mismatch">
             <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>

@@ -7,7 +7,7 @@
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, errorAlert, notifyError, openDialog } from "./ui.ts";
+import { confirmAction, errorAlert, notifyError, openDialog, whenHidden } from "./ui.ts";
 import type { Selection } from "./list_page.ts";
 import type { NodeGroup } from "../api_types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
@@ -193,9 +193,7 @@ class SvcNodeBulk extends LitElement {
     const group = this.groups.find((g) => g.id === this.target);
     return html`
       <sl-dialog class="bulk-dialog bulk-move-dialog" label=${`Move ${nodes(n)} to a group`}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dialog = "";
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dialog = "")}>
         <div class="form-grid">
           ${errorAlert(this.error)}
           <p>${someNames(this.#names)}.</p>

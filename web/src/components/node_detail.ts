@@ -18,6 +18,7 @@ import {
   notifyError,
   relativeTime,
   statusBadge,
+  whenHidden,
 } from "./ui.ts";
 import "./provenance.ts";
 import { renderPendingReasons } from "./node_pending.ts";
@@ -233,9 +234,7 @@ class SvcNodeDetail extends LitElement {
     const n = this.node;
     return html`
       <sl-drawer label=${n ? `Node ${n.name}` : "Node"} style="--size: min(52rem, 100vw)"
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dispatchEvent(new Event("closed"));
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dispatchEvent(new Event("closed")))}>
         ${this.error ? html`<sl-alert variant="danger" open>${errorText(this.error)}</sl-alert>` : nothing}
         ${this.nodeId && !n && !this.error ? html`<sl-spinner></sl-spinner>` : nothing}
         ${n ? this.#renderNode(n) : nothing}

@@ -7,7 +7,7 @@
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog, whenHidden } from "./ui.ts";
 
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
@@ -155,9 +155,7 @@ class SvcSavedViews extends LitElement {
       <sl-dialog class="saved-views-dialog" label=${this.dialog === "save"
         ? "Save this view"
         : "Your saved views"}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dialog = "";
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dialog = "")}>
         ${this.dialog === "save"
           ? html`
             <form class="form-grid save-view-form" @submit=${this.#save}>

@@ -7,7 +7,7 @@
 import { html, LitElement } from "lit";
 import { ApiError } from "../api.ts";
 import { listWords, parseLockout, plainLockoutMessage } from "../lockout_text.ts";
-import { openDialog } from "./ui.ts";
+import { openDialog, whenHidden } from "./ui.ts";
 
 class SvcSessionLockoutDialog extends LitElement {
   static override properties = { message: { attribute: false }, reason: { state: true } };
@@ -59,9 +59,7 @@ class SvcSessionLockoutDialog extends LitElement {
       <sl-dialog label=${parseLockout(this.message)
         ? "Nobody could log in at some times"
         : "This would lock people out"}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.#finish(undefined);
-        }}>
+        @sl-after-hide=${whenHidden(() => this.#finish(undefined))}>
         ${this.#explanation()}
         <sl-textarea class="lockout-reason" label="Reason to go ahead (recorded in the audit log)" rows="3"
           .value=${this.reason} @sl-input=${(e: Event) =>

@@ -8,7 +8,7 @@ import { session } from "../session.ts";
 import { isPermission, PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { columns, confirmThenRun, fieldError, formError, notify } from "./ui.ts";
+import { columns, confirmThenRun, fieldError, formError, notify, whenHidden } from "./ui.ts";
 import type { Role } from "../api_types.ts";
 
 const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
@@ -134,11 +134,9 @@ class SvcSettingsRoles extends PageElement {
     const readOnly = !!r.builtin || !(r.id ? session.can("role:edit") : session.can("role:create"));
     const err = this.editError;
     return html`
-      <sl-dialog open label=${r.id ? `Role ${r.name}` : "New role"} style="--width: 52rem" @sl-after-hide=${(
-        e: Event,
-      ) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${r.id
+        ? `Role ${r.name}`
+        : "New role"} style="--width: 52rem" @sl-after-hide=${whenHidden(() => this.editing = undefined)}>
         <div class="role-form form-grid">
           ${formError(err)}
           ${r.builtin

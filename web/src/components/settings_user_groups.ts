@@ -4,7 +4,7 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { columns, confirmThenRun, fieldError, formError, notify, notifyError } from "./ui.ts";
+import { columns, confirmThenRun, fieldError, formError, notify, notifyError, whenHidden } from "./ui.ts";
 import type { ListAnswer, User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
@@ -159,9 +159,9 @@ class SvcSettingsUserGroups extends PageElement {
     if (!g) return nothing;
     const err = this.editError;
     return html`
-      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New user group"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New user group"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <div class="ug-form form-grid">
           ${formError(err)}
           <sl-input name="name" label="Name" value=${g.name ?? ""} class=${fieldError(err, "name")
@@ -183,9 +183,9 @@ class SvcSettingsUserGroups extends PageElement {
     const canEdit = session.can("user_group:edit");
     const memberIds = new Set(this.members?.map((m) => m.id));
     return html`
-      <sl-dialog open label=${`Members of ${g.name}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.membersOf = undefined;
-      }}>
+      <sl-dialog open label=${`Members of ${g.name}`} @sl-after-hide=${whenHidden(() =>
+        this.membersOf = undefined
+      )}>
         ${!this.members ? html`<sl-spinner></sl-spinner>` : html`
           ${this.members.length === 0 ? html`<p class="muted">No members.</p>` : nothing}
           <ul>${this.members.map((m) =>

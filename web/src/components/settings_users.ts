@@ -4,7 +4,16 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { columns, confirmThenRun, errorAlert, fieldError, formError, notify, notifyError } from "./ui.ts";
+import {
+  columns,
+  confirmThenRun,
+  errorAlert,
+  fieldError,
+  formError,
+  notify,
+  notifyError,
+  whenHidden,
+} from "./ui.ts";
 import type { ListAnswer, Role, User } from "../api_types.ts";
 
 /**
@@ -221,9 +230,9 @@ class SvcSettingsUsers extends PageElement {
       help: fieldError(err, name),
     });
     return html`
-      <sl-dialog open label=${u.id ? `Edit ${u.username}` : "New user"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${u.id ? `Edit ${u.username}` : "New user"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <div class="user-form form-grid">
           ${formError(err)}
           ${u.id ? nothing : html`
@@ -260,9 +269,9 @@ class SvcSettingsUsers extends PageElement {
     if (!u) return nothing;
     const help = fieldError(this.editError, "new_password");
     return html`
-      <sl-dialog open label=${`Reset the password of ${u.username}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.resetting = undefined;
-      }}>
+      <sl-dialog open label=${`Reset the password of ${u.username}`} @sl-after-hide=${whenHidden(() =>
+        this.resetting = undefined
+      )}>
         <div class="reset-form form-grid">
           ${this.editError && !help ? errorAlert(this.editError) : nothing}
           <sl-input label="New password" type="password" autocomplete="new-password" password-toggle

@@ -82,6 +82,16 @@ export async function confirmThenRun(
   }
 }
 
+/**
+ * The `sl-after-hide` listener of a dialog: runs `close` when the dialog itself has hidden, not when a
+ * tooltip, select or dropdown inside it (whose `sl-after-hide` bubbles) has.
+ */
+export function whenHidden(close: () => void): (e: Event) => void {
+  return (e) => {
+    if (e.target === e.currentTarget) close();
+  };
+}
+
 /** Asks for confirmation in a modal dialog; resolves true when confirmed. Focus returns where it was. */
 export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   const previous = document.activeElement as HTMLElement | null;

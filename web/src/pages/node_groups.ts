@@ -17,6 +17,7 @@ import {
   notifyError,
   statusBadge,
   valueOf,
+  whenHidden,
 } from "../components/ui.ts";
 import type { ListRow, NodeGroup, NodeSummary } from "../api_types.ts";
 import { enrollmentCommands } from "../enrollment.ts";
@@ -243,9 +244,9 @@ class SvcNodeGroupsPage extends PageElement {
     if (!g) return nothing;
     const err = this.editError;
     return html`
-      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New node group"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New node group"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <form class="group-form form-grid" @submit=${(e: Event) => {
           e.preventDefault();
           void this.#save();
@@ -282,9 +283,7 @@ class SvcNodeGroupsPage extends PageElement {
       <sl-dialog open label=${`Enrollment token for ${
         this.tokenGroup?.name ?? "group"
       }`} style="--width: 46rem"
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.token = undefined;
-        }}>
+        @sl-after-hide=${whenHidden(() => this.token = undefined)}>
         <sl-alert variant="warning" open>
           <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
           This token is shown only now. It works once and expires ${formatDate(t.expires_at)} (5 minutes).
@@ -312,9 +311,9 @@ class SvcNodeGroupsPage extends PageElement {
     if (!g) return nothing;
     const canEdit = session.can("node_group:edit");
     return html`
-      <sl-dialog open label=${`Members of ${g.name}`} style="--width: 40rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.membersOf = undefined;
-      }}>
+      <sl-dialog open label=${`Members of ${g.name}`} style="--width: 40rem" @sl-after-hide=${whenHidden(() =>
+        this.membersOf = undefined
+      )}>
         ${!this.members ? html`<sl-spinner></sl-spinner>` : nothing}
         ${this.members && this.members.items.length === 0
           ? html`<p class="muted">No members yet.</p>`

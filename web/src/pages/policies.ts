@@ -20,6 +20,7 @@ import {
   notifyError,
   statusBadge,
   valueOf,
+  whenHidden,
 } from "../components/ui.ts";
 import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
@@ -357,9 +358,9 @@ class SvcPoliciesPage extends PageElement {
     const p = this.deprecating;
     if (!p) return nothing;
     return html`
-      <sl-dialog open label=${`Deprecation of ${p.name}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.deprecating = undefined;
-      }}>
+      <sl-dialog open label=${`Deprecation of ${p.name}`} @sl-after-hide=${whenHidden(() =>
+        this.deprecating = undefined
+      )}>
         <div class="deprecate-form form-grid">
           <p>Deprecated policies keep working; agents and administrators are told to move to the replacement.</p>
           ${errorAlert(this.deprecateError)}
@@ -389,9 +390,9 @@ class SvcPoliciesPage extends PageElement {
     const err = this.importError;
     const problems = err instanceof ApiError ? err.fields : [];
     return html`
-      <sl-dialog open label="Import policies" style="--width: 46rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.importing = false;
-      }}>
+      <sl-dialog open label="Import policies" style="--width: 46rem" @sl-after-hide=${whenHidden(() =>
+        this.importing = false
+      )}>
         <div class="form-grid import-form">
           <p>Choose a YAML or JSON bundle exported from a svc server. A dry run checks it first; nothing is written
             until you confirm, and an import is all or nothing.</p>
