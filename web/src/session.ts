@@ -106,7 +106,7 @@ class Session extends EventTarget {
     const answer = await api.call("POST /api/v1/auth/login", { body: { username, password } });
     if (answer?.second_factor_required) {
       const sf = answer.second_factor_required;
-      return { token: sf.token ?? "", methods: sf.methods ?? [], expiresAt: sf.expires_at ?? "" };
+      return { token: sf.token, methods: sf.methods, expiresAt: sf.expires_at };
     }
     api.sessionStarted();
     await this.load();

@@ -88,15 +88,15 @@ export async function getAssertion(options: Json): Promise<Json> {
 /** A step-up proof made with the person's key: `{ webauthn: { token, response } }`. */
 export async function stepUpWithKey(): Promise<{ webauthn: { token: string; response: Json } }> {
   const started = await api.call("POST /api/v1/auth/step-up/webauthn/options");
-  return { webauthn: { token: started.token ?? "", response: await getAssertion(started.options ?? {}) } };
+  return { webauthn: { token: started.token, response: await getAssertion(started.options) } };
 }
 
 /** Registers a key (after step-up with `proof`) under `name`. */
 export async function registerKey(name: string, proof: StepUpProof): Promise<void> {
   const started = await api.call("POST /api/v1/auth/webauthn/register/options", { body: proof });
-  const response = await createCredential(started.options ?? {});
+  const response = await createCredential(started.options);
   await api.call("POST /api/v1/auth/webauthn/register", {
-    body: { token: started.token ?? "", name, response },
+    body: { token: started.token, name, response },
   });
 }
 
@@ -105,8 +105,8 @@ export async function loginWithKey(token?: string): Promise<void> {
   const started = await api.call("POST /api/v1/auth/login/webauthn/options", {
     body: token ? { token } : {},
   });
-  const response = await getAssertion(started.options ?? {});
+  const response = await getAssertion(started.options);
   await api.call("POST /api/v1/auth/login/webauthn", {
-    body: { token: token ?? started.token ?? "", response },
+    body: { token: token ?? started.token, response },
   });
 }

@@ -15,12 +15,25 @@ import {
   type TemplateResult,
 } from "lit";
 import { api, type CallArgs } from "../api.ts";
-import type { AnyListOperation, ListAnswer, ListRow } from "../api_types.ts";
+import type { AnyListOperation, ListAnswer, ListRow, Operations } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
 import "./saved_views.ts";
+
+/**
+ * Calls a list operation and resolves with its page, rows typed (also for the lists whose answer the server
+ * does not describe yet).
+ */
+export function loadPage<K extends AnyListOperation>(
+  operation: K,
+  args: { path?: Operations[K]["path"]; query?: CallArgs<K>["query"] },
+): Promise<ListAnswer<K>> {
+  // Generic over the operation, TypeScript cannot relate `args` to `call`'s per-operation arguments.
+  const call = api.call as (operation: K, args: object) => Promise<ListAnswer<K>>;
+  return call.call(api, operation, args);
+}
 
 /** Something a template can hold in a slot of the filter bar. */
 type Part = TemplateResult | typeof nothing;
@@ -132,8 +145,7 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
   async load(extra?: CallArgs<K>["query"]): Promise<ListAnswer<K>> {
     // The URL's filters are this list's own query keys, kept as text; the server validates their values.
     const query = { ...this.#query.apiQuery(), ...extra } as CallArgs<K>["query"];
-    const call = api.call as (operation: K, args: { query: typeof query }) => Promise<ListAnswer<K>>;
-    const page = await call.call(api, this.#options.operation, { query });
+    const page = await loadPage(this.#options.operation, { query });
     this.page = page;
     return page;
   }

@@ -10,17 +10,9 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
+import { ListController, loadPage } from "./list_page.ts";
 import { confirmAction, fieldError, formatDate, formError, notify, notifyError, valueOf } from "./ui.ts";
-import type {
-  AnyListOperation,
-  ListAnswer,
-  ListedRoleBinding,
-  NodeGroup,
-  Role,
-  User,
-  UserGroup,
-} from "../api_types.ts";
+import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../api_types.ts";
 
 /** URL query keys this tab owns (the API's filter names). */
 type Filter = "user_id" | "user_group_id" | "role_id" | "scope_type" | "scope_id" | "search";
@@ -99,19 +91,12 @@ class SvcSettingsRoleBindings extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const list = async <K extends AnyListOperation>(operation: K, allowed: boolean) => {
-      if (!allowed) return [];
-      const call = api.call as (
-        operation: K,
-        args: { query: { per_page: number } },
-      ) => Promise<ListAnswer<K>>;
-      return (await call.call(api, operation, { query: { per_page: 200 } })).items as ListAnswer<K>["items"];
-    };
+    const many = { query: { per_page: 200 } };
     const options = this.#optionsLoaded ? undefined : Promise.all([
-      list("GET /api/v1/users", session.can("user:view")) as Promise<User[]>,
-      list("GET /api/v1/user-groups", session.can("user_group:view")) as Promise<UserGroup[]>,
-      list("GET /api/v1/roles", session.can("role:view")) as Promise<Role[]>,
-      list("GET /api/v1/node-groups", session.can("node_group:view")) as Promise<NodeGroup[]>,
+      session.can("user:view") ? loadPage("GET /api/v1/users", many).then((p) => p.items) : [],
+      session.can("user_group:view") ? loadPage("GET /api/v1/user-groups", many).then((p) => p.items) : [],
+      session.can("role:view") ? loadPage("GET /api/v1/roles", many).then((p) => p.items) : [],
+      session.can("node_group:view") ? loadPage("GET /api/v1/node-groups", many).then((p) => p.items) : [],
     ]);
     const [, loaded] = await Promise.all([this.list.load(), options]);
     if (loaded) {

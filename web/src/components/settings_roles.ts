@@ -110,7 +110,7 @@ class SvcSettingsRoles extends PageElement {
                 ? html`<sl-badge variant="neutral" pill>built-in</sl-badge>`
                 : nothing}</td>
               <td>${r.description}</td>
-              <td class="num">${r.permissions?.length ?? 0}</td>
+              <td class="num">${r.permissions.length}</td>
               <td class="row-actions">
                               <sl-button size="small" @click=${() => this.#open(r)}>
                                 ${r.builtin || !session.can("role:edit") ? "View" : "Edit"}</sl-button>

@@ -3,9 +3,9 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
+import { ListController, loadPage } from "./list_page.ts";
 import { columns, confirmThenRun, fieldError, formError, notify, notifyError, whenHidden } from "./ui.ts";
-import type { ListAnswer, User, UserGroup } from "../api_types.ts";
+import type { User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
   static override properties = PageElement.withState("editing", "editError", "membersOf", "members", "users");
@@ -68,12 +68,11 @@ class SvcSettingsUserGroups extends PageElement {
     this.members = undefined;
     try {
       const [members, users] = await Promise.all([
-        api.call("GET /api/v1/user-groups/{id}/members", { path: { id: g.id }, query: { per_page: 200 } }),
-        session.can("user:view") ? api.call("GET /api/v1/users", { query: { per_page: 200 } }) : undefined,
+        loadPage("GET /api/v1/user-groups/{id}/members", { path: { id: g.id }, query: { per_page: 200 } }),
+        session.can("user:view") ? loadPage("GET /api/v1/users", { query: { per_page: 200 } }) : undefined,
       ]);
-      // The server does not describe these two answers yet (an open object): read as the list pages they are.
-      this.members = (members as ListAnswer<"GET /api/v1/user-groups/{id}/members">).items;
-      this.users = (users as ListAnswer<"GET /api/v1/users"> | undefined)?.items ?? [];
+      this.members = members.items;
+      this.users = users?.items ?? [];
     } catch (err) {
       notifyError(err);
     }

@@ -3,7 +3,7 @@ import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
+import { ListController, loadPage } from "./list_page.ts";
 import {
   columns,
   confirmThenRun,
@@ -14,7 +14,7 @@ import {
   notifyError,
   whenHidden,
 } from "./ui.ts";
-import type { ListAnswer, Role, User } from "../api_types.ts";
+import type { Role, User } from "../api_types.ts";
 
 /**
  * A user as the list returns it: with the roles held, directly or through a user group (the server does not
@@ -78,8 +78,7 @@ class SvcSettingsUsers extends PageElement {
     this.editError = undefined;
     if (session.can("role:view") && this.roles.length === 0) {
       try {
-        const roles = await api.call("GET /api/v1/roles", { query: { per_page: 200 } });
-        this.roles = (roles as ListAnswer<"GET /api/v1/roles">).items;
+        this.roles = (await loadPage("GET /api/v1/roles", { query: { per_page: 200 } })).items;
       } catch (err) {
         notifyError(err);
       }
