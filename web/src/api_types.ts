@@ -70,10 +70,10 @@ interface UndescribedRows {
 /** An operation that answers a page of a list, described or not yet. */
 export type AnyListOperation = ListOperation | keyof UndescribedRows;
 
-/** The page a list operation answers. */
+/** The page a list operation answers (an undescribed one paged like every offset-paged list). */
 export type ListAnswer<K extends AnyListOperation> = K extends ListOperation ? Answer<K>
   : K extends keyof UndescribedRows
-    ? { items: UndescribedRows[K][]; total: number; page: number; per_page: number }
+    ? Omit<Answer<"GET /api/v1/node-groups">, "items"> & { items: UndescribedRows[K][] }
   : never;
 
 /** One row of a list operation's page. */

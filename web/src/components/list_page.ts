@@ -15,7 +15,7 @@ import {
   type TemplateResult,
 } from "lit";
 import { api, type CallArgs } from "../api.ts";
-import type { AnyListOperation, ListAnswer, ListRow, Operations } from "../api_types.ts";
+import type { Answer, AnyListOperation, ListAnswer, ListRow, Operations } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
@@ -81,21 +81,22 @@ export interface Selection {
 /** The page element a list lives in (a `PageElement`: it reloads and keeps the load error). */
 export type ListHost = ReactiveControllerHost & HTMLElement & { reload(): Promise<void>; loadError: unknown };
 
-/** What the controller reads of a page besides its rows (lists paged by cursor, estimated totals). */
-interface PageFields {
-  page?: number;
-  per_page?: number;
-  /** Lists paged by cursor: pass as `cursor` for the next page; null on the last page. */
-  next_cursor?: string | null;
-  /** True when `total` is the database's estimate rather than a count. */
-  total_estimated?: boolean;
-}
+/**
+ * What the controller reads of a page besides its rows, as the audit log (paged by cursor, its total an
+ * estimate) answers it; other lists leave the cursor fields out.
+ */
+type PageFields = Partial<
+  Pick<Answer<"GET /api/v1/audit-logs">, "page" | "per_page" | "next_cursor" | "total_estimated">
+>;
 
 /** What {@link ListController.renderTable} draws. */
 export interface TableSpec<T> {
   /** Read by screen readers (the caption is visually hidden). */
   caption: string;
-  /** The header cells; given a function, it gets the maker of sortable column headers ({@link ListController.sortHeader}). */
+  /**
+   * The header cells; given a function, it gets the maker of sortable column headers
+   * ({@link ListController.sortHeader}).
+   */
   head: TemplateResult | ((sort: (label: string, key: string) => TemplateResult) => TemplateResult);
   /** One item's row(s). */
   row: (item: T) => TemplateResult;
