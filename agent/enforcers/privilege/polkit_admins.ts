@@ -64,6 +64,9 @@ export function parseOfferedAdmins(output: string): string[] | undefined {
   return names;
 }
 
+/** The characters of a polkit action id (`org.freedesktop.policykit.exec`). */
+const POLKIT_ACTION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
 /**
  * Asks polkitd which identities it accepts for an administrator's password: pkcheck, as `nobody` and on a
  * pseudo-terminal (`script`), checks its own process for `actionId` with its internal text agent, which prints
@@ -73,6 +76,11 @@ export async function askPolkitAdmins(
   run: RunCommand,
   actionId: string,
 ): Promise<{ names: string[] } | { error: string }> {
+  // `script` runs its command through a shell, so the id becomes shell text: only polkit's own id alphabet
+  // may pass (pkaction prints it, but a package on the node could declare anything).
+  if (!POLKIT_ACTION_ID.test(actionId)) {
+    return { error: `polkit action id ${JSON.stringify(actionId)} is not an id` };
+  }
   const check = "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c " +
     `'exec pkcheck --action-id ${actionId} --process $$ --allow-user-interaction --enable-internal-agent'`;
   const r = await run("sh", ["-c", 'sleep 3 | script -qfec "$0" /dev/null', check]);
