@@ -8,7 +8,15 @@ import { session } from "../session.ts";
 import { isPermission, PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { columns, confirmThenRun, fieldError, formError, notify, whenHidden } from "./ui.ts";
+import {
+  columns,
+  confirmThenRun,
+  fieldError,
+  formError,
+  nameDescriptionFields,
+  notify,
+  whenHidden,
+} from "./ui.ts";
 import type { Role } from "../api_types.ts";
 
 const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
@@ -142,14 +150,7 @@ class SvcSettingsRoles extends PageElement {
           ${r.builtin
             ? html`<p class="muted">Built-in roles cannot be changed; create a new role instead.</p>`
             : nothing}
-          <sl-input name="name" label="Name" value=${r.name ?? ""} ?disabled=${readOnly}
-            class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(
-              err,
-              "name",
-            )}></sl-input>
-          <sl-textarea name="description" label="Description" rows="2" value=${r.description ??
-            ""} ?disabled=${readOnly}>
-          </sl-textarea>
+          ${nameDescriptionFields(r, { err, readOnly })}
           ${this.#matrix(readOnly)}
           ${fieldError(err, "permissions")
             ? html`<p class="field-error">${fieldError(err, "permissions")}</p>`

@@ -4,7 +4,15 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { ListController, loadPage } from "./list_page.ts";
-import { columns, confirmThenRun, fieldError, formError, notify, notifyError, whenHidden } from "./ui.ts";
+import {
+  columns,
+  confirmThenRun,
+  formError,
+  nameDescriptionFields,
+  notify,
+  notifyError,
+  whenHidden,
+} from "./ui.ts";
 import type { User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
@@ -163,12 +171,7 @@ class SvcSettingsUserGroups extends PageElement {
       )}>
         <div class="ug-form form-grid">
           ${formError(err)}
-          <sl-input name="name" label="Name" value=${g.name ?? ""} class=${fieldError(err, "name")
-            ? "has-error"
-            : ""}
-            help-text=${fieldError(err, "name")}></sl-input>
-          <sl-textarea name="description" label="Description" rows="2" value=${g.description ??
-            ""}></sl-textarea>
+          ${nameDescriptionFields(g, { err })}
         </div>
         <sl-button slot="footer" @click=${() => this.editing = undefined}>Cancel</sl-button>
         <sl-button slot="footer" variant="primary" @click=${this.#save}>Save</sl-button>

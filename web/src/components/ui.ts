@@ -226,6 +226,23 @@ export function formError(err: unknown): TemplateResult | typeof nothing {
   return err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing;
 }
 
+/**
+ * The name and description fields of a small record's dialog (a role, a user group), with the server's
+ * message at the name.
+ */
+export function nameDescriptionFields(
+  record: { name?: string; description?: string },
+  options: { err: unknown; readOnly?: boolean },
+): TemplateResult {
+  const { err, readOnly = false } = options;
+  return html`
+    <sl-input name="name" label="Name" value=${record.name ?? ""} ?disabled=${readOnly}
+      class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(err, "name")}></sl-input>
+    <sl-textarea name="description" label="Description" rows="2" value=${record.description ?? ""}
+      ?disabled=${readOnly}></sl-textarea>
+  `;
+}
+
 /** An alert with a request error and its field list; nothing when there is no error. */
 export function errorAlert(err: unknown): TemplateResult | typeof nothing {
   if (!err) return nothing;
