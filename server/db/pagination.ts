@@ -68,18 +68,35 @@ export interface PageQuery {
    * or sort reads the others, and the joins left out never remove a row, e.g. a foreign key's target).
    */
   keyFrom?: string;
+  /**
+   * With `pageKey` and `total`: `orderBy` exactly reversed (e.g. {@link orderBy} with `reverse`). A page in
+   * the second half is then read from the end (an offset counts the rows it skips, and from the end those are
+   * fewer), and its rows put back in `orderBy`'s order: the last page of 125,000 reads 50 rows, not 125,000.
+   */
+  reverseOrderBy?: string;
 }
 
 /** Counts the rows a list query matches and reads the requested page of them. */
 export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Page<T>> {
   const where = query.where?.length ? `WHERE ${query.where.join(" AND ")}` : "";
   const { page, perPage } = query.page;
+  const offset = (page - 1) * perPage;
   // Numbers only (validated integers), so safe to inline.
-  const limit = `LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`;
+  let limit = `LIMIT ${perPage} OFFSET ${offset}`;
+  let pageOrder = query.orderBy;
   // The count and the page are read at the same time: on PostgreSQL on two connections (a filter no index
   // serves, such as a substring search, makes each a full scan), inside a transaction pipelined on its one.
   // A page past a total known in advance (kept counters) is empty: no need to sort every match to find that.
-  const pastTheEnd = query.total !== undefined && (page - 1) * perPage >= query.total;
+  const pastTheEnd = query.total !== undefined && offset >= query.total;
+  if (
+    query.reverseOrderBy !== undefined && query.pageKey !== undefined && query.total !== undefined &&
+    !pastTheEnd && offset > query.total / 2
+  ) {
+    // The same rows counted from the other end: the page's last row is `total - offset` from the end.
+    const take = Math.min(perPage, query.total - offset);
+    limit = `LIMIT ${take} OFFSET ${query.total - offset - take}`;
+    pageOrder = query.reverseOrderBy;
+  }
   const [counted, rows] = await Promise.allSettled([
     query.total ?? q.query<{ total: number }>(
       `SELECT count(*)::int AS total FROM ${query.from} ${where}`,
@@ -90,7 +107,7 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
         ? `SELECT ${query.columns} FROM ${query.from}
           WHERE (${query.pageKey}) IN (SELECT ${query.pageKey} FROM ${
           query.keyFrom ?? query.from
-        } ${where} ${query.orderBy} ${limit})
+        } ${where} ${pageOrder} ${limit})
           ${query.orderBy}`
         : `SELECT ${query.columns} FROM ${query.from} ${where} ${query.orderBy} ${limit}`,
       query.params,
@@ -128,16 +145,27 @@ export function orderBy(
     tiebreak: string;
     defaultOrder?: SortOrder;
     nullable?: readonly string[];
+    /**
+     * The exact reverse of that order (for {@link PageQuery.reverseOrderBy}); `tiebreak` must then be plain
+     * columns, each ascending.
+     */
+    reverse?: boolean;
   },
 ): string {
   const field = sort.field && Object.hasOwn(options.columns, sort.field) ? sort.field : options.fallback;
-  const direction = (sort.order ?? options.defaultOrder ?? "asc") === "desc" ? "DESC" : "ASC";
+  const forward = (sort.order ?? options.defaultOrder ?? "asc") === "desc" ? "DESC" : "ASC";
+  const direction = options.reverse ? (forward === "DESC" ? "ASC" : "DESC") : forward;
   const nulls = options.nullable && !options.nullable.includes(field)
     ? ""
     : direction === "DESC"
     ? " NULLS LAST"
     : " NULLS FIRST";
-  return `ORDER BY ${options.columns[field]} ${direction}${nulls}, ${options.tiebreak}`;
+  if (!options.reverse) return `ORDER BY ${options.columns[field]} ${direction}${nulls}, ${options.tiebreak}`;
+  const tiebreak = options.tiebreak.split(",").map((column) => {
+    if (/\b(ASC|DESC|NULLS)\b/i.test(column)) throw new Error(`orderBy: cannot reverse tiebreak ${column}`);
+    return `${column.trim()} DESC`;
+  });
+  return `ORDER BY ${options.columns[field]} ${direction}${nulls}, ${tiebreak.join(", ")}`;
 }
 
 /** Escapes `%`, `_` and `\` so user text is matched literally by `ILIKE … ESCAPE '\'`. */

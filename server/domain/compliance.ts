@@ -246,6 +246,12 @@ export async function listCompliance(
         `(pr.node_id, pr.policy_id) > (${params.add(nodeId)}::uuid, ${params.add(policyId)}::uuid)))`,
     );
   }
+  const order = {
+    columns: COMPLIANCE_SORT_COLUMNS,
+    fallback: "reported_at",
+    tiebreak: byTime ? "pr.node_id, pr.policy_id" : "n.name, p.name, n.id, p.id",
+    defaultOrder: options.sort?.field ? "asc" as const : "desc" as const,
+  };
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
     from,
@@ -254,12 +260,9 @@ export async function listCompliance(
       : from,
     where,
     params: params.values,
-    orderBy: orderBy(options.sort ?? {}, {
-      columns: COMPLIANCE_SORT_COLUMNS,
-      fallback: "reported_at",
-      tiebreak: byTime ? "pr.node_id, pr.policy_id" : "n.name, p.name, n.id, p.id",
-      defaultOrder: options.sort?.field ? "asc" : "desc",
-    }),
+    orderBy: orderBy(options.sort ?? {}, order),
+    // A deep page by number is read from the nearer end (the total is known from the counts above).
+    reverseOrderBy: orderBy(options.sort ?? {}, { ...order, reverse: true }),
     page: options.cursor === undefined ? options.page : { page: 1, perPage: options.page.perPage },
     total: filter.status ? statusCounts[filter.status] : statusCounts.total,
     pageKey: "pr.node_id, pr.policy_id",
@@ -324,24 +327,31 @@ export async function policyCompliance(
   options: { page: PageRequest; status?: ComplianceStatus },
 ): Promise<Page<ComplianceRow> & { policy_id: string; status_counts: StatusCounts }> {
   found(await queryOne(q, "SELECT 1 FROM policies WHERE id = $1", [policyId]), `policy ${policyId}`);
-  const from = REACHED_PAIRS_SQL;
-  const counts = await q.query<{ status: ComplianceStatus; n: number }>(
-    `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n FROM ${from} WHERE pr.policy_id = $1
-      GROUP BY 1`,
-    [policyId],
+  // Counted from the reach rows and their results alone (a reach row goes with its node or policy, so joining
+  // those would drop none); the page's total is then known and needs no count of its own.
+  const counts = toCounts(
+    await q.query<{ status: ComplianceStatus; n: number }>(
+      `SELECT coalesce(r.status, 'unknown') AS status, count(*)::int AS n FROM ${REACHED_KEYS_SQL}
+        WHERE pr.policy_id = $1 GROUP BY 1`,
+      [policyId],
+    ),
   );
   const where = ["pr.policy_id = $1"];
   if (options.status) where.push("coalesce(r.status, 'unknown') = $2");
   const page = await selectPage<ComplianceRow>(q, {
     columns: ROW_COLUMNS,
-    from,
+    from: REACHED_PAIRS_SQL,
+    // The page is chosen by node name: the nodes are needed for that, the policy's row is not.
+    keyFrom: `${REACHED_KEYS_SQL} JOIN nodes n ON n.id = pr.node_id`,
     where,
     params: options.status ? [policyId, options.status] : [policyId],
     orderBy: "ORDER BY n.name, n.id",
+    reverseOrderBy: "ORDER BY n.name DESC, n.id DESC",
     page: options.page,
+    total: options.status ? counts[options.status] : counts.total,
     pageKey: "pr.node_id, pr.policy_id",
   });
-  return { policy_id: policyId, ...page, status_counts: toCounts(counts) };
+  return { policy_id: policyId, ...page, status_counts: counts };
 }
 
 /** A setting failing on nodes, for the dashboard's attention list. */

@@ -62,8 +62,15 @@ export async function dashboardSummary(db: Db, sections: DashboardSections): Pro
     // Must be the first statement of the transaction; every query below then sees the same snapshot.
     await tx.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
     const summary: DashboardSummary = {};
-    if (sections.nodes) summary.nodes = await nodeStatusCounts(tx);
-    if (sections.certificates) summary.certificates = await certificateExpiryCounts(tx);
+    if (sections.nodes && sections.certificates) {
+      // Both from one pass over the nodes (at 100,000 nodes each pass is most of the dashboard's time).
+      const rows = await tx.query<{ status: NodeStatus; bucket: ExpiryBucket; n: number }>(
+        `SELECT n.status, ${EXPIRY_BUCKET_SQL} AS bucket, count(*)::int AS n FROM nodes n GROUP BY 1, 2`,
+      );
+      summary.nodes = tally(NODE_STATUSES, rows.map((r) => ({ key: r.status, n: r.n })));
+      summary.certificates = tally(EXPIRY_BUCKETS, rows.map((r) => ({ key: r.bucket, n: r.n })));
+    } else if (sections.nodes) summary.nodes = await nodeStatusCounts(tx);
+    else if (sections.certificates) summary.certificates = await certificateExpiryCounts(tx);
     if (sections.compliance) summary.compliance = await fleetSummary(tx); // the compliance page's reading
     if (sections.policies) summary.policies = await policyCounts(tx);
     if (sections.bindings) summary.bindings = await bindingCounts(tx);

@@ -217,6 +217,10 @@ export async function listNodes(
     }),
     page: options.page,
     pageKey: "n.id",
+    // A search's matches may sit anywhere in the sort's order, and the planner, walking the sort column's index
+    // and testing each node, read 40,000 nodes for page 1 of "node-04" at 100,000. Behind the fence (OFFSET 0)
+    // the matches are found first (the trigram index, migration 0023) and only they are sorted.
+    keyFrom: filter.search ? `(SELECT * FROM nodes n WHERE ${where.join(" AND ")} OFFSET 0) n` : undefined,
   });
 }
 

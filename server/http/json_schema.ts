@@ -39,6 +39,42 @@ export function isUuid(value: string): boolean {
 /** Schema of a UUID string. */
 export const UUID_SCHEMA: JsonSchema = { type: "string", format: "uuid" };
 
+/**
+ * A request body's schema: an object of exactly these `properties` (any other field is refused), of which the
+ * `required` ones must be present.
+ */
+export function closedObject(properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema {
+  return {
+    type: "object",
+    ...(required.length > 0 ? { required } : {}),
+    additionalProperties: false,
+    properties,
+  };
+}
+
+/**
+ * An object schema whose properties are all required except those named in `optional`. Response schemas are
+ * built with it so that every field the server always sends is declared `required`, and the generated client
+ * (shared/api/svc_api.gen.ts) types it as present; a field sent only sometimes is named in `optional`, and
+ * one that may be null says so in its type (`type: [x, "null"]`). Request bodies keep spelling out their
+ * `required`, which decides what a request must carry.
+ */
+export function objectSchema(
+  properties: Record<string, JsonSchema>,
+  options: { optional?: readonly string[]; description?: string } = {},
+): JsonSchema {
+  const optional = new Set(options.optional ?? []);
+  for (const name of optional) {
+    if (!(name in properties)) throw new Error(`objectSchema: optional field "${name}" is not a property`);
+  }
+  return {
+    type: "object",
+    ...(options.description ? { description: options.description } : {}),
+    required: Object.keys(properties).filter((name) => !optional.has(name)),
+    properties,
+  };
+}
+
 function typeOf(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "array";

@@ -104,6 +104,27 @@ export interface RouteSpec {
   handler: (c: RouteContext) => Response | Promise<Response>;
 }
 
+/** A route's method and path as the OpenAPI document and the generated client key it: `GET /api/v1/roles`. */
+export type RouteKey = `${RouteSpec["method"]} /api/v1/${string}`;
+
+/** What a route declares besides its method, path, tag and access. */
+export type RouteDeclaration = Omit<RouteSpec, "method" | "path" | "tag" | "access">;
+
+/**
+ * The declarer of one area's routes (one OpenAPI tag): `route("GET /api/v1/roles", "role:view", { summary, … })`
+ * is the {@link RouteSpec} with that method, path, tag and access, so each declaration opens with who may call
+ * what, and the tag is said once per area.
+ */
+export function routesTagged(
+  tag: string,
+): (key: RouteKey, access: Access, declaration: RouteDeclaration) => RouteSpec {
+  return (key, access, declaration) => {
+    const space = key.indexOf(" ");
+    const method = key.slice(0, space) as RouteSpec["method"];
+    return { method, path: key.slice(space + 1), tag, access, ...declaration };
+  };
+}
+
 /** Hooks the identity module provides to the route mounter. */
 export interface RouteHooks {
   /** Resolves the caller from cookie or bearer token; null when absent or invalid. */

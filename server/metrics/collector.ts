@@ -1,6 +1,6 @@
 /**
- * Gauges computed from the database at each scrape: one grouped query per metric (two per-node families
- * share one query), never one query per node.
+ * Gauges computed from the database at each scrape: one grouped query per metric (the node counts and the two
+ * per-node families share one pass over the nodes), never one query per node.
  *
  * A query that fails omits only the families it feeds: it runs in its own read-only transaction with a
  * statement timeout, a line starting with `metrics:` is logged, and the other queries still run.
@@ -66,18 +66,29 @@ async function tablesExist(q: Queryable, tables: readonly string[]): Promise<boo
 
 const PROBES: readonly Probe[] = [
   {
-    families: ["svc_nodes_total"],
-    async run(q) {
-      const rows = await q.query(
-        "SELECT status AS key, count(*) AS n FROM nodes GROUP BY status ORDER BY status",
+    // One pass over the nodes for both: the counts by status, and whether nodes came or went since the last
+    // scrape (their number, the newest creation time), which the per-node series need.
+    families: ["svc_nodes_total", "svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
+    async run(q, cache) {
+      const rows = await q.query<{ key: string | null; n: number; newest: number | null; now: number }>(
+        `SELECT s.status AS key, coalesce(s.n, 0)::int AS n, s.newest, extract(epoch FROM now())::float8 AS now
+           FROM (SELECT 1) one
+           LEFT JOIN (SELECT status, count(*) AS n, extract(epoch FROM max(created_at))::float8 AS newest
+                        FROM nodes GROUP BY status) s ON true
+          ORDER BY s.status`,
       );
+      const counted = rows.filter((r) => r.key !== null);
+      const newest = counted.reduce<number | null>(
+        (max, r) => r.newest !== null && (max === null || r.newest > max) ? r.newest : max,
+        null,
+      );
+      const fleet = { n: counted.reduce((sum, r) => sum + r.n, 0), newest, now: rows[0].now };
       const name = "svc_nodes_total";
-      return [gauge(name, "Nodes by status.", countsBy(name, "status", rows, NODE_STATUSES))];
+      return [
+        gauge(name, "Nodes by status.", countsBy(name, "status", counted, NODE_STATUSES)),
+        ...await cache.families(q, fleet),
+      ];
     },
-  },
-  {
-    families: ["svc_node_certificate_expiry_seconds", "svc_node_last_seen_seconds"],
-    run: (q, cache) => cache.families(q),
   },
   {
     families: ["svc_policies_total"],

@@ -40,6 +40,19 @@ export interface MetricFamily {
   samples: MetricSample[];
 }
 
+/**
+ * A family whose sample lines are kept rendered (the per-node families, node_series.ts): the renderers write
+ * `renderLines()` out as it is instead of formatting `samples`. The lines must be the same in both formats
+ * (gauges: no `_total`, no bucket bounds), and each string whole lines.
+ */
+export interface PrerenderedFamily extends MetricFamily {
+  renderLines(): Iterable<string>;
+}
+
+function isPrerendered(family: MetricFamily): family is PrerenderedFamily {
+  return typeof (family as Partial<PrerenderedFamily>).renderLines === "function";
+}
+
 /** The two exposition formats. */
 export type ExpositionFormat = "openmetrics" | "text";
 
@@ -150,6 +163,12 @@ export function* renderChunks(
     let help = family.help.replaceAll("\\", "\\\\").replaceAll("\n", "\\n");
     if (openMetrics) help = help.replaceAll('"', '\\"');
     lines.push(`# HELP ${name} ${help}\n# TYPE ${name} ${family.type}\n`);
+    if (isPrerendered(family)) {
+      yield lines.join("");
+      lines = [];
+      for (const text of family.renderLines()) if (text !== "") yield text;
+      continue;
+    }
     for (const s of family.samples) {
       lines.push(`${s.name}${s.labelText ?? formatLabels(s.labels, openMetrics)} ${formatValue(s.value)}\n`);
       if (lines.length >= SAMPLES_PER_CHUNK) {

@@ -11,6 +11,7 @@ import { resolveConfig } from "../config/config.ts";
 import type { ServerContext } from "../context.ts";
 import { createLogger } from "../core/log.ts";
 import { openApiDocument } from "../http/openapi.ts";
+import type { RouteSpec } from "../http/route.ts";
 import { VERSION } from "../../shared/version.ts";
 
 /** Where the generated client lives. */
@@ -37,10 +38,10 @@ interface Operation {
 }
 
 /**
- * The OpenAPI document of this build, from the route declarations alone: route factories only keep the
- * context for their handlers, which are never run here, so a context without a database is enough.
+ * The route declarations of this build: route factories only keep the context for their handlers, which are
+ * never run here, so a context without a database is enough.
  */
-export function currentApiDocument(): Record<string, unknown> {
+export function currentRoutes(): RouteSpec[] {
   const config = resolveConfig({}, {}, { "security.jwt_secret": "x".repeat(32) });
   const ctx = {
     config,
@@ -48,7 +49,12 @@ export function currentApiDocument(): Record<string, unknown> {
     version: VERSION,
     audit: { record: () => Promise.resolve() },
   } as unknown as ServerContext;
-  return openApiDocument(buildRoutes(ctx, createIdentity(ctx)), VERSION);
+  return buildRoutes(ctx, createIdentity(ctx));
+}
+
+/** The OpenAPI document of this build, from the route declarations alone. */
+export function currentApiDocument(): Record<string, unknown> {
+  return openApiDocument(currentRoutes(), VERSION);
 }
 
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;

@@ -46,16 +46,16 @@ export interface Operations {
     };
     body: undefined;
     response: Array<{
-      id?: string;
-      name?: string;
-      user_id?: string;
-      username?: string;
-      hint?: string;
-      created_by?: string;
-      created_at?: string;
-      expires_at?: string;
-      last_used_at?: string | null;
-      revoked_at?: string | null;
+      id: string;
+      name: string;
+      user_id: string;
+      username: string;
+      hint: string;
+      created_by: string;
+      created_at: string;
+      expires_at: string;
+      last_used_at: string | null;
+      revoked_at: string | null;
     }>;
   };
   /** Create an API token (shown once) for yourself, or for another user or service account with user:edit; needs a signed-in session and step-up re-authentication (an API token cannot create tokens) */
@@ -84,18 +84,18 @@ export interface Operations {
       };
     };
     response: {
-      token?: string;
-      api_token?: {
-        id?: string;
-        name?: string;
-        user_id?: string;
-        username?: string;
-        hint?: string;
-        created_by?: string;
-        created_at?: string;
-        expires_at?: string;
-        last_used_at?: string | null;
-        revoked_at?: string | null;
+      token: string;
+      api_token: {
+        id: string;
+        name: string;
+        user_id: string;
+        username: string;
+        hint: string;
+        created_by: string;
+        created_at: string;
+        expires_at: string;
+        last_used_at: string | null;
+        revoked_at: string | null;
       };
     };
   };
@@ -107,16 +107,16 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      name?: string;
-      user_id?: string;
-      username?: string;
-      hint?: string;
-      created_by?: string;
-      created_at?: string;
-      expires_at?: string;
-      last_used_at?: string | null;
-      revoked_at?: string | null;
+      id: string;
+      name: string;
+      user_id: string;
+      username: string;
+      hint: string;
+      created_by: string;
+      created_at: string;
+      expires_at: string;
+      last_used_at: string | null;
+      revoked_at: string | null;
     };
   };
   /** List audit log entries, newest first */
@@ -137,28 +137,28 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: number;
-        created_at?: string;
-        user_id?: string | null;
-        username?: string;
-        node_id?: string | null;
-        action?: string;
-        resource_type?: string;
-        resource_id?: string;
-        resource_name?: string;
-        outcome?: "success" | "failure" | "denied";
-        source_ip?: string;
-        details?: Record<string, unknown>;
-        names?: Record<string, {
-          type?: string;
-          name?: string;
+        id: number;
+        created_at: string;
+        user_id: string | null;
+        username: string;
+        node_id: string | null;
+        action: string;
+        resource_type: string;
+        resource_id: string;
+        resource_name: string;
+        outcome: "success" | "failure" | "denied";
+        source_ip: string;
+        details: Record<string, unknown>;
+        names: Record<string, {
+          type: string;
+          name: string;
         }>;
       }>;
       total: number;
       page: number;
       per_page: number;
-      next_cursor?: string | null;
-      total_estimated?: boolean;
+      next_cursor: string | null;
+      total_estimated: boolean;
     };
   };
   /** Export matching audit log entries as CSV (spreadsheet-safe) or JSON */
@@ -187,30 +187,30 @@ export interface Operations {
     };
     response: {
       user?: {
-        id?: string;
-        username?: string;
-        email?: string;
-        full_name?: string;
-        source?: string;
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
       };
       permissions?: Array<string>;
       edition?: "community";
       features?: {
-        scoped_role_bindings?: boolean;
-        mfa?: boolean;
-        ldap?: boolean;
+        scoped_role_bindings: boolean;
+        mfa: boolean;
+        ldap: boolean;
       };
       second_factor?: {
-        totp?: boolean;
-        backup_codes_left?: number;
-        webauthn?: number;
-        enrolment_required?: boolean;
+        totp: boolean;
+        backup_codes_left: number;
+        webauthn: number;
+        enrolment_required: boolean;
       };
       expires_at?: string;
       second_factor_required?: {
-        token?: string;
-        methods?: Array<"totp" | "backup_code" | "webauthn">;
-        expires_at?: string;
+        token: string;
+        methods: Array<"totp" | "backup_code" | "webauthn">;
+        expires_at: string;
       };
     };
   };
@@ -224,27 +224,27 @@ export interface Operations {
       backup_code?: string;
     };
     response: {
-      user?: {
-        id?: string;
-        username?: string;
-        email?: string;
-        full_name?: string;
-        source?: string;
+      user: {
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
       };
-      permissions?: Array<string>;
-      edition?: "community";
-      features?: {
-        scoped_role_bindings?: boolean;
-        mfa?: boolean;
-        ldap?: boolean;
+      permissions: Array<string>;
+      edition: "community";
+      features: {
+        scoped_role_bindings: boolean;
+        mfa: boolean;
+        ldap: boolean;
       };
-      second_factor?: {
-        totp?: boolean;
-        backup_codes_left?: number;
-        webauthn?: number;
-        enrolment_required?: boolean;
+      second_factor: {
+        totp: boolean;
+        backup_codes_left: number;
+        webauthn: number;
+        enrolment_required: boolean;
       };
-      expires_at?: string;
+      expires_at: string;
     };
   };
   /** Log in with a security key: the second step after the password, or a passkey alone (token from the options without a first step) */
@@ -256,27 +256,27 @@ export interface Operations {
       response: Record<string, unknown>;
     };
     response: {
-      user?: {
-        id?: string;
-        username?: string;
-        email?: string;
-        full_name?: string;
-        source?: string;
+      user: {
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
       };
-      permissions?: Array<string>;
-      edition?: "community";
-      features?: {
-        scoped_role_bindings?: boolean;
-        mfa?: boolean;
-        ldap?: boolean;
+      permissions: Array<string>;
+      edition: "community";
+      features: {
+        scoped_role_bindings: boolean;
+        mfa: boolean;
+        ldap: boolean;
       };
-      second_factor?: {
-        totp?: boolean;
-        backup_codes_left?: number;
-        webauthn?: number;
-        enrolment_required?: boolean;
+      second_factor: {
+        totp: boolean;
+        backup_codes_left: number;
+        webauthn: number;
+        enrolment_required: boolean;
       };
-      expires_at?: string;
+      expires_at: string;
     };
   };
   /** A challenge for a security key: with the token of the first step (second factor), or without one for a passkey login with no username */
@@ -287,8 +287,8 @@ export interface Operations {
       token?: string;
     };
     response: {
-      token?: string;
-      options?: Record<string, unknown>;
+      token: string;
+      options: Record<string, unknown>;
     };
   };
   /** End the current session and clear the cookies */
@@ -304,27 +304,26 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      user?: {
-        id?: string;
-        username?: string;
-        email?: string;
-        full_name?: string;
-        source?: string;
+      user: {
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
       };
-      permissions?: Array<string>;
-      edition?: "community";
-      features?: {
-        scoped_role_bindings?: boolean;
-        mfa?: boolean;
-        ldap?: boolean;
+      permissions: Array<string>;
+      edition: "community";
+      features: {
+        scoped_role_bindings: boolean;
+        mfa: boolean;
+        ldap: boolean;
       };
-      second_factor?: {
-        totp?: boolean;
-        backup_codes_left?: number;
-        webauthn?: number;
-        enrolment_required?: boolean;
+      second_factor: {
+        totp: boolean;
+        backup_codes_left: number;
+        webauthn: number;
+        enrolment_required: boolean;
       };
-      expires_at?: string;
     };
   };
   /** Your second factors and whether the MFA policy requires one of you */
@@ -333,12 +332,12 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      totp?: boolean;
-      totp_pending?: boolean;
-      backup_codes_left?: number;
-      webauthn?: number;
-      required?: boolean;
-      available?: boolean;
+      totp: boolean;
+      totp_pending: boolean;
+      backup_codes_left: number;
+      webauthn: number;
+      required: boolean;
+      available: boolean;
     };
   };
   /** New backup codes (the old ones stop working; step-up required) */
@@ -364,7 +363,7 @@ export interface Operations {
       };
     };
     response: {
-      backup_codes?: Array<string>;
+      backup_codes: Array<string>;
     };
   };
   /** Start setting up an authenticator app: a new secret and its otpauth URI (confirm with a code) */
@@ -390,8 +389,8 @@ export interface Operations {
       };
     };
     response: {
-      secret?: string;
-      otpauth_uri?: string;
+      secret: string;
+      otpauth_uri: string;
     };
   };
   /** Remove your authenticator app and backup codes (step-up with a code or backup code) */
@@ -426,7 +425,7 @@ export interface Operations {
       code: string;
     };
     response: {
-      backup_codes?: Array<string>;
+      backup_codes: Array<string>;
     };
   };
   /** Change your own password (the current one is required); other sessions end */
@@ -445,27 +444,27 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      user?: {
-        id?: string;
-        username?: string;
-        email?: string;
-        full_name?: string;
-        source?: string;
+      user: {
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
       };
-      permissions?: Array<string>;
-      edition?: "community";
-      features?: {
-        scoped_role_bindings?: boolean;
-        mfa?: boolean;
-        ldap?: boolean;
+      permissions: Array<string>;
+      edition: "community";
+      features: {
+        scoped_role_bindings: boolean;
+        mfa: boolean;
+        ldap: boolean;
       };
-      second_factor?: {
-        totp?: boolean;
-        backup_codes_left?: number;
-        webauthn?: number;
-        enrolment_required?: boolean;
+      second_factor: {
+        totp: boolean;
+        backup_codes_left: number;
+        webauthn: number;
+        enrolment_required: boolean;
       };
-      expires_at?: string;
+      expires_at: string;
     };
   };
   /** A challenge for your security key, to send as `webauthn` with a step-up */
@@ -474,8 +473,8 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      token?: string;
-      options?: Record<string, unknown>;
+      token: string;
+      options: Record<string, unknown>;
     };
   };
   /** Your security keys and passkeys */
@@ -484,11 +483,11 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      items?: Array<{
-        id?: string;
-        name?: string;
-        created_at?: string;
-        last_used_at?: string;
+      items: Array<{
+        id: string;
+        name: string;
+        created_at: string;
+        last_used_at: string | null;
       }>;
     };
   };
@@ -528,10 +527,10 @@ export interface Operations {
       response: Record<string, unknown>;
     };
     response: {
-      id?: string;
-      name?: string;
-      created_at?: string;
-      last_used_at?: string;
+      id: string;
+      name: string;
+      created_at: string;
+      last_used_at: string | null;
     };
   };
   /** Start registering a security key or passkey (step-up): options for navigator.credentials.create */
@@ -557,8 +556,8 @@ export interface Operations {
       };
     };
     response: {
-      token?: string;
-      options?: Record<string, unknown>;
+      token: string;
+      options: Record<string, unknown>;
     };
   };
   /** Search GSettings schemas (by schema id, key name or summary) for the Dconf editor */
@@ -574,16 +573,16 @@ export interface Operations {
       nodes_reporting: number;
       builtin_source: string;
       items: Array<{
-        schema_id?: string;
-        path?: string;
-        relocatable?: boolean;
-        node_count?: number;
-        builtin?: boolean;
-        key_count?: number;
-        matching_keys?: Array<{
-          name?: string;
-          type?: string;
-          summary?: string;
+        schema_id: string;
+        path: string;
+        relocatable: boolean;
+        node_count: number;
+        builtin: boolean;
+        key_count: number;
+        matching_keys: Array<{
+          name: string;
+          type: string;
+          summary: string;
         }>;
       }>;
     };
@@ -596,20 +595,20 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      schema_id?: string;
-      path?: string;
-      relocatable?: boolean;
-      node_count?: number;
-      builtin?: boolean;
-      keys?: Array<{
+      schema_id: string;
+      path: string;
+      relocatable: boolean;
+      node_count: number;
+      builtin: boolean;
+      keys: Array<{
         name: string;
         type: string;
         summary: string;
         description?: string;
         default_value: string;
         enum_values?: Array<{
-          nick?: string;
-          value?: number;
+          nick: string;
+          value: number;
         }>;
         range_min?: string;
         range_max?: string;
@@ -631,19 +630,19 @@ export interface Operations {
       nodes_reporting: number;
       builtin_source: string;
       items: Array<{
-        action_id?: string;
-        description?: string;
-        message?: string;
-        vendor?: string;
-        default_any?: string;
-        default_inactive?: string;
-        default_active?: string;
-        node_count?: number;
-        builtin?: boolean;
+        action_id: string;
+        description: string;
+        message: string;
+        vendor: string;
+        default_any: string;
+        default_inactive: string;
+        default_active: string;
+        node_count: number;
+        builtin: boolean;
       }>;
       prefixes: Array<{
-        prefix?: string;
-        action_count?: number;
+        prefix: string;
+        action_count: number;
       }>;
     };
   };
@@ -686,35 +685,35 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        node_id?: string;
-        node_name?: string;
-        policy_id?: string;
-        policy_name?: string;
-        policy_type?: string;
-        reported_version?: number | null;
-        policy_version?: number;
-        status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
-        message?: string;
-        items?: Array<{
-          schema_id?: string;
-          key?: string;
-          status?: string;
-          message?: string;
+        node_id: string;
+        node_name: string;
+        policy_id: string;
+        policy_name: string;
+        policy_type: string;
+        reported_version: number | null;
+        policy_version: number;
+        status: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
+        message: string;
+        items: Array<{
+          schema_id: string;
+          key: string;
+          status: string;
+          message: string;
         }>;
-        reported_at?: string | null;
+        reported_at: string | null;
       }>;
       total: number;
       page: number;
       per_page: number;
-      status_counts?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      status_counts: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
-      next_cursor?: string | null;
+      next_cursor: string | null;
     };
   };
   /** The settings failing on most nodes (items reported as error or non_compliant, where the policy still reaches the node), by policy and setting, most nodes first */
@@ -741,20 +740,20 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      results?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      results: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
-      score?: number | null;
-      nodes?: {
-        total?: number;
-        compliant?: number;
-        non_compliant?: number;
-        without_policies?: number;
+      score: number | null;
+      nodes: {
+        total: number;
+        compliant: number;
+        non_compliant: number;
+        without_policies: number;
       };
     };
   };
@@ -783,12 +782,12 @@ export interface Operations {
       };
       compliance?: {
         results: {
-          compliant?: number;
-          non_compliant?: number;
-          inapplicable?: number;
-          error?: number;
-          unknown?: number;
-          total?: number;
+          compliant: number;
+          non_compliant: number;
+          inapplicable: number;
+          error: number;
+          unknown: number;
+          total: number;
         };
         score: number | null;
         nodes: {
@@ -827,7 +826,11 @@ export interface Operations {
     path: Record<string, never>;
     query: Record<string, never>;
     body: undefined;
-    response: unknown;
+    response: {
+      current_kek_id: string;
+      rewrapped: number;
+      kek_ids_in_use: Array<string>;
+    };
   };
   /** One node's disk encryption: facts, policy, volumes, key history (no key material), tasks */
   "GET /api/v1/disk-encryption/nodes/{id}": {
@@ -836,7 +839,75 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: undefined;
-    response: unknown;
+    response: {
+      node: {
+        id: string;
+        name: string;
+      };
+      reported_at: string | null;
+      tpm2_available: boolean;
+      external_manager: string;
+      policy: {
+        id: string;
+        name: string;
+      } | null;
+      volumes: Array<{
+        id: string;
+        node_id: string | null;
+        node_name: string;
+        luks_uuid: string;
+        device: string;
+        mapper_name: string;
+        mount_point: string;
+        root: boolean;
+        encrypted: boolean;
+        luks_version: number;
+        cipher: string;
+        key_size_bits: number;
+        pbkdf: string;
+        key_slots: Array<{
+          slot: number;
+          kind: string;
+          managed: boolean;
+        }>;
+        protectors: Array<string>;
+        tpm2_enrolled: boolean;
+        tpm2_pcrs: Array<number>;
+        tang_enrolled: boolean;
+        escrow_state: "escrowed" | "pending" | "none" | "not_applicable";
+        active_key_id: string | null;
+        active_key_confirmed_at: string | null;
+        rotation_requested_at: string | null;
+        rotation_reason: string;
+        overdue: boolean;
+        clone: boolean;
+        compliance: "compliant" | "non_compliant" | "no_policy";
+        issues: Array<string>;
+        policy: {
+          id: string;
+          name: string;
+        } | null;
+        reported_at: string;
+        missing_since: string | null;
+        keys: Array<{
+          id: string;
+          state: string;
+          key_slot: number | null;
+          reveal_count: number;
+          last_revealed_at: string | null;
+          created_at: string;
+          confirmed_at: string | null;
+          retired_at: string | null;
+        }>;
+      }>;
+      tasks: Array<{
+        id: string;
+        kind: string;
+        volume_id: string | null;
+        reason: string;
+        created_at: string;
+      }>;
+    };
   };
   /** Fleet inventory of volumes: escrow state, protectors, compliance, overdue rotations, clones */
   "GET /api/v1/disk-encryption/volumes": {
@@ -852,7 +923,50 @@ export interface Operations {
       clone?: boolean;
     };
     body: undefined;
-    response: unknown;
+    response: {
+      items: Array<{
+        id: string;
+        node_id: string | null;
+        node_name: string;
+        luks_uuid: string;
+        device: string;
+        mapper_name: string;
+        mount_point: string;
+        root: boolean;
+        encrypted: boolean;
+        luks_version: number;
+        cipher: string;
+        key_size_bits: number;
+        pbkdf: string;
+        key_slots: Array<{
+          slot: number;
+          kind: string;
+          managed: boolean;
+        }>;
+        protectors: Array<string>;
+        tpm2_enrolled: boolean;
+        tpm2_pcrs: Array<number>;
+        tang_enrolled: boolean;
+        escrow_state: "escrowed" | "pending" | "none" | "not_applicable";
+        active_key_id: string | null;
+        active_key_confirmed_at: string | null;
+        rotation_requested_at: string | null;
+        rotation_reason: string;
+        overdue: boolean;
+        clone: boolean;
+        compliance: "compliant" | "non_compliant" | "no_policy";
+        issues: Array<string>;
+        policy: {
+          id: string;
+          name: string;
+        } | null;
+        reported_at: string;
+        missing_since: string | null;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** Reveal the active recovery key of a volume (reason and re-authentication required; audited) */
   "POST /api/v1/disk-encryption/volumes/{id}/reveal": {
@@ -879,7 +993,18 @@ export interface Operations {
         };
       };
     };
-    response: unknown;
+    response: {
+      key_id: string;
+      recovery_key: string;
+      alternate_keys: Array<{
+        key_id: string;
+        recovery_key: string;
+      }>;
+      volume_uuid: string;
+      node_name: string;
+      rotation_scheduled: boolean;
+      display_seconds: number;
+    };
   };
   /** Ask the node to replace the volume's recovery key */
   "POST /api/v1/disk-encryption/volumes/{id}/rotate": {
@@ -890,7 +1015,9 @@ export interface Operations {
     body: {
       reason?: string;
     };
-    response: unknown;
+    response: {
+      rotation_requested: true;
+    };
   };
   /** Live hints for the console (server-sent events): what changed, never the data itself */
   "GET /api/v1/events": {
@@ -908,13 +1035,13 @@ export interface Operations {
     };
     body: undefined;
     response: {
-      items?: Array<{
-        app_id?: string;
-        name?: string;
-        summary?: string;
-        icon_url?: string;
-        versions?: Array<string>;
-        repo?: string;
+      items: Array<{
+        app_id: string;
+        name: string;
+        summary: string;
+        icon_url: string;
+        versions: Array<string>;
+        repo: string;
       }>;
     };
   };
@@ -924,20 +1051,20 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      items?: Array<{
-        id?: string;
-        name?: string;
-        title?: string;
-        source?: "url" | "upload";
-        url?: string;
-        gpg_key?: string;
-        arch?: string;
-        last_attempt_at?: string | null;
-        last_success_at?: string | null;
-        last_error?: string;
-        app_count?: number;
-        created_at?: string;
-        updated_at?: string;
+      items: Array<{
+        id: string;
+        name: string;
+        title: string;
+        source: "url" | "upload";
+        url: string;
+        gpg_key: string;
+        arch: string;
+        last_attempt_at: string | null;
+        last_success_at: string | null;
+        last_error: string;
+        app_count: number;
+        created_at: string;
+        updated_at: string;
       }>;
     };
   };
@@ -955,19 +1082,19 @@ export interface Operations {
       upload?: boolean;
     };
     response: {
-      id?: string;
-      name?: string;
-      title?: string;
-      source?: "url" | "upload";
-      url?: string;
-      gpg_key?: string;
-      arch?: string;
-      last_attempt_at?: string | null;
-      last_success_at?: string | null;
-      last_error?: string;
-      app_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      name: string;
+      title: string;
+      source: "url" | "upload";
+      url: string;
+      gpg_key: string;
+      arch: string;
+      last_attempt_at: string | null;
+      last_success_at: string | null;
+      last_error: string;
+      app_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a repository and its indexed applications */
@@ -987,19 +1114,19 @@ export interface Operations {
     query: Record<string, never>;
     body: string;
     response: {
-      id?: string;
-      name?: string;
-      title?: string;
-      source?: "url" | "upload";
-      url?: string;
-      gpg_key?: string;
-      arch?: string;
-      last_attempt_at?: string | null;
-      last_success_at?: string | null;
-      last_error?: string;
-      app_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      name: string;
+      title: string;
+      source: "url" | "upload";
+      url: string;
+      gpg_key: string;
+      arch: string;
+      last_attempt_at: string | null;
+      last_success_at: string | null;
+      last_error: string;
+      app_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Refresh a URL repository now; answers with the outcome (ok, unchanged or error) and the repository */
@@ -1009,7 +1136,25 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: undefined;
-    response: unknown;
+    response: {
+      outcome: "ok" | "unchanged" | "error";
+      error?: string;
+      repo: {
+        id: string;
+        name: string;
+        title: string;
+        source: "url" | "upload";
+        url: string;
+        gpg_key: string;
+        arch: string;
+        last_attempt_at: string | null;
+        last_success_at: string | null;
+        last_error: string;
+        app_count: number;
+        created_at: string;
+        updated_at: string;
+      };
+    };
   };
   /** List node groups with member and binding counts */
   "GET /api/v1/node-groups": {
@@ -1024,14 +1169,14 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        name?: string;
-        description?: string;
-        node_count?: number;
-        bindings_count?: number;
-        enabled_bindings_count?: number;
-        created_at?: string;
-        updated_at?: string;
+        id: string;
+        name: string;
+        description: string;
+        node_count: number;
+        bindings_count: number;
+        enabled_bindings_count: number;
+        created_at: string;
+        updated_at: string;
       }>;
       total: number;
       page: number;
@@ -1047,14 +1192,14 @@ export interface Operations {
       description?: string;
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      node_count?: number;
-      bindings_count?: number;
-      enabled_bindings_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      name: string;
+      description: string;
+      node_count: number;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Read a node group */
@@ -1065,14 +1210,14 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      node_count?: number;
-      bindings_count?: number;
-      enabled_bindings_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      name: string;
+      description: string;
+      node_count: number;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Rename or re-describe a node group */
@@ -1086,14 +1231,14 @@ export interface Operations {
       description?: string;
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      node_count?: number;
-      bindings_count?: number;
-      enabled_bindings_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      name: string;
+      description: string;
+      node_count: number;
+      bindings_count: number;
+      enabled_bindings_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a node group; refused while it has bindings or members unless force=true (which removes them too) */
@@ -1119,11 +1264,11 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        node_id?: string;
-        name?: string;
-        fqdn?: string;
-        status?: string;
-        added_at?: string;
+        node_id: string;
+        name: string;
+        fqdn: string;
+        status: string;
+        added_at: string;
       }>;
       total: number;
       page: number;
@@ -1140,7 +1285,7 @@ export interface Operations {
       node_ids: Array<string>;
     };
     response: {
-      added?: Array<string>;
+      added: Array<string>;
     };
   };
   /** Remove a node from a node group (no resync) */
@@ -1186,31 +1331,31 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        name?: string;
-        status?: "online" | "degraded" | "offline" | "unknown";
-        status_reason?: string;
-        fqdn?: string;
-        ip_address?: string;
-        os_name?: string;
-        os_version?: string;
-        desktop_environments?: Array<string>;
-        agent_version?: string;
-        last_seen?: string | null;
-        cert_not_after?: string | null;
-        groups?: Array<{
-          id?: string;
-          name?: string;
+        id: string;
+        name: string;
+        status: "online" | "degraded" | "offline" | "unknown";
+        status_reason: string;
+        fqdn: string;
+        ip_address: string;
+        os_name: string;
+        os_version: string;
+        desktop_environments: Array<string>;
+        agent_version: string;
+        last_seen: string | null;
+        cert_not_after: string | null;
+        groups: Array<{
+          id: string;
+          name: string;
         }>;
-        created_at?: string;
-        connected_since?: string | null;
-        compliance_rollup?: {
-          worst?: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
-          total?: number;
-          problems?: number;
-          unknown?: number;
+        created_at: string;
+        connected_since: string | null;
+        compliance_rollup: {
+          worst: "error" | "non_compliant" | "unknown" | "compliant" | "inapplicable" | "none";
+          total: number;
+          problems: number;
+          unknown: number;
         };
-        pending_reasons?: Array<{
+        pending_reasons: Array<{
           code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
           message: string;
           policies?: Array<string>;
@@ -1238,8 +1383,8 @@ export interface Operations {
         node_name: string;
         ok: boolean;
         error?: {
-          code?: string;
-          message?: string;
+          code: string;
+          message: string;
         };
       }>;
     };
@@ -1261,8 +1406,8 @@ export interface Operations {
         node_name: string;
         ok: boolean;
         error?: {
-          code?: string;
-          message?: string;
+          code: string;
+          message: string;
         };
         joined?: string;
         left?: Array<string>;
@@ -1284,8 +1429,8 @@ export interface Operations {
         node_name: string;
         ok: boolean;
         error?: {
-          code?: string;
-          message?: string;
+          code: string;
+          message: string;
         };
         token?: string;
         command?: string;
@@ -1300,9 +1445,9 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      os?: Array<string>;
-      agent_versions?: Array<string>;
-      desktops?: Array<string>;
+      os: Array<string>;
+      agent_versions: Array<string>;
+      desktops: Array<string>;
     };
   };
   /** The nodes a node-list filter matches (ids and names, at most 1000) and how many match: "select all matching" of the bulk actions */
@@ -1320,10 +1465,10 @@ export interface Operations {
     };
     body: undefined;
     response: {
-      total?: number;
-      items?: Array<{
-        id?: string;
-        name?: string;
+      total: number;
+      items: Array<{
+        id: string;
+        name: string;
       }>;
     };
   };
@@ -1335,42 +1480,42 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      name?: string;
-      status?: "online" | "degraded" | "offline" | "unknown";
-      status_reason?: string;
-      fqdn?: string;
-      ip_address?: string;
-      os_name?: string;
-      os_version?: string;
-      desktop_environments?: Array<string>;
-      agent_version?: string;
-      last_seen?: string | null;
-      cert_not_after?: string | null;
-      groups?: Array<{
-        id?: string;
-        name?: string;
+      id: string;
+      name: string;
+      status: "online" | "degraded" | "offline" | "unknown";
+      status_reason: string;
+      fqdn: string;
+      ip_address: string;
+      os_name: string;
+      os_version: string;
+      desktop_environments: Array<string>;
+      agent_version: string;
+      last_seen: string | null;
+      cert_not_after: string | null;
+      groups: Array<{
+        id: string;
+        name: string;
       }>;
-      created_at?: string;
-      connected_since?: string | null;
-      machine_id?: string;
-      gnome_version?: string;
-      agent_healthy?: boolean;
-      agent_health_message?: string;
-      cert_serial?: string | null;
-      cert_revoked?: boolean;
-      notes?: string;
-      updated_at?: string;
-      connected?: boolean;
-      compliance?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      created_at: string;
+      connected_since: string | null;
+      machine_id: string;
+      gnome_version: string;
+      agent_healthy: boolean;
+      agent_health_message: string;
+      cert_serial: string | null;
+      cert_revoked: boolean;
+      notes: string;
+      updated_at: string;
+      connected: boolean;
+      compliance: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
-      pending_reasons?: Array<{
+      pending_reasons: Array<{
         code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
         message: string;
         policies?: Array<string>;
@@ -1389,48 +1534,41 @@ export interface Operations {
       notes: string;
     };
     response: {
-      id?: string;
-      name?: string;
-      status?: "online" | "degraded" | "offline" | "unknown";
-      status_reason?: string;
-      fqdn?: string;
-      ip_address?: string;
-      os_name?: string;
-      os_version?: string;
-      desktop_environments?: Array<string>;
-      agent_version?: string;
-      last_seen?: string | null;
-      cert_not_after?: string | null;
-      groups?: Array<{
-        id?: string;
-        name?: string;
+      id: string;
+      name: string;
+      status: "online" | "degraded" | "offline" | "unknown";
+      status_reason: string;
+      fqdn: string;
+      ip_address: string;
+      os_name: string;
+      os_version: string;
+      desktop_environments: Array<string>;
+      agent_version: string;
+      last_seen: string | null;
+      cert_not_after: string | null;
+      groups: Array<{
+        id: string;
+        name: string;
       }>;
-      created_at?: string;
-      connected_since?: string | null;
-      machine_id?: string;
-      gnome_version?: string;
-      agent_healthy?: boolean;
-      agent_health_message?: string;
-      cert_serial?: string | null;
-      cert_revoked?: boolean;
-      notes?: string;
-      updated_at?: string;
-      connected?: boolean;
-      compliance?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      created_at: string;
+      connected_since: string | null;
+      machine_id: string;
+      gnome_version: string;
+      agent_healthy: boolean;
+      agent_health_message: string;
+      cert_serial: string | null;
+      cert_revoked: boolean;
+      notes: string;
+      updated_at: string;
+      connected: boolean;
+      compliance: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
-      pending_reasons?: Array<{
-        code: "no_group" | "no_enabled_binding" | "bound_policies_not_released" | "joined_after_connect" | "no_heartbeat" | "agent_too_old" | "type_unsupported" | "not_reported_since_connect" | "older_version_reported";
-        message: string;
-        policies?: Array<string>;
-        groups?: Array<string>;
-        since?: string;
-      }>;
     };
   };
   /** Delete a node: every certificate serial it had is revoked first and its stream is closed */
@@ -1450,32 +1588,32 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      node_id?: string;
-      summary?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      node_id: string;
+      summary: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
-      results?: Array<{
-        node_id?: string;
-        node_name?: string;
-        policy_id?: string;
-        policy_name?: string;
-        policy_type?: string;
-        reported_version?: number | null;
-        policy_version?: number;
-        status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
-        message?: string;
-        items?: Array<{
-          schema_id?: string;
-          key?: string;
-          status?: string;
-          message?: string;
+      results: Array<{
+        node_id: string;
+        node_name: string;
+        policy_id: string;
+        policy_name: string;
+        policy_type: string;
+        reported_version: number | null;
+        policy_version: number;
+        status: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
+        message: string;
+        items: Array<{
+          schema_id: string;
+          key: string;
+          status: string;
+          message: string;
         }>;
-        reported_at?: string | null;
+        reported_at: string | null;
       }>;
     };
   };
@@ -1486,7 +1624,9 @@ export interface Operations {
     };
     query: Record<string, never>;
     body: undefined;
-    response: unknown;
+    response: {
+      requested: true;
+    };
   };
   /** Create a one-time token that re-enrolls this revoked node under its name (valid 5 minutes); the node keeps its record, groups and history and gets a new certificate */
   "POST /api/v1/nodes/{id}/re-enroll": {
@@ -1513,7 +1653,7 @@ export interface Operations {
       reason?: string;
     };
     response: {
-      revoked_serials?: Array<string>;
+      revoked_serials: Array<string>;
     };
   };
   /** This OpenAPI 3.1 document */
@@ -1531,7 +1671,17 @@ export interface Operations {
       per_page?: number;
     };
     body: undefined;
-    response: Record<string, unknown>;
+    response: {
+      items: Array<{
+        id: string;
+        resource: string;
+        action: string;
+        description: string;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** List policies (without content), filtered, sorted and paginated */
   "GET /api/v1/policies/all": {
@@ -1683,34 +1833,34 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        node_id?: string;
-        node_name?: string;
-        policy_id?: string;
-        policy_name?: string;
-        policy_type?: string;
-        reported_version?: number | null;
-        policy_version?: number;
-        status?: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
-        message?: string;
-        items?: Array<{
-          schema_id?: string;
-          key?: string;
-          status?: string;
-          message?: string;
+        node_id: string;
+        node_name: string;
+        policy_id: string;
+        policy_name: string;
+        policy_type: string;
+        reported_version: number | null;
+        policy_version: number;
+        status: "compliant" | "non_compliant" | "inapplicable" | "error" | "unknown";
+        message: string;
+        items: Array<{
+          schema_id: string;
+          key: string;
+          status: string;
+          message: string;
         }>;
-        reported_at?: string | null;
+        reported_at: string | null;
       }>;
       total: number;
       page: number;
       per_page: number;
-      policy_id?: string;
-      status_counts?: {
-        compliant?: number;
-        non_compliant?: number;
-        inapplicable?: number;
-        error?: number;
-        unknown?: number;
-        total?: number;
+      policy_id: string;
+      status_counts: {
+        compliant: number;
+        non_compliant: number;
+        inapplicable: number;
+        error: number;
+        unknown: number;
+        total: number;
       };
     };
   };
@@ -1782,7 +1932,7 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      restored_from?: number | null;
+      restored_from: number | null;
       policy_id: string;
       base_version: number;
       description: string;
@@ -1803,7 +1953,7 @@ export interface Operations {
       content?: string;
     };
     response: {
-      restored_from?: number | null;
+      restored_from: number | null;
       policy_id: string;
       base_version: number;
       description: string;
@@ -1865,27 +2015,27 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        node_id?: string;
-        node_name?: string;
-        node_status?: "online" | "degraded" | "offline" | "unknown";
-        last_seen?: string | null;
-        state?: "pending" | "error" | "non_compliant" | "compliant" | "inapplicable";
-        reported_version?: number | null;
-        message?: string;
-        reported_at?: string | null;
-        via?: Array<{
-          binding_id?: string;
-          node_group_id?: string;
-          node_group_name?: string;
-          priority?: number;
+        node_id: string;
+        node_name: string;
+        node_status: "online" | "degraded" | "offline" | "unknown";
+        last_seen: string | null;
+        state: "pending" | "error" | "non_compliant" | "compliant" | "inapplicable";
+        reported_version: number | null;
+        message: string;
+        reported_at: string | null;
+        via: Array<{
+          binding_id: string;
+          node_group_id: string;
+          node_group_name: string;
+          priority: number;
         }>;
       }>;
       total: number;
       page: number;
       per_page: number;
-      policy_id?: string;
-      version?: number;
-      counts?: {
+      policy_id: string;
+      version: number;
+      counts: {
         pending: number;
         error: number;
         non_compliant: number;
@@ -2005,7 +2155,7 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      policy?: {
+      policy: {
         id: string;
         name: string;
         description: string;
@@ -2024,8 +2174,8 @@ export interface Operations {
         revision_pending: boolean;
         content: string;
       };
-      revision?: {
-        restored_from?: number | null;
+      revision: {
+        restored_from: number | null;
         policy_id: string;
         base_version: number;
         description: string;
@@ -2064,11 +2214,11 @@ export interface Operations {
       skipped: number;
       errors: number;
       results: Array<{
-        doc?: number;
-        kind?: "Policy" | "PolicyBinding";
-        name?: string;
-        status?: "created" | "updated" | "skipped" | "error";
-        message?: string;
+        doc: number;
+        kind: "Policy" | "PolicyBinding";
+        name: string;
+        status: "created" | "updated" | "skipped" | "error";
+        message: string;
       }>;
     };
   };
@@ -2126,18 +2276,18 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        policy_id?: string;
-        policy_name?: string;
-        policy_type?: string;
-        policy_state?: string;
-        node_group_id?: string;
-        node_group_name?: string;
-        state?: "enabled" | "disabled";
-        priority?: number;
-        node_count?: number;
-        created_at?: string;
-        updated_at?: string;
+        id: string;
+        policy_id: string;
+        policy_name: string;
+        policy_type: string;
+        policy_state: string;
+        node_group_id: string;
+        node_group_name: string;
+        state: "enabled" | "disabled";
+        priority: number;
+        node_count: number;
+        created_at: string;
+        updated_at: string;
       }>;
       total: number;
       page: number;
@@ -2154,18 +2304,18 @@ export interface Operations {
       priority?: number;
     };
     response: {
-      id?: string;
-      policy_id?: string;
-      policy_name?: string;
-      policy_type?: string;
-      policy_state?: string;
-      node_group_id?: string;
-      node_group_name?: string;
-      state?: "enabled" | "disabled";
-      priority?: number;
-      node_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      policy_state: string;
+      node_group_id: string;
+      node_group_name: string;
+      state: "enabled" | "disabled";
+      priority: number;
+      node_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Read a binding */
@@ -2176,18 +2326,18 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      policy_id?: string;
-      policy_name?: string;
-      policy_type?: string;
-      policy_state?: string;
-      node_group_id?: string;
-      node_group_name?: string;
-      state?: "enabled" | "disabled";
-      priority?: number;
-      node_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      policy_state: string;
+      node_group_id: string;
+      node_group_name: string;
+      state: "enabled" | "disabled";
+      priority: number;
+      node_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Enable or disable a binding (enabling needs a released policy) or change its priority */
@@ -2202,18 +2352,18 @@ export interface Operations {
       lockout_reason?: string;
     };
     response: {
-      id?: string;
-      policy_id?: string;
-      policy_name?: string;
-      policy_type?: string;
-      policy_state?: string;
-      node_group_id?: string;
-      node_group_name?: string;
-      state?: "enabled" | "disabled";
-      priority?: number;
-      node_count?: number;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      policy_id: string;
+      policy_name: string;
+      policy_type: string;
+      policy_state: string;
+      node_group_id: string;
+      node_group_name: string;
+      state: "enabled" | "disabled";
+      priority: number;
+      node_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a binding */
@@ -2231,10 +2381,10 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: Array<{
-      wire_name?: string;
-      message?: string;
-      typed_content_case?: string;
-      merge?: "priority_merge" | "file_per_policy" | "union";
+      wire_name: string;
+      message: string;
+      typed_content_case: string;
+      merge: "priority_merge" | "file_per_policy" | "union";
     }>;
   };
   /** Every role binding with its role, holder and scope; bindings held by users are listed only with user:view, those held by user groups only with user_group:view */
@@ -2256,17 +2406,17 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        role_id?: string;
-        role_name?: string;
-        user_id?: string | null;
-        user_group_id?: string | null;
-        scope_type?: "global" | "node_group";
-        scope_id?: string | null;
-        scope_name?: string | null;
-        effective?: boolean;
-        created_at?: string;
-        subject?: {
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
+        subject: {
           type: "user" | "user_group";
           id: string;
           name: string;
@@ -2285,7 +2435,20 @@ export interface Operations {
       per_page?: number;
     };
     body: undefined;
-    response: Record<string, unknown>;
+    response: {
+      items: Array<{
+        id: string;
+        name: string;
+        description: string;
+        builtin: boolean;
+        permissions: Array<string>;
+        created_at: string;
+        updated_at: string;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** Create a custom role */
   "POST /api/v1/roles": {
@@ -2297,11 +2460,13 @@ export interface Operations {
       permissions?: Array<"agent_repo:view" | "audit_log:export" | "audit_log:view" | "binding:create" | "binding:delete" | "binding:edit" | "binding:view" | "compliance:view" | "disk_encryption:reveal" | "disk_encryption:view" | "node:delete" | "node:edit" | "node:revoke" | "node:view" | "node_group:create" | "node_group:delete" | "node_group:edit" | "node_group:view" | "policy:create" | "policy:delete" | "policy:edit" | "policy:edit_scripts" | "policy:release" | "policy:view" | "role:create" | "role:delete" | "role:edit" | "role:view" | "settings:edit" | "settings:view" | "user:create" | "user:delete" | "user:edit" | "user:view" | "user_group:create" | "user_group:delete" | "user_group:edit" | "user_group:view">;
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      builtin?: boolean;
-      permissions?: Array<string>;
+      id: string;
+      name: string;
+      description: string;
+      builtin: boolean;
+      permissions: Array<string>;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** One role */
@@ -2312,11 +2477,13 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      builtin?: boolean;
-      permissions?: Array<string>;
+      id: string;
+      name: string;
+      description: string;
+      builtin: boolean;
+      permissions: Array<string>;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Change a custom role's name, description or permissions (replaces the whole set; changing the permissions of a role someone holds needs step-up) */
@@ -2347,11 +2514,13 @@ export interface Operations {
       };
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      builtin?: boolean;
-      permissions?: Array<string>;
+      id: string;
+      name: string;
+      description: string;
+      builtin: boolean;
+      permissions: Array<string>;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a custom role and its bindings (step-up when someone holds it) */
@@ -2452,7 +2621,13 @@ export interface Operations {
       username: string;
       full_name?: string;
     };
-    response: unknown;
+    response: {
+      id: string;
+      username: string;
+      full_name: string;
+      source: "service";
+      enabled: boolean;
+    };
   };
   /** Who may log in when during a week: a SessionAccess policy (stored, or the content being edited) alone or with the SessionAccess policies already reaching a node group, and the times nobody named may log in */
   "GET /api/v1/session-access/timeline": {
@@ -2464,17 +2639,17 @@ export interface Operations {
     };
     body: undefined;
     response: {
-      view_zone?: string;
-      timeline?: Array<{
-        subject?: string;
-        allowed?: Array<{
-          from?: number;
-          to?: number;
+      view_zone: string;
+      timeline: Array<{
+        subject: string;
+        allowed: Array<{
+          from: number;
+          to: number;
         }>;
       }>;
-      lockouts?: Array<{
-        from?: number;
-        to?: number;
+      lockouts: Array<{
+        from: number;
+        to: number;
       }>;
     };
   };
@@ -2487,7 +2662,7 @@ export interface Operations {
       enabled: boolean;
       cooldown_seconds: number;
       message: string;
-      messages_by_type?: Record<string, string>;
+      messages_by_type: Record<string, string>;
     };
   };
   /** Replace the agent notification settings; agents pick them up at their next connect (no resync) */
@@ -2504,7 +2679,7 @@ export interface Operations {
       enabled: boolean;
       cooldown_seconds: number;
       message: string;
-      messages_by_type?: Record<string, string>;
+      messages_by_type: Record<string, string>;
     };
   };
   /** The MFA policy: who must have a second factor */
@@ -2513,9 +2688,9 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      mode?: "off" | "all" | "permissions";
-      permissions?: Array<string>;
-      include_ldap?: boolean;
+      mode: "off" | "all" | "permissions";
+      permissions: Array<string>;
+      include_ldap: boolean;
     };
   };
   /** Replace the MFA policy (step-up required) */
@@ -2543,7 +2718,11 @@ export interface Operations {
         };
       };
     };
-    response: unknown;
+    response: {
+      mode: "off" | "all" | "permissions";
+      permissions: Array<string>;
+      include_ldap: boolean;
+    };
   };
   /** The fleet's compliance and node status over time, as hourly or daily points kept by the server; each part only with its permission (compliance:view, node:view) */
   "GET /api/v1/trends": {
@@ -2588,7 +2767,19 @@ export interface Operations {
       per_page?: number;
     };
     body: undefined;
-    response: Record<string, unknown>;
+    response: {
+      items: Array<{
+        id: string;
+        name: string;
+        description: string;
+        member_count: number;
+        created_at: string;
+        updated_at: string;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** Create a user group */
   "POST /api/v1/user-groups": {
@@ -2599,10 +2790,12 @@ export interface Operations {
       description?: string;
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      member_count?: number;
+      id: string;
+      name: string;
+      description: string;
+      member_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** One user group with its role bindings */
@@ -2613,10 +2806,24 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      member_count?: number;
+      id: string;
+      name: string;
+      description: string;
+      member_count: number;
+      created_at: string;
+      updated_at: string;
+      role_bindings: Array<{
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
+      }>;
     };
   };
   /** Rename a user group or change its description */
@@ -2630,10 +2837,12 @@ export interface Operations {
       description?: string;
     };
     response: {
-      id?: string;
-      name?: string;
-      description?: string;
-      member_count?: number;
+      id: string;
+      name: string;
+      description: string;
+      member_count: number;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a user group (members lose the roles it carried; step-up when there are any) */
@@ -2672,7 +2881,21 @@ export interface Operations {
       per_page?: number;
     };
     body: undefined;
-    response: Record<string, unknown>;
+    response: {
+      items: Array<{
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
+        enabled: boolean;
+        created_at: string;
+        updated_at: string;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** Add a user to a group (they receive the group's roles; step-up when it has any) */
   "POST /api/v1/user-groups/{id}/members": {
@@ -2740,16 +2963,16 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        role_id?: string;
-        role_name?: string;
-        user_id?: string | null;
-        user_group_id?: string | null;
-        scope_type?: "global" | "node_group";
-        scope_id?: string | null;
-        scope_name?: string | null;
-        effective?: boolean;
-        created_at?: string;
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
       }>;
       total: number;
       page: number;
@@ -2784,16 +3007,16 @@ export interface Operations {
       };
     };
     response: {
-      id?: string;
-      role_id?: string;
-      role_name?: string;
-      user_id?: string | null;
-      user_group_id?: string | null;
-      scope_type?: "global" | "node_group";
-      scope_id?: string | null;
-      scope_name?: string | null;
-      effective?: boolean;
-      created_at?: string;
+      id: string;
+      role_id: string;
+      role_name: string;
+      user_id: string | null;
+      user_group_id: string | null;
+      scope_type: "global" | "node_group";
+      scope_id: string | null;
+      scope_name: string | null;
+      effective: boolean;
+      created_at: string;
     };
   };
   /** Remove a role binding from a user group */
@@ -2833,7 +3056,27 @@ export interface Operations {
       per_page?: number;
     };
     body: undefined;
-    response: Record<string, unknown>;
+    response: {
+      items: Array<{
+        id: string;
+        username: string;
+        email: string;
+        full_name: string;
+        source: string;
+        enabled: boolean;
+        created_at: string;
+        updated_at: string;
+        roles: Array<{
+          id: string;
+          name: string;
+          scope_type: string;
+          user_group: string | null;
+        }>;
+      }>;
+      total: number;
+      page: number;
+      per_page: number;
+    };
   };
   /** Create a local user, optionally with global roles */
   "POST /api/v1/users": {
@@ -2857,14 +3100,31 @@ export interface Operations {
       };
     };
     response: {
-      id?: string;
-      username?: string;
-      email?: string;
-      full_name?: string;
-      source?: string;
-      enabled?: boolean;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      username: string;
+      email: string;
+      full_name: string;
+      source: string;
+      enabled: boolean;
+      created_at: string;
+      updated_at: string;
+      groups: Array<{
+        id: string;
+        name: string;
+      }>;
+      role_bindings: Array<{
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
+      }>;
+      permissions: Array<string>;
     };
   };
   /** One user with groups, role bindings and effective permissions */
@@ -2875,14 +3135,31 @@ export interface Operations {
     query: Record<string, never>;
     body: undefined;
     response: {
-      id?: string;
-      username?: string;
-      email?: string;
-      full_name?: string;
-      source?: string;
-      enabled?: boolean;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      username: string;
+      email: string;
+      full_name: string;
+      source: string;
+      enabled: boolean;
+      created_at: string;
+      updated_at: string;
+      groups: Array<{
+        id: string;
+        name: string;
+      }>;
+      role_bindings: Array<{
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
+      }>;
+      permissions: Array<string>;
     };
   };
   /** Change e-mail, full name or the enabled flag (disabling ends the user's sessions) */
@@ -2897,14 +3174,14 @@ export interface Operations {
       enabled?: boolean;
     };
     response: {
-      id?: string;
-      username?: string;
-      email?: string;
-      full_name?: string;
-      source?: string;
-      enabled?: boolean;
-      created_at?: string;
-      updated_at?: string;
+      id: string;
+      username: string;
+      email: string;
+      full_name: string;
+      source: string;
+      enabled: boolean;
+      created_at: string;
+      updated_at: string;
     };
   };
   /** Delete a user (their sessions end at once) */
@@ -2965,16 +3242,16 @@ export interface Operations {
     body: undefined;
     response: {
       items: Array<{
-        id?: string;
-        role_id?: string;
-        role_name?: string;
-        user_id?: string | null;
-        user_group_id?: string | null;
-        scope_type?: "global" | "node_group";
-        scope_id?: string | null;
-        scope_name?: string | null;
-        effective?: boolean;
-        created_at?: string;
+        id: string;
+        role_id: string;
+        role_name: string;
+        user_id: string | null;
+        user_group_id: string | null;
+        scope_type: "global" | "node_group";
+        scope_id: string | null;
+        scope_name: string | null;
+        effective: boolean;
+        created_at: string;
       }>;
       total: number;
       page: number;
@@ -3009,16 +3286,16 @@ export interface Operations {
       };
     };
     response: {
-      id?: string;
-      role_id?: string;
-      role_name?: string;
-      user_id?: string | null;
-      user_group_id?: string | null;
-      scope_type?: "global" | "node_group";
-      scope_id?: string | null;
-      scope_name?: string | null;
-      effective?: boolean;
-      created_at?: string;
+      id: string;
+      role_id: string;
+      role_name: string;
+      user_id: string | null;
+      user_group_id: string | null;
+      scope_type: "global" | "node_group";
+      scope_id: string | null;
+      scope_name: string | null;
+      effective: boolean;
+      created_at: string;
     };
   };
   /** Remove a role binding from a user */

@@ -197,8 +197,9 @@ export class ApiClient extends EventTarget {
   }
 
   /**
-   * Calls one operation and resolves with its answer: parsed JSON, `undefined` for 204, the text of a non-JSON
-   * answer. Path parameters are filled in (escaped) from `path`; a step-up demand is answered as described at `#json`.
+   * Calls one operation and resolves with its answer: parsed JSON, `undefined` for 204, the text of a
+   * non-JSON answer. Path parameters are filled in (escaped) from `path`. A step-up demand is answered as
+   * `#json` describes.
    */
   call<K extends OperationKey>(operation: K, ...[args]: ArgsParam<K>): Promise<Answer<K>> {
     const [method, path] = resolve(operation, args as SentArgs);

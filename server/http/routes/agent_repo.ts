@@ -6,7 +6,8 @@
 import type { ServerContext } from "../../context.ts";
 import { agentRepoFor } from "../agent_repo.ts";
 import type { JsonSchema } from "../json_schema.ts";
-import type { RouteSpec } from "../route.ts";
+import { type RouteSpec } from "../route.ts";
+import { agentRepositoryRoute as route } from "./tags.ts";
 
 const FILE: JsonSchema = {
   type: "object",
@@ -64,17 +65,13 @@ const STATUS_SCHEMA: JsonSchema = {
 /** The agent repository route. */
 export function agentRepoRoutes(ctx: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/agent-repo",
+    route("GET /api/v1/agent-repo", "node:view", {
       summary: "The agent package repository served under /agent/: state, packages, files, version check",
-      tag: "agent repository",
-      access: "node:view",
       query: {},
       responses: { "200": { description: "Repository state", schema: STATUS_SCHEMA } },
       async handler(c) {
         return c.json({ ...await agentRepoFor(ctx).status(), policy_port: ctx.config.server.policyPort });
       },
-    },
+    }),
   ];
 }

@@ -12,7 +12,7 @@
  * The token's plaintext is in the create response only; audit rows of requests made with a token name the
  * token's user, like a login would.
  */
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { OPTIONAL_NAME_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
@@ -30,22 +30,20 @@ import type { IdentityServices } from "../../auth/services.ts";
 import { getUser, USERNAME_PATTERN } from "../../auth/users.ts";
 import { checkStepUp, STEP_UP_PROPERTIES, takeStepUpProof } from "../step_up.ts";
 import { HttpError } from "../errors.ts";
+import { apiTokensRoute as route } from "./tags.ts";
 
-const TOKEN_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    user_id: UUID_SCHEMA,
-    username: { type: "string" },
-    hint: { type: "string", description: "First characters of the token, to tell tokens apart" },
-    created_by: { type: "string" },
-    created_at: { type: "string", format: "date-time" },
-    expires_at: { type: "string", format: "date-time" },
-    last_used_at: { type: ["string", "null"], format: "date-time" },
-    revoked_at: { type: ["string", "null"], format: "date-time" },
-  },
-};
+const TOKEN_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  user_id: UUID_SCHEMA,
+  username: { type: "string" },
+  hint: { type: "string", description: "First characters of the token, to tell tokens apart" },
+  created_by: { type: "string" },
+  created_at: { type: "string", format: "date-time" },
+  expires_at: { type: "string", format: "date-time" },
+  last_used_at: { type: ["string", "null"], format: "date-time" },
+  revoked_at: { type: ["string", "null"], format: "date-time" },
+});
 
 /** Throws unless the caller may manage tokens of `userId` (self, or `user:edit` plus everything they reach). */
 async function assertMayManage(s: IdentityServices, c: RouteContext, userId: string): Promise<void> {
@@ -65,12 +63,8 @@ async function assertMayManage(s: IdentityServices, c: RouteContext, userId: str
 export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/api-tokens",
+    route("GET /api/v1/api-tokens", "authenticated", {
       summary: "List API tokens: your own, or everyone's with user:view (user_id narrows to one user)",
-      tag: "api-tokens",
-      access: "authenticated",
       query: { user_id: { ...UUID_SCHEMA, description: "Only this user's tokens" } },
       responses: {
         "200": { description: "Tokens, newest first", schema: { type: "array", items: TOKEN_SCHEMA } },
@@ -84,31 +78,22 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         }
         return c.json(await listApiTokens(db, wanted ?? (everyone ? undefined : me.id)));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/api-tokens",
+    }),
+    route("POST /api/v1/api-tokens", "authenticated", {
       summary:
         "Create an API token (shown once) for yourself, or for another user or service account with user:edit; " +
         "needs a signed-in session and step-up re-authentication (an API token cannot create tokens)",
-      tag: "api-tokens",
-      access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.create" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name", "expires_in_days"],
-        properties: {
-          name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
-          expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
-          user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
-          ...STEP_UP_PROPERTIES,
-        },
-      },
+      body: closedObject({
+        name: { type: "string", minLength: 1, maxLength: 100, pattern: VISIBLE_NAME_PATTERN },
+        expires_in_days: { type: "integer", minimum: 1, maximum: MAX_API_TOKEN_DAYS },
+        user_id: { ...UUID_SCHEMA, description: "Whose token (default: yours)" },
+        ...STEP_UP_PROPERTIES,
+      }, ["name", "expires_in_days"]),
       responses: {
         "201": {
           description: "The token: `token` is its only appearance; send it as Authorization: Bearer",
-          schema: { type: "object", properties: { token: { type: "string" }, api_token: TOKEN_SCHEMA } },
+          schema: objectSchema({ token: { type: "string" }, api_token: TOKEN_SCHEMA }),
         },
       },
       handler: async (c) => {
@@ -137,13 +122,9 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         c.set("auditDetails", { user: record.username, expires_at: record.expires_at.toISOString() });
         return c.json({ token, api_token: record }, 201);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/api-tokens/:id",
+    }),
+    route("DELETE /api/v1/api-tokens/:id", "authenticated", {
       summary: "Revoke an API token (yours, or another user's with user:edit)",
-      tag: "api-tokens",
-      access: "authenticated",
       audit: { resourceType: "api_token", action: "api_token.revoke" },
       responses: { "200": { description: "The revoked token", schema: TOKEN_SCHEMA } },
       handler: async (c) => {
@@ -154,24 +135,26 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         await assertMayManage(s, c, existing.user_id);
         return c.json(await revokeApiToken(db, id));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/service-accounts",
+    }),
+    route("POST /api/v1/service-accounts", "user:create", {
       summary: "Create a service account: a user without a password that acts only through API tokens",
-      tag: "api-tokens",
-      access: "user:create",
       audit: { resourceType: "user", action: "service_account.create" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["username"],
-        properties: {
-          username: { type: "string", pattern: USERNAME_PATTERN },
-          full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
+      body: closedObject({
+        username: { type: "string", pattern: USERNAME_PATTERN },
+        full_name: { type: "string", maxLength: 200, pattern: OPTIONAL_NAME_PATTERN },
+      }, ["username"]),
+      responses: {
+        "201": {
+          description: "The service account (a user with source service)",
+          schema: objectSchema({
+            id: UUID_SCHEMA,
+            username: { type: "string" },
+            full_name: { type: "string" },
+            source: { type: "string", enum: ["service"] },
+            enabled: { type: "boolean" },
+          }),
         },
       },
-      responses: { "201": { description: "The service account (a user with source service)" } },
       handler: async (c) => {
         const input = body<{ username: string; full_name?: string }>(c);
         auditResource(c, { name: input.username });
@@ -182,6 +165,6 @@ export function apiTokenRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { id: account.id, name: account.username });
         return c.json(account, 201);
       },
-    },
+    }),
   ];
 }

@@ -1,7 +1,7 @@
 /** `GET /api/v1/audit-logs` (filtered, paginated) and `GET /api/v1/audit-logs/export` (CSV or JSON). */
 import type { ServerContext } from "../../context.ts";
 import { badRequest } from "../errors.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { callerEvent, queryTime, type RouteContext, type RouteSpec } from "../route.ts";
 import {
@@ -13,6 +13,7 @@ import {
 } from "../../audit/audit_logs.ts";
 import { csvLine } from "../../audit/csv.ts";
 import { withAuditNames } from "../../audit/audit_names.ts";
+import { auditRoute as route } from "./tags.ts";
 
 const FILTER_QUERY: Record<string, JsonSchema> = {
   action: { type: "string", maxLength: 1000, description: "Action, or several separated by commas" },
@@ -39,36 +40,30 @@ const CURSOR_QUERY: JsonSchema = {
     "The next_cursor of the previous page (keyset paging; page is then ignored). Page numbers reach the newest 10,000 entries; deeper pages are read by cursor",
 };
 
-const ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: { type: "integer" },
-    created_at: { type: "string" },
-    user_id: { type: ["string", "null"] },
-    username: { type: "string" },
-    node_id: { type: ["string", "null"] },
-    action: { type: "string" },
-    resource_type: { type: "string" },
-    resource_id: { type: "string" },
-    resource_name: { type: "string" },
-    outcome: { type: "string", enum: ["success", "failure", "denied"] },
-    source_ip: { type: "string" },
-    details: {
-      type: "object",
-      description:
-        "What the action did; changes of an edit as `changes: {field: {from, to}}` (lists as {added, removed}, policy contents by setting)",
-    },
-    names: {
-      type: "object",
-      description:
-        "Current name and type of every id the entry mentions that still exists (resource, node, user, ids in details); a deleted thing's id is absent",
-      additionalProperties: {
-        type: "object",
-        properties: { type: { type: "string" }, name: { type: "string" } },
-      },
-    },
+const ROW_SCHEMA: JsonSchema = objectSchema({
+  id: { type: "integer" },
+  created_at: { type: "string" },
+  user_id: { type: ["string", "null"] },
+  username: { type: "string" },
+  node_id: { type: ["string", "null"] },
+  action: { type: "string" },
+  resource_type: { type: "string" },
+  resource_id: { type: "string" },
+  resource_name: { type: "string" },
+  outcome: { type: "string", enum: ["success", "failure", "denied"] },
+  source_ip: { type: "string" },
+  details: {
+    type: "object",
+    description:
+      "What the action did; changes of an edit as `changes: {field: {from, to}}` (lists as {added, removed}, policy contents by setting)",
   },
-};
+  names: {
+    type: "object",
+    description:
+      "Current name and type of every id the entry mentions that still exists (resource, node, user, ids in details); a deleted thing's id is absent",
+    additionalProperties: objectSchema({ type: { type: "string" }, name: { type: "string" } }),
+  },
+});
 
 const CSV_HEADER = [
   "id",
@@ -105,12 +100,8 @@ function filterOf(c: RouteContext): AuditFilter {
 /** The audit log routes. */
 export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/audit-logs",
+    route("GET /api/v1/audit-logs", "audit_log:view", {
       summary: "List audit log entries, newest first",
-      tag: "audit",
-      access: "audit_log:view",
       query: { ...FILTER_QUERY, ...PAGE_QUERY, cursor: CURSOR_QUERY },
       responses: {
         "200": {
@@ -146,13 +137,9 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
         const found = await listAuditLogs(ctx.db, filterOf(c), { ...page, cursor });
         return c.json({ ...found, items: await withAuditNames(ctx.db, found.items) });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/audit-logs/export",
+    }),
+    route("GET /api/v1/audit-logs/export", "audit_log:export", {
       summary: "Export matching audit log entries as CSV (spreadsheet-safe) or JSON",
-      tag: "audit",
-      access: "audit_log:export",
       query: { ...FILTER_QUERY, format: { type: "string", enum: ["csv", "json"] } },
       responses: {
         "200": { description: "The entries as a download", contentType: "text/csv or application/json" },
@@ -208,7 +195,7 @@ export function auditLogRoutes(ctx: ServerContext): RouteSpec[] {
           },
         });
       },
-    },
+    }),
   ];
 }
 

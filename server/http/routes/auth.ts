@@ -23,8 +23,17 @@ import { revokeSession, rotateRefreshToken, startSession } from "../../auth/sess
 import type { IdentityServices } from "../../auth/services.ts";
 import { isWellFormedToken } from "../../auth/tokens.ts";
 import { getUser, passwordHashOf, setPassword } from "../../auth/users.ts";
-import { type AuthKit, authKit, ME_SCHEMA, rateLimited, refuseCrossSite } from "./auth_kit.ts";
+import {
+  type AuthKit,
+  authKit,
+  ME_SCHEMA,
+  rateLimited,
+  refuseCrossSite,
+  SESSION_SCHEMA,
+} from "./auth_kit.ts";
 import { loginRoute, passkeyLoginRoute, passkeyOptionsRoute, secondFactorLoginRoute } from "./auth_login.ts";
+import { authRoute as route } from "./tags.ts";
+import { closedObject } from "../json_schema.ts";
 
 /** The auth routes: the login steps (password, second factor, passkey), then the session's own routes. */
 export function authRoutes(s: IdentityServices): RouteSpec[] {
@@ -44,14 +53,10 @@ export function authRoutes(s: IdentityServices): RouteSpec[] {
 /** A new access token from the refresh token (rotating it), keeping the session alive. */
 function refreshRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, security, issueCookies, me, authEvent } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/refresh",
+  return route("POST /api/v1/auth/refresh", "public", {
     summary: "Exchange the refresh cookie for a new session (the refresh token rotates)",
-    tag: "auth",
-    access: "public",
     responses: {
-      "200": { description: "New svc_session, svc_refresh and svc_csrf cookies", schema: ME_SCHEMA },
+      "200": { description: "New svc_session, svc_refresh and svc_csrf cookies", schema: SESSION_SCHEMA },
       "401": { description: "No, expired or revoked refresh token; a replayed one ends the whole session" },
     },
     async handler(c) {
@@ -87,19 +92,15 @@ function refreshRoute(kit: AuthKit): RouteSpec {
       });
       return c.json({ ...(await me(issued.userId)), expires_at: expiresAt.toISOString() });
     },
-  };
+  });
 }
 
 /** Ends the session and clears its cookies. */
 function logoutRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, authEvent } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/logout",
+  // Public so an expired session can still be ended; the CSRF check still applies.
+  return route("POST /api/v1/auth/logout", "public", {
     summary: "End the current session and clear the cookies",
-    tag: "auth",
-    // Public so an expired session can still be ended; the CSRF check still applies.
-    access: "public",
     responses: { "204": { description: "Session revoked (when there was one) and cookies cleared" } },
     async handler(c) {
       c.set("clientIp", s.clientIp(c.req.raw.headers));
@@ -118,44 +119,31 @@ function logoutRoute(kit: AuthKit): RouteSpec {
       clearSessionCookies(c);
       return c.body(null, 204);
     },
-  };
+  });
 }
 
 /** The signed-in user, permissions and second-factor state. */
 function meRoute(kit: AuthKit): RouteSpec {
   const { me } = kit;
-  return {
-    method: "GET",
-    path: "/api/v1/auth/me",
+  return route("GET /api/v1/auth/me", "authenticated", {
     summary: "The current user, their permissions and the edition's features",
-    tag: "auth",
-    access: "authenticated",
     responses: { "200": { description: "Current user", schema: ME_SCHEMA } },
     async handler(c) {
       return c.json(await me(caller(c).id));
     },
-  };
+  });
 }
 
 /** Changes one's own password (the current one proves it), ending the other sessions. */
 function changePasswordRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, security, issueCookies } = kit;
-  return {
-    method: "PUT",
-    path: "/api/v1/auth/password",
+  return route("PUT /api/v1/auth/password", "authenticated", {
     summary: "Change your own password (the current one is required); other sessions end",
-    tag: "auth",
-    access: "authenticated",
     audit: { resourceType: "user", action: "user.password_change" },
-    body: {
-      type: "object",
-      required: ["current_password", "new_password"],
-      additionalProperties: false,
-      properties: {
-        current_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-        new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-      },
-    },
+    body: closedObject({
+      current_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+      new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+    }, ["current_password", "new_password"]),
     responses: {
       "204": { description: "Changed; this client receives a fresh session, every other session ends" },
       "400": { description: "The new password breaks the rules" },
@@ -198,5 +186,5 @@ function changePasswordRoute(kit: AuthKit): RouteSpec {
       });
       return c.body(null, 204);
     },
-  };
+  });
 }

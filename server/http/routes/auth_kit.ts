@@ -5,6 +5,7 @@
  */
 import type { Context } from "hono";
 import { HttpError, unauthorized } from "../errors.ts";
+import { objectSchema } from "../json_schema.ts";
 import type { RouteContext } from "../route.ts";
 import type { AuditEvent } from "../../audit/event.ts";
 import { setSessionCookies } from "../cookies.ts";
@@ -31,45 +32,38 @@ export interface MeResponse {
   expires_at?: string;
 }
 
-export const ME_SCHEMA = {
-  type: "object",
-  properties: {
-    user: {
-      type: "object",
-      properties: {
-        id: { type: "string", format: "uuid" },
-        username: { type: "string" },
-        email: { type: "string" },
-        full_name: { type: "string" },
-        source: { type: "string" },
-      },
+/** What `/auth/me` answers. */
+export const ME_SCHEMA = objectSchema({
+  user: objectSchema({
+    id: { type: "string", format: "uuid" },
+    username: { type: "string" },
+    email: { type: "string" },
+    full_name: { type: "string" },
+    source: { type: "string" },
+  }),
+  permissions: { type: "array", items: { type: "string" } },
+  edition: { type: "string", enum: ["community"] },
+  features: objectSchema({
+    scoped_role_bindings: { type: "boolean" },
+    mfa: { type: "boolean" },
+    ldap: { type: "boolean" },
+  }),
+  second_factor: objectSchema({
+    totp: { type: "boolean" },
+    backup_codes_left: { type: "integer" },
+    webauthn: { type: "integer" },
+    enrolment_required: {
+      type: "boolean",
+      description: "The MFA policy requires a second factor and there is none: enrol before anything else",
     },
-    permissions: { type: "array", items: { type: "string" } },
-    edition: { type: "string", enum: ["community"] },
-    features: {
-      type: "object",
-      properties: {
-        scoped_role_bindings: { type: "boolean" },
-        mfa: { type: "boolean" },
-        ldap: { type: "boolean" },
-      },
-    },
-    second_factor: {
-      type: "object",
-      properties: {
-        totp: { type: "boolean" },
-        backup_codes_left: { type: "integer" },
-        webauthn: { type: "integer" },
-        enrolment_required: {
-          type: "boolean",
-          description:
-            "The MFA policy requires a second factor and there is none: enrol before anything else",
-        },
-      },
-    },
-    expires_at: { type: "string" },
-  },
-};
+  }),
+});
+
+/** What login and refresh answer: {@link ME_SCHEMA} and when the access token expires. */
+export const SESSION_SCHEMA = objectSchema({
+  ...ME_SCHEMA.properties,
+  expires_at: { type: "string", format: "date-time" },
+});
 
 /**
  * Login and refresh are exempt from the CSRF header (they set the cookie). A browser marks a request made by

@@ -4,6 +4,7 @@
  * as a login on their own. Every step is throttled in the database and audited with its outcome.
  */
 import { badRequest, HttpError } from "../errors.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { body, type RouteSpec } from "../route.ts";
 import { MAX_PASSWORD_LENGTH, verifyPassword } from "../../auth/password.ts";
 import { factorsOf, hasSecondFactor, useSecondFactor } from "../../auth/mfa.ts";
@@ -17,50 +18,38 @@ import { maskCodes } from "../step_up.ts";
 import { findUserForLogin, getUser, USERNAME_PATTERN } from "../../auth/users.ts";
 import { startAuthentication, verifyAssertion, WebAuthnError } from "../../auth/webauthn.ts";
 import { requestRpId } from "./webauthn.ts";
-import { type AuthKit, ME_SCHEMA, rateLimited, refuseCrossSite } from "./auth_kit.ts";
+import { type AuthKit, rateLimited, refuseCrossSite, SESSION_SCHEMA } from "./auth_kit.ts";
+import { authRoute as route } from "./tags.ts";
 
-const SECOND_FACTOR_SCHEMA = {
-  type: "object",
-  properties: {
-    second_factor_required: {
-      type: "object",
-      properties: {
-        token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
-        methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code", "webauthn"] } },
-        expires_at: { type: "string", format: "date-time" },
-      },
-    },
-  },
-};
+const SECOND_FACTOR_SCHEMA = objectSchema({
+  second_factor_required: objectSchema({
+    token: { type: "string", description: "Send to /api/v1/auth/login/second-factor" },
+    methods: { type: "array", items: { type: "string", enum: ["totp", "backup_code", "webauthn"] } },
+    expires_at: { type: "string", format: "date-time" },
+  }),
+});
 
 const INVALID_CREDENTIALS = "invalid username or password";
 
 /** The first login step: username and password (local or directory), then a session or a second-factor step. */
 export function loginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, ldapLogin, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login",
+  return route("POST /api/v1/auth/login", "public", {
     summary: "Log in with username and password",
-    tag: "auth",
-    access: "public",
-    body: {
-      type: "object",
-      required: ["username", "password"],
-      additionalProperties: false,
-      properties: {
-        username: { type: "string", minLength: 1, maxLength: 128 },
-        password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-      },
-    },
+    body: closedObject({
+      username: { type: "string", minLength: 1, maxLength: 128 },
+      password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+    }, ["username", "password"]),
     responses: {
       "200": {
         description:
           "Logged in (sets svc_session, svc_refresh and svc_csrf), or, for a user with a second factor, " +
           "no cookie but `second_factor_required` for the next step",
+        // One of two answers, so no field is always there: the session, or only `second_factor_required`.
         schema: {
-          ...ME_SCHEMA,
-          properties: { ...ME_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
+          type: "object",
+          required: [],
+          properties: { ...SESSION_SCHEMA.properties, ...SECOND_FACTOR_SCHEMA.properties },
         },
       },
       "401": { description: "Wrong username or password (the same answer for both)" },
@@ -135,30 +124,21 @@ export function loginRoute(kit: AuthKit): RouteSpec {
       }
       return await finishLogin(c, user, { method: "password" });
     },
-  };
+  });
 }
 
 /** The second login step: a TOTP or backup code for the pending login of the first step. */
 export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/second-factor",
+  return route("POST /api/v1/auth/login/second-factor", "public", {
     summary: "Second login step: the token from the first step and a TOTP code or a backup code",
-    tag: "auth",
-    access: "public",
-    body: {
-      type: "object",
-      required: ["token"],
-      additionalProperties: false,
-      properties: {
-        token: { type: "string", maxLength: 64 },
-        code: { type: "string", maxLength: 16, description: "6 digits from the authenticator app" },
-        backup_code: { type: "string", maxLength: 32, description: "One of the backup codes" },
-      },
-    },
+    body: closedObject({
+      token: { type: "string", maxLength: 64 },
+      code: { type: "string", maxLength: 16, description: "6 digits from the authenticator app" },
+      backup_code: { type: "string", maxLength: 32, description: "One of the backup codes" },
+    }, ["token"]),
     responses: {
-      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "400": { description: "Neither code nor backup_code" },
       "401": {
         description:
@@ -219,29 +199,23 @@ export function secondFactorLoginRoute(kit: AuthKit): RouteSpec {
       if (!(await consumePendingLogin(ctx.db, pending.id))) throw loginExpired();
       return await finishLogin(c, user, { method });
     },
-  };
+  });
 }
 
 /** A passkey challenge: for the pending login of the first step, or for a passkey login without one. */
 export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, passkeyChallenges, rp } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/webauthn/options",
+  return route("POST /api/v1/auth/login/webauthn/options", "public", {
     summary:
       "A challenge for a security key: with the token of the first step (second factor), or without one for a " +
       "passkey login with no username",
-    tag: "auth",
-    access: "public",
-    body: {
-      type: "object",
-      additionalProperties: false,
-      properties: { token: { type: "string", maxLength: 64, description: "From second_factor_required" } },
-    },
+    body: closedObject({
+      token: { type: "string", maxLength: 64, description: "From second_factor_required" },
+    }),
     responses: {
       "200": {
         description: "Options for navigator.credentials.get; `token` (passkey login) names the challenge",
-        schema: { type: "object", properties: { token: { type: "string" }, options: { type: "object" } } },
+        schema: objectSchema({ token: { type: "string" }, options: { type: "object" } }),
       },
       "401": { description: "The first step expired or was used (`login_expired`)" },
       "429": { description: "Too many passkey challenges for this address (no token); see Retry-After" },
@@ -278,34 +252,25 @@ export function passkeyOptionsRoute(kit: AuthKit): RouteSpec {
       });
       return c.json({ options: started.options });
     },
-  };
+  });
 }
 
 /** The answer to a passkey challenge: a second factor, or a passkey login on its own. */
 export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
   const { s, ctx, throttle, rp, authEvent, finishLogin } = kit;
-  return {
-    method: "POST",
-    path: "/api/v1/auth/login/webauthn",
+  return route("POST /api/v1/auth/login/webauthn", "public", {
     summary:
       "Log in with a security key: the second step after the password, or a passkey alone (token from the " +
       "options without a first step)",
-    tag: "auth",
-    access: "public",
-    body: {
-      type: "object",
-      required: ["token", "response"],
-      additionalProperties: false,
-      properties: {
-        token: { type: "string", maxLength: 64 },
-        response: {
-          type: "object",
-          description: "PublicKeyCredential.toJSON() of navigator.credentials.get",
-        },
+    body: closedObject({
+      token: { type: "string", maxLength: 64 },
+      response: {
+        type: "object",
+        description: "PublicKeyCredential.toJSON() of navigator.credentials.get",
       },
-    },
+    }, ["token", "response"]),
     responses: {
-      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: ME_SCHEMA },
+      "200": { description: "Logged in; sets svc_session, svc_refresh and svc_csrf", schema: SESSION_SCHEMA },
       "401": {
         description:
           "The key's answer was refused (`invalid_assertion`), or the challenge expired or was used",
@@ -379,7 +344,7 @@ export function passkeyLoginRoute(kit: AuthKit): RouteSpec {
       }
       return await finishLogin(c, user, { method: kind === "passkey" ? "passkey" : "webauthn" });
     },
-  };
+  });
 }
 
 /** 401 `login_expired`: the first login step must be done again. */

@@ -12,10 +12,11 @@ import {
   MIN_PRIORITY,
   updateBinding,
 } from "../../domain/bindings.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, type RouteSpec } from "../route.ts";
 import { changeById, DATE_TIME, LOCKOUT_REASON, noContent, readById } from "./common.ts";
+import { bindingsRoute as route } from "./tags.ts";
 
 const PRIORITY: JsonSchema = {
   type: "integer",
@@ -24,23 +25,20 @@ const PRIORITY: JsonSchema = {
   description: "Higher wins when several bindings deliver policies of one type",
 };
 
-const BINDING_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    policy_id: UUID_SCHEMA,
-    policy_name: { type: "string" },
-    policy_type: { type: "string" },
-    policy_state: { type: "string" },
-    node_group_id: UUID_SCHEMA,
-    node_group_name: { type: "string" },
-    state: { type: "string", enum: BINDING_STATES },
-    priority: { type: "integer" },
-    node_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const BINDING_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  policy_id: UUID_SCHEMA,
+  policy_name: { type: "string" },
+  policy_type: { type: "string" },
+  policy_state: { type: "string" },
+  node_group_id: UUID_SCHEMA,
+  node_group_name: { type: "string" },
+  state: { type: "string", enum: BINDING_STATES },
+  priority: { type: "integer" },
+  node_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 /** A binding's name in the audit log. */
 function bindingName(binding: { policy_name: string; node_group_name: string }): string {
@@ -48,15 +46,10 @@ function bindingName(binding: { policy_name: string; node_group_name: string }):
 }
 
 /** Routes of the binding area. */
-export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function bindingRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/policy-bindings",
+    route("GET /api/v1/policy-bindings", "binding:view", {
       summary: "List bindings (highest priority first by default)",
-      tag: "bindings",
-      access: "binding:view",
       query: {
         ...listQuery(BINDING_SORT_COLUMNS),
         policy_id: UUID_SCHEMA,
@@ -72,20 +65,14 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
             state: c.req.query("state") as BindingState | undefined,
           }, listRequest(c)),
         ),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policy-bindings",
+    }),
+    route("POST /api/v1/policy-bindings", "binding:create", {
       summary: "Bind a policy to a node group; a new binding always starts disabled",
-      tag: "bindings",
-      access: "binding:create",
       audit: { resourceType: "binding" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["policy_id", "node_group_id"],
-        properties: { policy_id: UUID_SCHEMA, node_group_id: UUID_SCHEMA, priority: PRIORITY },
-      },
+      body: closedObject({ policy_id: UUID_SCHEMA, node_group_id: UUID_SCHEMA, priority: PRIORITY }, [
+        "policy_id",
+        "node_group_id",
+      ]),
       responses: { "201": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: async (c) => {
         const input = body<{ policy_id: string; node_group_id: string; priority?: number }>(c);
@@ -99,32 +86,20 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id: binding.id, name: bindingName(binding) });
         return c.json(binding, 201);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("GET /api/v1/policy-bindings/:id", "binding:view", {
       summary: "Read a binding",
-      tag: "bindings",
-      access: "binding:view",
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: readById(db, getBinding),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("PUT /api/v1/policy-bindings/:id", "binding:edit", {
       summary: "Enable or disable a binding (enabling needs a released policy) or change its priority",
-      tag: "bindings",
-      access: "binding:edit",
       audit: { resourceType: "binding" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          state: { type: "string", enum: BINDING_STATES },
-          priority: PRIORITY,
-          lockout_reason: LOCKOUT_REASON,
-        },
-      },
+      body: closedObject({
+        state: { type: "string", enum: BINDING_STATES },
+        priority: PRIORITY,
+        lockout_reason: LOCKOUT_REASON,
+      }),
       responses: { "200": { description: "The binding", schema: BINDING_SCHEMA } },
       handler: changeById(
         db,
@@ -139,16 +114,12 @@ export function bindingRoutes(ctx: ServerContext): RouteSpec[] {
         },
         { auditName: bindingName, track: { read: getBinding, fields: ["state", "priority"] } },
       ),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policy-bindings/:id",
+    }),
+    route("DELETE /api/v1/policy-bindings/:id", "binding:delete", {
       summary: "Delete a binding",
-      tag: "bindings",
-      access: "binding:delete",
       audit: { resourceType: "binding" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, deleteBinding, { respond: noContent, auditName: bindingName }),
-    },
+    }),
   ];
 }

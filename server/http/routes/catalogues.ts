@@ -9,8 +9,9 @@ import {
   getGSettingsSchema,
   searchGSettingsSchemas,
 } from "../../domain/gsettings_catalogue.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { queryInt, type RouteSpec } from "../route.ts";
+import { cataloguesRoute as route } from "./tags.ts";
 
 const KEY_SCHEMA: JsonSchema = {
   type: "object",
@@ -23,7 +24,7 @@ const KEY_SCHEMA: JsonSchema = {
     default_value: { type: "string", description: "GVariant text" },
     enum_values: {
       type: "array",
-      items: { type: "object", properties: { nick: { type: "string" }, value: { type: "integer" } } },
+      items: objectSchema({ nick: { type: "string" }, value: { type: "integer" } }),
     },
     range_min: { type: "string" },
     range_max: { type: "string" },
@@ -81,7 +82,7 @@ export function catalogueSearchRoute<R extends object>(db: Db, catalogue: Catalo
             total: { type: "integer", minimum: 0 },
             nodes_reporting: { type: "integer", minimum: 0, description: "Nodes that reported a catalogue" },
             builtin_source: { type: "string", description: "Origin of the built-in catalogue" },
-            items: { type: "array", items: { type: "object", properties: catalogue.item } },
+            items: { type: "array", items: objectSchema(catalogue.item) },
             ...extra,
           },
         },
@@ -98,8 +99,7 @@ export function catalogueSearchRoute<R extends object>(db: Db, catalogue: Catalo
 }
 
 /** Routes of the catalogue area. */
-export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function catalogueRoutes({ db }: ServerContext): RouteSpec[] {
   return [
     catalogueSearchRoute(db, {
       path: "/api/v1/catalogues/gsettings",
@@ -110,36 +110,26 @@ export function catalogueRoutes(ctx: ServerContext): RouteSpec[] {
         key_count: { type: "integer", minimum: 0 },
         matching_keys: {
           type: "array",
-          items: {
-            type: "object",
-            properties: {
-              name: { type: "string" },
-              type: { type: "string" },
-              summary: { type: "string" },
-            },
-          },
+          items: objectSchema({
+            name: { type: "string" },
+            type: { type: "string" },
+            summary: { type: "string" },
+          }),
         },
       },
       search: searchGSettingsSchemas,
       builtinSource: BUILTIN_SOURCE,
     }),
-    {
-      method: "GET",
-      path: "/api/v1/catalogues/gsettings/:schema_id",
+    route("GET /api/v1/catalogues/gsettings/:schema_id", "policy:view", {
       summary: "One GSettings schema with every key (type, default, enum values, range, choices)",
-      tag: "catalogues",
-      access: "policy:view",
       responses: {
         "200": {
           description: "The schema",
-          schema: {
-            type: "object",
-            properties: { ...SCHEMA_FIELDS, keys: { type: "array", items: KEY_SCHEMA } },
-          },
+          schema: objectSchema({ ...SCHEMA_FIELDS, keys: { type: "array", items: KEY_SCHEMA } }),
         },
         "404": { description: "No such schema in the catalogue" },
       },
       handler: async (c) => c.json(await getGSettingsSchema(db, c.req.param("schema_id") ?? "")),
-    },
+    }),
   ];
 }

@@ -12,44 +12,38 @@ import {
 } from "../../domain/compliance.ts";
 import { policyRollout, ROLLOUT_STATES, rolloutCounts, type RolloutState } from "../../domain/rollout.ts";
 import { badRequest } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { queryBool, queryInt, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { readById } from "./common.ts";
+import { complianceRoute as route } from "./tags.ts";
 
 /** Counts per status. */
-export const STATUS_COUNTS_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: Object.fromEntries([...COMPLIANCE_STATUSES, "total"].map((s) => [s, { type: "integer" }])),
-};
+export const STATUS_COUNTS_SCHEMA: JsonSchema = objectSchema(
+  Object.fromEntries([...COMPLIANCE_STATUSES, "total"].map((s) => [s, { type: "integer" }])),
+);
 
-const ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    node_name: { type: "string" },
-    policy_id: UUID_SCHEMA,
-    policy_name: { type: "string" },
-    policy_type: { type: "string" },
-    reported_version: { type: ["integer", "null"] },
-    policy_version: { type: "integer" },
-    status: { type: "string", enum: COMPLIANCE_STATUSES },
-    message: { type: "string" },
-    items: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          schema_id: { type: "string" },
-          key: { type: "string" },
-          status: { type: "string" },
-          message: { type: "string" },
-        },
-      },
-    },
-    reported_at: { type: ["string", "null"], format: "date-time" },
+const ROW_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  node_name: { type: "string" },
+  policy_id: UUID_SCHEMA,
+  policy_name: { type: "string" },
+  policy_type: { type: "string" },
+  reported_version: { type: ["integer", "null"] },
+  policy_version: { type: "integer" },
+  status: { type: "string", enum: COMPLIANCE_STATUSES },
+  message: { type: "string" },
+  items: {
+    type: "array",
+    items: objectSchema({
+      schema_id: { type: "string" },
+      key: { type: "string" },
+      status: { type: "string" },
+      message: { type: "string" },
+    }),
   },
-};
+  reported_at: { type: ["string", "null"], format: "date-time" },
+});
 
 const STATUS_QUERY: JsonSchema = { type: "string", enum: COMPLIANCE_STATUSES };
 
@@ -61,36 +55,30 @@ const ROLLOUT_COUNTS_SCHEMA: JsonSchema = {
   properties: Object.fromEntries([...ROLLOUT_STATES, "total"].map((s) => [s, { type: "integer" }])),
 };
 
-const ROLLOUT_ROW_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    node_name: { type: "string" },
-    node_status: { type: "string", enum: ["online", "degraded", "offline", "unknown"] },
-    last_seen: { type: ["string", "null"], format: "date-time" },
-    state: {
-      type: "string",
-      enum: ROLLOUT_STATES,
-      description: "pending: the node has not reported on the current version yet",
-    },
-    reported_version: { type: ["integer", "null"] },
-    message: { type: "string" },
-    reported_at: { type: ["string", "null"], format: "date-time" },
-    via: {
-      type: "array",
-      description: "The enabled bindings through which the policy reaches the node",
-      items: {
-        type: "object",
-        properties: {
-          binding_id: UUID_SCHEMA,
-          node_group_id: UUID_SCHEMA,
-          node_group_name: { type: "string" },
-          priority: { type: "integer" },
-        },
-      },
-    },
+const ROLLOUT_ROW_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  node_name: { type: "string" },
+  node_status: { type: "string", enum: ["online", "degraded", "offline", "unknown"] },
+  last_seen: { type: ["string", "null"], format: "date-time" },
+  state: {
+    type: "string",
+    enum: ROLLOUT_STATES,
+    description: "pending: the node has not reported on the current version yet",
   },
-};
+  reported_version: { type: ["integer", "null"] },
+  message: { type: "string" },
+  reported_at: { type: ["string", "null"], format: "date-time" },
+  via: {
+    type: "array",
+    description: "The enabled bindings through which the policy reaches the node",
+    items: objectSchema({
+      binding_id: UUID_SCHEMA,
+      node_group_id: UUID_SCHEMA,
+      node_group_name: { type: "string" },
+      priority: { type: "integer" },
+    }),
+  },
+});
 
 /** The `setting` filter of the result list (with its schema), when given. */
 function failingSettingQuery(c: RouteContext): { schemaId: string; key: string } | undefined {
@@ -105,16 +93,11 @@ function failingSettingQuery(c: RouteContext): { schemaId: string; key: string }
 }
 
 /** Routes of the compliance area. */
-export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function complianceRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/compliance",
+    route("GET /api/v1/compliance", "compliance:view", {
       summary:
         "Latest reported results, only where the policy still reaches the node; with counts per status",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ...listQuery(COMPLIANCE_SORT_COLUMNS),
         status: STATUS_QUERY,
@@ -168,14 +151,10 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             failingSetting: failingSettingQuery(c),
           }, { ...listRequest(c), cursor: c.req.query("cursor") || undefined }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/compliance/failing-settings",
+    }),
+    route("GET /api/v1/compliance/failing-settings", "compliance:view", {
       summary: "The settings failing on most nodes (items reported as error or non_compliant, where the " +
         "policy still reaches the node), by policy and setting, most nodes first",
-      tag: "compliance",
-      access: "compliance:view",
       query: { limit: { type: "integer", minimum: 1, maximum: 100, description: "How many (default 5)" } },
       responses: {
         "200": {
@@ -209,66 +188,45 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await failingSettings(db, queryInt(c, "limit", 5))),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/compliance/summary",
+    }),
+    route("GET /api/v1/compliance/summary", "compliance:view", {
       summary: "Fleet summary: expected results per status (missing reports count as unknown), score, nodes",
-      tag: "compliance",
-      access: "compliance:view",
       responses: {
         "200": {
           description: "Summary",
-          schema: {
-            type: "object",
-            properties: {
-              results: STATUS_COUNTS_SCHEMA,
-              score: {
-                type: ["number", "null"],
-                description: "compliant / (compliant + non_compliant + error)",
-              },
-              nodes: {
-                type: "object",
-                properties: {
-                  total: { type: "integer" },
-                  compliant: { type: "integer" },
-                  non_compliant: { type: "integer" },
-                  without_policies: { type: "integer" },
-                },
-              },
+          schema: objectSchema({
+            results: STATUS_COUNTS_SCHEMA,
+            score: {
+              type: ["number", "null"],
+              description: "compliant / (compliant + non_compliant + error)",
             },
-          },
+            nodes: objectSchema({
+              total: { type: "integer" },
+              compliant: { type: "integer" },
+              non_compliant: { type: "integer" },
+              without_policies: { type: "integer" },
+            }),
+          }),
         },
       },
       handler: async (c) => c.json(await fleetSummary(db)),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/:id/compliance",
+    }),
+    route("GET /api/v1/nodes/:id/compliance", "compliance:view", {
       summary: "Every policy that reaches the node with its latest result",
-      tag: "compliance",
-      access: "compliance:view",
       responses: {
         "200": {
           description: "Per-node compliance",
-          schema: {
-            type: "object",
-            properties: {
-              node_id: UUID_SCHEMA,
-              summary: STATUS_COUNTS_SCHEMA,
-              results: { type: "array", items: ROW_SCHEMA },
-            },
-          },
+          schema: objectSchema({
+            node_id: UUID_SCHEMA,
+            summary: STATUS_COUNTS_SCHEMA,
+            results: { type: "array", items: ROW_SCHEMA },
+          }),
         },
       },
       handler: readById(db, nodeCompliance),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/compliance",
+    }),
+    route("GET /api/v1/policies/all/:id/compliance", "compliance:view", {
       summary: "Every node the policy reaches with its latest result, with counts per status",
-      tag: "compliance",
-      access: "compliance:view",
       query: { ...PAGE_QUERY, status: STATUS_QUERY },
       responses: {
         "200": {
@@ -283,14 +241,10 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             status: c.req.query("status") as ComplianceStatus | undefined,
           }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/rollout",
+    }),
+    route("GET /api/v1/policies/all/:id/rollout", "compliance:view", {
       summary:
         "Rollout of the policy: every node it reaches, through which bindings, and its state with the current version (pending until the node reports on it), problems first, with counts per state",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ...PAGE_QUERY,
         state: { type: "string", enum: ROLLOUT_STATES },
@@ -320,13 +274,9 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
             },
           }),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/rollout",
+    }),
+    route("GET /api/v1/policies/rollout", "compliance:view", {
       summary: "Rollout counts per state of up to 200 policies (one grouped query; for list pages)",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         ids: {
           type: "string",
@@ -344,6 +294,6 @@ export function complianceRoutes(ctx: ServerContext): RouteSpec[] {
         const ids = (c.req.query("ids") ?? "").split(",").filter(Boolean).map((s) => s.toLowerCase());
         return c.json(Object.fromEntries(await rolloutCounts(db, ids)));
       },
-    },
+    }),
   ];
 }

@@ -20,13 +20,110 @@ import { keyringFor, reloadKeyring } from "../../disk_encryption/kek.ts";
 import { sendNodeCommand } from "../../events/hub_notice.ts";
 import { notFoundError } from "../../core/errors.ts";
 import { HttpError } from "../errors.ts";
-import { UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, queryBool, type RouteSpec, uuidParam } from "../route.ts";
-import { TEXT_PATTERN } from "./common.ts";
+import { DATE_TIME, TEXT_PATTERN } from "./common.ts";
+import { diskEncryptionRoute as route } from "./tags.ts";
 
 /** How long the UI shows a revealed key before hiding it again. */
 export const REVEAL_DISPLAY_SECONDS = 120;
+
+const NULLABLE_TIME: JsonSchema = { ...DATE_TIME, type: ["string", "null"] };
+const NAMED_REF: JsonSchema = objectSchema({ id: UUID_SCHEMA, name: { type: "string" } });
+const STRINGS: JsonSchema = { type: "array", items: { type: "string" } };
+
+/** One volume as the inventory lists it (never key material). */
+const VOLUME_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  node_id: { type: ["string", "null"], format: "uuid" },
+  node_name: { type: "string" },
+  luks_uuid: { type: "string" },
+  device: { type: "string" },
+  mapper_name: { type: "string" },
+  mount_point: { type: "string" },
+  root: { type: "boolean" },
+  encrypted: { type: "boolean" },
+  luks_version: { type: "integer" },
+  cipher: { type: "string" },
+  key_size_bits: { type: "integer" },
+  pbkdf: { type: "string" },
+  key_slots: {
+    type: "array",
+    items: objectSchema({
+      slot: { type: "integer" },
+      kind: { type: "string" },
+      managed: { type: "boolean" },
+    }),
+  },
+  protectors: STRINGS,
+  tpm2_enrolled: { type: "boolean" },
+  tpm2_pcrs: { type: "array", items: { type: "integer" } },
+  tang_enrolled: { type: "boolean" },
+  escrow_state: { type: "string", enum: [...ESCROW_STATES] },
+  active_key_id: { type: ["string", "null"], format: "uuid" },
+  active_key_confirmed_at: NULLABLE_TIME,
+  rotation_requested_at: NULLABLE_TIME,
+  rotation_reason: { type: "string" },
+  overdue: { type: "boolean" },
+  clone: { type: "boolean" },
+  compliance: { type: "string", enum: [...VOLUME_COMPLIANCE] },
+  issues: STRINGS,
+  policy: { ...NAMED_REF, type: ["object", "null"] },
+  reported_at: DATE_TIME,
+  missing_since: NULLABLE_TIME,
+});
+
+/** One node's disk encryption: facts, effective policy, volumes with their key history, pending tasks. */
+const NODE_VIEW_SCHEMA: JsonSchema = objectSchema({
+  node: NAMED_REF,
+  reported_at: NULLABLE_TIME,
+  tpm2_available: { type: "boolean" },
+  external_manager: { type: "string" },
+  policy: { ...NAMED_REF, type: ["object", "null"] },
+  volumes: {
+    type: "array",
+    items: objectSchema({
+      ...VOLUME_SCHEMA.properties,
+      keys: {
+        type: "array",
+        items: objectSchema({
+          id: UUID_SCHEMA,
+          state: { type: "string" },
+          key_slot: { type: ["integer", "null"] },
+          reveal_count: { type: "integer" },
+          last_revealed_at: NULLABLE_TIME,
+          created_at: DATE_TIME,
+          confirmed_at: NULLABLE_TIME,
+          retired_at: NULLABLE_TIME,
+        }),
+      },
+    }),
+  },
+  tasks: {
+    type: "array",
+    items: objectSchema({
+      id: UUID_SCHEMA,
+      kind: { type: "string" },
+      volume_id: { type: ["string", "null"], format: "uuid" },
+      reason: { type: "string" },
+      created_at: DATE_TIME,
+    }),
+  },
+});
+
+const RECOVERY_KEY_SCHEMA: JsonSchema = objectSchema({
+  key_id: UUID_SCHEMA,
+  recovery_key: { type: "string" },
+  alternate_keys: {
+    type: "array",
+    items: objectSchema({ key_id: UUID_SCHEMA, recovery_key: { type: "string" } }),
+  },
+  volume_uuid: { type: "string" },
+  node_name: { type: "string" },
+  rotation_scheduled: { type: "boolean" },
+  display_seconds: { type: "integer" },
+});
 
 /** Runs `fn`; a missing or non-matching KEK becomes 503 naming the file and the fix. */
 async function withKek<T>(fn: () => Promise<T>): Promise<T> {
@@ -45,12 +142,8 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
     directory: ctx.config.ldap,
   });
   return [
-    {
-      method: "GET",
-      path: "/api/v1/disk-encryption/volumes",
+    route("GET /api/v1/disk-encryption/volumes", "disk_encryption:view", {
       summary: "Fleet inventory of volumes: escrow state, protectors, compliance, overdue rotations, clones",
-      tag: "disk-encryption",
-      access: "disk_encryption:view",
       query: {
         ...PAGE_QUERY,
         node: UUID_SCHEMA,
@@ -60,6 +153,7 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         overdue: { type: "boolean" },
         clone: { type: "boolean" },
       },
+      responses: { "200": { description: "A page of volumes", schema: pageSchema(VOLUME_SCHEMA) } },
       handler: async (c) =>
         c.json(
           await listInventory(db, {
@@ -71,30 +165,21 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
             clone: queryBool(c, "clone"),
           }, pageRequest(c)),
         ),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/disk-encryption/nodes/:id",
+    }),
+    route("GET /api/v1/disk-encryption/nodes/:id", "disk_encryption:view", {
       summary: "One node's disk encryption: facts, policy, volumes, key history (no key material), tasks",
-      tag: "disk-encryption",
-      access: "disk_encryption:view",
+      responses: { "200": { description: "The node's disk encryption", schema: NODE_VIEW_SCHEMA } },
       handler: async (c) => c.json(await nodeView(db, uuidParam(c, "id"))),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/volumes/:id/reveal",
+    }),
+    route("POST /api/v1/disk-encryption/volumes/:id/reveal", "disk_encryption:reveal", {
       summary: "Reveal the active recovery key of a volume (reason and re-authentication required; audited)",
-      tag: "disk-encryption",
-      access: "disk_encryption:reveal",
       audit: { resourceType: "luks_volume", action: "disk_encryption.reveal" },
-      body: {
-        type: "object",
-        required: ["reason"],
-        additionalProperties: false,
-        properties: {
-          reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
-          ...STEP_UP_PROPERTIES,
-        },
+      body: closedObject({
+        reason: { type: "string", minLength: 3, maxLength: 1000, pattern: TEXT_PATTERN },
+        ...STEP_UP_PROPERTIES,
+      }, ["reason"]),
+      responses: {
+        "200": { description: "The recovery key (shown, never stored)", schema: RECOVERY_KEY_SCHEMA },
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -135,18 +220,16 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           display_seconds: REVEAL_DISPLAY_SECONDS,
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/volumes/:id/rotate",
+    }),
+    route("POST /api/v1/disk-encryption/volumes/:id/rotate", "disk_encryption:reveal", {
       summary: "Ask the node to replace the volume's recovery key",
-      tag: "disk-encryption",
-      access: "disk_encryption:reveal",
       audit: { resourceType: "luks_volume", action: "disk_encryption.rotate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } },
+      body: closedObject({ reason: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN } }),
+      responses: {
+        "200": {
+          description: "The rotation is requested",
+          schema: objectSchema({ rotation_requested: { type: "boolean", enum: [true] } }),
+        },
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -166,14 +249,20 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id, name: `${out.node_name}:${out.luks_uuid}` });
         return c.json({ rotation_requested: true });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/disk-encryption/kek/rewrap",
+    }),
+    route("POST /api/v1/disk-encryption/kek/rewrap", "settings:edit", {
       summary: "Re-read the KEK file and re-wrap every data key with its first (current) key",
-      tag: "disk-encryption",
-      access: "settings:edit",
       audit: { resourceType: "disk_encryption_kek", action: "disk_encryption.kek_rewrap" },
+      responses: {
+        "200": {
+          description: "How many data keys were re-wrapped, and the KEK ids still in use",
+          schema: objectSchema({
+            current_kek_id: { type: "string" },
+            rewrapped: { type: "integer" },
+            kek_ids_in_use: STRINGS,
+          }),
+        },
+      },
       handler: async (c) => {
         reloadKeyring(ctx.config);
         const { kr, out } = await withKek(async () => {
@@ -188,6 +277,6 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
           kek_ids_in_use: out.kekIdsInUse,
         });
       },
-    },
+    }),
   ];
 }

@@ -9,16 +9,13 @@
 import type { ServerContext } from "../../context.ts";
 import { liveBroker } from "../../events/broker.ts";
 import { caller, type RouteSpec } from "../route.ts";
+import { eventsRoute as route } from "./tags.ts";
 
 /** The live-event route. */
 export function eventRoutes(ctx: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/events",
+    route("GET /api/v1/events", "authenticated", {
       summary: "Live hints for the console (server-sent events): what changed, never the data itself",
-      tag: "events",
-      access: "authenticated",
       responses: {
         "200": {
           description:
@@ -56,6 +53,6 @@ export function eventRoutes(ctx: ServerContext): RouteSpec[] {
           },
         });
       },
-    },
+    }),
   ];
 }

@@ -20,132 +20,101 @@ import {
 } from "../../flatpak/catalogue.ts";
 import { FetchRefused } from "../../flatpak/safe_fetch.ts";
 import { badRequest, HttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, type RouteSpec, uuidParam } from "../route.ts";
 import type { RawBodyRoute } from "../openapi.ts";
 import { DATE_TIME, noContent, TEXT_PATTERN } from "./common.ts";
+import { flatpakRoute as route } from "./tags.ts";
+import { readCapped } from "../body_limit.ts";
 
-const REPO_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    title: { type: "string" },
-    source: { type: "string", enum: ["url", "upload"] },
-    url: { type: "string" },
-    gpg_key: { type: "string" },
-    arch: { type: "string" },
-    last_attempt_at: { type: ["string", "null"], format: "date-time" },
-    last_success_at: { type: ["string", "null"], format: "date-time" },
-    last_error: { type: "string" },
-    app_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const REPO_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  title: { type: "string" },
+  source: { type: "string", enum: ["url", "upload"] },
+  url: { type: "string" },
+  gpg_key: { type: "string" },
+  arch: { type: "string" },
+  last_attempt_at: { type: ["string", "null"], format: "date-time" },
+  last_success_at: { type: ["string", "null"], format: "date-time" },
+  last_error: { type: "string" },
+  app_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
-const HIT_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    app_id: { type: "string" },
-    name: { type: "string" },
-    summary: { type: "string" },
-    icon_url: { type: "string" },
-    versions: { type: "array", items: { type: "string" } },
-    repo: { type: "string" },
-  },
-};
+const HIT_SCHEMA: JsonSchema = objectSchema({
+  app_id: { type: "string" },
+  name: { type: "string" },
+  summary: { type: "string" },
+  icon_url: { type: "string" },
+  versions: { type: "array", items: { type: "string" } },
+  repo: { type: "string" },
+});
 
 async function readLimited(request: Request, max: number): Promise<Uint8Array> {
   if (!request.body) throw badRequest("upload an appstream.xml or appstream.xml.gz as the request body");
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw new HttpError(
+  return await readCapped(
+    request.body,
+    max,
+    () =>
+      new HttpError(
         413,
         "payload_too_large",
         `the upload is larger than ${max} bytes (flatpak.catalog_max_bytes)`,
-      );
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return all;
+      ),
+  );
 }
 
 /** Routes of the Flatpak catalogue. */
 export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const upload: RouteSpec & RawBodyRoute = {
-    method: "POST",
-    path: "/api/v1/flatpak/repos/:id/appstream",
-    summary:
-      "Upload the AppStream catalogue (appstream.xml or .xml.gz) of an upload repository (air-gapped sites)",
-    tag: "flatpak",
-    access: "settings:edit",
-    audit: { resourceType: "flatpak_repo", action: "flatpak_repo.upload" },
-    rawBody: {
-      description: "appstream.xml, plain or gzip-compressed",
-      contentTypes: ["application/xml", "application/gzip", "application/octet-stream"],
-    },
-    responses: { "200": { description: "The repository after indexing", schema: REPO_SCHEMA } },
-    handler: async (c) => {
-      const id = uuidParam(c, "id");
-      const bytes = await readLimited(c.req.raw, ctx.config.flatpak.catalogMaxBytes);
-      const repo = await uploadAppstream(db, id, bytes, ctx.config.flatpak.catalogMaxBytes);
-      auditResource(c, { id, name: repo.name });
-      c.set("auditDetails", { apps: repo.app_count, bytes: bytes.length });
-      return c.json(repo);
-    },
-  };
-  return [
+  const upload: RouteSpec & RawBodyRoute = route(
+    "POST /api/v1/flatpak/repos/:id/appstream",
+    "settings:edit",
     {
-      method: "GET",
-      path: "/api/v1/flatpak/repos",
+      summary:
+        "Upload the AppStream catalogue (appstream.xml or .xml.gz) of an upload repository (air-gapped sites)",
+      audit: { resourceType: "flatpak_repo", action: "flatpak_repo.upload" },
+      rawBody: {
+        description: "appstream.xml, plain or gzip-compressed",
+        contentTypes: ["application/xml", "application/gzip", "application/octet-stream"],
+      },
+      responses: { "200": { description: "The repository after indexing", schema: REPO_SCHEMA } },
+      handler: async (c) => {
+        const id = uuidParam(c, "id");
+        const bytes = await readLimited(c.req.raw, ctx.config.flatpak.catalogMaxBytes);
+        const repo = await uploadAppstream(db, id, bytes, ctx.config.flatpak.catalogMaxBytes);
+        auditResource(c, { id, name: repo.name });
+        c.set("auditDetails", { apps: repo.app_count, bytes: bytes.length });
+        return c.json(repo);
+      },
+    },
+  );
+  return [
+    route("GET /api/v1/flatpak/repos", "settings:view", {
       summary: "List the Flatpak catalogue repositories with their refresh state",
-      tag: "flatpak",
-      access: "settings:view",
       responses: {
         "200": {
           description: "Repositories",
-          schema: { type: "object", properties: { items: { type: "array", items: REPO_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: REPO_SCHEMA } }),
         },
       },
       handler: async (c) => c.json({ items: await listRepos(db) }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/flatpak/repos",
+    }),
+    route("POST /api/v1/flatpak/repos", "settings:edit", {
       summary:
         "Register a repository: its URL (OSTree repository or appstream.xml(.gz) file), a .flatpakrepo file or URL, or upload=true for AppStream uploads",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name"],
-        properties: {
-          name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
-          title: { type: "string", maxLength: 256, pattern: TEXT_PATTERN },
-          url: { type: "string", maxLength: 2048, pattern: "^https?://" },
-          flatpakrepo: { type: "string", maxLength: MAX_FLATPAKREPO_BYTES, pattern: TEXT_PATTERN },
-          gpg_key: { type: "string", maxLength: 65536, pattern: "^[A-Za-z0-9+/=\\s]*$" },
-          arch: { type: "string", pattern: "^[a-z0-9_]{1,16}$" },
-          upload: { type: "boolean" },
-        },
-      },
+      body: closedObject({
+        name: { type: "string", pattern: "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$" },
+        title: { type: "string", maxLength: 256, pattern: TEXT_PATTERN },
+        url: { type: "string", maxLength: 2048, pattern: "^https?://" },
+        flatpakrepo: { type: "string", maxLength: MAX_FLATPAKREPO_BYTES, pattern: TEXT_PATTERN },
+        gpg_key: { type: "string", maxLength: 65536, pattern: "^[A-Za-z0-9+/=\\s]*$" },
+        arch: { type: "string", pattern: "^[a-z0-9_]{1,16}$" },
+        upload: { type: "boolean" },
+      }, ["name"]),
       responses: { "201": { description: "The repository", schema: REPO_SCHEMA } },
       handler: async (c) => {
         const input = body<{
@@ -194,16 +163,21 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id: repo.id, name: repo.name });
         return c.json(repo, 201);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/flatpak/repos/:id/refresh",
+    }),
+    route("POST /api/v1/flatpak/repos/:id/refresh", "settings:edit", {
       summary:
         "Refresh a URL repository now; answers with the outcome (ok, unchanged or error) and the repository",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo", action: "flatpak_repo.refresh" },
-      responses: { "200": { description: "Outcome and repository" } },
+      responses: {
+        "200": {
+          description: "Outcome and repository",
+          schema: objectSchema({
+            outcome: { type: "string", enum: ["ok", "unchanged", "error"] },
+            error: { type: "string", description: "What went wrong, when the outcome is error" },
+            repo: REPO_SCHEMA,
+          }, { optional: ["error"] }),
+        },
+      },
       handler: async (c) => {
         const id = uuidParam(c, "id");
         const result = await refreshRepo(db, id, fetchLimits(ctx));
@@ -212,14 +186,10 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         c.set("auditDetails", { outcome: result.outcome });
         return c.json({ ...result, repo });
       },
-    },
+    }),
     upload,
-    {
-      method: "DELETE",
-      path: "/api/v1/flatpak/repos/:id",
+    route("DELETE /api/v1/flatpak/repos/:id", "settings:edit", {
       summary: "Delete a repository and its indexed applications",
-      tag: "flatpak",
-      access: "settings:edit",
       audit: { resourceType: "flatpak_repo" },
       responses: { "204": { description: "Deleted" } },
       handler: async (c) => {
@@ -228,13 +198,9 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
         auditResource(c, { id, name: repo.name });
         return noContent(c);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/flatpak/apps",
+    }),
+    route("GET /api/v1/flatpak/apps", "policy:view", {
       summary: "Search the catalogue by application id, name or summary",
-      tag: "flatpak",
-      access: "policy:view",
       query: {
         q: { type: "string", maxLength: 200 },
         limit: { type: "integer", minimum: 1, maximum: 200 },
@@ -242,13 +208,13 @@ export function flatpakRoutes(ctx: ServerContext): RouteSpec[] {
       responses: {
         "200": {
           description: "Matching applications",
-          schema: { type: "object", properties: { items: { type: "array", items: HIT_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: HIT_SCHEMA } }),
         },
       },
       handler: async (c) =>
         c.json({
           items: await searchCatalog(db, c.req.query("q") ?? "", Number(c.req.query("limit") ?? 50)),
         }),
-    },
+    }),
   ];
 }

@@ -10,7 +10,9 @@
  * @module
  */
 import { HttpError } from "../errors.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import { authRoute as route, usersRoute } from "./tags.ts";
 import { notFoundError } from "../../core/errors.ts";
 import {
   confirmTotp,
@@ -27,44 +29,34 @@ import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import { base32Encode, otpauthUri } from "../../auth/totp.ts";
 import { getUser } from "../../auth/users.ts";
 
-const BACKUP_CODES_SCHEMA = {
-  type: "object",
-  properties: {
-    backup_codes: {
-      type: "array",
-      items: { type: "string" },
-      description: "Ten single-use codes, shown this once; each replaces a code from the app one time",
-    },
+const BACKUP_CODES_SCHEMA = objectSchema({
+  backup_codes: {
+    type: "array",
+    items: { type: "string" },
+    description: "Ten single-use codes, shown this once; each replaces a code from the app one time",
   },
-} as const;
+});
 
 /** The routes. */
 export function mfaRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/auth/mfa",
+    route("GET /api/v1/auth/mfa", "authenticated", {
       summary: "Your second factors and whether the MFA policy requires one of you",
-      tag: "auth",
-      access: "authenticated",
       responses: {
         "200": {
           description: "Factors",
-          schema: {
-            type: "object",
-            properties: {
-              totp: { type: "boolean" },
-              totp_pending: { type: "boolean" },
-              backup_codes_left: { type: "integer" },
-              webauthn: { type: "integer" },
-              required: { type: "boolean" },
-              available: {
-                type: "boolean",
-                description: "Always true: TOTP secrets have a key of their own (kept for older clients)",
-              },
+          schema: objectSchema({
+            totp: { type: "boolean" },
+            totp_pending: { type: "boolean" },
+            backup_codes_left: { type: "integer" },
+            webauthn: { type: "integer" },
+            required: { type: "boolean" },
+            available: {
+              type: "boolean",
+              description: "Always true: TOTP secrets have a key of their own (kept for older clients)",
             },
-          },
+          }),
         },
       },
       handler: async (c) => {
@@ -80,23 +72,16 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
           available: true,
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/totp",
+    }),
+    route("POST /api/v1/auth/mfa/totp", "authenticated", {
       summary:
         "Start setting up an authenticator app: a new secret and its otpauth URI (confirm with a code)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_start" },
       body: STEP_UP_BODY,
       responses: {
         "200": {
           description: "The secret (base32) and the otpauth URI to show as a QR code",
-          schema: {
-            type: "object",
-            properties: { secret: { type: "string" }, otpauth_uri: { type: "string" } },
-          },
+          schema: objectSchema({ secret: { type: "string" }, otpauth_uri: { type: "string" } }),
         },
         "409": { description: "An authenticator is already set up, or the server has no JWT secret" },
       },
@@ -108,20 +93,11 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ secret: base32Encode(secret), otpauth_uri: otpauthUri(secret, me.username) });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/totp/confirm",
+    }),
+    route("POST /api/v1/auth/mfa/totp/confirm", "authenticated", {
       summary: "Finish setting up the authenticator app with a code it shows; answers the backup codes once",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_enrol" },
-      body: {
-        type: "object",
-        required: ["code"],
-        additionalProperties: false,
-        properties: { code: { type: "string", maxLength: 16 } },
-      },
+      body: closedObject({ code: { type: "string", maxLength: 16 } }, ["code"]),
       responses: {
         "200": { description: "Set up; the backup codes", schema: BACKUP_CODES_SCHEMA },
         "400": { description: "The code does not match" },
@@ -136,13 +112,9 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ backup_codes: codes });
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/auth/mfa/totp",
+    }),
+    route("DELETE /api/v1/auth/mfa/totp", "authenticated", {
       summary: "Remove your authenticator app and backup codes (step-up with a code or backup code)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.totp_remove" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" } },
@@ -153,13 +125,9 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         await removeFactors(db, me.id, { webauthn: false });
         return c.body(null, 204);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/mfa/backup-codes",
+    }),
+    route("POST /api/v1/auth/mfa/backup-codes", "authenticated", {
       summary: "New backup codes (the old ones stop working; step-up required)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.backup_codes" },
       body: STEP_UP_BODY,
       responses: { "200": { description: "The new codes", schema: BACKUP_CODES_SCHEMA } },
@@ -178,15 +146,11 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json({ backup_codes: codes });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/users/:id/mfa/reset",
+    }),
+    usersRoute("POST /api/v1/users/:id/mfa/reset", "user:edit", {
       summary:
         "Remove every second factor of a user (lost phone); their sessions end. Needs user:edit, every permission " +
         "they can reach, and your own step-up",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user", action: "mfa.reset" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Reset; the user logs in with the password and enrols again" } },
@@ -214,6 +178,6 @@ export function mfaRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
+    }),
   ];
 }

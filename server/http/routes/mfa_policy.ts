@@ -5,11 +5,13 @@
  * @module
  */
 import { badRequest } from "../errors.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteSpec } from "../route.ts";
 import { isPermission } from "../../../shared/permissions.ts";
 import { getMfaPolicy, MFA_POLICY_KEY, type MfaPolicy, setMfaPolicy } from "../../auth/mfa_policy.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, STEP_UP_PROPERTIES } from "../step_up.ts";
+import { settingsRoute as route } from "./tags.ts";
 
 const POLICY_PROPERTIES = {
   mode: {
@@ -25,31 +27,18 @@ const POLICY_PROPERTIES = {
 export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/settings/mfa",
+    route("GET /api/v1/settings/mfa", "settings:view", {
       summary: "The MFA policy: who must have a second factor",
-      tag: "settings",
-      access: "settings:view",
       responses: {
-        "200": { description: "The policy", schema: { type: "object", properties: POLICY_PROPERTIES } },
+        "200": { description: "The policy", schema: objectSchema(POLICY_PROPERTIES) },
       },
       handler: async (c) => c.json(await getMfaPolicy(db)),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/settings/mfa",
+    }),
+    route("PUT /api/v1/settings/mfa", "settings:edit", {
       summary: "Replace the MFA policy (step-up required)",
-      tag: "settings",
-      access: "settings:edit",
       audit: { resourceType: "settings", action: "settings.mfa_policy" },
-      body: {
-        type: "object",
-        required: ["mode"],
-        additionalProperties: false,
-        properties: { ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES },
-      },
-      responses: { "200": { description: "The stored policy" } },
+      body: closedObject({ ...POLICY_PROPERTIES, ...STEP_UP_PROPERTIES }, ["mode"]),
+      responses: { "200": { description: "The stored policy", schema: objectSchema(POLICY_PROPERTIES) } },
       handler: async (c) => {
         const me = caller(c);
         auditResource(c, { name: MFA_POLICY_KEY });
@@ -79,6 +68,6 @@ export function mfaPolicyRoutes(s: IdentityServices): RouteSpec[] {
         c.set("auditDetails", { policy });
         return c.json(policy);
       },
-    },
+    }),
   ];
 }

@@ -12,49 +12,39 @@ import {
   removeMember,
   updateNodeGroup,
 } from "../../domain/node_groups.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, created, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, NAME_PATTERN, readById, TEXT_PATTERN } from "./common.ts";
+import { nodeGroupsRoute as route } from "./tags.ts";
 
 const NAME: JsonSchema = { type: "string", minLength: 1, maxLength: 100, pattern: NAME_PATTERN };
 const DESCRIPTION: JsonSchema = { type: "string", maxLength: 2000, pattern: TEXT_PATTERN };
 
-const GROUP_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    node_count: { type: "integer" },
-    bindings_count: { type: "integer" },
-    enabled_bindings_count: { type: "integer" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
-  },
-};
+const GROUP_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  node_count: { type: "integer" },
+  bindings_count: { type: "integer" },
+  enabled_bindings_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
-const MEMBER_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    node_id: UUID_SCHEMA,
-    name: { type: "string" },
-    fqdn: { type: "string" },
-    status: { type: "string" },
-    added_at: DATE_TIME,
-  },
-};
+const MEMBER_SCHEMA: JsonSchema = objectSchema({
+  node_id: UUID_SCHEMA,
+  name: { type: "string" },
+  fqdn: { type: "string" },
+  status: { type: "string" },
+  added_at: DATE_TIME,
+});
 
 /** Routes of the node-group area. */
-export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function nodeGroupRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/node-groups",
+    route("GET /api/v1/node-groups", "node_group:view", {
       summary: "List node groups with member and binding counts",
-      tag: "node-groups",
-      access: "node_group:view",
       query: {
         ...listQuery(NODE_GROUP_SORT_COLUMNS),
         search: { type: "string", maxLength: 200 },
@@ -64,20 +54,11 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         c.json(
           await listNodeGroups(db, { search: c.req.query("search") }, listRequest(c)),
         ),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/node-groups",
+    }),
+    route("POST /api/v1/node-groups", "node_group:create", {
       summary: "Create a node group",
-      tag: "node-groups",
-      access: "node_group:create",
       audit: { resourceType: "node_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name"],
-        properties: { name: NAME, description: DESCRIPTION },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION }, ["name"]),
       responses: { "201": { description: "The node group", schema: GROUP_SCHEMA } },
       handler: (c) => {
         const input = body<{ name: string; description?: string }>(c);
@@ -86,40 +67,24 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
           create: () => db.transaction((tx) => createNodeGroup(tx, input)),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/node-groups/:id",
+    }),
+    route("GET /api/v1/node-groups/:id", "node_group:view", {
       summary: "Read a node group",
-      tag: "node-groups",
-      access: "node_group:view",
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
       handler: readById(db, getNodeGroup),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/node-groups/:id",
+    }),
+    route("PUT /api/v1/node-groups/:id", "node_group:edit", {
       summary: "Rename or re-describe a node group",
-      tag: "node-groups",
-      access: "node_group:edit",
       audit: { resourceType: "node_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME, description: DESCRIPTION },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION }),
       responses: { "200": { description: "The node group", schema: GROUP_SCHEMA } },
       handler: changeById(db, (tx, id, c) => updateNodeGroup(tx, id, body(c)), {
         track: { read: getNodeGroup, fields: ["name", "description"] },
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/node-groups/:id",
+    }),
+    route("DELETE /api/v1/node-groups/:id", "node_group:delete", {
       summary:
         "Delete a node group; refused while it has bindings or members unless force=true (which removes them too)",
-      tag: "node-groups",
-      access: "node_group:delete",
       audit: { resourceType: "node_group" },
       query: { force: { type: "boolean" } },
       responses: { "204": { description: "Deleted" } },
@@ -137,34 +102,23 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         }
         return c.body(null, 204);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/node-groups/:id/members",
+    }),
+    route("GET /api/v1/node-groups/:id/members", "node_group:view", {
       summary: "List the nodes in a node group",
-      tag: "node-groups",
-      access: "node_group:view",
       query: { ...PAGE_QUERY },
       responses: { "200": { description: "A page of members", schema: pageSchema(MEMBER_SCHEMA) } },
       handler: async (c) => c.json(await listMembers(db, uuidParam(c, "id"), { page: pageRequest(c) })),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/node-groups/:id/members",
+    }),
+    route("POST /api/v1/node-groups/:id/members", "node_group:edit", {
       summary: "Add nodes to a node group (no resync: agents see it at their next reconnect)",
-      tag: "node-groups",
-      access: "node_group:edit",
       audit: { resourceType: "node_group", action: "node_group.add_members" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: { type: "array", minItems: 1, maxItems: 1000, items: UUID_SCHEMA } },
-      },
+      body: closedObject({ node_ids: { type: "array", minItems: 1, maxItems: 1000, items: UUID_SCHEMA } }, [
+        "node_ids",
+      ]),
       responses: {
         "200": {
           description: "Nodes that were added (already-present members are left as they are)",
-          schema: { type: "object", properties: { added: { type: "array", items: UUID_SCHEMA } } },
+          schema: objectSchema({ added: { type: "array", items: UUID_SCHEMA } }),
         },
       },
       handler: async (c) => {
@@ -178,13 +132,9 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         c.set("auditDetails", { added });
         return c.json({ added });
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/node-groups/:id/members/:nodeId",
+    }),
+    route("DELETE /api/v1/node-groups/:id/members/:nodeId", "node_group:edit", {
       summary: "Remove a node from a node group (no resync)",
-      tag: "node-groups",
-      access: "node_group:edit",
       audit: { resourceType: "node_group", action: "node_group.remove_member" },
       responses: { "204": { description: "Removed" } },
       handler: async (c) => {
@@ -198,13 +148,9 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         c.set("auditDetails", { node_id: nodeId });
         return c.body(null, 204);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/node-groups/:id/tokens",
+    }),
+    route("POST /api/v1/node-groups/:id/tokens", "node_group:create", {
       summary: "Create a one-time enrollment token for the group (plaintext returned once, valid 5 minutes)",
-      tag: "node-groups",
-      access: "node_group:create",
       audit: { resourceType: "node_group", action: "enrollment_token.create" },
       responses: {
         "201": {
@@ -227,6 +173,6 @@ export function nodeGroupRoutes(ctx: ServerContext): RouteSpec[] {
         c.header("Cache-Control", "no-store");
         return c.json(token, 201);
       },
-    },
+    }),
   ];
 }

@@ -21,14 +21,15 @@ import {
   revokeNode,
   updateNodeNotes,
 } from "../../domain/nodes.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { changeById, DATE_TIME, noContent, OPTIONAL_NAME_PATTERN, TEXT_PATTERN } from "./common.ts";
 import { STATUS_COUNTS_SCHEMA } from "./compliance.ts";
 import { pendingReasons } from "../../domain/node_pending.ts";
+import { nodesRoute as route } from "./tags.ts";
 
-const GROUP_REF: JsonSchema = { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } };
+const GROUP_REF: JsonSchema = objectSchema({ id: UUID_SCHEMA, name: { type: "string" } });
 const NULLABLE_DATE: JsonSchema = { type: ["string", "null"], format: "date-time" };
 
 /** Why an online node is Pending or receives no policy (server/domain/node_pending.ts). */
@@ -84,23 +85,25 @@ const NODE_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
   },
 };
 
-const NODE_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    ...NODE_SUMMARY_PROPERTIES,
-    machine_id: { type: "string" },
-    gnome_version: { type: "string" },
-    agent_healthy: { type: "boolean" },
-    agent_health_message: { type: "string" },
-    cert_serial: { type: ["string", "null"] },
-    cert_revoked: { type: "boolean" },
-    notes: { type: "string" },
-    updated_at: DATE_TIME,
-    connected: { type: "boolean" },
-    compliance: STATUS_COUNTS_SCHEMA,
-    pending_reasons: PENDING_REASONS,
-  },
-};
+const NODE_SCHEMA: JsonSchema = objectSchema({
+  ...NODE_SUMMARY_PROPERTIES,
+  machine_id: { type: "string" },
+  gnome_version: { type: "string" },
+  agent_healthy: { type: "boolean" },
+  agent_health_message: { type: "string" },
+  cert_serial: { type: ["string", "null"] },
+  cert_revoked: { type: "boolean" },
+  notes: { type: "string" },
+  updated_at: DATE_TIME,
+  connected: { type: "boolean" },
+  compliance: STATUS_COUNTS_SCHEMA,
+});
+
+/** The node as its own page reads it: with why it is Pending (an edit answers the node without them). */
+const NODE_DETAIL_SCHEMA: JsonSchema = objectSchema({
+  ...NODE_SCHEMA.properties,
+  pending_reasons: PENDING_REASONS,
+});
 
 /** Query parameters of the node list's filters (the list, and "select all matching" of bulk actions). */
 export const NODE_FILTER_QUERY: Record<string, JsonSchema> = {
@@ -150,34 +153,23 @@ export function nodeFilterFrom(c: RouteContext): NodeFilter {
 export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/nodes",
+    route("GET /api/v1/nodes", "node:view", {
       summary:
         "List nodes, filtered (status, group id or `none`, OS, agent version, desktop, compliance, certificate expiry, search), sorted, paginated",
-      tag: "nodes",
-      access: "node:view",
       query: { ...listQuery(NODE_SORT_COLUMNS), ...NODE_FILTER_QUERY },
       responses: {
         "200": {
           description: "A page of nodes",
-          schema: pageSchema({
-            type: "object",
-            properties: {
-              ...NODE_SUMMARY_PROPERTIES,
-              compliance_rollup: {
-                type: "object",
-                description: "Worst compliance status over the policies that reach the node, with counts",
-                properties: {
-                  worst: { type: "string", enum: COMPLIANCE_ROLLUPS },
-                  total: { type: "integer" },
-                  problems: { type: "integer" },
-                  unknown: { type: "integer" },
-                },
-              },
-              pending_reasons: PENDING_REASONS,
-            },
-          }),
+          schema: pageSchema(objectSchema({
+            ...NODE_SUMMARY_PROPERTIES,
+            compliance_rollup: objectSchema({
+              worst: { type: "string", enum: COMPLIANCE_ROLLUPS },
+              total: { type: "integer" },
+              problems: { type: "integer" },
+              unknown: { type: "integer" },
+            }, { description: "Worst compliance status over the policies that reach the node, with counts" }),
+            pending_reasons: PENDING_REASONS,
+          })),
         },
       },
       handler: async (c) => {
@@ -189,65 +181,41 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
           items: page.items.map((n) => ({ ...n, pending_reasons: reasons.get(n.id) ?? [] })),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/filter-options",
+    }),
+    route("GET /api/v1/nodes/filter-options", "node:view", {
       summary: "Distinct operating systems, agent versions and desktops, for the node list's filters",
-      tag: "nodes",
-      access: "node:view",
       responses: {
         "200": {
           description: "Filter values",
-          schema: {
-            type: "object",
-            properties: {
-              os: { type: "array", items: { type: "string" } },
-              agent_versions: { type: "array", items: { type: "string" } },
-              desktops: { type: "array", items: { type: "string" } },
-            },
-          },
+          schema: objectSchema({
+            os: { type: "array", items: { type: "string" } },
+            agent_versions: { type: "array", items: { type: "string" } },
+            desktops: { type: "array", items: { type: "string" } },
+          }),
         },
       },
       handler: async (c) => c.json(await nodeFilterOptions(db)),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("GET /api/v1/nodes/:id", "node:view", {
       summary: "Read a node: groups, certificate, last heartbeat facts, connection and compliance summary",
-      tag: "nodes",
-      access: "node:view",
-      responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
+      responses: { "200": { description: "The node", schema: NODE_DETAIL_SCHEMA } },
       handler: async (c) => {
         const node = await getNode(db, uuidParam(c, "id"));
         const reasons = await pendingReasons(db, [node.id]);
         return c.json({ ...node, pending_reasons: reasons.get(node.id) ?? [] });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("PUT /api/v1/nodes/:id", "node:edit", {
       summary: "Edit a node's notes (its name is its certificate identity and cannot change)",
-      tag: "nodes",
-      access: "node:edit",
       audit: { resourceType: "node" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["notes"],
-        properties: { notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } },
-      },
+      body: closedObject({ notes: { type: "string", maxLength: 4000, pattern: TEXT_PATTERN } }, ["notes"]),
       responses: { "200": { description: "The node", schema: NODE_SCHEMA } },
       handler: changeById(db, (tx, id, c) => updateNodeNotes(tx, id, body<{ notes: string }>(c).notes), {
         track: { read: getNode, fields: ["notes"] },
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/nodes/:id",
+    }),
+    route("DELETE /api/v1/nodes/:id", "node:delete", {
       summary: "Delete a node: every certificate serial it had is revoked first and its stream is closed",
-      tag: "nodes",
-      access: "node:delete",
       audit: { resourceType: "node" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, async (tx, id, c) => {
@@ -258,27 +226,16 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return node;
       }, { respond: noContent }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/revoke",
+    }),
+    route("POST /api/v1/nodes/:id/revoke", "node:revoke", {
       summary:
         "Revoke every certificate of the node (refused on both ports from now on) and close its stream",
-      tag: "nodes",
-      access: "node:revoke",
       audit: { resourceType: "node", action: "node.revoke" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { reason: { type: "string", maxLength: 500, pattern: TEXT_PATTERN } },
-      },
+      body: closedObject({ reason: { type: "string", maxLength: 500, pattern: TEXT_PATTERN } }),
       responses: {
         "200": {
           description: "Serials revoked by this call",
-          schema: {
-            type: "object",
-            properties: { revoked_serials: { type: "array", items: { type: "string" } } },
-          },
+          schema: objectSchema({ revoked_serials: { type: "array", items: { type: "string" } } }),
         },
       },
       handler: async (c) => {
@@ -300,16 +257,12 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return c.json({ revoked_serials: serials });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/re-enroll",
+    }),
+    // Whoever may create enrollment tokens may create this one.
+    route("POST /api/v1/nodes/:id/re-enroll", "node_group:create", {
       summary:
         "Create a one-time token that re-enrolls this revoked node under its name (valid 5 minutes); " +
         "the node keeps its record, groups and history and gets a new certificate",
-      tag: "nodes",
-      // Whoever may create enrollment tokens may create this one.
-      access: "node_group:create",
       audit: { resourceType: "node", action: "enrollment_token.create" },
       responses: {
         "201": {
@@ -340,16 +293,17 @@ export function nodeRoutes(ctx: ServerContext): RouteSpec[] {
         const command = `SVC_ENROLLMENT_TOKEN='${created.token}' svc-agent`;
         return c.json({ ...created, command }, 201);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/:id/metadata-request",
+    }),
+    route("POST /api/v1/nodes/:id/metadata-request", "node:edit", {
       summary: "Ask the connected agent for a fresh heartbeat (409 when the agent is not connected)",
-      tag: "nodes",
-      access: "node:edit",
       audit: { resourceType: "node", action: "node.metadata_request" },
-      responses: { "202": { description: "Request sent to the agent's stream" } },
+      responses: {
+        "202": {
+          description: "Request sent to the agent's stream",
+          schema: objectSchema({ requested: { type: "boolean", enum: [true] } }),
+        },
+      },
       handler: changeById(db, requestNodeMetadata, { respond: (c) => c.json({ requested: true }, 202) }),
-    },
+    }),
   ];
 }

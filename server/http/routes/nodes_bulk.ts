@@ -17,10 +17,11 @@ import {
 } from "../../domain/nodes_bulk.ts";
 import { getNodeGroup } from "../../domain/node_groups.ts";
 import { toHttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec } from "../route.ts";
 import { DATE_TIME } from "./common.ts";
 import { NODE_FILTER_QUERY, nodeFilterFrom } from "./nodes.ts";
+import { nodesRoute as route } from "./tags.ts";
 
 const NODE_IDS: JsonSchema = {
   type: "array",
@@ -57,7 +58,7 @@ function resultsSchema(extra: Record<string, JsonSchema> = {}): JsonSchema {
             node_id: UUID_SCHEMA,
             node_name: { type: "string", description: "The node's name (its id when it no longer exists)" },
             ok: { type: "boolean" },
-            error: { type: "object", properties: { code: { type: "string" }, message: { type: "string" } } },
+            error: objectSchema({ code: { type: "string" }, message: { type: "string" } }),
             ...extra,
           },
         },
@@ -122,49 +123,33 @@ async function eachNode(
 export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/nodes/matching",
+    route("GET /api/v1/nodes/matching", "node:view", {
       summary:
         `The nodes a node-list filter matches (ids and names, at most ${MAX_BULK_NODES}) and how many match: "select all matching" of the bulk actions`,
-      tag: "nodes",
-      access: "node:view",
       query: NODE_FILTER_QUERY,
       responses: {
         "200": {
           description: "The matching nodes by name, and the full count",
-          schema: {
-            type: "object",
-            properties: {
-              total: { type: "integer" },
-              items: {
-                type: "array",
-                items: { type: "object", properties: { id: UUID_SCHEMA, name: { type: "string" } } },
-              },
+          schema: objectSchema({
+            total: { type: "integer" },
+            items: {
+              type: "array",
+              items: objectSchema({ id: UUID_SCHEMA, name: { type: "string" } }),
             },
-          },
+          }),
         },
       },
       handler: async (c) => c.json(await matchingNodes(db, nodeFilterFrom(c))),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/move",
+    }),
+    route("POST /api/v1/nodes/bulk/move", "node_group:edit", {
       summary:
         "Move nodes into a node group: each joins it and leaves its other groups (keep_other_groups keeps them). No resync: agents read their groups when their stream next opens",
-      tag: "nodes",
-      access: "node_group:edit",
       audit: { resourceType: "node", action: "node.bulk_move" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids", "node_group_id"],
-        properties: {
-          node_ids: NODE_IDS,
-          node_group_id: UUID_SCHEMA,
-          keep_other_groups: { type: "boolean", default: false },
-        },
-      },
+      body: closedObject({
+        node_ids: NODE_IDS,
+        node_group_id: UUID_SCHEMA,
+        keep_other_groups: { type: "boolean", default: false },
+      }, ["node_ids", "node_group_id"]),
       responses: {
         "200": {
           description: "Per-node outcome",
@@ -193,21 +178,12 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           },
         );
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/re-enroll",
+    }),
+    route("POST /api/v1/nodes/bulk/re-enroll", "node_group:create", {
       summary:
         "Re-enroll nodes: a still-valid certificate is revoked first (needs node:revoke; its stream closes), then each node gets a single-use re-enrollment token (valid 5 minutes) and the command to run on it",
-      tag: "nodes",
-      access: "node_group:create",
       audit: { resourceType: "node", action: "node.bulk_re_enroll" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: NODE_IDS },
-      },
+      body: closedObject({ node_ids: NODE_IDS }, ["node_ids"]),
       responses: {
         "200": {
           description: "Per-node outcome; tokens are shown only in this answer",
@@ -246,20 +222,11 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           },
         );
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/nodes/bulk/delete",
+    }),
+    route("POST /api/v1/nodes/bulk/delete", "node:delete", {
       summary: "Delete nodes: every certificate of each is revoked first and its stream is closed",
-      tag: "nodes",
-      access: "node:delete",
       audit: { resourceType: "node", action: "node.bulk_delete" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["node_ids"],
-        properties: { node_ids: NODE_IDS },
-      },
+      body: closedObject({ node_ids: NODE_IDS }, ["node_ids"]),
       responses: { "200": { description: "Per-node outcome", schema: resultsSchema() } },
       handler: async (c) =>
         await eachNode(
@@ -268,6 +235,6 @@ export function nodeBulkRoutes(ctx: ServerContext): RouteSpec[] {
           { nodeIds: body<{ node_ids: string[] }>(c).node_ids, action: "delete" },
           async (tx, id) => ({ name: (await deleteNode(tx, id)).name, details: {} }),
         ),
-    },
+    }),
   ];
 }

@@ -38,7 +38,7 @@ import { getPolicyType, listPolicyTypes, MAX_CONTENT_BYTES } from "../../../shar
 import { dryRunScripts } from "../../domain/scripts_policy.ts";
 import { caContentSigner } from "../../pki/content_signer.ts";
 import { forbidden, HttpError } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { listQuery, listRequest, pageSchema } from "../pagination.ts";
 import {
   auditResource,
@@ -64,6 +64,8 @@ import {
   TEXT_PATTERN,
 } from "./common.ts";
 import type { RawBodyRoute } from "../openapi.ts";
+import { policiesRoute as route } from "./tags.ts";
+import { readCapped } from "../body_limit.ts";
 
 const TYPE_SCHEMA: JsonSchema = {
   type: "string",
@@ -101,35 +103,26 @@ const POLICY_SUMMARY_PROPERTIES: Record<string, JsonSchema> = {
 };
 
 /** A policy record in responses. */
-export const POLICY_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: { ...POLICY_SUMMARY_PROPERTIES, content: { type: "string" } },
-  required: [...Object.keys(POLICY_SUMMARY_PROPERTIES), "content"],
-};
-const POLICY_SUMMARY_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: POLICY_SUMMARY_PROPERTIES,
-  required: Object.keys(POLICY_SUMMARY_PROPERTIES),
-};
+export const POLICY_SCHEMA: JsonSchema = objectSchema({
+  ...POLICY_SUMMARY_PROPERTIES,
+  content: { type: "string" },
+});
+const POLICY_SUMMARY_SCHEMA: JsonSchema = objectSchema(POLICY_SUMMARY_PROPERTIES);
 
 /** The pending revision of a released policy in responses. */
-export const REVISION_SCHEMA: JsonSchema = {
-  type: "object",
-  required: ["policy_id", "base_version", "description", "content", "created_by", "created_at", "updated_at"],
-  properties: {
-    restored_from: {
-      type: ["integer", "null"],
-      description: "The released version whose content this revision restores (until its content is edited)",
-    },
-    policy_id: UUID_SCHEMA,
-    base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
-    description: { type: "string" },
-    content: { type: "string", description: "protojson of the type's content message (canonical form)" },
-    created_by: { type: "string" },
-    created_at: DATE_TIME,
-    updated_at: DATE_TIME,
+export const REVISION_SCHEMA: JsonSchema = objectSchema({
+  restored_from: {
+    type: ["integer", "null"],
+    description: "The released version whose content this revision restores (until its content is edited)",
   },
-};
+  policy_id: UUID_SCHEMA,
+  base_version: { type: "integer", minimum: 1, description: "Released version the revision started from" },
+  description: { type: "string" },
+  content: { type: "string", description: "protojson of the type's content message (canonical form)" },
+  created_by: { type: "string" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 const IMPORT_REPORT_SCHEMA: JsonSchema = {
   type: "object",
@@ -143,16 +136,13 @@ const IMPORT_REPORT_SCHEMA: JsonSchema = {
     errors: { type: "integer" },
     results: {
       type: "array",
-      items: {
-        type: "object",
-        properties: {
-          doc: { type: "integer", description: "0-based index of the document in the bundle" },
-          kind: { type: "string", enum: ["Policy", "PolicyBinding"] },
-          name: { type: "string" },
-          status: { type: "string", enum: ["created", "updated", "skipped", "error"] },
-          message: { type: "string" },
-        },
-      },
+      items: objectSchema({
+        doc: { type: "integer", description: "0-based index of the document in the bundle" },
+        kind: { type: "string", enum: ["Policy", "PolicyBinding"] },
+        name: { type: "string" },
+        status: { type: "string", enum: ["created", "updated", "skipped", "error"] },
+        message: { type: "string" },
+      }),
     },
   },
 };
@@ -168,16 +158,27 @@ function assertMayAuthor(c: RouteContext, type: string): void {
   }
 }
 
+/**
+ * The checks of edited content that run before the unit of work opens: the type's scripts are dry-run, and
+ * large content is validated in a worker (its result goes to the handler; small content is validated inline
+ * by the domain, as before).
+ */
+async function checkEditedContent(
+  type: string,
+  content: string | undefined,
+): Promise<CheckedContent | undefined> {
+  if (content === undefined) return undefined;
+  await dryRunScripts(type, content);
+  if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
+  return await checkContentOffLoop(type, content);
+}
+
 /** Routes of the policy area. */
 export function policyRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
-  const importRoute: RouteSpec & RawBodyRoute = {
-    method: "POST",
-    path: "/api/v1/policies/import",
+  const importRoute: RouteSpec & RawBodyRoute = route("POST /api/v1/policies/import", "policy:create", {
     summary:
       "Import a YAML or JSON bundle of policies (and bindings). All or nothing; dry_run=true validates and rolls back. Bindings in the bundle also need binding:create.",
-    tag: "policies",
-    access: "policy:create",
     audit: { resourceType: "policy", action: "policy.import" },
     query: {
       dry_run: { type: "boolean", description: "Validate and report without writing" },
@@ -242,15 +243,11 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
       }
       return c.json(report);
     },
-  };
+  });
 
   return [
-    {
-      method: "GET",
-      path: "/api/v1/policies/all",
+    route("GET /api/v1/policies/all", "policy:view", {
       summary: "List policies (without content), filtered, sorted and paginated",
-      tag: "policies",
-      access: "policy:view",
       query: {
         ...listQuery(POLICY_SORT_COLUMNS),
         state: { type: "string", enum: POLICY_STATES },
@@ -268,20 +265,15 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             deprecated: queryBool(c, "deprecated"),
           }, listRequest(c)),
         ),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all",
+    }),
+    route("POST /api/v1/policies/all", "policy:create", {
       summary: "Create a policy (draft, version 1); its content is validated for the type",
-      tag: "policies",
-      access: "policy:create",
       audit: { resourceType: "policy" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["name", "type", "content"],
-        properties: { name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT },
-      },
+      body: closedObject({ name: NAME, description: DESCRIPTION, type: TYPE_SCHEMA, content: CONTENT }, [
+        "name",
+        "type",
+        "content",
+      ]),
       responses: { "201": { description: "The created policy", schema: POLICY_SCHEMA } },
       // Content is checked before the unit of work opens; large content in a worker (server/domain/content_offloop.ts).
       prepare: async (c) => {
@@ -301,39 +293,27 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             db.transaction((tx) => createPolicy(tx, { ...input, createdBy: caller(c).username, checked })),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("GET /api/v1/policies/all/:id", "policy:view", {
       summary: "Read a policy with its content",
-      tag: "policies",
-      access: "policy:view",
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
       handler: readById(db, getPolicy),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("PUT /api/v1/policies/all/:id", "policy:edit", {
       summary:
         "Edit a draft policy (bumps its version); give `version` to refuse the edit if someone else changed it",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          name: NAME,
-          description: DESCRIPTION,
-          type: TYPE_SCHEMA,
-          content: CONTENT,
-          version: {
-            type: "integer",
-            minimum: 1,
-            description: "Expected current version (lost-update guard)",
-          },
+      body: closedObject({
+        name: NAME,
+        description: DESCRIPTION,
+        type: TYPE_SCHEMA,
+        content: CONTENT,
+        version: {
+          type: "integer",
+          minimum: 1,
+          description: "Expected current version (lost-update guard)",
         },
-      },
+      }),
       responses: { "200": { description: "The updated policy", schema: POLICY_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens (small content inline, as before).
       prepare: async (c) => {
@@ -341,11 +321,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         const stored = (await getPolicySummary(db, uuidParam(c, "id"))).type;
         assertMayAuthor(c, stored);
         if (input.type) assertMayAuthor(c, input.type);
-        const type = input.type ?? stored;
-        if (input.content === undefined) return undefined;
-        await dryRunScripts(type, input.content);
-        if (input.content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop(type, input.content);
+        return await checkEditedContent(input.type ?? stored, input.content);
       },
       handler: changeById(db, (tx, id, c) => {
         const input = body<
@@ -360,34 +336,21 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           contentFields: ["content"],
         },
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policies/all/:id",
+    }),
+    route("DELETE /api/v1/policies/all/:id", "policy:delete", {
       summary: "Delete a policy and its disabled bindings (refused while enabled bindings exist)",
-      tag: "policies",
-      access: "policy:delete",
       audit: { resourceType: "policy" },
       responses: { "204": { description: "Deleted" } },
       handler: changeById(db, deletePolicy, { respond: noContent }),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id/state",
+    }),
+    route("PUT /api/v1/policies/all/:id/state", "policy:view", {
       summary:
         "Change the state (draft → released → archived, released/archived → draft). Releasing needs policy:release (a reviewer need not be an editor); archiving or moving to draft needs policy:edit. Both are checked by the handler once the target state is known.",
-      tag: "policies",
-      access: "policy:view",
       audit: { resourceType: "policy", action: "policy.state_change" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["state"],
-        properties: {
-          state: { type: "string", enum: POLICY_STATES },
-          lockout_reason: LOCKOUT_REASON,
-        },
-      },
+      body: closedObject({
+        state: { type: "string", enum: POLICY_STATES },
+        lockout_reason: LOCKOUT_REASON,
+      }, ["state"]),
       responses: { "200": { description: "The policy in its new state", schema: POLICY_SCHEMA } },
       // Releasing large content: checked in a worker before the unit of work opens. Invalid content is left
       // to the release itself, which refuses it with its own message; so is a caller who may not release.
@@ -424,39 +387,24 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, policy);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("GET /api/v1/policies/all/:id/revision", "policy:view", {
       summary: "Read the pending revision of a released policy (404 when none is being prepared)",
-      tag: "policies",
-      access: "policy:view",
       responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
       handler: readById(db, getRevision),
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("PUT /api/v1/policies/all/:id/revision", "policy:edit", {
       summary:
         "Start or edit the pending revision of a released policy (content validated for the type). Nodes keep receiving the released content until the revision is released.",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.revision_save" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { description: DESCRIPTION, content: CONTENT },
-      },
+      body: closedObject({ description: DESCRIPTION, content: CONTENT }),
       responses: { "200": { description: "The pending revision", schema: REVISION_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens, as for a draft edit.
       prepare: async (c) => {
         const { content } = body<{ content?: string }>(c);
         const type = (await getPolicySummary(db, uuidParam(c, "id"))).type;
         assertMayAuthor(c, type);
-        if (content === undefined) return undefined;
-        await dryRunScripts(type, content);
-        if (content.length <= INLINE_CONTENT_LENGTH) return undefined;
-        return await checkContentOffLoop(type, content);
+        return await checkEditedContent(type, content);
       },
       handler: async (c) => {
         const id = uuidParam(c, "id");
@@ -477,30 +425,18 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, revision);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/policies/all/:id/revision",
+    }),
+    route("DELETE /api/v1/policies/all/:id/revision", "policy:edit", {
       summary: "Discard the pending revision; the released policy is left untouched",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.revision_discard" },
       responses: { "204": { description: "Discarded" } },
       handler: changeById(db, discardRevision, { respond: noContent }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/revision/release",
+    }),
+    route("POST /api/v1/policies/all/:id/revision/release", "policy:release", {
       summary:
         "Release the pending revision: validates it, then replaces the policy's content and description, bumps the version and resyncs the reached nodes once, in one transaction (nodes go from the old settings straight to the new ones). Needs policy:release.",
-      tag: "policies",
-      access: "policy:release",
       audit: { resourceType: "policy", action: "policy.revision_release" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { lockout_reason: LOCKOUT_REASON },
-      },
+      body: closedObject({ lockout_reason: LOCKOUT_REASON }),
       responses: { "200": { description: "The policy at its new version", schema: POLICY_SCHEMA } },
       // Large content is checked in a worker before the unit of work opens (see the state route).
       prepare: async (c) => {
@@ -528,20 +464,12 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, policy);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/duplicate",
+    }),
+    route("POST /api/v1/policies/all/:id/duplicate", "policy:create", {
       summary:
         'Create a new draft policy with the type, description and (released) content of this one; the name defaults to "<name> (copy)"',
-      tag: "policies",
-      access: "policy:create",
       audit: { resourceType: "policy", action: "policy.duplicate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME },
-      },
+      body: closedObject({ name: NAME }),
       responses: { "201": { description: "The new draft policy", schema: POLICY_SCHEMA } },
       prepare: async (c) => assertMayAuthor(c, (await getPolicySummary(db, uuidParam(c, "id"))).type),
       handler: async (c) => {
@@ -553,24 +481,16 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             db.transaction((tx) => duplicatePolicy(tx, id, { name, createdBy: caller(c).username })),
         });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/deprecate",
+    }),
+    route("POST /api/v1/policies/all/:id/deprecate", "policy:edit", {
       summary:
         "Deprecate a policy (message, optional replacement that must exist and not be the policy itself); deprecated=false lifts it",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.deprecate" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          deprecated: { type: "boolean", default: true },
-          message: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN },
-          replacement_policy_id: { type: ["string", "null"], format: "uuid" },
-        },
-      },
+      body: closedObject({
+        deprecated: { type: "boolean", default: true },
+        message: { type: "string", maxLength: 1000, pattern: TEXT_PATTERN },
+        replacement_policy_id: { type: ["string", "null"], format: "uuid" },
+      }),
       responses: { "200": { description: "The policy", schema: POLICY_SCHEMA } },
       handler: changeById(db, (tx, id, c) => {
         const input = body<{ deprecated?: boolean; message?: string; replacement_policy_id?: string | null }>(
@@ -582,13 +502,9 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           replacementPolicyId: input.replacement_policy_id?.toLowerCase() ?? null,
         });
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/export",
+    }),
+    route("GET /api/v1/policies/export", "policy:view", {
       summary: "Export policies (all, or ids=a,b) and optionally their bindings as a YAML or JSON bundle",
-      tag: "policies",
-      access: "policy:view",
       query: {
         ids: {
           type: "string",
@@ -619,28 +535,21 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
           "Content-Disposition": `attachment; filename="${bundle.filename}"`,
         });
       },
-    },
+    }),
     importRoute,
-    {
-      method: "GET",
-      path: "/api/v1/policy-types",
+    route("GET /api/v1/policy-types", "policy:view", {
       summary: "Known policy types: wire name, content message, typed_content member and merge rule",
-      tag: "policies",
-      access: "policy:view",
       responses: {
         "200": {
           description: "Policy types",
           schema: {
             type: "array",
-            items: {
-              type: "object",
-              properties: {
-                wire_name: { type: "string" },
-                message: { type: "string" },
-                typed_content_case: { type: "string" },
-                merge: { type: "string", enum: ["priority_merge", "file_per_policy", "union"] },
-              },
-            },
+            items: objectSchema({
+              wire_name: { type: "string" },
+              message: { type: "string" },
+              typed_content_case: { type: "string" },
+              merge: { type: "string", enum: ["priority_merge", "file_per_policy", "union"] },
+            }),
           },
         },
       },
@@ -653,7 +562,7 @@ export function policyRoutes(ctx: ServerContext): RouteSpec[] {
             merge: t.merge,
           })),
         ),
-    },
+    }),
   ];
 }
 
@@ -671,25 +580,7 @@ async function readLimitedText(c: RouteContext, max: number): Promise<string> {
   if (declared > max) throw tooLarge();
   const stream = c.req.raw.body;
   if (!stream) return "";
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > max) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const all = await readCapped(stream, max, tooLarge);
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(all);
   } catch {

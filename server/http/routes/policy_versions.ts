@@ -7,7 +7,7 @@ import type { ServerContext } from "../../context.ts";
 import { getPolicyVersion, listPolicyVersions } from "../../domain/policy_versions.ts";
 import { restoreVersion } from "../../domain/policy_revisions.ts";
 import { badRequest } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
 import {
   auditResource,
   caller,
@@ -18,6 +18,7 @@ import {
 } from "../route.ts";
 import { DATE_TIME } from "./common.ts";
 import { POLICY_SCHEMA, REVISION_SCHEMA } from "./policies.ts";
+import { policiesRoute as route } from "./tags.ts";
 
 const VERSION_PROPERTIES: Record<string, JsonSchema> = {
   policy_id: UUID_SCHEMA,
@@ -62,15 +63,10 @@ function versionParam(c: RouteContext): number {
 }
 
 /** Routes of the version history. */
-export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function policyVersionRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/versions",
+    route("GET /api/v1/policies/all/:id/versions", "policy:view", {
       summary: "The released versions of a policy, newest first: who released each, when and how",
-      tag: "policies",
-      access: "policy:view",
       responses: {
         "200": {
           description: "The versions (without content)",
@@ -82,32 +78,24 @@ export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json({ items: await listPolicyVersions(db, uuidParam(c, "id")) }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/versions/:version",
+    }),
+    route("GET /api/v1/policies/all/:id/versions/:version", "policy:view", {
       summary: "One released version of a policy with its content",
-      tag: "policies",
-      access: "policy:view",
       responses: { "200": { description: "The version", schema: VERSION_SCHEMA } },
       handler: async (c) =>
         await respondJson(c, await getPolicyVersion(db, uuidParam(c, "id"), versionParam(c))),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/policies/all/:id/versions/:version/restore",
+    }),
+    route("POST /api/v1/policies/all/:id/versions/:version/restore", "policy:edit", {
       summary:
         "Roll back to an earlier released version without rewriting history: on a released policy, starts a revision with that version's content and description (409 while another revision is pending), released as usual; on a draft, edits the draft to it",
-      tag: "policies",
-      access: "policy:edit",
       audit: { resourceType: "policy", action: "policy.rollback" },
       responses: {
         "200": {
           description: "The policy, and the revision started from the old version (released policies)",
-          schema: {
-            type: "object",
-            properties: { policy: POLICY_SCHEMA, revision: { ...REVISION_SCHEMA, type: ["object", "null"] } },
-          },
+          schema: objectSchema({
+            policy: POLICY_SCHEMA,
+            revision: { ...REVISION_SCHEMA, type: ["object", "null"] },
+          }),
         },
       },
       handler: async (c) => {
@@ -124,6 +112,6 @@ export function policyVersionRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return await respondJson(c, { policy: restored.policy, revision: restored.revision ?? null });
       },
-    },
+    }),
   ];
 }

@@ -5,7 +5,7 @@
  */
 import type { ServerContext } from "../../context.ts";
 import { POLKIT_BUILTIN_SOURCE, searchPolkitActions } from "../../domain/polkit_catalogue.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import type { RouteSpec } from "../route.ts";
 import { catalogueSearchRoute } from "./catalogues.ts";
 
@@ -16,8 +16,7 @@ const IMPLICIT: JsonSchema = {
 };
 
 /** Routes of the polkit catalogue. */
-export function polkitCatalogueRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function polkitCatalogueRoutes({ db }: ServerContext): RouteSpec[] {
   return [catalogueSearchRoute(db, {
     path: "/api/v1/catalogues/polkit",
     summary: "Search polkit actions (by id, description or vendor) for the Polkit editor",
@@ -36,10 +35,7 @@ export function polkitCatalogueRoutes(ctx: ServerContext): RouteSpec[] {
     extra: {
       prefixes: {
         type: "array",
-        items: {
-          type: "object",
-          properties: { prefix: { type: "string" }, action_count: { type: "integer", minimum: 0 } },
-        },
+        items: objectSchema({ prefix: { type: "string" }, action_count: { type: "integer", minimum: 0 } }),
       },
     },
     search: searchPolkitActions,

@@ -11,9 +11,10 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { slicePage } from "../../db/pagination.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { listQuery, listRequest, PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
-import { auditResource, body, caller, type RouteSpec, uuidParam } from "../route.ts";
+import { type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { listQuery, listRequest, pageRoute, pageSchema } from "../pagination.ts";
+import { auditResource, body, caller, type RouteSpec, routesTagged, uuidParam } from "../route.ts";
+import { rolesRoute } from "./tags.ts";
 import type { AuthUser } from "../../auth/rbac.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
 import {
@@ -119,24 +120,21 @@ const BINDING_PROPERTIES: Record<string, JsonSchema> = {
 };
 
 /** Response schema of one role binding. */
-const ROLE_BINDING_SCHEMA: JsonSchema = { type: "object", properties: BINDING_PROPERTIES };
+export const ROLE_BINDING_SCHEMA: JsonSchema = objectSchema(BINDING_PROPERTIES);
 
-const LISTED_BINDING_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    ...BINDING_PROPERTIES,
-    subject: {
-      type: "object",
-      description: "Who holds the binding",
-      required: ["type", "id", "name"],
-      properties: {
-        type: { type: "string", enum: ["user", "user_group"] },
-        id: UUID_SCHEMA,
-        name: { type: "string", description: "Username or user group name" },
-      },
+const LISTED_BINDING_SCHEMA: JsonSchema = objectSchema({
+  ...BINDING_PROPERTIES,
+  subject: {
+    type: "object",
+    description: "Who holds the binding",
+    required: ["type", "id", "name"],
+    properties: {
+      type: { type: "string", enum: ["user", "user_group"] },
+      id: UUID_SCHEMA,
+      name: { type: "string", description: "Username or user group name" },
     },
   },
-};
+});
 
 /** Checks the role, the scope and the escalation rule; returns the role and the normalised scope. */
 export async function checkBindingInput(
@@ -179,7 +177,7 @@ export async function checkBindingInput(
 export interface RoleBindingRoutesOptions<T> {
   subject: Subject<T>;
   /** Path of one subject, with `:id`, e.g. `/api/v1/users/:id`. */
-  path: string;
+  path: `/api/v1/${string}`;
   tag: string;
   /** Permission to read the subject's bindings. */
   view: Permission;
@@ -190,33 +188,27 @@ export interface RoleBindingRoutesOptions<T> {
 /** `GET`/`POST …/:id/role-bindings` and `DELETE …/:id/role-bindings/:bindingId` for one kind of subject. */
 export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRoutesOptions<T>): RouteSpec[] {
   const { db } = s.ctx;
-  const { subject, tag } = options;
+  const { subject } = options;
+  const route = routesTagged(options.tag);
   const { noun } = subject;
   const verb = "change the roles of";
   return [
-    {
-      method: "GET",
-      path: `${options.path}/role-bindings`,
-      summary: `Roles bound directly to a ${noun}`,
-      tag,
-      access: options.view,
-      query: PAGE_QUERY,
-      responses: {
-        "200": { description: "A page of role bindings", schema: pageSchema(ROLE_BINDING_SCHEMA) },
-      },
-      async handler(c) {
-        const id = uuidParam(c, "id");
-        found(await subject.find(db, id), `${noun} ${id}`);
-        return c.json(slicePage(await listBindings(db, subject.holder(id)), pageRequest(c)));
-      },
-    },
-    {
-      method: "POST",
-      path: `${options.path}/role-bindings`,
+    route(
+      `GET ${options.path}/role-bindings`,
+      options.view,
+      pageRoute(`Roles bound directly to a ${noun}`, {
+        items: "role bindings",
+        item: ROLE_BINDING_SCHEMA,
+        list: async (page, c) => {
+          const id = uuidParam(c, "id");
+          found(await subject.find(db, id), `${noun} ${id}`);
+          return slicePage(await listBindings(db, subject.holder(id)), page);
+        },
+      }),
+    ),
+    route(`POST ${options.path}/role-bindings`, options.edit, {
       summary:
         `Bind a role to a ${noun} (global, or one node group: scoped bindings grant nothing in this edition)`,
-      tag,
-      access: options.edit,
       audit: { resourceType: "role_binding" },
       body: {
         ...BINDING_BODY_SCHEMA,
@@ -249,13 +241,9 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
         auditResource(c, { id: binding.id, name: label });
         return c.json(binding, 201);
       },
-    },
-    {
-      method: "DELETE",
-      path: `${options.path}/role-bindings/:bindingId`,
+    }),
+    route(`DELETE ${options.path}/role-bindings/:bindingId`, options.edit, {
       summary: `Remove a role binding from a ${noun}`,
-      tag,
-      access: options.edit,
       audit: { resourceType: "role_binding" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" }, "403": STEP_UP_REFUSED },
@@ -270,7 +258,7 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
         await stepUp();
         await deleteBinding(tx, holder, bindingId);
       }),
-    },
+    }),
   ];
 }
 
@@ -283,13 +271,9 @@ export function roleBindingRoutes<T>(s: IdentityServices, options: RoleBindingRo
 export function roleBindingListRoutes(ctx: ServerContext): RouteSpec[] {
   const { db } = ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/role-bindings",
+    rolesRoute("GET /api/v1/role-bindings", "role:view", {
       summary: "Every role binding with its role, holder and scope; bindings held by users are listed only " +
         "with user:view, those held by user groups only with user_group:view",
-      tag: "roles",
-      access: "role:view",
       query: {
         ...listQuery(ROLE_BINDING_SORT_COLUMNS),
         subject_type: { type: "string", enum: ["user", "user_group"], description: "Kind of holder" },
@@ -319,6 +303,6 @@ export function roleBindingListRoutes(ctx: ServerContext): RouteSpec[] {
           }, listRequest(c)),
         );
       },
-    },
+    }),
   ];
 }

@@ -8,8 +8,8 @@
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { assertHolds, identityTransaction } from "../../auth/rbac.ts";
@@ -23,7 +23,8 @@ import {
   STEP_UP_REFUSED,
   takeStepUpProof,
 } from "../step_up.ts";
-import { identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { DATE_TIME, identityChange, TEXT_PATTERN, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { rolesRoute as route } from "./tags.ts";
 
 const PERMISSIONS_SCHEMA: JsonSchema = {
   type: "array",
@@ -32,16 +33,22 @@ const PERMISSIONS_SCHEMA: JsonSchema = {
   maxItems: ALL_PERMISSIONS.length,
 };
 
-const ROLE_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    builtin: { type: "boolean" },
-    permissions: { type: "array", items: { type: "string" } },
-  },
-};
+const ROLE_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  builtin: { type: "boolean" },
+  permissions: { type: "array", items: { type: "string" } },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
+
+const PERMISSION_SCHEMA: JsonSchema = objectSchema({
+  id: { type: "string", description: "resource:action" },
+  resource: { type: "string" },
+  action: { type: "string" },
+  description: { type: "string" },
+});
 
 /** Name of a role or user group: 1–100 characters, not all blank. */
 export const NAME_SCHEMA: JsonSchema = {
@@ -67,43 +74,31 @@ function samePermissions(a: readonly string[], b: readonly string[]): boolean {
 export function roleRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   return [
-    {
-      method: "GET",
-      path: "/api/v1/roles",
-      summary: "List roles (built-in first) with their permissions",
-      tag: "roles",
-      access: "role:view",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of roles", schema: { type: "object" } } },
-      async handler(c) {
-        return c.json(await listRoles(db, pageRequest(c)));
-      },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/roles/:id",
+    route(
+      "GET /api/v1/roles",
+      "role:view",
+      pageRoute("List roles (built-in first) with their permissions", {
+        items: "roles",
+        item: ROLE_SCHEMA,
+        list: (page) => listRoles(db, page),
+      }),
+    ),
+    route("GET /api/v1/roles/:id", "role:view", {
       summary: "One role",
-      tag: "roles",
-      access: "role:view",
       responses: { "200": { description: "The role", schema: ROLE_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
         return c.json(found(await getRole(db, id), `role ${id}`));
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/roles",
+    }),
+    route("POST /api/v1/roles", "role:create", {
       summary: "Create a custom role",
-      tag: "roles",
-      access: "role:create",
       audit: { resourceType: "role" },
-      body: {
-        type: "object",
-        required: ["name"],
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA, permissions: PERMISSIONS_SCHEMA },
-      },
+      body: closedObject({
+        name: NAME_SCHEMA,
+        description: DESCRIPTION_SCHEMA,
+        permissions: PERMISSIONS_SCHEMA,
+      }, ["name"]),
       responses: { "201": { description: "The new role", schema: ROLE_SCHEMA } },
       async handler(c) {
         const input = body<{ name: string; description?: string; permissions?: string[] }>(c);
@@ -120,26 +115,18 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
           },
         });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/roles/:id",
+    }),
+    route("PUT /api/v1/roles/:id", "role:edit", {
       summary:
         "Change a custom role's name, description or permissions (replaces the whole set; changing the " +
         "permissions of a role someone holds needs step-up)",
-      tag: "roles",
-      access: "role:edit",
       audit: { resourceType: "role" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          name: NAME_SCHEMA,
-          description: DESCRIPTION_SCHEMA,
-          permissions: PERMISSIONS_SCHEMA,
-          ...STEP_UP_PROPERTIES,
-        },
-      },
+      body: closedObject({
+        name: NAME_SCHEMA,
+        description: DESCRIPTION_SCHEMA,
+        permissions: PERMISSIONS_SCHEMA,
+        ...STEP_UP_PROPERTIES,
+      }),
       responses: {
         "200": { description: "The updated role", schema: ROLE_SCHEMA },
         "403": STEP_UP_REFUSED,
@@ -177,13 +164,9 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after: role, fields: ["name", "description", "permissions"] });
         return c.json(role);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/roles/:id",
+    }),
+    route("DELETE /api/v1/roles/:id", "role:delete", {
       summary: "Delete a custom role and its bindings (step-up when someone holds it)",
-      tag: "roles",
-      access: "role:delete",
       audit: { resourceType: "role" },
       body: STEP_UP_BODY,
       responses: {
@@ -198,18 +181,15 @@ export function roleRoutes(s: IdentityServices): RouteSpec[] {
         if (!role.builtin && (await roleIsBound(tx, id))) await stepUp();
         await deleteRole(tx, role);
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/permissions",
-      summary: "The permission catalogue (resource:action pairs)",
-      tag: "roles",
-      access: "role:view",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of permissions", schema: { type: "object" } } },
-      async handler(c) {
-        return c.json(await listPermissions(db, pageRequest(c)));
-      },
-    },
+    }),
+    route(
+      "GET /api/v1/permissions",
+      "role:view",
+      pageRoute("The permission catalogue (resource:action pairs)", {
+        items: "permissions",
+        item: PERMISSION_SCHEMA,
+        list: (page) => listPermissions(db, page),
+      }),
+    ),
   ];
 }

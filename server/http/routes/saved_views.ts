@@ -11,9 +11,10 @@ import {
   type SavedView,
   updateSavedView,
 } from "../../domain/saved_views.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { closedObject, type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
 import { DATE_TIME, VISIBLE_NAME_PATTERN } from "./common.ts";
+import { savedViewsRoute as route } from "./tags.ts";
 
 const LIST: JsonSchema = {
   type: "string",
@@ -48,15 +49,10 @@ function named(c: RouteContext, view: SavedView): SavedView {
 }
 
 /** The saved-view routes. */
-export function savedViewRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function savedViewRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/saved-views",
+    route("GET /api/v1/saved-views", "authenticated", {
       summary: "Your saved views of one list page, by name",
-      tag: "saved-views",
-      access: "authenticated",
       query: { list: LIST },
       responses: {
         "200": {
@@ -70,57 +66,36 @@ export function savedViewRoutes(ctx: ServerContext): RouteSpec[] {
       },
       handler: async (c) =>
         c.json({ items: await listSavedViews(db, caller(c).id, c.req.query("list") ?? "nodes") }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/saved-views",
+    }),
+    route("POST /api/v1/saved-views", "authenticated", {
       summary: "Save the current filters and sort of a list page under a name (names are unique per list)",
-      tag: "saved-views",
-      access: "authenticated",
       audit: { resourceType: "saved_view" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        required: ["list", "name", "query"],
-        properties: { list: LIST, name: NAME, query: QUERY },
-      },
+      body: closedObject({ list: LIST, name: NAME, query: QUERY }, ["list", "name", "query"]),
       responses: { "201": { description: "The view", schema: VIEW_SCHEMA } },
       handler: async (c) => {
         const input = body<{ list: string; name: string; query: string }>(c);
         auditResource(c, { name: `${input.list}: ${input.name}` });
         return c.json(named(c, await createSavedView(db, caller(c).id, input)), 201);
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/saved-views/:id",
+    }),
+    route("PUT /api/v1/saved-views/:id", "authenticated", {
       summary: "Rename one of your views or replace its query",
-      tag: "saved-views",
-      access: "authenticated",
       audit: { resourceType: "saved_view" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME, query: QUERY },
-      },
+      body: closedObject({ name: NAME, query: QUERY }),
       responses: { "200": { description: "The view", schema: VIEW_SCHEMA } },
       handler: async (c) => {
         const view = await updateSavedView(db, caller(c).id, uuidParam(c, "id"), body(c));
         return c.json(named(c, view));
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/saved-views/:id",
+    }),
+    route("DELETE /api/v1/saved-views/:id", "authenticated", {
       summary: "Delete one of your views",
-      tag: "saved-views",
-      access: "authenticated",
       audit: { resourceType: "saved_view" },
       responses: { "204": { description: "Deleted" } },
       handler: async (c) => {
         named(c, await deleteSavedView(db, caller(c).id, uuidParam(c, "id")));
         return c.body(null, 204);
       },
-    },
+    }),
   ];
 }

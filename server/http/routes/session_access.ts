@@ -5,48 +5,35 @@
  */
 import type { ServerContext } from "../../context.ts";
 import { sessionAccessReport } from "../../domain/session_access_guard.ts";
-import type { JsonSchema } from "../json_schema.ts";
+import { type JsonSchema, objectSchema } from "../json_schema.ts";
 import { UUID_SCHEMA } from "../json_schema.ts";
-import type { RouteSpec } from "../route.ts";
+import { type RouteSpec } from "../route.ts";
 import { badRequest } from "../errors.ts";
+import { policiesRoute as route } from "./tags.ts";
 
-const RANGE: JsonSchema = {
-  type: "object",
-  properties: {
-    from: { type: "integer", description: "Minute of the week, Monday 00:00 = 0" },
-    to: { type: "integer", description: "End minute (exclusive); 10080 = end of Sunday" },
-  },
-};
+const RANGE: JsonSchema = objectSchema({
+  from: { type: "integer", description: "Minute of the week, Monday 00:00 = 0" },
+  to: { type: "integer", description: "End minute (exclusive); 10080 = end of Sunday" },
+});
 
-const REPORT_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    view_zone: { type: "string", description: "Time zone the minutes are read in" },
-    timeline: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          subject: { type: "string", description: "A user name, or %group" },
-          allowed: { type: "array", items: RANGE },
-        },
-      },
-    },
-    lockouts: { type: "array", items: RANGE, description: "When no named account may log in" },
+const REPORT_SCHEMA: JsonSchema = objectSchema({
+  view_zone: { type: "string", description: "Time zone the minutes are read in" },
+  timeline: {
+    type: "array",
+    items: objectSchema({
+      subject: { type: "string", description: "A user name, or %group" },
+      allowed: { type: "array", items: RANGE },
+    }),
   },
-};
+  lockouts: { type: "array", items: RANGE, description: "When no named account may log in" },
+});
 
 /** Routes of the SessionAccess guard. */
-export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function sessionAccessRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/session-access/timeline",
+    route("GET /api/v1/session-access/timeline", "policy:view", {
       summary:
         "Who may log in when during a week: a SessionAccess policy (stored, or the content being edited) alone or with the SessionAccess policies already reaching a node group, and the times nobody named may log in",
-      tag: "policies",
-      access: "policy:view",
       query: {
         policy_id: UUID_SCHEMA,
         node_group_id: UUID_SCHEMA,
@@ -73,6 +60,6 @@ export function sessionAccessRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return c.json({ view_zone: report.viewZone, timeline: report.timeline, lockouts: report.lockouts });
       },
-    },
+    }),
   ];
 }

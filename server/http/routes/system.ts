@@ -1,15 +1,12 @@
 /** Routes about the server itself. */
 import type { ServerContext } from "../../context.ts";
-import type { RouteSpec } from "../route.ts";
+import { type RouteSpec } from "../route.ts";
+import { systemRoute as route } from "./tags.ts";
 
 /** `GET /api/v1/version`: answers without touching the database. */
 export function systemRoutes(ctx: ServerContext): RouteSpec[] {
-  return [{
-    method: "GET",
-    path: "/api/v1/version",
+  return [route("GET /api/v1/version", "public", {
     summary: "Server version",
-    tag: "system",
-    access: "public",
     responses: {
       "200": {
         description: "The server version",
@@ -17,5 +14,5 @@ export function systemRoutes(ctx: ServerContext): RouteSpec[] {
       },
     },
     handler: (c) => c.json({ version: ctx.version }),
-  }];
+  })];
 }

@@ -25,6 +25,7 @@ import {
 import { badRequest } from "../errors.ts";
 import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
 import { caller, queryInt, queryTime, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { complianceRoute as route, dashboardRoute } from "./tags.ts";
 
 /** Most points one request returns. */
 export const MAX_POINTS = 1000;
@@ -99,16 +100,11 @@ const ROLLOUT_POINT: JsonSchema = {
 };
 
 /** The trend routes. */
-export function trendRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function trendRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/trends",
+    dashboardRoute("GET /api/v1/trends", "authenticated", {
       summary: "The fleet's compliance and node status over time, as hourly or daily points kept by the " +
         "server; each part only with its permission (compliance:view, node:view)",
-      tag: "dashboard",
-      access: "authenticated",
       query: {
         granularity: { type: "string", enum: GRANULARITIES, description: "hour (default) or day" },
         from: {
@@ -150,15 +146,11 @@ export function trendRoutes(ctx: ServerContext): RouteSpec[] {
         });
         return c.json({ granularity, from, to, points });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/all/:id/trends",
+    }),
+    route("GET /api/v1/policies/all/:id/trends", "compliance:view", {
       summary:
         "The policy's rollout over time: hourly points of its current version since it started to be " +
         "delivered (within the hourly retention), and where it stands now",
-      tag: "compliance",
-      access: "compliance:view",
       query: {},
       responses: {
         "200": {
@@ -181,15 +173,11 @@ export function trendRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await policyTrend(db, uuidParam(c, "id"))),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/policies/in-flight",
+    }),
+    route("GET /api/v1/policies/in-flight", "compliance:view", {
       summary:
         "Releases in flight: versions released in the last `hours` hours whose reached nodes have not " +
         "all applied them (compliant or inapplicable), newest first, with their rollout counts",
-      tag: "compliance",
-      access: "compliance:view",
       query: {
         hours: {
           type: "integer",
@@ -219,7 +207,7 @@ export function trendRoutes(ctx: ServerContext): RouteSpec[] {
         },
       },
       handler: async (c) => c.json(await releasesInFlight(db, queryInt(c, "hours", 72))),
-    },
+    }),
   ];
 }
 

@@ -5,7 +5,8 @@
 import type { ServerContext } from "../../context.ts";
 import { expiringTrustAnchors } from "../../domain/trust_anchors.ts";
 import type { JsonSchema } from "../json_schema.ts";
-import type { RouteSpec } from "../route.ts";
+import { type RouteSpec } from "../route.ts";
+import { policiesRoute as route } from "./tags.ts";
 
 /** Days ahead the dashboard looks. */
 export const EXPIRING_WITHIN_DAYS = 30;
@@ -24,16 +25,11 @@ const ITEM: JsonSchema = {
 };
 
 /** The expiring-certificates route. */
-export function trustAnchorRoutes(ctx: ServerContext): RouteSpec[] {
-  const { db } = ctx;
+export function trustAnchorRoutes({ db }: ServerContext): RouteSpec[] {
   return [
-    {
-      method: "GET",
-      path: "/api/v1/certificates/expiring",
+    route("GET /api/v1/certificates/expiring", "policy:view", {
       summary: "CA certificates distributed by released Certificates policies that reach nodes and expire " +
         "within the given days (expired ones included), soonest first",
-      tag: "policies",
-      access: "policy:view",
       query: {
         within_days: {
           type: "string",
@@ -56,6 +52,6 @@ export function trustAnchorRoutes(ctx: ServerContext): RouteSpec[] {
         const withinDays = raw === undefined ? EXPIRING_WITHIN_DAYS : Number(raw);
         return c.json({ within_days: withinDays, items: await expiringTrustAnchors(db, { withinDays }) });
       },
-    },
+    }),
   ];
 }

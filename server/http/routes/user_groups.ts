@@ -8,17 +8,18 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { pageRoute } from "../pagination.ts";
 import { auditResource, body, caller, created, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { identityTransaction, reachablePermissionsOfGroup } from "../../auth/rbac.ts";
-import { manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { manageable, ROLE_BINDING_SCHEMA, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import { USER_SCHEMA } from "./users.ts";
 import { listBindings } from "../../auth/role_bindings.ts";
 import { DESCRIPTION_SCHEMA, NAME_SCHEMA } from "./roles.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { STEP_UP_BODY, STEP_UP_PROPERTIES, STEP_UP_REFUSED } from "../step_up.ts";
-import { identityChange } from "./common.ts";
+import { DATE_TIME, identityChange } from "./common.ts";
 import {
   addMember,
   createUserGroup,
@@ -31,16 +32,16 @@ import {
   type UserGroup,
 } from "../../auth/user_groups.ts";
 import { getUser } from "../../auth/users.ts";
+import { userGroupsRoute as route } from "./tags.ts";
 
-const GROUP_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    name: { type: "string" },
-    description: { type: "string" },
-    member_count: { type: "integer" },
-  },
-};
+const GROUP_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  name: { type: "string" },
+  description: { type: "string" },
+  member_count: { type: "integer" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
 
 /** User groups as holders of roles. */
 const GROUP_SUBJECT: Subject<UserGroup> = {
@@ -61,31 +62,19 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
   const { db } = s.ctx;
   const requireGroup = async (id: string) => found(await getUserGroup(db, id), `user group ${id}`);
   return [
-    {
-      method: "GET",
-      path: "/api/v1/user-groups",
-      summary: "List user groups",
-      tag: "user-groups",
-      access: "user_group:view",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of groups", schema: { type: "object" } } },
-      async handler(c) {
-        return c.json(await listUserGroups(db, pageRequest(c)));
-      },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/user-groups",
+    route(
+      "GET /api/v1/user-groups",
+      "user_group:view",
+      pageRoute("List user groups", {
+        items: "groups",
+        item: GROUP_SCHEMA,
+        list: (page) => listUserGroups(db, page),
+      }),
+    ),
+    route("POST /api/v1/user-groups", "user_group:create", {
       summary: "Create a user group",
-      tag: "user-groups",
-      access: "user_group:create",
       audit: { resourceType: "user_group" },
-      body: {
-        type: "object",
-        required: ["name"],
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA },
-      },
+      body: closedObject({ name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA }, ["name"]),
       responses: { "201": { description: "The new group", schema: GROUP_SCHEMA } },
       async handler(c) {
         const input = body<{ name: string; description?: string }>(c);
@@ -99,31 +88,27 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
             }),
         });
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("GET /api/v1/user-groups/:id", "user_group:view", {
       summary: "One user group with its role bindings",
-      tag: "user-groups",
-      access: "user_group:view",
-      responses: { "200": { description: "The group", schema: GROUP_SCHEMA } },
+      responses: {
+        "200": {
+          description: "The group",
+          schema: objectSchema({
+            ...GROUP_SCHEMA.properties,
+            role_bindings: { type: "array", items: ROLE_BINDING_SCHEMA },
+          }),
+        },
+      },
       async handler(c) {
         const group = await requireGroup(uuidParam(c, "id"));
         return c.json({ ...group, role_bindings: await listBindings(db, { userGroupId: group.id }) });
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("PUT /api/v1/user-groups/:id", "user_group:edit", {
       summary: "Rename a user group or change its description",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group" },
-      body: {
-        type: "object",
-        additionalProperties: false,
-        properties: { name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA },
-      },
+      body: closedObject({ name: NAME_SCHEMA, description: DESCRIPTION_SCHEMA }),
       responses: { "200": { description: "The updated group", schema: GROUP_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -144,13 +129,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after: group, fields: ["name", "description"] });
         return c.json(group);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/user-groups/:id",
+    }),
+    route("DELETE /api/v1/user-groups/:id", "user_group:delete", {
       summary: "Delete a user group (members lose the roles it carried; step-up when there are any)",
-      tag: "user-groups",
-      access: "user_group:delete",
       audit: { resourceType: "user_group" },
       body: STEP_UP_BODY,
       responses: {
@@ -163,33 +144,20 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
         if (group.member_count > 0 && (await carriesRoles(tx, id))) await stepUp();
         await deleteUserGroup(tx, id);
       }),
-    },
-    {
-      method: "GET",
-      path: "/api/v1/user-groups/:id/members",
-      summary: "Members of a user group",
-      tag: "user-groups",
-      access: "user_group:view",
-      query: PAGE_QUERY,
-      responses: { "200": { description: "A page of users", schema: { type: "object" } } },
-      async handler(c) {
-        const group = await requireGroup(uuidParam(c, "id"));
-        return c.json(await listMembers(db, group.id, pageRequest(c)));
-      },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/user-groups/:id/members",
+    }),
+    route(
+      "GET /api/v1/user-groups/:id/members",
+      "user_group:view",
+      pageRoute("Members of a user group", {
+        items: "users",
+        item: USER_SCHEMA,
+        list: async (page, c) => listMembers(db, (await requireGroup(uuidParam(c, "id"))).id, page),
+      }),
+    ),
+    route("POST /api/v1/user-groups/:id/members", "user_group:edit", {
       summary: "Add a user to a group (they receive the group's roles; step-up when it has any)",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_add" },
-      body: {
-        type: "object",
-        required: ["user_id"],
-        additionalProperties: false,
-        properties: { user_id: UUID_SCHEMA, ...STEP_UP_PROPERTIES },
-      },
+      body: closedObject({ user_id: UUID_SCHEMA, ...STEP_UP_PROPERTIES }, ["user_id"]),
       responses: {
         "204": { description: "Added" },
         "403": STEP_UP_REFUSED,
@@ -211,13 +179,9 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           throw conflict(`"${user.username}" is already a member of "${group.name}"`);
         }
       }),
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/user-groups/:id/members/:userId",
+    }),
+    route("DELETE /api/v1/user-groups/:id/members/:userId", "user_group:edit", {
       summary: "Remove a user from a group (step-up when the group has roles)",
-      tag: "user-groups",
-      access: "user_group:edit",
       audit: { resourceType: "user_group", action: "user_group.member_remove" },
       body: STEP_UP_BODY,
       responses: {
@@ -238,7 +202,7 @@ export function userGroupRoutes(s: IdentityServices): RouteSpec[] {
           throw notFound(`member ${userId} of user group "${group.name}"`);
         }
       }),
-    },
+    }),
     ...roleBindingRoutes(s, {
       subject: GROUP_SUBJECT,
       path: "/api/v1/user-groups/:id",

@@ -8,13 +8,19 @@ import type { Queryable } from "../../db/db.ts";
 import { found } from "../../core/errors.ts";
 import { assertNameFree } from "../../domain/records.ts";
 import { badRequest, conflict } from "../errors.ts";
-import { type JsonSchema, UUID_SCHEMA } from "../json_schema.ts";
-import { PAGE_QUERY, pageRequest } from "../pagination.ts";
+import { closedObject, type JsonSchema, objectSchema, UUID_SCHEMA } from "../json_schema.ts";
+import { PAGE_QUERY, pageRequest, pageSchema } from "../pagination.ts";
 import { auditResource, body, caller, queryBool, type RouteSpec, uuidParam } from "../route.ts";
 import { auditChanges } from "../audit_changes.ts";
 import { checkPasswordRules, MAX_PASSWORD_LENGTH } from "../../auth/password.ts";
 import { effectivePermissions, identityTransaction, reachablePermissionsOfUser } from "../../auth/rbac.ts";
-import { checkBindingInput, manageable, roleBindingRoutes, type Subject } from "./role_bindings.ts";
+import {
+  checkBindingInput,
+  manageable,
+  ROLE_BINDING_SCHEMA,
+  roleBindingRoutes,
+  type Subject,
+} from "./role_bindings.ts";
 import { createBinding, listBindings } from "../../auth/role_bindings.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, STEP_UP_OBJECT_PROPERTY, takeStepUpProof } from "../step_up.ts";
@@ -29,21 +35,42 @@ import {
   type User,
   USERNAME_PATTERN,
 } from "../../auth/users.ts";
-import { OPTIONAL_NAME_PATTERN } from "./common.ts";
+import { DATE_TIME, OPTIONAL_NAME_PATTERN } from "./common.ts";
+import { usersRoute as route } from "./tags.ts";
 
-const USER_SCHEMA: JsonSchema = {
-  type: "object",
-  properties: {
-    id: UUID_SCHEMA,
-    username: { type: "string" },
-    email: { type: "string" },
-    full_name: { type: "string" },
-    source: { type: "string" },
-    enabled: { type: "boolean" },
-    created_at: { type: "string" },
-    updated_at: { type: "string" },
+/** A user's own record (what a user group's member list shows). */
+export const USER_SCHEMA: JsonSchema = objectSchema({
+  id: UUID_SCHEMA,
+  username: { type: "string" },
+  email: { type: "string" },
+  full_name: { type: "string" },
+  source: { type: "string" },
+  enabled: { type: "boolean" },
+  created_at: DATE_TIME,
+  updated_at: DATE_TIME,
+});
+
+/** A user as the user list shows them: with every role they hold, directly or through a user group. */
+const LISTED_USER_SCHEMA: JsonSchema = objectSchema({
+  ...USER_SCHEMA.properties,
+  roles: {
+    type: "array",
+    items: objectSchema({
+      id: UUID_SCHEMA,
+      name: { type: "string" },
+      scope_type: { type: "string" },
+      user_group: { type: ["string", "null"], description: "The user group it comes through, if any" },
+    }),
   },
-};
+});
+
+/** A user with their groups, role bindings and effective permissions. */
+const USER_DETAIL_SCHEMA: JsonSchema = objectSchema({
+  ...USER_SCHEMA.properties,
+  groups: { type: "array", items: objectSchema({ id: UUID_SCHEMA, name: { type: "string" } }) },
+  role_bindings: { type: "array", items: ROLE_BINDING_SCHEMA },
+  permissions: { type: "array", items: { type: "string" } },
+});
 
 const PROFILE_PROPERTIES: Record<string, JsonSchema> = {
   email: { type: "string", maxLength: 254, pattern: OPTIONAL_NAME_PATTERN },
@@ -114,18 +141,14 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
   });
 
   return [
-    {
-      method: "GET",
-      path: "/api/v1/users",
+    route("GET /api/v1/users", "user:view", {
       summary: "List users",
-      tag: "users",
-      access: "user:view",
       query: {
         search: { type: "string", maxLength: 200, description: "Part of the username, e-mail or full name" },
         enabled: { type: "boolean" },
         ...PAGE_QUERY,
       },
-      responses: { "200": { description: "A page of users", schema: { type: "object" } } },
+      responses: { "200": { description: "A page of users", schema: pageSchema(LISTED_USER_SCHEMA) } },
       async handler(c) {
         const page = await listUsers(db, {
           search: c.req.query("search") || undefined,
@@ -135,35 +158,26 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         const roles = await rolesOfUsers(db, page.items.map((u) => u.id));
         return c.json({ ...page, items: page.items.map((u) => ({ ...u, roles: roles.get(u.id) ?? [] })) });
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/users",
+    }),
+    route("POST /api/v1/users", "user:create", {
       summary: "Create a local user, optionally with global roles",
-      tag: "users",
-      access: "user:create",
       audit: { resourceType: "user" },
-      body: {
-        type: "object",
-        required: ["username", "password"],
-        additionalProperties: false,
-        properties: {
-          username: { type: "string", pattern: USERNAME_PATTERN, description: "Letters, digits and . _ @ -" },
-          password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
-          ...PROFILE_PROPERTIES,
-          role_ids: {
-            type: "array",
-            items: UUID_SCHEMA,
-            maxItems: 100,
-            uniqueItems: true,
-            description: "Global roles for the new user (needs step-up: step_up)",
-          },
-          // Not the top-level proof fields: `password` here is the new user's.
-          ...STEP_UP_OBJECT_PROPERTY,
+      body: closedObject({
+        username: { type: "string", pattern: USERNAME_PATTERN, description: "Letters, digits and . _ @ -" },
+        password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH },
+        ...PROFILE_PROPERTIES,
+        role_ids: {
+          type: "array",
+          items: UUID_SCHEMA,
+          maxItems: 100,
+          uniqueItems: true,
+          description: "Global roles for the new user (needs step-up: step_up)",
         },
-      },
+        // Not the top-level proof fields: `password` here is the new user's.
+        ...STEP_UP_OBJECT_PROPERTY,
+      }, ["username", "password"]),
       responses: {
-        "201": { description: "The new user", schema: USER_SCHEMA },
+        "201": { description: "The new user", schema: USER_DETAIL_SCHEMA },
         "403": {
           description: "Missing permission, escalation, or step-up re-authentication (with role_ids)",
         },
@@ -215,26 +229,18 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         auditResource(c, { id: user.id, name: user.username });
         return c.json(await detail(user.id), 201);
       },
-    },
-    {
-      method: "GET",
-      path: "/api/v1/users/:id",
+    }),
+    route("GET /api/v1/users/:id", "user:view", {
       summary: "One user with groups, role bindings and effective permissions",
-      tag: "users",
-      access: "user:view",
-      responses: { "200": { description: "The user", schema: USER_SCHEMA } },
+      responses: { "200": { description: "The user", schema: USER_DETAIL_SCHEMA } },
       async handler(c) {
         return c.json(await detail(uuidParam(c, "id")));
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/users/:id",
+    }),
+    route("PUT /api/v1/users/:id", "user:edit", {
       summary: "Change e-mail, full name or the enabled flag (disabling ends the user's sessions)",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user" },
-      body: { type: "object", additionalProperties: false, properties: PROFILE_PROPERTIES },
+      body: closedObject(PROFILE_PROPERTIES),
       responses: { "200": { description: "The updated user", schema: USER_SCHEMA } },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -254,13 +260,9 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         auditChanges(c, { before, after, fields: ["email", "full_name", "enabled"] });
         return c.json(after);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/users/:id",
+    }),
+    route("DELETE /api/v1/users/:id", "user:delete", {
       summary: "Delete a user (their sessions end at once)",
-      tag: "users",
-      access: "user:delete",
       audit: { resourceType: "user" },
       responses: { "204": { description: "Deleted" } },
       async handler(c) {
@@ -275,20 +277,13 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
-    {
-      method: "PUT",
-      path: "/api/v1/users/:id/password",
+    }),
+    route("PUT /api/v1/users/:id/password", "user:edit", {
       summary: "Set a new password for a user (administrator reset; their sessions end)",
-      tag: "users",
-      access: "user:edit",
       audit: { resourceType: "user", action: "user.password_reset" },
-      body: {
-        type: "object",
-        required: ["new_password"],
-        additionalProperties: false,
-        properties: { new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH } },
-      },
+      body: closedObject({ new_password: { type: "string", minLength: 1, maxLength: MAX_PASSWORD_LENGTH } }, [
+        "new_password",
+      ]),
       responses: { "204": { description: "Password set" } },
       async handler(c) {
         const id = uuidParam(c, "id");
@@ -310,7 +305,7 @@ export function userRoutes(s: IdentityServices): RouteSpec[] {
         });
         return c.body(null, 204);
       },
-    },
+    }),
     ...roleBindingRoutes(s, {
       subject: USER_SUBJECT,
       path: "/api/v1/users/:id",

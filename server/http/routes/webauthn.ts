@@ -7,6 +7,7 @@
  */
 import { notFoundError } from "../../core/errors.ts";
 import { auditResource, body, caller, type RouteContext, type RouteSpec, uuidParam } from "../route.ts";
+import { closedObject, objectSchema } from "../json_schema.ts";
 import type { IdentityServices } from "../../auth/services.ts";
 import { checkStepUp, maskCodes, STEP_UP_BODY } from "../step_up.ts";
 import {
@@ -19,24 +20,19 @@ import {
   startRegistration,
 } from "../../auth/webauthn.ts";
 import { getUser } from "../../auth/users.ts";
+import { authRoute as route } from "./tags.ts";
 
-const OPTIONS_SCHEMA = {
-  type: "object",
-  properties: {
-    token: { type: "string", description: "Names the challenge; send it back with the key's answer" },
-    options: { type: "object", description: "PublicKeyCredential creation or request options (JSON form)" },
-  },
-} as const;
+const OPTIONS_SCHEMA = objectSchema({
+  token: { type: "string", description: "Names the challenge; send it back with the key's answer" },
+  options: { type: "object", description: "PublicKeyCredential creation or request options (JSON form)" },
+});
 
-const CREDENTIAL_SCHEMA = {
-  type: "object",
-  properties: {
-    id: { type: "string", format: "uuid" },
-    name: { type: "string" },
-    created_at: { type: "string", format: "date-time" },
-    last_used_at: { type: "string", format: "date-time", description: "Null until first used" },
-  },
-} as const;
+const CREDENTIAL_SCHEMA = objectSchema({
+  id: { type: "string", format: "uuid" },
+  name: { type: "string" },
+  created_at: { type: "string", format: "date-time" },
+  last_used_at: { type: ["string", "null"], format: "date-time", description: "Null until first used" },
+});
 
 /** The RP ID of the page that asked (its Origin header, when it is one of the configured origins). */
 export function requestRpId(s: IdentityServices, c: RouteContext): string {
@@ -54,27 +50,19 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
     last_used_at: c.lastUsedAt?.toISOString() ?? null,
   });
   return [
-    {
-      method: "GET",
-      path: "/api/v1/auth/webauthn/credentials",
+    route("GET /api/v1/auth/webauthn/credentials", "authenticated", {
       summary: "Your security keys and passkeys",
-      tag: "auth",
-      access: "authenticated",
       responses: {
         "200": {
           description: "Keys, oldest first",
-          schema: { type: "object", properties: { items: { type: "array", items: CREDENTIAL_SCHEMA } } },
+          schema: objectSchema({ items: { type: "array", items: CREDENTIAL_SCHEMA } }),
         },
       },
       handler: async (c) => c.json({ items: (await listCredentials(db, caller(c).id)).map(asJson) }),
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/webauthn/register/options",
+    }),
+    route("POST /api/v1/auth/webauthn/register/options", "authenticated", {
       summary:
         "Start registering a security key or passkey (step-up): options for navigator.credentials.create",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_start" },
       body: STEP_UP_BODY,
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
@@ -92,27 +80,18 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json(started);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/webauthn/register",
+    }),
+    route("POST /api/v1/auth/webauthn/register", "authenticated", {
       summary: "Finish registering: the key's answer and a name for it",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_register" },
-      body: {
-        type: "object",
-        required: ["token", "name", "response"],
-        additionalProperties: false,
-        properties: {
-          token: { type: "string", maxLength: 64 },
-          name: { type: "string", minLength: 1, maxLength: 100 },
-          response: {
-            type: "object",
-            description: "PublicKeyCredential.toJSON() of navigator.credentials.create",
-          },
+      body: closedObject({
+        token: { type: "string", maxLength: 64 },
+        name: { type: "string", minLength: 1, maxLength: 100 },
+        response: {
+          type: "object",
+          description: "PublicKeyCredential.toJSON() of navigator.credentials.create",
         },
-      },
+      }, ["token", "name", "response"]),
       responses: {
         "201": { description: "Registered", schema: CREDENTIAL_SCHEMA },
         "400": { description: "The answer was refused (`webauthn_failed`), or the registration expired" },
@@ -126,13 +105,9 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         const created = await finishRegistration(db, rp, me.id, input);
         return c.json(asJson(created), 201);
       },
-    },
-    {
-      method: "DELETE",
-      path: "/api/v1/auth/webauthn/credentials/:id",
+    }),
+    route("DELETE /api/v1/auth/webauthn/credentials/:id", "authenticated", {
       summary: "Remove one of your security keys (step-up)",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "mfa.webauthn_remove" },
       body: STEP_UP_BODY,
       responses: { "204": { description: "Removed" }, "404": { description: "No such key of yours" } },
@@ -144,13 +119,9 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         if (!(await removeCredential(db, me.id, id))) throw notFoundError("security key");
         return c.body(null, 204);
       },
-    },
-    {
-      method: "POST",
-      path: "/api/v1/auth/step-up/webauthn/options",
+    }),
+    route("POST /api/v1/auth/step-up/webauthn/options", "authenticated", {
       summary: "A challenge for your security key, to send as `webauthn` with a step-up",
-      tag: "auth",
-      access: "authenticated",
       audit: { resourceType: "user", action: "auth.step_up_webauthn_start" },
       responses: { "200": { description: "The challenge", schema: OPTIONS_SCHEMA } },
       handler: async (c) => {
@@ -159,6 +130,6 @@ export function webauthnRoutes(s: IdentityServices): RouteSpec[] {
         c.header("cache-control", "no-store");
         return c.json(started);
       },
-    },
+    }),
   ];
 }

@@ -6,6 +6,7 @@
  * created disabled; "Enable now" (released policies only) enables them after a confirmation naming how many
  * nodes of which groups receive the policy. Fires `binding-dialog-done` with the number of bindings created.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
@@ -47,14 +48,7 @@ export function mergeMatches(byName: Policy[], byType: Policy[][], limit = PICKE
 class SvcBindingDialog extends LitElement {
   static override properties = {
     policy: { attribute: false },
-    groups: { state: true },
-    results: { state: true },
-    query: { state: true },
-    active: { state: true },
-    chosen: { state: true },
-    searching: { state: true },
-    error: { state: true },
-    saving: { state: true },
+    ...stateProperties("groups", "results", "query", "active", "chosen", "searching", "error", "saving"),
   };
   /** The policy to bind (the policy page); without it the dialog offers the picker. */
   declare policy: Policy | undefined;

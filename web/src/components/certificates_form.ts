@@ -4,9 +4,8 @@
  * rules the server and the agent apply) reads from it: subject, SHA-256 fingerprint and expiry, or what is wrong
  * with it. A certificate file (.pem, .crt, .cer or .der; PEM text or DER bytes) can be loaded into a new entry.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { trustAnchor } from "../../../shared/policy_types/certificates.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { type CertificateInfo, sha256Fingerprint } from "../../../shared/x509.ts";
 import {
   type CertificateSummary,
@@ -17,45 +16,16 @@ import {
 } from "../certificate_summary.ts";
 import type { JsonObject } from "../content.ts";
 import { valueOf } from "./ui.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
 
-class SvcCertificatesForm extends LitElement {
-  static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-  };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
+class SvcCertificatesForm extends PolicyFormElement {
   /** Fingerprints by PEM text, filled in as WebCrypto computes them. */
   readonly #fingerprints = new Map<string, string>();
 
-  constructor() {
-    super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
-  #entries(): JsonObject[] {
-    return Array.isArray(this.value.certificates) ? this.value.certificates as JsonObject[] : [];
-  }
-
-  #emit(certificates: JsonObject[]): void {
-    this.value = { ...this.value, certificates };
-    this.dispatchEvent(
-      new CustomEvent("value-change", { detail: this.value, bubbles: true, composed: true }),
-    );
-  }
-
   #set(index: number, field: "name" | "pem", text: string): void {
-    const entries = [...this.#entries()];
+    const entries = [...this.listOf("certificates")];
     entries[index] = { ...entries[index], [field]: text };
-    this.#emit(entries);
+    this.emitList("certificates", entries);
   }
 
   async #load(event: Event): Promise<void> {
@@ -64,7 +34,7 @@ class SvcCertificatesForm extends LitElement {
     if (!file) return;
     const pem = fileAsPem(new Uint8Array(await file.arrayBuffer()));
     input.value = "";
-    this.#emit([...this.#entries(), { name: nameFromFile(file.name), pem }]);
+    this.emitList("certificates", [...this.listOf("certificates"), { name: nameFromFile(file.name), pem }]);
   }
 
   #summary(pem: string): CertificateSummary | string {
@@ -80,26 +50,22 @@ class SvcCertificatesForm extends LitElement {
     return summary;
   }
 
-  #issuesOf(index: number, field: string): string {
-    return this.issues.filter((i) => i.field === `certificates[${index}].${field}`).map((i) => i.message)
-      .join("; ");
-  }
-
   #card(entry: JsonObject, index: number) {
     const pem = typeof entry.pem === "string" ? entry.pem : "";
     const summary = pem.trim() ? this.#summary(pem) : undefined;
     const expiring = typeof summary === "object" && summary.daysLeft <= EXPIRING_DAYS;
+    const nameIssue = this.issueText(`certificates[${index}].name`);
     return html`
       <fieldset class="card cert-entry" data-index=${index}>
         <legend>Certificate ${index + 1}</legend>
         <sl-input size="small" label="Name" ?disabled=${this.readOnly}
           .value=${String(entry.name ?? "")}
-          help-text=${this.#issuesOf(index, "name") || "The node's file is svc-policy-<name>.crt."}
-          class=${this.#issuesOf(index, "name") ? "cert-name has-error" : "cert-name"}
+          help-text=${nameIssue || "The node's file is svc-policy-<name>.crt."}
+          class=${nameIssue ? "cert-name has-error" : "cert-name"}
           @sl-change=${(e: Event) => this.#set(index, "name", valueOf(e))}></sl-input>
         <sl-textarea class="cert-pem" size="small" rows="6" resize="auto" label="CA certificate (PEM)"
           ?disabled=${this.readOnly} .value=${pem}
-          help-text=${this.#issuesOf(index, "pem") ||
+          help-text=${this.issueText(`certificates[${index}].pem`) ||
             "From -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----."}
           @sl-change=${(e: Event) => this.#set(index, "pem", valueOf(e))}></sl-textarea>
         ${summary === undefined
@@ -124,7 +90,7 @@ class SvcCertificatesForm extends LitElement {
           `}
         ${this.readOnly ? nothing : html`
           <sl-button size="small" class="cert-remove" @click=${() =>
-            this.#emit(this.#entries().filter((_, i) => i !== index))}>
+            this.emitList("certificates", this.listOf("certificates").filter((_, i) => i !== index))}>
             Remove <span class="visually-hidden">certificate ${index + 1}</span>
           </sl-button>
         `}
@@ -133,7 +99,7 @@ class SvcCertificatesForm extends LitElement {
   }
 
   override render() {
-    const entries = this.#entries();
+    const entries = this.listOf("certificates");
     return html`
       <p class="muted cert-rule">
         Every certificate of every Certificates policy that reaches a node is trusted there: in the system
@@ -144,7 +110,7 @@ class SvcCertificatesForm extends LitElement {
       ${this.readOnly ? nothing : html`
         <div class="cert-actions">
           <sl-button size="small" class="cert-add" @click=${() =>
-            this.#emit([...entries, { name: "", pem: "" }])}>Add a certificate</sl-button>
+            this.emitList("certificates", [...entries, { name: "", pem: "" }])}>Add a certificate</sl-button>
           <label class="cert-load">Load a certificate file
             <input type="file" accept=".pem,.crt,.cer,.der" @change=${(e: Event) => this.#load(e)}>
           </label>

@@ -4,7 +4,8 @@
  * accessible name, and a legend with the numbers, so nothing is conveyed by colour alone; a time chart also
  * carries its every number in a data table.
  */
-import { html, LitElement, nothing, svg, type TemplateResult } from "lit";
+import { html, nothing, svg, type TemplateResult } from "lit";
+import { boundProperties, LightElement } from "./light_element.ts";
 
 /** One value of a chart. */
 export interface ChartSegment {
@@ -43,8 +44,8 @@ function legend(segments: readonly ChartSegment[]): TemplateResult {
   `;
 }
 
-/** `<svc-donut-chart>`: shares of a whole (node status, compliance status). */
-class SvcDonutChart extends LitElement {
+/** A chart of segments under a title: what the donut and the bar chart share. */
+class SegmentChart extends LightElement {
   static override properties = { chartTitle: { attribute: "chart-title" }, segments: { attribute: false } };
   declare chartTitle: string;
   declare segments: ChartSegment[];
@@ -54,11 +55,10 @@ class SvcDonutChart extends LitElement {
     this.chartTitle = "";
     this.segments = [];
   }
+}
 
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
+/** `<svc-donut-chart>`: shares of a whole (node status, compliance status). */
+class SvcDonutChart extends SegmentChart {
   override render() {
     const total = this.segments.reduce((n, s) => n + s.value, 0);
     const radius = 40;
@@ -97,21 +97,7 @@ class SvcDonutChart extends LitElement {
  * `<svc-bar-chart>`: counts per category (policies by type, certificates by expiry window). Segments with
  * `parts` are drawn as stacked bars with a legend of the parts under the chart.
  */
-class SvcBarChart extends LitElement {
-  static override properties = { chartTitle: { attribute: "chart-title" }, segments: { attribute: false } };
-  declare chartTitle: string;
-  declare segments: ChartSegment[];
-
-  constructor() {
-    super();
-    this.chartTitle = "";
-    this.segments = [];
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
+class SvcBarChart extends SegmentChart {
   override render() {
     const max = Math.max(1, ...this.segments.map((s) => s.value));
     return html`
@@ -233,16 +219,12 @@ function yTicks(max: number): number[] {
  * accessible name summarises the latest values; the legend names each series with its latest value; and a
  * "Data table" disclosure (a real table with caption and headers, reachable by keyboard) holds every number.
  */
-class SvcTimeChart extends LitElement {
+class SvcTimeChart extends LightElement {
   static override properties = {
     chartTitle: { attribute: "chart-title" },
     kind: {},
     unit: {},
-    stepMs: { attribute: false },
-    times: { attribute: false },
-    series: { attribute: false },
-    max: { attribute: false },
-    formatTime: { attribute: false },
+    ...boundProperties("stepMs", "times", "series", "max", "formatTime"),
     width: { state: true },
   };
   declare chartTitle: string;
@@ -278,10 +260,6 @@ class SvcTimeChart extends LitElement {
     this.series = [];
     this.max = undefined;
     this.formatTime = (t) => new Date(t).toLocaleString();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -3,10 +3,11 @@
  * Opening it puts the focus on the control a keyboard user needs first (the text to type, Cancel for a
  * destructive action, else the confirm button); `confirmAction` gives the focus back afterwards.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { type ConfirmOptions, openDialog } from "./ui.ts";
+import { LightElement } from "./light_element.ts";
 
-class SvcConfirmDialog extends LitElement {
+class SvcConfirmDialog extends LightElement {
   static override properties = { options: { attribute: false }, typed: { state: true } };
   declare options: ConfirmOptions;
   declare typed: string;
@@ -15,10 +16,6 @@ class SvcConfirmDialog extends LitElement {
   constructor() {
     super();
     this.typed = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override firstUpdated(): void {

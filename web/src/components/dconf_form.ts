@@ -7,7 +7,7 @@
  * server and the agent use (`shared/gvariant.ts`). The value emitted is the policy content with proto field
  * names.
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, nothing, type TemplateResult } from "lit";
 import {
   canonicalGVariant,
   formatGVariant,
@@ -20,6 +20,8 @@ import {
 import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject } from "../content.ts";
 import { type CatalogueKey, type CatalogueSchema, catalogueSchema } from "./gsettings_picker.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One entry as the form keeps it. */
 interface Entry {
@@ -95,31 +97,17 @@ function untypedProblem(text: string): string | undefined {
   }
 }
 
-class SvcDconfForm extends LitElement {
+class SvcDconfForm extends PolicyFormElement {
   static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-    picking: { state: true },
-    schemas: { state: true },
+    ...stateProperties("picking", "schemas"),
   };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
   declare picking: boolean;
   declare schemas: Map<string, CatalogueSchema | null>;
 
   constructor() {
     super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
     this.picking = false;
     this.schemas = new Map();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   protected override willUpdate(): void {
@@ -140,10 +128,7 @@ class SvcDconfForm extends LitElement {
     db = str(this.value.db_name ?? this.value.dbName),
     profile = str(this.value.profile),
   ) {
-    this.value = contentOf(entries, db, profile);
-    this.dispatchEvent(
-      new CustomEvent("value-change", { detail: this.value, bubbles: true, composed: true }),
-    );
+    this.emitValue(contentOf(entries, db, profile));
   }
 
   #update(index: number, change: Partial<Entry>): void {

@@ -7,6 +7,7 @@
  * token for a chosen node group. A second tab lists every file of the repository's manifest for direct
  * download. A served agent version that differs from the server's is shown as a warning.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
@@ -40,17 +41,19 @@ function sizeText(bytes: number): string {
 
 class SvcDeployAgent extends LitElement {
   static override properties = {
-    status: { state: true },
-    open: { state: true },
-    family: { state: true },
-    arch: { state: true },
-    enroll: { state: true },
-    groups: { state: true },
-    groupId: { state: true },
-    token: { state: true },
-    material: { state: true },
-    error: { state: true },
-    busy: { state: true },
+    ...stateProperties(
+      "status",
+      "open",
+      "family",
+      "arch",
+      "enroll",
+      "groups",
+      "groupId",
+      "token",
+      "material",
+      "error",
+      "busy",
+    ),
   };
   declare status: RepoStatus | undefined;
   declare open: boolean;

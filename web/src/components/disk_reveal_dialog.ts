@@ -4,8 +4,9 @@
  * minutes with a countdown and a copy button, then it is dropped from the page (closing the dialog drops it
  * at once). When the policy rotates after reveals, the dialog says the key will stop working.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
 
@@ -17,23 +18,13 @@ export interface RevealTarget {
   device: string;
 }
 
-/** The answer of a reveal (the route does not describe it). */
-interface RevealAnswer {
-  key_id: string;
-  recovery_key: string;
-  alternate_keys: { key_id: string; recovery_key: string }[];
-  rotation_scheduled: boolean;
-  display_seconds: number;
-}
+/** The answer of a reveal: the key, the other keys that open the volume, how long to show them. */
+type RevealAnswer = Answer<"POST /api/v1/disk-encryption/volumes/{id}/reveal">;
 
 class SvcDiskRevealDialog extends LitElement {
   static override properties = {
     target: { attribute: false },
-    revealed: { state: true },
-    remaining: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    expired: { state: true },
+    ...stateProperties("revealed", "remaining", "error", "busy", "expired"),
   };
   declare target: RevealTarget | undefined;
   declare revealed: RevealAnswer | undefined;
@@ -92,7 +83,7 @@ class SvcDiskRevealDialog extends LitElement {
       const answer = await api.call("POST /api/v1/disk-encryption/volumes/{id}/reveal", {
         path: { id: this.target!.id },
         body: { reason, password },
-      }) as RevealAnswer;
+      });
       form.reset();
       this.revealed = answer;
       this.expired = false;

@@ -4,9 +4,10 @@
  * drop onto the label) but is visually hidden; a button-like label and the chosen file's name show. The
  * input's own `change` event bubbles out of the element, so a page reads `event.target.files` as before.
  */
-import { html, LitElement } from "lit";
+import { html } from "lit";
+import { LightElement } from "./light_element.ts";
 
-class SvcFilePicker extends LitElement {
+class SvcFilePicker extends LightElement {
   static override properties = {
     label: {},
     accept: {},
@@ -31,10 +32,6 @@ class SvcFilePicker extends LitElement {
     this.buttonLabel = "Choose a file…";
     this.accessibleName = "";
     this.chosen = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   /** Forgets the chosen file (after an upload), so choosing the same file again fires `change` again. */

@@ -4,13 +4,13 @@
  * Flatpak catalogue (`GET /api/v1/flatpak/apps`) and shows each hit with its icon, name and id; "Add"
  * appends the application (state PRESENT, the catalogue repository's name as remote) to the policy.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { FlatpakPolicySchema } from "../../../shared/gen/svc/policy/v1/flatpak_pb.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { api } from "../api.ts";
-import type { JsonObject } from "../content.ts";
-import { errorAlert, valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
+import { addButton, catalogueSearch } from "./catalogue_picker.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One catalogue hit (`GET /api/v1/flatpak/apps`). */
 export interface CatalogHit {
@@ -22,18 +22,10 @@ export interface CatalogHit {
   repo: string;
 }
 
-class SvcFlatpakForm extends LitElement {
+class SvcFlatpakForm extends PolicyFormElement {
   static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-    query: { state: true },
-    hits: { state: true },
-    searchError: { state: true },
+    ...stateProperties("query", "hits", "searchError"),
   };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
   declare query: string;
   declare hits: CatalogHit[] | undefined;
   declare searchError: unknown;
@@ -41,15 +33,7 @@ class SvcFlatpakForm extends LitElement {
 
   constructor() {
     super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
     this.query = "";
-    this.hits = undefined;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   #search(text: string): void {
@@ -70,72 +54,50 @@ class SvcFlatpakForm extends LitElement {
     }, 250);
   }
 
-  #apps(): JsonObject[] {
-    return Array.isArray(this.value.apps) ? this.value.apps as JsonObject[] : [];
-  }
-
   #has(appId: string): boolean {
-    return this.#apps().some((a) => (a.app_id ?? a.appId) === appId);
+    return this.listOf("apps").some((a) => (a.app_id ?? a.appId) === appId);
   }
 
   #add(hit: CatalogHit): void {
-    this.#emit({
+    this.emitValue({
       ...this.value,
-      apps: [...this.#apps(), { app_id: hit.app_id, remote: hit.repo, state: "FLATPAK_APP_STATE_PRESENT" }],
+      apps: [...this.listOf("apps"), {
+        app_id: hit.app_id,
+        remote: hit.repo,
+        state: "FLATPAK_APP_STATE_PRESENT",
+      }],
     });
-  }
-
-  #emit(value: JsonObject): void {
-    this.value = value;
-    this.dispatchEvent(new CustomEvent("value-change", { detail: value, bubbles: true, composed: true }));
   }
 
   override render() {
     return html`
-      ${this.readOnly ? nothing : html`
-        <section class="card flatpak-catalog" aria-label="Flatpak catalogue">
-          <sl-input class="flatpak-search" label="Find an application in the catalogue" clearable
-            placeholder="Name or id, e.g. firefox" .value=${this.query}
-            help-text="Repositories are registered under Settings → Flatpak repositories."
-            @sl-input=${(e: Event) => this.#search(valueOf(e))}
-            @sl-clear=${() => this.#search("")}></sl-input>
-          ${errorAlert(this.searchError)}
-          ${this.hits === undefined
-            ? nothing
-            : this.hits.length === 0
-            ? html`<p class="muted flatpak-no-hits">No application matches "${this.query}".</p>`
-            : html`
-              <ul class="flatpak-hits">
-                ${this.hits.map((hit) =>
-                  html`
-                    <li class="flatpak-hit" data-app-id=${hit.app_id}>
-                      ${hit.icon_url
-                        ? html`<img src=${hit.icon_url} alt="" width="32" height="32" loading="lazy">`
-                        : html`<sl-icon name="box-seam" aria-hidden="true"></sl-icon>`}
-                      <span class="flatpak-hit-text">
-                        <strong>${hit.name}</strong> <code>${hit.app_id}</code>
-                        <span class="muted">${hit.summary}${hit.versions[0]
-                          ? ` · ${hit.versions[0]}`
-                          : ""} · ${hit.repo}</span>
-                      </span>
-                      <sl-button size="small" ?disabled=${this.#has(hit.app_id)} @click=${() =>
-                        this.#add(hit)}>
-                        ${this.#has(hit.app_id)
-                          ? "Added"
-                          : html`Add <span class="visually-hidden">${hit.name}</span>`}
-                      </sl-button>
-                    </li>
-                  `
-                )}
-              </ul>
-            `}
-        </section>
-      `}
-      <svc-schema-form .schema=${FlatpakPolicySchema} .value=${this.value} .issues=${this.issues} .hints=${{}}
-        ?read-only=${this.readOnly} @value-change=${(e: CustomEvent<JsonObject>) => {
-          e.stopPropagation();
-          this.#emit(e.detail);
-        }}></svc-schema-form>
+      ${this.readOnly ? nothing : catalogueSearch({
+        name: "flatpak",
+        region: "Flatpak catalogue",
+        label: "Find an application in the catalogue",
+        placeholder: "Name or id, e.g. firefox",
+        helpText: "Repositories are registered under Settings → Flatpak repositories.",
+        query: this.query,
+        hits: this.hits,
+        error: this.searchError,
+        noun: "application",
+        onSearch: (text) => this.#search(text),
+        hit: (hit: CatalogHit) =>
+          html`
+            <li class="flatpak-hit" data-app-id=${hit.app_id}>
+              ${hit.icon_url
+                ? html`<img src=${hit.icon_url} alt="" width="32" height="32" loading="lazy">`
+                : html`<sl-icon name="box-seam" aria-hidden="true"></sl-icon>`}
+              <span class="flatpak-hit-text">
+                <strong>${hit.name}</strong> <code>${hit.app_id}</code>
+                <span class="muted">${hit.summary}${hit.versions[0] ? ` · ${hit.versions[0]}` : ""} · ${hit
+                  .repo}</span>
+              </span>
+              ${addButton(this.#has(hit.app_id), hit.name, () => this.#add(hit))}
+            </li>
+          `,
+      })}
+      ${this.schemaForm(FlatpakPolicySchema)}
     `;
   }
 }

@@ -9,6 +9,7 @@ import { html, nothing } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
+import { bodyRows } from "./table_cards.ts";
 import "./file_picker.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
 
@@ -68,11 +69,7 @@ class SvcSettingsFlatpakRepos extends PageElement {
   async #refresh(repo: FlatpakRepo): Promise<void> {
     this.busy = repo.id;
     try {
-      // The route does not describe its answer yet: the outcome and, when it failed, why.
-      const result = await api.call("POST /api/v1/flatpak/repos/{id}/refresh", { path: { id: repo.id } }) as {
-        outcome: string;
-        error?: string;
-      };
+      const result = await api.call("POST /api/v1/flatpak/repos/{id}/refresh", { path: { id: repo.id } });
       notify(
         result.outcome === "error"
           ? `Refresh of ${repo.name} failed: ${result.error}`
@@ -151,45 +148,38 @@ class SvcSettingsFlatpakRepos extends PageElement {
             : nothing}</tr>
         </thead>
         <tbody>
-          ${this.repos.length === 0
-            ? html`
-              <tr>
-                <td colspan="5" class="muted">No repository yet.</td>
-              </tr>
-            `
-            : this.repos.map((repo) =>
-              html`
-                <tr data-repo=${repo.name}>
-                  <th scope="row">${repo.name}${repo.title
-                    ? html`<div class="muted">${repo.title}</div>`
-                    : nothing}</th>
-                  <td>${repo.source === "upload" ? "AppStream upload" : html`<code>${repo.url}</code>`}</td>
-                  <td class="app-count">${repo.app_count}</td>
-                  <td class="repo-state">${this.#state(repo)}</td>
-                  ${canEdit
-                    ? html`<td class="actions">
+          ${bodyRows(this.repos, { columns: 5, empty: "No repository yet." }, (repo) =>
+            html`
+              <tr data-repo=${repo.name}>
+                <th scope="row">${repo.name}${repo.title
+                  ? html`<div class="muted">${repo.title}</div>`
+                  : nothing}</th>
+                <td>${repo.source === "upload" ? "AppStream upload" : html`<code>${repo.url}</code>`}</td>
+                <td class="app-count">${repo.app_count}</td>
+                <td class="repo-state">${this.#state(repo)}</td>
+                ${canEdit
+                  ? html`<td class="actions">
                   ${
-                      repo.source === "url"
-                        ? html`
-                          <sl-button size="small" ?loading=${this.busy === repo.id}
-                            @click=${() => this.#refresh(repo)}>Refresh<span class="visually-hidden"> ${repo
-                              .name}</span></sl-button>
-                        `
-                        : html`
-                          <svc-file-picker class="upload" button-label="Upload AppStream…"
-                            accept=".xml,.gz,application/xml,application/gzip"
-                            accessible-name=${`Upload AppStream of ${repo.name}`} @change=${(e: Event) =>
-                              this.#upload(repo, e)}></svc-file-picker>
-                        `
-                    }
+                    repo.source === "url"
+                      ? html`
+                        <sl-button size="small" ?loading=${this.busy === repo.id}
+                          @click=${() => this.#refresh(repo)}>Refresh<span class="visually-hidden"> ${repo
+                            .name}</span></sl-button>
+                      `
+                      : html`
+                        <svc-file-picker class="upload" button-label="Upload AppStream…"
+                          accept=".xml,.gz,application/xml,application/gzip"
+                          accessible-name=${`Upload AppStream of ${repo.name}`} @change=${(e: Event) =>
+                            this.#upload(repo, e)}></svc-file-picker>
+                      `
+                  }
                   <sl-button size="small" variant="danger" outline @click=${() =>
-                      this.#delete(repo)}>Delete<span
+                    this.#delete(repo)}>Delete<span
                     class="visually-hidden"> ${repo.name}</span></sl-button>
                 </td>`
-                    : nothing}
-                </tr>
-              `
-            )}
+                  : nothing}
+              </tr>
+            `)}
         </tbody>
       </table>
       ${canEdit

@@ -14,6 +14,7 @@ import { valueOf } from "./ui.ts";
 import type { TimeSeries } from "./charts.ts";
 import { dayLabel, hourLabel, TREND_COLORS } from "./trend_colors.ts";
 import "./charts.ts";
+import { stateProperties } from "./light_element.ts";
 
 type Trend = Operations["GET /api/v1/trends"]["response"];
 type Point = Trend["points"][number];
@@ -30,9 +31,7 @@ const RELOAD_MS = 5 * 60_000;
 
 class SvcFleetTrends extends LitElement {
   static override properties = {
-    range: { state: true },
-    trend: { state: true },
-    error: { state: true },
+    ...stateProperties("range", "trend", "error"),
   };
   declare range: Range;
   declare trend: Trend | undefined;

@@ -4,6 +4,7 @@
  * keys, and choosing one fires `gsettings-pick` with `{ schemaId, key }`. Also exports the schema cache the
  * Dconf form uses to describe a chosen key.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 
@@ -30,11 +31,7 @@ export function catalogueSchema(schemaId: string): Promise<CatalogueSchema | und
 
 class SvcGSettingsPicker extends LitElement {
   static override properties = {
-    query: { state: true },
-    hits: { state: true },
-    total: { state: true },
-    nodes: { state: true },
-    error: { state: true },
+    ...stateProperties("query", "hits", "total", "nodes", "error"),
   };
   declare query: string;
   declare hits: SearchHit[];

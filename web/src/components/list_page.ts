@@ -15,23 +15,20 @@ import {
   type TemplateResult,
 } from "lit";
 import { api, type CallArgs } from "../api.ts";
-import type { Answer, AnyListOperation, ListAnswer, ListRow, Operations } from "../api_types.ts";
+import type { Answer, ListOperation, ListRow, Operations } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
 import "./saved_views.ts";
 
-/**
- * Calls a list operation and resolves with its page, rows typed (also for the lists whose answer the server
- * does not describe yet).
- */
-export function loadPage<K extends AnyListOperation>(
+/** Calls a list operation and resolves with its page. */
+export function loadPage<K extends ListOperation>(
   operation: K,
   args: { path?: Operations[K]["path"]; query?: CallArgs<K>["query"] },
-): Promise<ListAnswer<K>> {
+): Promise<Answer<K>> {
   // Generic over the operation, TypeScript cannot relate `args` to `call`'s per-operation arguments.
-  const call = api.call as (operation: K, args: object) => Promise<ListAnswer<K>>;
+  const call = api.call as (operation: K, args: object) => Promise<Answer<K>>;
   return call.call(api, operation, args);
 }
 
@@ -56,7 +53,7 @@ export interface FilterSpec {
 }
 
 /** Options of a {@link ListController}. */
-export interface ListOptions<K extends AnyListOperation> extends ListDefaults {
+export interface ListOptions<K extends ListOperation> extends ListDefaults {
   /** The operation that answers the list's pages, e.g. "GET /api/v1/nodes". */
   operation: K;
   filters: readonly FilterSpec[];
@@ -108,14 +105,14 @@ export interface TableSpec<T> {
 let nextId = 0;
 
 /** Ties a {@link ListQuery} to a page: loads, draws the filter bar, headers, table and pager. */
-export class ListController<K extends AnyListOperation, T = ListRow<K>> implements ReactiveController {
+export class ListController<K extends ListOperation> implements ReactiveController {
   readonly #host: ListHost;
   readonly #options: ListOptions<K>;
   readonly #barId = `list-filters-${++nextId}`;
   #query: ListQuery;
   #filtersOpen = false;
   /** The last page loaded; undefined until the first load ends. */
-  page: ListAnswer<K> | undefined;
+  page: Answer<K> | undefined;
   /** Rows picked for bulk actions (lists that draw {@link selectCell}). */
   selection: Selection = { ids: new Map(), allMatching: false };
 
@@ -143,7 +140,7 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
   }
 
   /** Loads the page of the list with the query, plus `extra` API parameters. */
-  async load(extra?: CallArgs<K>["query"]): Promise<ListAnswer<K>> {
+  async load(extra?: CallArgs<K>["query"]): Promise<Answer<K>> {
     // The URL's filters are this list's own query keys, kept as text; the server validates their values.
     const query = { ...this.#query.apiQuery(), ...extra } as CallArgs<K>["query"];
     const page = await loadPage(this.#options.operation, { query });
@@ -152,8 +149,8 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
   }
 
   /** The rows of the last page loaded (none before the first load). */
-  get rows(): T[] {
-    return (this.page?.items ?? []) as T[];
+  get rows(): ListRow<K>[] {
+    return this.page?.items ?? [];
   }
 
   #change(changes: QueryChanges): void {
@@ -224,7 +221,7 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
   }
 
   /** The header cell that picks or drops every row of the page. */
-  selectHeader(rows: (items: T[]) => Array<{ id: string; name: string }>): TemplateResult {
+  selectHeader(rows: (items: ListRow<K>[]) => Array<{ id: string; name: string }>): TemplateResult {
     const shown = rows(this.rows);
     // Checked when every row shown is picked. (No "mixed" state: Shoelace's marks a native checkbox with
     // aria-checked, which axe refuses.)
@@ -404,7 +401,7 @@ export class ListController<K extends AnyListOperation, T = ListRow<K>> implemen
    * state (saying when filters hide rows, with a way to clear them), or the table in its own scrolling box
    * and the pager.
    */
-  renderTable(spec: TableSpec<T>): TemplateResult | typeof nothing {
+  renderTable(spec: TableSpec<ListRow<K>>): TemplateResult | typeof nothing {
     const page = this.#fields;
     const items = this.rows;
     // By cursor the answer does not know its page number; the URL does (pages before + 1).

@@ -3,6 +3,7 @@
  * logs in with a password, or whoever holds one of the chosen permissions; directory users optionally too.
  * Saving asks for the editor's password (and code, when they have a factor).
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { type Answer, api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
@@ -12,7 +13,9 @@ import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 type MfaPolicy = Answer<"GET /api/v1/settings/mfa">;
 
 class SvcMfaPolicySettings extends LitElement {
-  static override properties = { policy: { state: true }, error: { state: true }, busy: { state: true } };
+  static override properties = {
+    ...stateProperties("policy", "error", "busy"),
+  };
   declare policy: MfaPolicy | undefined;
   declare error: unknown;
   declare busy: boolean;
@@ -33,14 +36,13 @@ class SvcMfaPolicySettings extends LitElement {
     const code = (this.#proof.code ?? "").trim();
     this.busy = true;
     try {
-      // The route answers the policy as stored but does not describe it yet.
       this.policy = await api.call("PUT /api/v1/settings/mfa", {
         body: {
           ...p,
           password: this.#proof.password ?? "",
           ...(code ? { [/^[0-9]{6}$/.test(code) ? "code" : "backup_code"]: code } : {}),
         },
-      }) as MfaPolicy;
+      });
       this.error = undefined;
       notify("MFA policy saved.", "success");
       await session.load();

@@ -6,6 +6,7 @@
  * `<svc-mfa-required-page>`: shown instead of the console while the MFA policy requires a factor the person
  * does not have yet.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, svg } from "lit";
 import qrcode from "qrcode-generator";
 import { type Answer, api, type StepUpProof } from "../api.ts";
@@ -16,11 +17,8 @@ import { registerKey, stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 /** `GET /api/v1/auth/webauthn/credentials` items. */
 type KeyInfo = Answer<"GET /api/v1/auth/webauthn/credentials">["items"][number];
 
-/**
- * `GET /api/v1/auth/mfa`. The route declares `webauthn` (the number of keys) but the committed generated
- * client predates it; regenerating the client makes the intersection a no-op.
- */
-type MfaStatus = Answer<"GET /api/v1/auth/mfa"> & { webauthn?: number };
+/** `GET /api/v1/auth/mfa`. */
+type MfaStatus = Answer<"GET /api/v1/auth/mfa">;
 
 /** An SVG QR code of `text`, drawn from the module matrix (no inline HTML, so the CSP stays strict). */
 function qrSvg(text: string) {
@@ -47,13 +45,7 @@ function qrSvg(text: string) {
 
 class SvcMfaSettings extends LitElement {
   static override properties = {
-    status: { state: true },
-    step: { state: true },
-    enrolment: { state: true },
-    backupCodes: { state: true },
-    error: { state: true },
-    busy: { state: true },
-    keys: { state: true },
+    ...stateProperties("status", "step", "enrolment", "backupCodes", "error", "busy", "keys"),
   };
   declare status: MfaStatus | undefined;
   /** Security keys and passkeys. */

@@ -5,6 +5,7 @@
  * passkey / security key (the browser's WebAuthn prompt answers the server's step-up challenge), so a person
  * whose only factor is a passkey can pass too. Registered with {@link api.stepUp} on import.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
@@ -14,8 +15,7 @@ import { errorAlert, openDialog, whenHidden } from "./ui.ts";
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {
     needCode: { attribute: false },
-    busy: { state: true },
-    error: { state: true },
+    ...stateProperties("busy", "error"),
   };
   declare needCode: boolean;
   declare busy: boolean;

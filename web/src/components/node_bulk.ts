@@ -4,6 +4,7 @@
  * (`/api/v1/nodes/bulk/*`, one audit row per node) and reports node by node: what was done, what failed and
  * why, and for re-enrollment the command to run on each node. Fires `bulk-done` once the report is closed.
  */
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
@@ -40,14 +41,8 @@ function someNames(names: string[], shown = 5): string {
 
 class SvcNodeBulk extends LitElement {
   static override properties = {
-    selection: { attribute: false },
-    groups: { attribute: false },
-    dialog: { state: true },
-    target: { state: true },
-    keepOthers: { state: true },
-    report: { state: true },
-    busy: { state: true },
-    error: { state: true },
+    ...boundProperties("selection", "groups"),
+    ...stateProperties("dialog", "target", "keepOthers", "report", "busy", "error"),
   };
   declare selection: Selection;
   declare groups: NodeGroup[];

@@ -4,6 +4,7 @@
  * node, delete).
  * Fires `closed` when the drawer closes and `changed` after an action altered the node.
  */
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
@@ -27,13 +28,8 @@ import type { ComplianceRow, NodeDetail, NodeGroup } from "../api_types.ts";
 
 class SvcNodeDetail extends LitElement {
   static override properties = {
-    nodeId: { attribute: false },
-    groups: { attribute: false },
-    node: { state: true },
-    compliance: { state: true },
-    error: { state: true },
-    addGroup: { state: true },
-    reEnrollToken: { state: true },
+    ...boundProperties("nodeId", "groups"),
+    ...stateProperties("node", "compliance", "error", "addGroup", "reEnrollToken"),
   };
   declare nodeId: string;
   declare groups: NodeGroup[];

@@ -3,8 +3,9 @@
  * by cursor sets `byCursor` and `count` (rows shown): the range then comes from `cursorRange` (Next needs
  * `nextCursor`, null on the last page), there is no "of M pages", and an estimated total reads "about".
  */
-import { html, LitElement } from "lit";
+import { html } from "lit";
 import { cursorRange, PAGE_SIZES } from "../list_query.ts";
+import { LightElement } from "./light_element.ts";
 
 /** Detail of the `page-change` event. */
 export interface PageChange {
@@ -12,7 +13,7 @@ export interface PageChange {
   perPage: number;
 }
 
-class SvcPager extends LitElement {
+class SvcPager extends LightElement {
   static override properties = {
     page: { type: Number },
     perPage: { type: Number, attribute: "per-page" },
@@ -42,10 +43,6 @@ class SvcPager extends LitElement {
     this.nextCursor = null;
     this.estimated = false;
     this.count = 0;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   #emit(page: number, perPage = this.perPage): void {

@@ -5,6 +5,7 @@
  * old version's content (a draft is edited to it); nothing of the history is rewritten, and the revision is
  * released like any other. Fires `restored` after a restore.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { repeat } from "lit/directives/repeat.js";
 import { api } from "../api.ts";
@@ -31,9 +32,7 @@ export function originText(v: PolicyVersionSummary): string {
 class SvcPolicyHistory extends LitElement {
   static override properties = {
     policy: { attribute: false },
-    versions: { state: true },
-    contents: { state: true },
-    error: { state: true },
+    ...stateProperties("versions", "contents", "error"),
   };
   declare policy: Policy;
   declare versions: PolicyVersionSummary[] | undefined;

@@ -5,6 +5,7 @@
  * its last report. Refreshes itself every few seconds (and says when it last did), keeping filter, page and
  * scroll, so a release can be watched as it lands.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
@@ -86,12 +87,7 @@ export function rolloutSummary(counts: RolloutCounts | undefined): TemplateResul
 class SvcPolicyRollout extends LitElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
-    data: { state: true },
-    state: { state: true },
-    pageNumber: { state: true },
-    error: { state: true },
-    updatedAt: { state: true },
-    now: { state: true },
+    ...stateProperties("data", "state", "pageNumber", "error", "updatedAt", "now"),
   };
   declare policyId: string;
   declare data: RolloutPage | undefined;

@@ -8,15 +8,17 @@
  * the prefixes the hits share can be added as action prefixes. The preview is the agent's own renderer
  * (`shared/polkit_js.ts`), so it shows byte for byte what lands in `/etc/polkit-1/rules.d/`.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { PolkitPolicySchema } from "../../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { renderPolkitRules } from "../../../shared/polkit_js.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
-import { errorAlert, valueOf } from "./ui.ts";
+import { valueOf } from "./ui.ts";
 import "../editors/schema_form.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
+import { addButton, catalogueSearch } from "./catalogue_picker.ts";
+import { stateProperties } from "./light_element.ts";
 
 /** One catalogue hit (`GET /api/v1/catalogues/polkit`). */
 export interface PolkitCatalogueAction {
@@ -40,20 +42,10 @@ function implicit(value: string): string {
   return value === "" ? "not stated" : value.replaceAll("_", " ");
 }
 
-class SvcPolkitForm extends LitElement {
+class SvcPolkitForm extends PolicyFormElement {
   static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-    query: { state: true },
-    hits: { state: true },
-    prefixes: { state: true },
-    target: { state: true },
-    searchError: { state: true },
+    ...stateProperties("query", "hits", "prefixes", "target", "searchError"),
   };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
   declare query: string;
   declare hits: PolkitCatalogueAction[] | undefined;
   declare prefixes: { prefix: string; action_count: number }[];
@@ -64,17 +56,9 @@ class SvcPolkitForm extends LitElement {
 
   constructor() {
     super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
     this.query = "";
-    this.hits = undefined;
     this.prefixes = [];
     this.target = 0;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   #search(text: string): void {
@@ -99,10 +83,6 @@ class SvcPolkitForm extends LitElement {
     }, 250);
   }
 
-  #rules(): JsonObject[] {
-    return Array.isArray(this.value.rules) ? this.value.rules as JsonObject[] : [];
-  }
-
   #list(rule: JsonObject | undefined, field: "action_ids" | "action_prefixes"): string[] {
     const camel = field === "action_ids" ? "actionIds" : "actionPrefixes";
     const list = rule?.[field] ?? rule?.[camel];
@@ -110,11 +90,11 @@ class SvcPolkitForm extends LitElement {
   }
 
   #has(field: "action_ids" | "action_prefixes", id: string): boolean {
-    return this.#list(this.#rules()[this.target], field).includes(id);
+    return this.#list(this.listOf("rules")[this.target], field).includes(id);
   }
 
   #add(field: "action_ids" | "action_prefixes", id: string): void {
-    const rules = [...this.#rules()];
+    const rules = [...this.listOf("rules")];
     if (rules.length === 0) {
       rules.push({
         name: id.split(".").filter((p) => p).slice(-1)[0] ?? "rule",
@@ -130,12 +110,7 @@ class SvcPolkitForm extends LitElement {
     delete rule[field];
     rule[camel] = [...list, id];
     rules[index] = rule;
-    this.#emit({ ...this.value, rules });
-  }
-
-  #emit(value: JsonObject): void {
-    this.value = value;
-    this.dispatchEvent(new CustomEvent("value-change", { detail: value, bubbles: true, composed: true }));
+    this.emitValue({ ...this.value, rules });
   }
 
   #preview(): { text?: string; problem?: string } {
@@ -149,80 +124,68 @@ class SvcPolkitForm extends LitElement {
   }
 
   override render() {
-    const rules = this.#rules();
+    const rules = this.listOf("rules");
     const preview = this.#preview();
     return html`
       <p class="muted polkit-priority">${POLKIT_PRIORITY_RULE}</p>
-      ${this.readOnly ? nothing : html`
-        <section class="card polkit-catalog" aria-label="Polkit action catalogue">
-          <sl-input class="polkit-search" label="Find a polkit action" clearable
-            placeholder="Id or description, e.g. reboot or udisks2" .value=${this.query}
-            help-text="Actions reported by your nodes, and the ones svc ships with."
-            @sl-input=${(e: Event) => this.#search(valueOf(e))}
-            @sl-clear=${() => this.#search("")}></sl-input>
-          ${rules.length > 1
-            ? html`
-              <sl-select class="polkit-target" label="Add to rule" .value=${String(this.target)}
-                @sl-change=${(e: Event) => this.target = Number(valueOf(e))}>
-                ${rules.map((r, i) =>
-                  html`<sl-option value=${String(i)}>${i + 1}. ${
-                    String(r.name ?? "") || "(unnamed)"
-                  }</sl-option>`
-                )}
-              </sl-select>
-            `
-            : nothing}
-          ${errorAlert(this.searchError)}
-          ${this.hits === undefined
-            ? nothing
-            : this.hits.length === 0
-            ? html`<p class="muted polkit-no-hits">No action matches "${this.query}".</p>`
-            : html`
-              <ul class="polkit-hits">
-                ${this.hits.map((hit) =>
-                  html`
-                    <li class="polkit-hit" data-action-id=${hit.action_id}>
-                      <span class="polkit-hit-text">
-                        <code>${hit.action_id}</code> ${hit.description}
-                        <span class="muted polkit-defaults">
-                          Without a rule: any session ${implicit(hit.default_any)}, inactive
-                          ${implicit(hit.default_inactive)}, active ${implicit(
-                            hit.default_active,
-                          )}${hit.node_count ? ` · on ${hit.node_count} node(s)` : ""}
-                        </span>
-                      </span>
-                      <sl-button size="small" ?disabled=${this.#has("action_ids", hit.action_id)}
-                        @click=${() => this.#add("action_ids", hit.action_id)}>
-                        ${this.#has("action_ids", hit.action_id)
-                          ? "Added"
-                          : html`Add <span class="visually-hidden">${hit.action_id}</span>`}
-                      </sl-button>
-                    </li>
-                  `
-                )}
-              </ul>
-              ${this.prefixes.length
-                ? html`
-                  <p class="polkit-prefixes">Or every action under a prefix:
-                    ${this.prefixes.map((p) =>
-                      html`
-                        <sl-button size="small" class="polkit-prefix" data-prefix=${p.prefix}
-                          ?disabled=${this.#has("action_prefixes", p.prefix)}
-                          @click=${() => this.#add("action_prefixes", p.prefix)}>${p.prefix}* (${p
-                            .action_count})</sl-button>
-                      `
-                    )}
-                  </p>
+      ${this.readOnly ? nothing : catalogueSearch({
+        name: "polkit",
+        region: "Polkit action catalogue",
+        label: "Find a polkit action",
+        placeholder: "Id or description, e.g. reboot or udisks2",
+        helpText: "Actions reported by your nodes, and the ones svc ships with.",
+        query: this.query,
+        hits: this.hits,
+        error: this.searchError,
+        noun: "action",
+        onSearch: (text) => this.#search(text),
+        controls: rules.length > 1
+          ? html`
+            <sl-select class="polkit-target" label="Add to rule" .value=${String(this.target)}
+              @sl-change=${(e: Event) => this.target = Number(valueOf(e))}>
+              ${rules.map((r, i) =>
+                html`<sl-option value=${String(i)}>${i + 1}. ${
+                  String(r.name ?? "") || "(unnamed)"
+                }</sl-option>`
+              )}
+            </sl-select>
+          `
+          : nothing,
+        hit: (hit: PolkitCatalogueAction) =>
+          html`
+            <li class="polkit-hit" data-action-id=${hit.action_id}>
+              <span class="polkit-hit-text">
+                <code>${hit.action_id}</code> ${hit.description}
+                <span class="muted polkit-defaults">
+                  Without a rule: any session ${implicit(hit.default_any)}, inactive
+                  ${implicit(hit.default_inactive)}, active ${implicit(hit.default_active)}${hit.node_count
+                    ? ` · on ${hit.node_count} node(s)`
+                    : ""}
+                </span>
+              </span>
+              ${addButton(
+                this.#has("action_ids", hit.action_id),
+                hit.action_id,
+                () => this.#add("action_ids", hit.action_id),
+              )}
+            </li>
+          `,
+        more: this.prefixes.length
+          ? html`
+            <p class="polkit-prefixes">Or every action under a prefix:
+              ${this.prefixes.map((p) =>
+                html`
+                  <sl-button size="small" class="polkit-prefix" data-prefix=${p.prefix}
+                    ?disabled=${this.#has("action_prefixes", p.prefix)}
+                    @click=${() => this.#add("action_prefixes", p.prefix)}>${p.prefix}* (${p
+                      .action_count})</sl-button>
                 `
-                : nothing}
-            `}
-        </section>
-      `}
-      <svc-schema-form .schema=${PolkitPolicySchema} .value=${this.value} .issues=${this.issues} .hints=${{}}
-        ?read-only=${this.readOnly} @value-change=${(e: CustomEvent<JsonObject>) => {
-          e.stopPropagation();
-          this.#emit(e.detail);
-        }}></svc-schema-form>
+              )}
+            </p>
+          `
+          : nothing,
+      })}
+      ${this.schemaForm(PolkitPolicySchema)}
       <section class="card polkit-preview-card" aria-label="Generated rules file">
         <h3>Generated rules file</h3>
         ${preview.text !== undefined

@@ -10,6 +10,7 @@ import { getPolicyType } from "../../../shared/policy_types/mod.ts";
 import { contentToValue } from "../content.ts";
 import { computeProvenance, type ProvenancePolicy, type SettingProvenance } from "../provenance.ts";
 import { errorText } from "./page.ts";
+import { boundProperties, stateProperties } from "./light_element.ts";
 import { statusBadge } from "./ui.ts";
 import type { ComplianceRow, NodeDetail } from "../api_types.ts";
 
@@ -21,11 +22,8 @@ function show(value: unknown): string {
 
 class SvcProvenance extends LitElement {
   static override properties = {
-    node: { attribute: false },
-    results: { attribute: false },
-    rows: { state: true },
-    other: { state: true },
-    error: { state: true },
+    ...boundProperties("node", "results"),
+    ...stateProperties("rows", "other", "error"),
   };
   declare node: NodeDetail;
   declare results: ComplianceRow[];

@@ -9,6 +9,7 @@ import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { rolloutSummary } from "./policy_rollout.ts";
 import { relativeTime } from "./ui.ts";
 import { TREND_COLORS } from "./trend_colors.ts";
+import { boundProperties } from "./light_element.ts";
 
 /** One release in flight. */
 export type ReleaseInFlight = Operations["GET /api/v1/policies/in-flight"]["response"][number];
@@ -23,7 +24,9 @@ const SEGMENTS = [
 ] as const;
 
 class SvcReleaseProgress extends LitElement {
-  static override properties = { releases: { attribute: false }, now: { attribute: false } };
+  static override properties = {
+    ...boundProperties("releases", "now"),
+  };
   declare releases: ReleaseInFlight[];
   /** The clock the "released … ago" texts are measured against. */
   declare now: number;

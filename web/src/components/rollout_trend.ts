@@ -14,6 +14,7 @@ import { errorText } from "./page.ts";
 import { formatDate } from "./ui.ts";
 import { hourLabel, TREND_COLORS } from "./trend_colors.ts";
 import "./charts.ts";
+import { stateProperties } from "./light_element.ts";
 
 type PolicyTrend = Operations["GET /api/v1/policies/all/{id}/trends"]["response"];
 
@@ -33,8 +34,7 @@ class SvcRolloutTrend extends LitElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
     version: { type: Number },
-    trend: { state: true },
-    error: { state: true },
+    ...stateProperties("trend", "error"),
   };
   declare policyId: string;
   /** The policy's version as the page shows it; a new one reloads the points. */

@@ -4,6 +4,7 @@
  * one (fires `view-apply` with its query), saves the current filters and sort under a name, and opens the
  * list of views to rename or delete them.
  */
+import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
@@ -16,10 +17,7 @@ class SvcSavedViews extends LitElement {
   static override properties = {
     list: {},
     query: { attribute: false },
-    views: { state: true },
-    dialog: { state: true },
-    error: { state: true },
-    renaming: { state: true },
+    ...stateProperties("views", "dialog", "error", "renaming"),
   };
   /** The list page's key (`nodes`). */
   declare list: string;

@@ -5,12 +5,11 @@
  * The server checks every script with `bash -n`/`sh -n` when the policy is saved, naming the line; it signs the
  * scripts when the policy is released, and nodes run only what it signed.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import {
   ScriptInterpreterSchema,
   ScriptTriggerSchema,
 } from "../../../shared/gen/svc/policy/v1/scripts_pb.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import {
   DEFAULT_SCRIPT_TIMEOUT_SECONDS,
   MAX_SCRIPT_TIMEOUT_SECONDS,
@@ -18,6 +17,7 @@ import {
 import type { JsonObject, JsonValue } from "../content.ts";
 import { shellTokens } from "../shell_highlight.ts";
 import { valueOf } from "./ui.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
 
 const TRIGGERS: [string, string][] = [
   ["SCRIPT_TRIGGER_MACHINE_STARTUP", "Machine startup (root)"],
@@ -51,53 +51,23 @@ function field(script: JsonObject, camel: string, snake: string): JsonValue | un
   return script[camel] ?? script[snake];
 }
 
-class SvcScriptsForm extends LitElement {
-  static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-  };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
-
-  constructor() {
-    super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
-  #scripts(): JsonObject[] {
-    return Array.isArray(this.value.scripts) ? this.value.scripts as JsonObject[] : [];
-  }
-
-  #emit(scripts: JsonObject[]): void {
-    const value: JsonObject = { ...this.value, scripts };
-    this.value = value;
-    this.dispatchEvent(new CustomEvent("value-change", { detail: value, bubbles: true, composed: true }));
-  }
-
+class SvcScriptsForm extends PolicyFormElement {
   /** Sets one field of script `index` (JSON name `camel`; the snake_case spelling goes). */
   #set(index: number, camel: string, snake: string, value: JsonValue | undefined): void {
-    const scripts = [...this.#scripts()];
+    const scripts = [...this.listOf("scripts")];
     const script = { ...scripts[index] };
     delete script[snake];
     if (value === undefined || value === "" || value === 0) delete script[camel];
     else script[camel] = value;
     scripts[index] = script;
-    this.#emit(scripts);
+    this.emitList("scripts", scripts);
   }
 
   #add(): void {
-    const taken = new Set(this.#scripts().map((s) => String(s.name ?? "")));
-    let n = this.#scripts().length + 1;
+    const taken = new Set(this.listOf("scripts").map((s) => String(s.name ?? "")));
+    let n = this.listOf("scripts").length + 1;
     while (taken.has(`script-${n}`)) n++;
-    this.#emit([...this.#scripts(), {
+    this.emitList("scripts", [...this.listOf("scripts"), {
       name: `script-${n}`,
       trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP",
       body: "#!/bin/bash\nset -eu\n",
@@ -105,16 +75,12 @@ class SvcScriptsForm extends LitElement {
   }
 
   #remove(index: number): void {
-    this.#emit(this.#scripts().filter((_, i) => i !== index));
-  }
-
-  #issue(path: string): string {
-    return this.issues.filter((i) => i.field === path).map((i) => i.message).join("; ");
+    this.emitList("scripts", this.listOf("scripts").filter((_, i) => i !== index));
   }
 
   #editor(index: number, script: JsonObject) {
     const body = String(script.body ?? "");
-    const problem = this.#issue(`scripts[${index}].body`);
+    const problem = this.issueText(`scripts[${index}].body`);
     // The textarea and the coloured text under it share font, size and padding; the textarea's text is transparent.
     return html`
       <div class="script-editor ${problem ? "has-error" : ""}">
@@ -146,8 +112,8 @@ class SvcScriptsForm extends LitElement {
   #script(script: JsonObject, index: number) {
     const runAgain = Number(field(script, "runAgain", "run_again") ?? 0);
     const timeout = Number(field(script, "timeoutSeconds", "timeout_seconds") ?? 0);
-    const help = (path: string, text: string) => this.#issue(`scripts[${index}].${path}`) || text;
-    const bad = (path: string) => this.#issue(`scripts[${index}].${path}`) ? "has-error" : "";
+    const help = (path: string, text: string) => this.issueText(`scripts[${index}].${path}`) || text;
+    const bad = (path: string) => this.issueText(`scripts[${index}].${path}`) ? "has-error" : "";
     return html`
       <section class="card script-card" data-index=${String(index)} aria-label=${`Script ${index + 1}`}>
         <div class="form-grid script-fields">
@@ -199,7 +165,7 @@ class SvcScriptsForm extends LitElement {
   }
 
   override render() {
-    const scripts = this.#scripts();
+    const scripts = this.listOf("scripts");
     return html`
       <style>
         svc-scripts-form .script-editor { position: relative; font-family: var(--sl-font-mono); font-size: 0.875rem;

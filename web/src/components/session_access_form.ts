@@ -5,9 +5,8 @@
  * group. Hours in which none of the named accounts may log in are marked; the server refuses to release
  * or bind such a policy without a reason (the lockout guard).
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import { SessionAccessPolicySchema } from "../../../shared/gen/svc/policy/v1/session_access_pb.ts";
-import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import { formatWeekMinute, WEEKDAY_NAMES } from "../../../shared/session_access_rules.ts";
 import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
@@ -16,6 +15,8 @@ import { errorText } from "./page.ts";
 import { labelEnumConstants } from "../editors/enum_labels.ts";
 import { accountLabel } from "../lockout_text.ts";
 import "../editors/schema_form.ts";
+import { PolicyFormElement } from "./policy_form_element.ts";
+import { LightElement, stateProperties } from "./light_element.ts";
 
 /** `GET /api/v1/session-access/timeline`. */
 interface Timeline {
@@ -26,13 +27,10 @@ interface Timeline {
 
 const DAY = 1440;
 
-class SvcSessionTimeline extends LitElement {
+class SvcSessionTimeline extends LightElement {
   static override properties = {
     content: { attribute: false },
-    groups: { state: true },
-    groupId: { state: true },
-    data: { state: true },
-    error: { state: true },
+    ...stateProperties("groups", "groupId", "data", "error"),
   };
   declare content: JsonObject;
   declare groups: { id: string; name: string }[];
@@ -47,10 +45,6 @@ class SvcSessionTimeline extends LitElement {
     this.content = {};
     this.groups = [];
     this.groupId = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {
@@ -155,37 +149,10 @@ class SvcSessionTimeline extends LitElement {
   }
 }
 
-class SvcSessionAccessForm extends LitElement {
-  static override properties = {
-    value: { attribute: false },
-    issues: { attribute: false },
-    readOnly: { type: Boolean, attribute: "read-only" },
-  };
-  declare value: JsonObject;
-  declare issues: ValidationIssue[];
-  declare readOnly: boolean;
-
-  constructor() {
-    super();
-    this.value = {};
-    this.issues = [];
-    this.readOnly = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
+class SvcSessionAccessForm extends PolicyFormElement {
   override render() {
     return html`
-      <svc-schema-form .schema=${SessionAccessPolicySchema} .value=${this.value} .issues=${this.issues}
-        .hints=${{}} ?read-only=${this.readOnly} @value-change=${(e: CustomEvent<JsonObject>) => {
-          e.stopPropagation();
-          this.value = e.detail;
-          this.dispatchEvent(
-            new CustomEvent("value-change", { detail: e.detail, bubbles: true, composed: true }),
-          );
-        }}></svc-schema-form>
+      ${this.schemaForm(SessionAccessPolicySchema)}
       ${this.value ? html`<svc-session-timeline .content=${this.value}></svc-session-timeline>` : nothing}
     `;
   }

@@ -13,14 +13,14 @@ import {
   notifyError,
   whenHidden,
 } from "./ui.ts";
-import type { User, UserGroup } from "../api_types.ts";
+import type { ListRow, User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
   static override properties = PageElement.withState("editing", "editError", "membersOf", "members", "users");
   declare editing: Partial<UserGroup> | undefined;
   declare editError: unknown;
   declare membersOf: UserGroup | undefined;
-  declare members: User[] | undefined;
+  declare members: ListRow<"GET /api/v1/user-groups/{id}/members">[] | undefined;
   declare users: User[];
 
   constructor() {
@@ -100,7 +100,7 @@ class SvcSettingsUserGroups extends PageElement {
     }
   }
 
-  async #removeMember(u: User): Promise<void> {
+  async #removeMember(u: { id: string }): Promise<void> {
     try {
       await api.call("DELETE /api/v1/user-groups/{id}/members/{userId}", {
         path: { id: this.membersOf!.id, userId: u.id },

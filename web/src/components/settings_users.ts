@@ -17,16 +17,11 @@ import {
 import type { Role, User } from "../api_types.ts";
 
 /**
- * A user as the list returns it: with the roles held, directly or through a user group (the server does not
- * describe the list's answer yet).
+ * The roles cell: each role the user holds, directly or through a user group, once, saying which groups it
+ * comes through and when it is scoped.
  */
-type ListedUser = User & {
-  roles?: Array<{ id: string; name: string; scope_type: string; user_group: string | null }>;
-};
-
-/** The roles cell: each role once, saying which groups it comes through and when it is scoped. */
-function rolesCell(u: ListedUser): TemplateResult {
-  const roles = u.roles ?? [];
+function rolesCell(u: User): TemplateResult {
+  const roles = u.roles;
   if (roles.length === 0) return html`<span class="muted">No role</span>`;
   const byName = new Map<string, string[]>();
   for (const r of roles) {
@@ -57,7 +52,7 @@ class SvcSettingsUsers extends PageElement {
   declare resetting: User | undefined;
 
   /** A tab of Settings: the query stays in the element, not in the URL the tabs share. */
-  readonly list = new ListController<"GET /api/v1/users", ListedUser>(this, {
+  readonly list = new ListController(this, {
     operation: "GET /api/v1/users",
     noun: "users",
     syncUrl: false,
@@ -179,7 +174,7 @@ class SvcSettingsUsers extends PageElement {
     `;
   }
 
-  #row(u: ListedUser): TemplateResult {
+  #row(u: User): TemplateResult {
     const self = u.id === session.me?.user.id;
     const canEdit = session.can("user:edit");
     return html`

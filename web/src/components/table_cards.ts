@@ -8,7 +8,7 @@
  * rows come and go; every page has one (`PageElement`), so lists, settings tabs and drawers are covered
  * without a line of their own.
  */
-import type { ReactiveController, ReactiveControllerHost } from "lit";
+import { html, type ReactiveController, type ReactiveControllerHost, type TemplateResult } from "lit";
 
 /** Tables drawn as cards on a phone. */
 const CARD_TABLES = "table.data, table.data-table";
@@ -103,4 +103,21 @@ export class TableCards implements ReactiveController {
     cancelAnimationFrame(this.#frame);
     this.#frame = requestAnimationFrame(() => labelTables(this.#host));
   }
+}
+
+/**
+ * A data table's body rows: one per item, or, when there is none, one muted row across all `columns` that
+ * says so (`empty`, e.g. "No token yet.").
+ */
+export function bodyRows<T>(
+  items: readonly T[],
+  options: { columns: number; empty: string },
+  row: (item: T) => TemplateResult,
+): TemplateResult | TemplateResult[] {
+  if (items.length > 0) return items.map(row);
+  return html`
+    <tr>
+      <td colspan=${String(options.columns)} class="muted">${options.empty}</td>
+    </tr>
+  `;
 }

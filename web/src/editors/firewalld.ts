@@ -4,9 +4,18 @@
  * one file per zone, several policies naming a zone combine, single values come from the higher binding
  * priority.
  */
+import type { FieldInfo } from "../../../shared/policy_types/browser.ts";
 import type { EditorSpec } from "./spec.ts";
 
 const ZONES = "Zones";
+
+/** The port and protocol fields of one of a zone's port lists (`ports`, `sourcePorts`, `forwardPorts`). */
+function portAndProtocol(list: string, port: string): Record<string, FieldInfo> {
+  return {
+    [`zones[].${list}[].port`]: { label: "Port", description: port },
+    [`zones[].${list}[].protocol`]: { label: "Protocol", description: "tcp, udp, sctp or dccp." },
+  };
+}
 
 /** The Firewalld editor. */
 export const firewalldEditor: EditorSpec = {
@@ -39,16 +48,13 @@ export const firewalldEditor: EditorSpec = {
         },
         "zones[].services": { label: "Services", description: "firewalld service names, e.g. ssh, https." },
         "zones[].ports": { label: "Ports", description: "Open ports, e.g. 443/tcp or 5000-6000/udp." },
-        "zones[].ports[].port": { label: "Port", description: "A port (443) or a range (5000-6000)." },
-        "zones[].ports[].protocol": { label: "Protocol", description: "tcp, udp, sctp or dccp." },
+        ...portAndProtocol("ports", "A port (443) or a range (5000-6000)."),
         "zones[].sourcePorts": {
           label: "Source ports",
           description: "Traffic from these source ports is accepted.",
         },
-        "zones[].sourcePorts[].port": { label: "Port", description: "A port (53) or a range (1024-2048)." },
-        "zones[].sourcePorts[].protocol": { label: "Protocol", description: "tcp, udp, sctp or dccp." },
-        "zones[].forwardPorts[].port": { label: "Port", description: "Incoming port or range." },
-        "zones[].forwardPorts[].protocol": { label: "Protocol", description: "tcp, udp, sctp or dccp." },
+        ...portAndProtocol("sourcePorts", "A port (53) or a range (1024-2048)."),
+        ...portAndProtocol("forwardPorts", "Incoming port or range."),
         "zones[].forwardPorts[].toPort": {
           label: "To port",
           description: "Destination port or range; empty keeps the port.",

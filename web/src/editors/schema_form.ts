@@ -17,7 +17,7 @@
  * and description. Every change fires `value-change` with the new value; problems (`issues`, from the shared
  * validator) are shown next to the innermost field they name.
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, nothing, type TemplateResult } from "lit";
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import type { ValidationIssue } from "../../../shared/policy_types/mod.ts";
 import type { JsonObject, JsonValue } from "../content.ts";
@@ -36,6 +36,7 @@ import {
 } from "./form_model.ts";
 import type { FormHints } from "./spec.ts";
 import { enumChoices } from "./enum_labels.ts";
+import { boundProperties, LightElement, stateProperties } from "../components/light_element.ts";
 import docsJson from "./proto_docs.gen.json" with { type: "json" };
 
 const DOCS = docsJson as ProtoDocs;
@@ -94,15 +95,11 @@ interface Ctx {
   rule: string;
 }
 
-class SvcSchemaForm extends LitElement {
+class SvcSchemaForm extends LightElement {
   static override properties = {
-    schema: { attribute: false },
-    value: { attribute: false },
-    issues: { attribute: false },
-    hints: { attribute: false },
     readOnly: { type: Boolean, attribute: "read-only" },
-    filter: { state: true },
-    onlyConfigured: { state: true },
+    ...boundProperties("schema", "value", "issues", "hints"),
+    ...stateProperties("filter", "onlyConfigured"),
   };
   declare schema: DescMessage;
   declare value: JsonObject;
@@ -122,10 +119,6 @@ class SvcSchemaForm extends LitElement {
     this.readOnly = false;
     this.filter = "";
     this.onlyConfigured = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   get #source(): MetaSource {

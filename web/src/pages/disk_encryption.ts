@@ -6,7 +6,8 @@
  * People with `disk_encryption:reveal` reveal a key (reason + password, audited) or ask for a rotation.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type CallArgs } from "../api.ts";
+import { type Answer, api, type CallArgs } from "../api.ts";
+import type { ListRow } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
@@ -15,62 +16,17 @@ import type { PageChange } from "../components/pager.ts";
 import "../components/disk_reveal_dialog.ts";
 import type { RevealTarget } from "../components/disk_reveal_dialog.ts";
 
-/** A volume of the inventory (GET /disk-encryption/volumes; the route does not describe its answer yet). */
-interface Volume {
-  id: string;
-  node_id: string | null;
-  node_name: string;
-  luks_uuid: string;
-  device: string;
-  mount_point: string;
-  root: boolean;
-  encrypted: boolean;
-  luks_version: number;
-  cipher: string;
-  key_size_bits: number;
-  protectors: string[];
-  tpm2_pcrs: number[];
-  escrow_state: "escrowed" | "pending" | "none" | "not_applicable";
-  active_key_confirmed_at: string | null;
-  rotation_requested_at: string | null;
-  rotation_reason: string;
-  overdue: boolean;
-  clone: boolean;
-  compliance: "compliant" | "non_compliant" | "no_policy";
-  issues: string[];
-  policy: { id: string; name: string } | null;
-  reported_at: string;
-  missing_since: string | null;
-}
+/** A volume of the inventory (`GET /disk-encryption/volumes`). */
+type Volume = ListRow<"GET /api/v1/disk-encryption/volumes">;
 
-interface KeyRecord {
-  id: string;
-  state: string;
-  key_slot: number | null;
-  reveal_count: number;
-  last_revealed_at: string | null;
-  created_at: string;
-  confirmed_at: string | null;
-}
+/** One node's disk encryption, with each volume's key history. */
+type NodeView = Answer<"GET /api/v1/disk-encryption/nodes/{id}">;
 
-interface NodeView {
-  node: { id: string; name: string };
-  reported_at: string | null;
-  tpm2_available: boolean;
-  external_manager: string;
-  policy: { id: string; name: string } | null;
-  volumes: (Volume & { keys: KeyRecord[] })[];
-  tasks: { id: string; kind: string; volume_id: string; reason: string; created_at: string }[];
-}
-
-/** A page of the inventory, with counts over every volume the filters match. */
-interface Inventory {
-  items: Volume[];
-  total: number;
-  page: number;
-  per_page: number;
-  summary: Record<string, number>;
-}
+/**
+ * A page of the inventory, with counts over every volume the filters match: the route sends `summary`
+ * (server/disk_encryption/inventory.ts) but its response schema does not list it yet.
+ */
+type Inventory = Answer<"GET /api/v1/disk-encryption/volumes"> & { summary?: Record<string, number> };
 
 const ESCROW_LABELS: Record<Volume["escrow_state"], [string, string]> = {
   escrowed: ["Escrowed", "success"],
@@ -154,9 +110,8 @@ class SvcDiskEncryptionPage extends PageElement {
       }),
       node ? api.call("GET /api/v1/disk-encryption/nodes/{id}", { path: { id: node } }) : undefined,
     ]);
-    // Neither answer is described by its route yet.
-    this.page = page as Inventory;
-    this.detail = detail as NodeView | undefined;
+    this.page = page;
+    this.detail = detail;
     if (this.groups.length === 0 && session.can("node_group:view")) {
       this.groups = (await api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
         .catch(() => ({ items: [] }))).items;
