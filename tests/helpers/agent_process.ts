@@ -5,7 +5,7 @@
 import { stringify } from "yaml";
 import type { ServerProcess } from "./process.ts";
 import { trustingClient } from "./process.ts";
-import { followOutput } from "./command.ts";
+import { spawnDeno } from "./command.ts";
 
 /** The agent's entry point. */
 export const AGENT_MAIN = new URL("../../agent/main.ts", import.meta.url).pathname;
@@ -72,16 +72,8 @@ export function spawnAgent(
   env: Record<string, string>,
   args: string[] = [],
 ): AgentProcess {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", AGENT_MAIN, "--config", configPath, ...args],
-    env: { NO_COLOR: "1", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const followed = followOutput(child);
+  const { child, followed, exitCode, status } = spawnDeno([AGENT_MAIN, "--config", configPath, ...args], env);
   const pumps = followed.closed;
-  let exited: number | undefined;
-  const status = child.status.then((s) => exited = s.code);
   return {
     output: followed.all,
     async waitForLog(pattern, timeoutMs = 30_000, from = 0) {
@@ -93,7 +85,7 @@ export function spawnAgent(
       );
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
-      if (exited === undefined) {
+      if (exitCode() === undefined) {
         try {
           child.kill(signal);
         } catch { /* gone */ }
@@ -106,7 +98,7 @@ export function spawnAgent(
         clearTimeout(timer);
       }
       await pumps;
-      return exited!;
+      return exitCode()!;
     },
   };
 }

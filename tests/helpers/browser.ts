@@ -2,8 +2,8 @@
  * Debian's Chromium for browser tests: the one rule for skipping where it is missing, launching it headless
  * on a throw-away profile, axe-core's findings on a page (serious and critical only, or of every impact;
  * injected through DevTools, so the console's CSP stays intact), what a page did while a test drove it (API
- * calls, errors, CSP violations) for assertions and for failure messages that show it, typing into fields,
- * and the DevTools virtual authenticator for passkey tests.
+ * calls, errors, CSP violations) for assertions and for failure messages that show it, typing into fields and
+ * choosing from selects, screenshots, and the DevTools virtual authenticator for passkey tests.
  */
 import puppeteer, { type Browser, type CDPSession, type Page, type Protocol } from "puppeteer-core";
 
@@ -31,6 +31,15 @@ export function browserTestSkipped(what: string, alsoNeeds: string[] = []): bool
     console.warn(`${what} skipped: needs ${missing.join(" and ")} (Debian packages; .ci/run installs them)`);
   }
   return missing.length > 0;
+}
+
+/**
+ * Declares the browser test `name`: `ignore` is the skip rule's answer ({@link browserTestSkipped}), and
+ * Deno's op and resource sanitizers are off, since Chromium and the servers it drives run beside the test's
+ * awaits by design (the helpers that start them stop them).
+ */
+export function browserTest(name: string, ignore: boolean, fn: (t: Deno.TestContext) => Promise<void>): void {
+  Deno.test({ name, ignore, sanitizeOps: false, sanitizeResources: false, fn });
 }
 
 const AXE_SOURCE = await Deno.readTextFile(
@@ -66,18 +75,37 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
   };
 }
 
-/** Serious and critical axe-core violations on the page as it is now (id and up to five targets each). */
-export async function seriousAxeViolations(page: Page): Promise<Array<{ id: string; targets: unknown[] }>> {
+/**
+ * Serious and critical axe-core violations on the page as it is now (id and up to five targets each); with
+ * `afterToasts`, once its toasts have settled ({@link toastsSettled}).
+ */
+export async function seriousAxeViolations(
+  page: Page,
+  options: { afterToasts?: boolean } = {},
+): Promise<Array<{ id: string; targets: unknown[] }>> {
+  if (options.afterToasts) await toastsSettled(page);
   return (await axeViolations(page))
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map(({ id, targets }) => ({ id, targets }));
 }
 
-/** One axe-core violation: rule, impact and up to five targets. */
+/** One axe-core violation: rule, impact, what the rule asks for and up to five targets. */
 export interface AxeViolation {
   id: string;
   impact: string;
+  help: string;
   targets: unknown[];
+}
+
+/**
+ * Waits until no toast is between open and gone: a closing toast is aria-hidden while its close button still
+ * exists for the length of its hide animation, which axe reports; check a page with toasts once they settle.
+ */
+export async function toastsSettled(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open),
+    { polling: 250 },
+  );
 }
 
 /**
@@ -89,9 +117,12 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
   return await page.evaluate(async () => {
     // deno-lint-ignore no-explicit-any
     const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v: { id: string; impact: string; nodes: { target: unknown }[] }) => ({
+    return r.violations.map((
+      v: { id: string; impact: string; help: string; nodes: { target: unknown }[] },
+    ) => ({
       id: v.id,
       impact: v.impact,
+      help: v.help,
       targets: v.nodes.slice(0, 5).map((n) => n.target),
     }));
   });
@@ -103,24 +134,99 @@ export async function pageText(page: Page): Promise<string> {
 }
 
 /**
+ * How {@link typeInto} types: `centred` scrolls the input to the middle of the viewport first (fixed bars and
+ * toasts sit at its edges); `tab` presses Tab afterwards, leaving the field as a person does.
+ */
+export interface TypingOptions {
+  centred?: boolean;
+  tab?: boolean;
+}
+
+/**
  * Waits for the input `selector` names to be visible, selects what it holds and types `value` as a person
  * would (key by key, so the page's own input handlers run).
  */
-export async function typeInto(page: Page, selector: string, value: string): Promise<void> {
+export async function typeInto(
+  page: Page,
+  selector: string,
+  value: string,
+  options: TypingOptions = {},
+): Promise<void> {
   const input = await page.waitForSelector(selector, { visible: true });
+  if (options.centred) {
+    await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+  }
   await input!.click({ count: 3 });
   await input!.type(value);
+  if (options.tab) await page.keyboard.press("Tab");
 }
 
 /** {@link typeInto} the native input inside the Shoelace field `host` (an `sl-input` selector). */
-export async function fillField(page: Page, host: string, value: string): Promise<void> {
-  await typeInto(page, `${host} >>> input`, value);
+export async function fillField(
+  page: Page,
+  host: string,
+  value: string,
+  options: TypingOptions = {},
+): Promise<void> {
+  await typeInto(page, `${host} >>> input`, value, options);
+}
+
+/** The text content of the first element matching `selector` (as it is, white space kept). */
+export async function textOf(page: Page, selector: string): Promise<string> {
+  return await page.$eval(selector, (e) => e.textContent ?? "");
+}
+
+/**
+ * Opens the Shoelace select `select` and clicks its option whose text contains `text`, as a person would. A
+ * click that lands while the form is still moving (a section opening) is retried; it returns once the select
+ * has closed and its list is gone (the list fades out over what lies below it).
+ */
+export async function chooseOption(page: Page, select: string, text: string): Promise<void> {
+  for (let attempt = 0;; attempt++) {
+    const host = await page.waitForSelector(select, { visible: true });
+    // Centred: toasts stack at the bottom right of the viewport, and the guided flow's action bar is there.
+    await host!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
+    await page.click(`${select} >>> .select__combobox`);
+    const opened = await page.waitForFunction((sel: string) => document.querySelector(sel)?.open === true, {
+      timeout: 1000,
+    }, select).then(() => true, () => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error(`${select} does not open`);
+  }
+  const option = await page.waitForFunction(
+    (sel: string, t: string) => {
+      const found = [...document.querySelector(sel).querySelectorAll("sl-option")]
+        .find((o: { textContent: string }) => o.textContent.includes(t));
+      return found && found.getBoundingClientRect().height > 0 ? found : null;
+    },
+    {},
+    select,
+    text,
+  );
+  await option.asElement()!.click();
+  await page.waitForFunction(
+    (sel: string) => {
+      const el = document.querySelector(sel);
+      return !el?.open && !el?.shadowRoot?.querySelector("sl-popup")?.active;
+    },
+    {},
+    select,
+  );
+}
+
+/** Saves a full-page screenshot of `page` as `test-artifacts/<folder>/<name>.png`. */
+export async function screenshot(page: Page, folder: string, name: string): Promise<void> {
+  const dir = new URL(`../../test-artifacts/${folder}/`, import.meta.url);
+  await Deno.mkdir(dir, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, dir).pathname, fullPage: true });
 }
 
 /** What a page did since {@link watchPage}, in order, and waits whose failure shows it. */
 export interface PageWatch {
   /** Every response to an `/api/` request: `METHOD /path status`. */
   apiCalls: string[];
+  /** The same responses with their query string (`path` is path and search), for tests that read it. */
+  apiResponses: Array<{ method: string; path: string; status: number }>;
   /** Uncaught errors in the page. */
   pageErrors: string[];
   /** Console messages reporting a Content Security Policy violation. */
@@ -140,6 +246,7 @@ export interface PageWatch {
 export function watchPage(page: Page): PageWatch {
   const watch: PageWatch = {
     apiCalls: [],
+    apiResponses: [],
     pageErrors: [],
     cspViolations: [],
     log: [],
@@ -157,8 +264,14 @@ export function watchPage(page: Page): PageWatch {
   };
   page.on("response", (r) => {
     if (!r.url().includes("/api/")) return;
-    const call = `${r.request().method()} ${new URL(r.url()).pathname} ${r.status()}`;
+    const url = new URL(r.url());
+    const call = `${r.request().method()} ${url.pathname} ${r.status()}`;
     watch.apiCalls.push(call);
+    watch.apiResponses.push({
+      method: r.request().method(),
+      path: url.pathname + url.search,
+      status: r.status(),
+    });
     watch.log.push(call);
   });
   page.on("pageerror", (err) => {

@@ -76,3 +76,30 @@ export function followOutput(child: Deno.ChildProcess): FollowedOutput {
     closed: Promise.all([pump("stdout"), pump("stderr")]).then(() => {}),
   };
 }
+
+/** A Deno program run as a child with its output followed ({@link spawnDeno}). */
+export interface DenoChild {
+  child: Deno.ChildProcess;
+  followed: FollowedOutput;
+  /** Its exit code once it has ended. */
+  exitCode(): number | undefined;
+  /** Settles with its exit code when it ends. */
+  status: Promise<number>;
+}
+
+/** Runs `deno run -A <args>` (no colours, `env` added) with both streams followed. */
+export function spawnDeno(args: string[], env: Record<string, string> = {}): DenoChild {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", ...args],
+    env: { NO_COLOR: "1", ...env },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let exited: number | undefined;
+  return {
+    child,
+    followed: followOutput(child),
+    exitCode: () => exited,
+    status: child.status.then((s) => (exited = s.code)),
+  };
+}

@@ -21,7 +21,8 @@ import {
   type ServerProcessOptions,
   startServerProcess,
 } from "./process.ts";
-import { fillField, launchChromium, type PageWatch, watchPage } from "./browser.ts";
+import { Api } from "./agent_process.ts";
+import { fillField, launchChromium, pageText, type PageWatch, screenshot, watchPage } from "./browser.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
@@ -104,34 +105,65 @@ export async function dropSession(page: Page, web: string, cdp?: CDPSession): Pr
   await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
 }
 
-/** What the API answered a call from the page: status and parsed JSON body (undefined when empty). */
+/** What the API answered a call from the page: status, parsed JSON body (undefined when empty or not JSON), text. */
 export interface ApiAnswer {
   status: number;
   // deno-lint-ignore no-explicit-any
   json: any;
+  /** The body as the server sent it (what a test of a non-JSON answer, an export, reads). */
+  text: string;
 }
 
 /**
  * Calls the API from the logged-in page as the console does (its cookies and the CSRF header) and answers
- * whatever the server answered; the caller asserts the status it expects.
+ * whatever the server answered; the caller asserts the status it expects. With `refreshOnce`, a 401 is
+ * followed by one `/api/v1/auth/refresh` and the call again, as the console does when its access token ran
+ * out (call it only while the console is idle, so the two refreshes cannot race).
  */
-export async function callApi(page: Page, method: string, path: string, body?: unknown): Promise<ApiAnswer> {
+export async function callApi(
+  page: Page,
+  method: string,
+  path: string,
+  body?: unknown,
+  options: { refreshOnce?: boolean } = {},
+): Promise<ApiAnswer> {
   const res = await page.evaluate(
-    async (m: string, p: string, b: string | undefined) => {
-      const csrf = document.cookie.split(";").map((c: string) => c.trim())
-        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
-      const r = await fetch(p, {
-        method: m,
-        headers: { "content-type": "application/json", "x-csrf-token": decodeURIComponent(csrf) },
-        body: b,
-      });
+    async (m: string, p: string, b: string | undefined, refreshOnce: boolean) => {
+      const send = () => {
+        const csrf = document.cookie.split(";").map((c: string) => c.trim())
+          .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
+        return fetch(p, {
+          method: m,
+          headers: { "content-type": "application/json", "x-csrf-token": decodeURIComponent(csrf) },
+          body: b,
+        });
+      };
+      let r = await send();
+      if (refreshOnce && r.status === 401 && (await fetch("/api/v1/auth/refresh", { method: "POST" })).ok) {
+        r = await send();
+      }
       return { status: r.status, text: await r.text() };
     },
     method,
     path,
     body === undefined ? undefined : JSON.stringify(body),
+    options.refreshOnce ?? false,
   );
-  return { status: res.status, json: res.text ? JSON.parse(res.text) : undefined };
+  let json;
+  try {
+    json = res.text ? JSON.parse(res.text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, json, text: res.text };
+}
+
+/** {@link callApi} for a call that must succeed (a status under 300): its JSON body, or a failure naming it. */
+// deno-lint-ignore no-explicit-any
+export async function callApiOk(page: Page, method: string, path: string, body?: unknown): Promise<any> {
+  const answer = await callApi(page, method, path, body);
+  if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${answer.text}`);
+  return answer.json;
 }
 
 /** A server a browser test drives: the console's origin, the admin's password, and how to stop it. */
@@ -232,6 +264,11 @@ export interface ConsoleOptions {
   viewport?: { width: number; height: number };
   /** The page's default wait (a generous one: waits end on their condition, this only bounds a failure). */
   timeoutMs?: number;
+  /**
+   * When the test fails, a screenshot of the page goes to `test-artifacts/<failureShot>/failure.png` and the
+   * end of what the page read is printed, for whoever reads the failure.
+   */
+  failureShot?: string;
 }
 
 /** What {@link withConsole} hands a test. */
@@ -241,6 +278,11 @@ export interface ConsoleSession<S extends ConsoleServer> {
   page: Page;
   /** What the page did, watched from before it loaded anything. */
   watch: PageWatch;
+  /**
+   * Logs the page in (as admin unless `as` says who) and opens `path` (default `/`), as {@link withConsole}
+   * does by itself unless told `path: false`: for tests that set up what the page must see first.
+   */
+  logIn(options?: { path?: string; as?: Credentials }): Promise<void>;
 }
 
 /**
@@ -259,14 +301,48 @@ export async function withConsole<S extends ConsoleServer>(
     page.setDefaultTimeout(options.timeoutMs ?? 120_000);
     await page.setViewport(options.viewport ?? { width: 1280, height: 1100 });
     const watch = watchPage(page);
-    if (options.path !== false) {
-      await openConsoleLoggedIn(page, server.web, { username: "admin", password: server.adminPassword }, {
-        path: options.path,
-      });
+    const admin = { username: "admin", password: server.adminPassword };
+    const logIn = async ({ path, as }: { path?: string; as?: Credentials } = {}) =>
+      await openConsoleLoggedIn(page, server.web, as ?? admin, { path });
+    if (options.path !== false) await logIn({ path: options.path });
+    try {
+      await test({ server, browser: chromium.browser, page, watch, logIn });
+    } catch (err) {
+      if (options.failureShot) {
+        await screenshot(page, options.failureShot, "failure").catch(() => {});
+        const text = await pageText(page).catch(() => "");
+        console.error(`the page read, when the test failed: …${text.slice(-2500)}`);
+      }
+      throw err;
     }
-    await test({ server, browser: chromium.browser, page, watch });
   } finally {
     await chromium?.close();
     await server.stop();
+  }
+}
+
+/** What {@link withConsoleProcess} hands a test: a {@link ConsoleSession} and the admin's REST client. */
+export interface ProcessConsoleSession extends ConsoleSession<ProcessConsoleServer> {
+  /** The REST API as the admin, from the test (logged in on first use, closed afterwards). */
+  api(): Promise<Api>;
+}
+
+/**
+ * {@link withConsole} on svc-server as a real process started with `options.server`
+ * ({@link startConsoleServerProcess}), with the admin's REST client at hand for what the test sets up or
+ * checks outside the page.
+ */
+export async function withConsoleProcess(
+  options: ConsoleOptions & { server?: ServerProcessOptions },
+  test: (session: ProcessConsoleSession) => Promise<void>,
+): Promise<void> {
+  const server = await startConsoleServerProcess(options.server);
+  let api: Promise<Api> | undefined;
+  try {
+    await withConsole(server, options, async (session) => {
+      await test({ ...session, api: () => api ??= Api.login(server.process) });
+    });
+  } finally {
+    await api?.then((a) => a.close(), () => {});
   }
 }

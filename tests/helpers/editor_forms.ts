@@ -17,6 +17,21 @@ export function fieldPaths(message: DescMessage, prefix = ""): string[] {
   });
 }
 
+/**
+ * How a form catalogue and the content message disagree: the message's fields it gives no label, and the
+ * paths it labels that are no field of the message. Both empty when it covers every field and names no other.
+ */
+export function catalogueGaps(
+  fieldInfo: Record<string, unknown>,
+  message: DescMessage,
+): { unlabelled: string[]; noField: string[] } {
+  const fields = fieldPaths(message);
+  return {
+    unlabelled: fields.filter((p) => !(p in fieldInfo)),
+    noField: Object.keys(fieldInfo).filter((p) => !fields.includes(p)),
+  };
+}
+
 /** Replaces the text of the input or textarea inside the Shoelace element `host`, as typing would. */
 export async function fill(page: Page, host: string, value: string): Promise<void> {
   const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
@@ -53,4 +68,20 @@ export async function startNewPolicy(page: Page, web: string, type: string, name
     document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
       "configure"
   );
+}
+
+// deno-lint-ignore no-explicit-any
+declare const location: any;
+
+/**
+ * Saves the policy open in the editor once its validation summary says "No problems", and answers its id
+ * from the editor's address (`/policies/<id>/edit`) the save leads to.
+ */
+export async function savePolicy(page: Page): Promise<string> {
+  await page.waitForFunction(() =>
+    document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+  );
+  await page.click("sl-button.save-policy");
+  await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
+  return new URL(page.url()).pathname.split("/")[2];
 }

@@ -3,7 +3,7 @@
  * readiness by polling `/api/v1/version`, and a `stop()` that always kills it.
  */
 import { stringify } from "yaml";
-import { followOutput } from "./command.ts";
+import { spawnDeno } from "./command.ts";
 
 /** A free TCP port on 127.0.0.1 (bound then released). */
 export function freePort(): number {
@@ -104,16 +104,8 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
   };
   const configPath = `${dataDir}/server.yaml`;
   await Deno.writeTextFile(configPath, stringify(config));
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", MAIN, "--config", configPath],
-    env: { NO_COLOR: "1", ...options.env },
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const followed = followOutput(child);
+  const { child, followed, exitCode, status } = spawnDeno([MAIN, "--config", configPath], options.env);
   const pumps = followed.closed;
-  let exited: number | undefined;
-  const status = child.status.then((s) => (exited = s.code));
   const proc: ServerProcess = {
     webPort,
     policyPort,
@@ -122,14 +114,14 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     configPath,
     baseUrl: `https://127.0.0.1:${webPort}`,
     output: followed.all,
-    exitCode: () => exited,
+    exitCode,
     adminPassword: async () => (await Deno.readTextFile(`${dataDir}/initial_admin_password`)).trim(),
     pid: child.pid,
     signal(signal: Deno.Signal) {
-      if (exited === undefined) child.kill(signal);
+      if (exitCode() === undefined) child.kill(signal);
     },
     async stop(signal: Deno.Signal = "SIGTERM") {
-      if (exited === undefined) {
+      if (exitCode() === undefined) {
         // A stopped process would never see the signal that ends it.
         if (signal !== "SIGKILL") child.kill("SIGCONT");
         try {
@@ -144,7 +136,7 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
         clearTimeout(timer);
       }
       await pumps;
-      return exited!;
+      return exitCode()!;
     },
   };
   if (options.wait === false) return proc;
@@ -154,7 +146,9 @@ async function startOnce(options: ServerProcessOptions & { dataDir: string }): P
     // server's modules alone can take over a minute; the loop returns as soon as the server answers.
     const deadline = Date.now() + START_DEADLINE_MS;
     while (Date.now() < deadline) {
-      if (exited !== undefined) throw new Error(`svc-server exited with ${exited}:\n${followed.all()}`);
+      if (exitCode() !== undefined) {
+        throw new Error(`svc-server exited with ${exitCode()}:\n${followed.all()}`);
+      }
       try {
         // An operator CA (ca.cert_file) is never copied into the data dir.
         const caFile = (options.config?.ca?.cert_file as string | undefined) ?? `${dataDir}/pki/ca/ca.crt`;

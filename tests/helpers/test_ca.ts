@@ -81,10 +81,26 @@ string_mask = utf8only
 ${extensions}
 `;
 
+/**
+ * Runs `issue` in a fresh temporary directory (removed afterwards) and answers the `cert.pem` and `key.pem`
+ * it leaves there.
+ */
+async function issuedIn(prefix: string, issue: (dir: string) => Promise<void>): Promise<TestCert> {
+  const dir = await Deno.makeTempDir({ prefix });
+  try {
+    await issue(dir);
+    return {
+      pem: await Deno.readTextFile(`${dir}/cert.pem`),
+      keyPem: await Deno.readTextFile(`${dir}/key.pem`),
+    };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /** A self-signed certificate; see {@link CertOptions}. */
 export async function makeCertificate(options: CertOptions = {}): Promise<TestCert> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-test-ca-" });
-  try {
+  return await issuedIn("svc-test-ca-", async (dir) => {
     await genKey(options.key ?? "rsa:2048", dir);
     const ca = options.ca ?? true;
     const ext = [
@@ -137,19 +153,12 @@ export async function makeCertificate(options: CertOptions = {}): Promise<TestCe
       "-out",
       "cert.pem",
     ], dir);
-    return {
-      pem: await Deno.readTextFile(`${dir}/cert.pem`),
-      keyPem: await Deno.readTextFile(`${dir}/key.pem`),
-    };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 }
 
 /** A TLS server certificate for `names` (DNS names or IP addresses) issued by `ca`. */
 export async function issueServerCertificate(ca: TestCert, names: readonly string[]): Promise<TestCert> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-test-leaf-" });
-  try {
+  return await issuedIn("svc-test-leaf-", async (dir) => {
     await Deno.writeTextFile(`${dir}/ca.pem`, ca.pem);
     await Deno.writeTextFile(`${dir}/ca.key`, ca.keyPem);
     await genKey("ec:P-256", dir);
@@ -176,11 +185,5 @@ export async function issueServerCertificate(ca: TestCert, names: readonly strin
       "-out",
       "cert.pem",
     ], dir);
-    return {
-      pem: await Deno.readTextFile(`${dir}/cert.pem`),
-      keyPem: await Deno.readTextFile(`${dir}/key.pem`),
-    };
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 }

@@ -15,50 +15,21 @@
  * Screenshots go to `test-artifacts/console/`.
  */
 import assert from "node:assert/strict";
-import puppeteer, { type Page } from "puppeteer-core";
-import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { Api } from "../helpers/agent_process.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import type { Page } from "puppeteer-core";
+import { browserTest, browserTestSkipped, screenshot, seriousAxeViolations } from "../helpers/browser.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const SHOTS = new URL("../../test-artifacts/console/", import.meta.url);
-const AXE_SOURCE = await Deno.readTextFile(
-  new URL("../../node_modules/axe-core/axe.min.js", import.meta.url),
-);
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
-if (!haveChromium) {
-  console.warn("binding dialog browser test skipped: needs Debian's chromium at /usr/bin/chromium");
-}
+const SKIP = browserTestSkipped("binding dialog browser test");
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 // deno-lint-ignore no-explicit-any
 type El = any;
 
-async function shot(page: Page, name: string): Promise<void> {
-  await Deno.mkdir(SHOTS, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
-}
+const shot = (page: Page, name: string) => screenshot(page, "console", name);
 
-/** Serious and critical axe-core violations on the current page. */
-async function axeViolations(page: Page): Promise<unknown[]> {
-  // A toast that is closing is aria-hidden while its close button still exists for the length of its hide
-  // animation; check the page once no toast is between open and gone.
-  await page.waitForFunction(() =>
-    ![...document.querySelectorAll(".sl-toast-stack sl-alert")].some((a: { open: boolean }) => !a.open)
-  );
-  await page.evaluate(AXE_SOURCE);
-  return await page.evaluate(async () => {
-    // deno-lint-ignore no-explicit-any
-    const r = await (globalThis as any).axe.run(document, { resultTypes: ["violations"] });
-    return r.violations
-      .filter((v: { impact: string }) => v.impact === "serious" || v.impact === "critical")
-      .map((v: { id: string; nodes: { target: unknown }[] }) => ({
-        id: v.id,
-        targets: v.nodes.map((n) => n.target),
-      }));
-  }) as unknown[];
-}
+/** Serious and critical axe-core violations on the page once its toasts have settled. */
+const axeViolations = (page: Page) => seriousAxeViolations(page, { afterToasts: true });
 
 /** Chooses the options containing `texts` in the (multiple) node group select of the open binding dialog. */
 async function chooseGroups(page: Page, texts: string[]): Promise<void> {
@@ -71,33 +42,16 @@ async function chooseGroups(page: Page, texts: string[]): Promise<void> {
   }, texts);
 }
 
-Deno.test({
-  name:
-    "binding dialog: a searchable policy picker over 300 policies, Assign to groups, tiles, archive with a revision",
-  ignore: !haveChromium,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    let server: ServerProcess | undefined;
-    let api: Api | undefined;
-    const profile = await Deno.makeTempDir({ prefix: "svc-binding-chromium-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
-    try {
-      server = await startServerProcess();
-      api = await Api.login(server);
+browserTest(
+  "binding dialog: a searchable policy picker over 300 policies, Assign to groups, tiles, archive with a revision",
+  SKIP,
+  async () => {
+    await withConsoleProcess({
+      path: false,
+      viewport: { width: 1280, height: 1000 },
+      failureShot: "console",
+    }, async ({ server, page, watch, logIn, api: adminApi }) => {
+      const api = await adminApi();
       const lab = await api.call("POST", "/api/v1/node-groups", { name: "lab" });
       await api.call("POST", "/api/v1/node-groups", { name: "office" });
       // 300 policies: the picker must find one without loading them all.
@@ -106,7 +60,7 @@ Deno.test({
       for (let i = 0; i < names.length; i += 15) {
         await Promise.all(
           names.slice(i, i + 15).map(async (name) => {
-            const p = await api!.call("POST", "/api/v1/policies/all", {
+            const p = await api.call("POST", "/api/v1/policies/all", {
               name,
               type: "Firefox",
               content: JSON.stringify({ DisableTelemetry: true }),
@@ -124,20 +78,13 @@ Deno.test({
       const assigned = created["Fleet policy 207"];
       await api.call("PUT", `/api/v1/policies/all/${assigned}/state`, { state: "released" });
 
-      const page = await browser.newPage();
-      await page.setViewport({ width: 1280, height: 1000 });
-      page.setDefaultTimeout(90_000);
-      const pageErrors: string[] = [];
-      page.on("pageerror", (err) => pageErrors.push(String(err)));
       const policyQueries: URLSearchParams[] = [];
       page.on("request", (req) => {
         const url = new URL(req.url());
         if (url.pathname === "/api/v1/policies/all") policyQueries.push(url.searchParams);
       });
-      const web = `https://localhost:${server.webPort}`;
-      await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() }, {
-        path: "/policy-bindings",
-      });
+      const web = server.web;
+      await logIn({ path: "/policy-bindings" });
 
       // The picker: type part of a type's label, pick with the keyboard.
       await page.waitForSelector("svc-policy-bindings-page sl-button[variant=primary]", { visible: true });
@@ -288,12 +235,7 @@ Deno.test({
       await page.waitForSelector("svc-schema-form", { visible: true });
       await shot(page, "new-policy-type-tiles");
       assert.deepEqual(await axeViolations(page), [], "axe on the new policy page with its tiles");
-      assert.deepEqual(pageErrors, [], "no script errors in the page");
-    } finally {
-      api?.close();
-      await browser.close();
-      await server?.stop();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-    }
+      assert.deepEqual(watch.pageErrors, [], "no script errors in the page");
+    });
   },
-});
+);

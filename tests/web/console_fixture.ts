@@ -9,7 +9,7 @@ import type { Browser, Page } from "puppeteer-core";
 import { DRIVERS } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
 import { type AxeViolation, axeViolations } from "../helpers/browser.ts";
-import { callApi, startConsoleServer, withConsole as withBrowserConsole } from "../helpers/console_login.ts";
+import { startConsoleServer, withConsole as withBrowserConsole } from "../helpers/console_login.ts";
 
 /** The driver the browser tests run on (PostgreSQL when configured, else PGlite). */
 export const DRIVER = DRIVERS[DRIVERS.length - 1];
@@ -45,26 +45,16 @@ export async function withConsole(
   });
   await withBrowserConsole(
     server,
-    { viewport: { width: 1440, height: 900 }, timeoutMs: 60_000 },
-    async (s) => {
-      try {
-        await fn({ page: s.page, base: server.web, db: server.database!.db, browser: s.browser });
-      } catch (err) {
-        // What the page showed when it failed, for whoever reads the failure.
-        await shot(s.page, prefix, "failure").catch(() => {});
-        throw err;
-      }
-    },
+    { viewport: { width: 1440, height: 900 }, timeoutMs: 60_000, failureShot: prefix },
+    async (s) => await fn({ page: s.page, base: server.web, db: server.database!.db, browser: s.browser }),
   );
 }
 
 /** Calls the API from the logged-in page (cookies and the CSRF header, as the console does); must succeed. */
-// deno-lint-ignore no-explicit-any
-export async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
-  const answer = await callApi(page, method, path, body);
-  assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${JSON.stringify(answer.json)}`);
-  return answer.json;
-}
+export { callApiOk as call } from "../helpers/console_login.ts";
+
+/** Saves a full-page screenshot under `test-artifacts/<folder>/`. */
+export { screenshot as shot } from "../helpers/browser.ts";
 
 /**
  * Every axe violation, any impact, once no toast is between open and gone (a closing toast is aria-hidden)
@@ -85,13 +75,6 @@ export async function axeAll(page: Page): Promise<AxeViolation[]> {
     return !running(document);
   });
   return await axeViolations(page);
-}
-
-/** Saves a full-page screenshot under `test-artifacts/<folder>/`. */
-export async function shot(page: Page, folder: string, name: string): Promise<void> {
-  const dir = new URL(`../../test-artifacts/${folder}/`, import.meta.url);
-  await Deno.mkdir(dir, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, dir).pathname, fullPage: true });
 }
 
 /**

@@ -8,70 +8,22 @@
  * Screenshots go to `test-artifacts/dashboard/`.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
-import { resolveConfig } from "../../server/config/config.ts";
-import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/core/log.ts";
-import { localServerSettings } from "../helpers/process.ts";
-import { freshDb } from "../helpers/db.ts";
-import { axeViolations, haveChromium, launchChromium } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { axeViolations, browserTestSkipped, screenshot } from "../helpers/browser.ts";
+import { callApiOk as call, startConsoleServer, withConsole } from "../helpers/console_login.ts";
 
-const ADMIN_PASSWORD = "Admin-Passw0rd-for-dashboard-tests";
-const SHOTS = new URL("../../test-artifacts/dashboard/", import.meta.url);
-if (!haveChromium) console.log("skipped: the dashboard browser test needs Debian's chromium");
-
-// deno-lint-ignore no-explicit-any
-declare const document: any;
 // deno-lint-ignore no-explicit-any
 type El = any;
 
-/** Calls the API from the logged-in page (cookies and the CSRF header, as the app does). */
-// deno-lint-ignore no-explicit-any
-async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await page.evaluate(
-    async (m: string, p: string, b: string | undefined) => {
-      const csrf = document.cookie.split(";").map((c: string) => c.trim())
-        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
-      const r = await fetch(p, {
-        method: m,
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
-        body: b,
-      });
-      return { status: r.status, text: await r.text() };
-    },
-    method,
-    path,
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
-  return res.text ? JSON.parse(res.text) : undefined;
-}
-
 Deno.test({
   name: "dashboard: the share of nodes compliant and what needs attention, each number landing on its list",
-  ignore: !haveChromium,
+  ignore: browserTestSkipped("the dashboard browser test"),
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    const dataDir = await Deno.makeTempDir({ prefix: "svc-dashboard-test-" });
-    const config = resolveConfig(
-      localServerSettings(dataDir, {
-        "security.admin_password": ADMIN_PASSWORD,
-        "security.jwt_secret": "dashboard-test-jwt-secret-0123456789abcdef012345",
-      }),
-      {},
-    );
-    const database = await freshDb("pglite");
-    const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-    const chromium = await launchChromium();
-    try {
-      const base = `https://localhost:${server.ports.web}`;
-      const page = await chromium.browser.newPage();
-      page.setDefaultTimeout(120_000);
-      await page.setViewport({ width: 1440, height: 900 });
-      await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
-      const db = database.db;
+    const server = await startConsoleServer();
+    await withConsole(server, { viewport: { width: 1440, height: 900 } }, async ({ page }) => {
+      const base = server.web;
+      const db = server.database!.db;
 
       // Two released policies reach the office group; five nodes are in it, one is in no group.
       const office = await call(page, "POST", "/api/v1/node-groups", { name: "office" });
@@ -137,8 +89,7 @@ Deno.test({
       assert.match(headline, /40% of nodes compliant/);
       assert.match(headline, /2 of 5 nodes that receive policies/);
       assert.match(headline, /1 node receives no policy/);
-      await Deno.mkdir(SHOTS, { recursive: true });
-      await page.screenshot({ path: new URL("dashboard.png", SHOTS).pathname, fullPage: true });
+      await screenshot(page, "dashboard", "dashboard");
 
       const entries = await page.$$eval("svc-dashboard-page .attention-list a", (as: El[]) =>
         as.map((a) => ({
@@ -173,18 +124,10 @@ Deno.test({
         )
       ) {
         const expected = Number(text.split(" ")[0]);
-        const total = await page.evaluate(async (h: string) => {
-          const r = await fetch(`/api/v1${h.replace(/&sort=.*/, "")}&per_page=1`);
-          return (await r.json()).total;
-        }, href);
+        const { total } = await call(page, "GET", `/api/v1${href.replace(/&sort=.*/, "")}&per_page=1`);
         assert.equal(total, expected, `${href}: the list has ${total}, the dashboard says ${expected}`);
       }
       assert.deepEqual(await axeViolations(page), [], "axe on the dashboard");
-    } finally {
-      await chromium.close();
-      await server.stop();
-      await database.dispose();
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-    }
+    });
   },
 });

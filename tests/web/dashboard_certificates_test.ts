@@ -5,68 +5,22 @@
  * the entry red; the entry links to the released Certificates policies.
  */
 import assert from "node:assert/strict";
-import type { Page } from "puppeteer-core";
-import { resolveConfig } from "../../server/config/config.ts";
-import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/core/log.ts";
-import { localServerSettings } from "../helpers/process.ts";
-import { freshDb } from "../helpers/db.ts";
-import { haveChromium, launchChromium } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { browserTestSkipped } from "../helpers/browser.ts";
+import { callApiOk as call, startConsoleServer, withConsole } from "../helpers/console_login.ts";
 import { makeCertificate } from "../helpers/test_ca.ts";
 
-const ADMIN_PASSWORD = "Admin-Passw0rd-for-certificate-tests";
-if (!haveChromium) console.log("skipped: the dashboard certificates test needs Debian's chromium");
-
-// deno-lint-ignore no-explicit-any
-declare const document: any;
 // deno-lint-ignore no-explicit-any
 type El = any;
 
-// deno-lint-ignore no-explicit-any
-async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await page.evaluate(
-    async (m: string, p: string, b: string | undefined) => {
-      const csrf = document.cookie.split(";").map((c: string) => c.trim())
-        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
-      const r = await fetch(p, {
-        method: m,
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
-        body: b,
-      });
-      return { status: r.status, text: await r.text() };
-    },
-    method,
-    path,
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
-  return res.text ? JSON.parse(res.text) : undefined;
-}
-
 Deno.test({
   name: "dashboard: distributed CA certificates expiring within 30 days need attention",
-  ignore: !haveChromium,
+  ignore: browserTestSkipped("the dashboard certificates test"),
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    const dataDir = await Deno.makeTempDir({ prefix: "svc-dashboard-certs-" });
-    const config = resolveConfig(
-      localServerSettings(dataDir, {
-        "security.admin_password": ADMIN_PASSWORD,
-        "security.jwt_secret": "dashboard-certs-test-jwt-secret-0123456789abcdef",
-      }),
-      {},
-    );
-    const database = await freshDb("pglite");
-    const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-    const chromium = await launchChromium();
-    try {
-      const base = `https://localhost:${server.ports.web}`;
-      const page = await chromium.browser.newPage();
-      page.setDefaultTimeout(120_000);
-      await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
-      const db = database.db;
+    await withConsole(await startConsoleServer(), {}, async ({ server, page }) => {
+      const base = server.web;
+      const db = server.database!.db;
       const office = await call(page, "POST", "/api/v1/node-groups", { name: "office" });
       const [node] = await db.query<{ id: string }>(
         "INSERT INTO nodes (name, status) VALUES ('n-1', 'unknown') RETURNING id",
@@ -145,11 +99,6 @@ Deno.test({
         text: "2 distributed CA certificates expire within 30 days (1 already expired)",
         cls: "attention-danger",
       });
-    } finally {
-      await chromium.close();
-      await server.stop();
-      await database.dispose();
-      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-    }
+    });
   },
 });

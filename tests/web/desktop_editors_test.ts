@@ -13,76 +13,28 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { stringify } from "yaml";
-import puppeteer, { type Page } from "puppeteer-core";
-import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
+import type { Page } from "puppeteer-core";
 import {
   type AgentProcess,
-  Api,
   eventually,
   type Json,
   runAgentOnce,
   spawnAgent,
 } from "../helpers/agent_process.ts";
+import { browserTestSkipped, chooseOption as choose } from "../helpers/browser.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
+import { fill, savePolicy as save, startNewPolicy as newPolicy } from "../helpers/editor_forms.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SCHEMAS = "/usr/share/glib-2.0/schemas";
 const NODE = "desktop-editors-node";
-const haveTools = await Promise.all(
-  [CHROMIUM, "/usr/bin/dconf", `${SCHEMAS}/org.gnome.desktop.screensaver.gschema.xml`].map((p) =>
-    Deno.stat(p).then(() => true, () => false)
-  ),
-).then((all) => all.every(Boolean));
-if (!haveTools) {
-  console.warn("desktop editors browser test skipped: needs chromium, dconf-cli, gsettings-desktop-schemas");
-}
+// dconf-cli and gsettings-desktop-schemas besides Chromium.
+const SKIP = browserTestSkipped("desktop editors browser test", [
+  "/usr/bin/dconf",
+  `${SCHEMAS}/org.gnome.desktop.screensaver.gschema.xml`,
+]);
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
-// deno-lint-ignore no-explicit-any
-declare const location: any;
-
-async function fill(page: Page, host: string, value: string): Promise<void> {
-  const input = await page.waitForSelector(`${host} >>> input, ${host} >>> textarea`, { visible: true });
-  // Centred first: the guided flow's action bar is fixed at the bottom of the viewport.
-  await input!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-  await input!.click({ count: 3 });
-  await input!.type(value);
-  await page.keyboard.press("Tab");
-}
-
-async function choose(page: Page, select: string, text: string): Promise<void> {
-  for (let attempt = 0;; attempt++) {
-    const host = await page.waitForSelector(select, { visible: true });
-    await host!.evaluate((e: { scrollIntoView(o: unknown): void }) => e.scrollIntoView({ block: "center" }));
-    await page.click(`${select} >>> .select__combobox`);
-    const opened = await page.waitForFunction((sel: string) => document.querySelector(sel)?.open === true, {
-      timeout: 1000,
-    }, select).then(() => true, () => false);
-    if (opened) break;
-    if (attempt === 3) throw new Error(`${select} does not open`);
-  }
-  const option = await page.waitForFunction(
-    (sel: string, t: string) => {
-      const found = [...document.querySelector(sel).querySelectorAll("sl-option")].find((
-        o: { textContent: string },
-      ) => o.textContent.trim() === t);
-      return found && found.getBoundingClientRect().height > 0 ? found : null;
-    },
-    {},
-    select,
-    text,
-  );
-  await option.asElement()!.click();
-  // Closed, and its list gone (it fades out over what lies below it).
-  await page.waitForFunction(
-    (sel: string) => {
-      const el = document.querySelector(sel);
-      return !el?.open && !el?.shadowRoot?.querySelector("sl-popup")?.active;
-    },
-    {},
-    select,
-  );
-}
 
 /**
  * Clicks `selector` once it is in the middle of the viewport: the guided flow keeps its action bar at the
@@ -94,36 +46,9 @@ async function clickCentered(page: Page, selector: string): Promise<void> {
   await el!.click();
 }
 
-async function newPolicy(page: Page, base: string, type: string, name: string): Promise<void> {
-  await page.goto(`${base}/policies/new`, { waitUntil: "load" });
-  await page.waitForSelector(`svc-policy-flow-page .type-tile[data-type="${type}"]`, { visible: true });
-  await page.click(`svc-policy-flow-page .type-tile[data-type="${type}"] input`);
-  await page.waitForFunction(
-    (t: string) => document.querySelector("svc-policy-flow-page .type-tiles input:checked")?.value === t,
-    {},
-    type,
-  );
-  await fill(page, ".policy-details sl-input[name=name]", name);
-  // The guided flow: name and type first, then the settings.
-  await page.click("svc-policy-flow-page sl-button.flow-next");
-  await page.waitForFunction(() =>
-    document.querySelector('svc-policy-flow-page .flow-stepper [aria-current="step"]')?.dataset.step ===
-      "configure"
-  );
-}
-
-async function save(page: Page): Promise<string> {
-  await page.waitForFunction(() =>
-    document.querySelector(".validation-summary")?.textContent?.includes("No problems")
-  );
-  await page.click("sl-button.save-policy");
-  await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
-  return new URL(page.url()).pathname.split("/")[2];
-}
-
 Deno.test({
   name: "desktop editors: Dconf through the schema picker, Kconfig through its form, applied by a real agent",
-  ignore: !haveTools,
+  ignore: SKIP,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
@@ -138,174 +63,163 @@ Deno.test({
     }
     await Deno.mkdir(`${root}/usr/bin`, { recursive: true });
     await Deno.writeTextFile(`${root}/usr/bin/plasmashell`, "");
-    let server: ServerProcess | undefined;
-    let api: Api | undefined;
     let agent: AgentProcess | undefined;
-    const profile = await Deno.makeTempDir({ prefix: "svc-desktop-chromium-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
     try {
-      server = await startServerProcess();
-      api = await Api.login(server);
-      const group = await api.call("POST", "/api/v1/node-groups", { name: "desktops" });
-      const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
-      const configPath = join(base, "agent.yaml");
-      await Deno.writeTextFile(
-        configPath,
-        stringify({
-          server: { address: "localhost", enrollment_port: server.webPort, policy_port: server.policyPort },
-          agent: { client_id: NODE, root_dir: root },
-          enrollment: { data_dir: agentData },
-          log: { level: "debug" },
-        }),
-      );
-      await Deno.chmod(configPath, 0o600);
-      const agentEnv = {
-        SSL_CERT_FILE: join(server.dataDir, "pki", "ca", "ca.crt"),
-        SVC_ENROLLMENT_TOKEN: "",
-      };
-      const tokenFile = join(base, "token");
-      await Deno.writeTextFile(tokenFile, token);
-      const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
-      assert.equal(enrolled.code, 0, enrolled.stderr);
-      agent = spawnAgent(configPath, agentEnv);
+      await withConsoleProcess(
+        { viewport: { width: 1280, height: 1000 }, path: false },
+        async ({ server, page, logIn, api: adminApi }) => {
+          const api = await adminApi();
+          const group = await api.call("POST", "/api/v1/node-groups", { name: "desktops" });
+          const { token } = await api.call("POST", `/api/v1/node-groups/${group.id}/tokens`);
+          const configPath = join(base, "agent.yaml");
+          await Deno.writeTextFile(
+            configPath,
+            stringify({
+              server: {
+                address: "localhost",
+                enrollment_port: server.process.webPort,
+                policy_port: server.process.policyPort,
+              },
+              agent: { client_id: NODE, root_dir: root },
+              enrollment: { data_dir: agentData },
+              log: { level: "debug" },
+            }),
+          );
+          await Deno.chmod(configPath, 0o600);
+          const agentEnv = {
+            SSL_CERT_FILE: join(server.process.dataDir, "pki", "ca", "ca.crt"),
+            SVC_ENROLLMENT_TOKEN: "",
+          };
+          const tokenFile = join(base, "token");
+          await Deno.writeTextFile(tokenFile, token);
+          const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", tokenFile]);
+          assert.equal(enrolled.code, 0, enrolled.stderr);
+          agent = spawnAgent(configPath, agentEnv);
 
-      const page = await browser.newPage();
-      await page.setViewport({ width: 1280, height: 1000 });
-      page.setDefaultTimeout(20_000);
-      const webBase = `https://localhost:${server.webPort}`;
-      await page.goto(`${webBase}/`, { waitUntil: "load" });
-      await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
-      await fill(page, "svc-login-page sl-input[name=username]", "admin");
-      await fill(page, "svc-login-page sl-input[name=password]", await server.adminPassword());
-      await page.keyboard.press("Enter");
-      await page.waitForSelector("svc-app .masthead", { visible: true });
+          await logIn();
+          const webBase = server.web;
 
-      // Dconf through the picker.
-      await newPolicy(page, webBase, "Dconf", "GNOME lock screen");
-      await page.waitForSelector("svc-dconf-form sl-button.dconf-add", { visible: true });
-      await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
-      await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "time before locking");
-      const lockDelay =
-        'button.gsettings-key[data-schema="org.gnome.desktop.screensaver"][data-key="lock-delay"]';
-      await page.waitForSelector(lockDelay, { visible: true });
-      await clickCentered(page, lockDelay);
-      await page.waitForSelector(
-        'svc-dconf-form fieldset.dconf-entry[data-index="0"] sl-input.dconf-value[type=number]',
-        {
-          visible: true,
+          // Dconf through the picker.
+          await newPolicy(page, webBase, "Dconf", "GNOME lock screen");
+          await page.waitForSelector("svc-dconf-form sl-button.dconf-add", { visible: true });
+          await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
+          await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "time before locking");
+          const lockDelay =
+            'button.gsettings-key[data-schema="org.gnome.desktop.screensaver"][data-key="lock-delay"]';
+          await page.waitForSelector(lockDelay, { visible: true });
+          await clickCentered(page, lockDelay);
+          await page.waitForSelector(
+            'svc-dconf-form fieldset.dconf-entry[data-index="0"] sl-input.dconf-value[type=number]',
+            {
+              visible: true,
+            },
+          );
+          assert.match(
+            await page.$eval('fieldset.dconf-entry[data-index="0"] .dconf-default', (e) => e.textContent!),
+            /Default: 0/,
+          );
+          await fill(page, 'fieldset.dconf-entry[data-index="0"] sl-input.dconf-value', "300");
+          await clickCentered(page, 'fieldset.dconf-entry[data-index="0"] sl-switch.dconf-lock');
+          // An enum key gets a choice list.
+          await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
+          await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "picture-options");
+          const pictureOptions =
+            'button.gsettings-key[data-schema="org.gnome.desktop.background"][data-key="picture-options"]';
+          await page.waitForSelector(pictureOptions, { visible: true });
+          await clickCentered(page, pictureOptions);
+          await choose(page, 'fieldset.dconf-entry[data-index="1"] sl-select.dconf-value', "centered");
+          // Free GVariant text for a key the catalogue does not know is checked as you type.
+          await clickCentered(page, "svc-dconf-form sl-button.dconf-add-free");
+          await fill(page, 'fieldset.dconf-entry[data-index="2"] sl-input.dconf-value', "'unterminated");
+          await page.waitForFunction(() =>
+            document.querySelector('fieldset.dconf-entry[data-index="2"] sl-input.dconf-value')?.helpText
+              ?.includes(
+                "unterminated string",
+              )
+          );
+          await clickCentered(page, 'fieldset.dconf-entry[data-index="2"] sl-button.dconf-remove');
+          const dconfId = await save(page);
+          const stored = await api.call("GET", `/api/v1/policies/all/${dconfId}`);
+          assert.deepEqual(JSON.parse(stored.content), {
+            entries: [
+              {
+                key: "lock-delay",
+                lock: true,
+                schema_id: "org.gnome.desktop.screensaver",
+                value: "uint32 300",
+              },
+              { key: "picture-options", schema_id: "org.gnome.desktop.background", value: "'centered'" },
+            ],
+          });
+
+          // Kconfig through its generated form: a hidden System Settings module.
+          await newPolicy(page, webBase, "Kconfig", "KDE kiosk");
+          await page.waitForSelector("svc-schema-form", { visible: true });
+          const kcm = await page.waitForFunction(() => {
+            const rows = [...document.querySelectorAll("svc-schema-form .field-row")];
+            const row = rows.find((r: { dataset: { field: string } }) =>
+              r.dataset.field === "kcmRestrictions"
+            );
+            return row?.querySelector("sl-textarea") ?? null;
+          });
+          await kcm.asElement()!.evaluate((e: { scrollIntoView(o: unknown): void }) =>
+            e.scrollIntoView({ block: "center" })
+          );
+          await fill(page, '.field-row[data-field="kcmRestrictions"] sl-textarea', "kcm_kscreen");
+          const kconfigId = await save(page);
+          const kstored = await api.call("GET", `/api/v1/policies/all/${kconfigId}`);
+          assert.deepEqual(JSON.parse(kstored.content), { kcm_restrictions: ["kcm_kscreen"] });
+
+          for (const id of [dconfId, kconfigId]) {
+            await api.call("PUT", `/api/v1/policies/all/${id}/state`, { state: "released" });
+            const binding = await api.call("POST", "/api/v1/policy-bindings", {
+              policy_id: id,
+              node_group_id: group.id,
+              priority: 10,
+            });
+            await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
+          }
+
+          const node = await eventually(
+            async () => {
+              const page = await api!.call("GET", `/api/v1/nodes?search=${NODE}`);
+              return page.items.find((n: Json) => n.name === NODE);
+            },
+            30_000,
+            "the node",
+            agent.output,
+          );
+          const compliance = await eventually(
+            async () => {
+              const c = await api!.call("GET", `/api/v1/nodes/${node.id}/compliance`);
+              return c.results.length === 2 && c.results.every((r: Json) => r.status === "compliant")
+                ? c
+                : undefined;
+            },
+            60_000,
+            "both policies COMPLIANT",
+            () => agent!.output(),
+          );
+          const dconf = compliance.results.find((r: Json) => r.policy_id === dconfId);
+          assert.deepEqual(dconf.items.map((i: Json) => [i.key, i.status]), [["lock-delay", "compliant"], [
+            "picture-options",
+            "compliant",
+          ]]);
+          const keyfile = await Deno.readTextFile(`${root}/etc/dconf/db/local.d/svc-policies`);
+          assert.match(keyfile, /lock-delay=uint32 300/);
+          const locks = await Deno.readTextFile(`${root}/etc/dconf/db/local.d/locks/svc-policies`);
+          assert.deepEqual(locks.split("\n").filter((l) => l.startsWith("/")), [
+            "/org/gnome/desktop/screensaver/lock-delay",
+          ]);
+          assert.ok(
+            (await Deno.stat(`${root}/etc/dconf/db/local`)).isFile,
+            "dconf update compiled the database",
+          );
+          assert.match(await Deno.readTextFile(`${root}/etc/kde5rc`), /kcm_kscreen=false/);
         },
       );
-      assert.match(
-        await page.$eval('fieldset.dconf-entry[data-index="0"] .dconf-default', (e) => e.textContent!),
-        /Default: 0/,
-      );
-      await fill(page, 'fieldset.dconf-entry[data-index="0"] sl-input.dconf-value', "300");
-      await clickCentered(page, 'fieldset.dconf-entry[data-index="0"] sl-switch.dconf-lock');
-      // An enum key gets a choice list.
-      await clickCentered(page, "svc-dconf-form sl-button.dconf-add");
-      await fill(page, "svc-gsettings-picker sl-input.gsettings-search", "picture-options");
-      const pictureOptions =
-        'button.gsettings-key[data-schema="org.gnome.desktop.background"][data-key="picture-options"]';
-      await page.waitForSelector(pictureOptions, { visible: true });
-      await clickCentered(page, pictureOptions);
-      await choose(page, 'fieldset.dconf-entry[data-index="1"] sl-select.dconf-value', "centered");
-      // Free GVariant text for a key the catalogue does not know is checked as you type.
-      await clickCentered(page, "svc-dconf-form sl-button.dconf-add-free");
-      await fill(page, 'fieldset.dconf-entry[data-index="2"] sl-input.dconf-value', "'unterminated");
-      await page.waitForFunction(() =>
-        document.querySelector('fieldset.dconf-entry[data-index="2"] sl-input.dconf-value')?.helpText
-          ?.includes(
-            "unterminated string",
-          )
-      );
-      await clickCentered(page, 'fieldset.dconf-entry[data-index="2"] sl-button.dconf-remove');
-      const dconfId = await save(page);
-      const stored = await api.call("GET", `/api/v1/policies/all/${dconfId}`);
-      assert.deepEqual(JSON.parse(stored.content), {
-        entries: [
-          { key: "lock-delay", lock: true, schema_id: "org.gnome.desktop.screensaver", value: "uint32 300" },
-          { key: "picture-options", schema_id: "org.gnome.desktop.background", value: "'centered'" },
-        ],
-      });
-
-      // Kconfig through its generated form: a hidden System Settings module.
-      await newPolicy(page, webBase, "Kconfig", "KDE kiosk");
-      await page.waitForSelector("svc-schema-form", { visible: true });
-      const kcm = await page.waitForFunction(() => {
-        const rows = [...document.querySelectorAll("svc-schema-form .field-row")];
-        const row = rows.find((r: { dataset: { field: string } }) => r.dataset.field === "kcmRestrictions");
-        return row?.querySelector("sl-textarea") ?? null;
-      });
-      await kcm.asElement()!.evaluate((e: { scrollIntoView(o: unknown): void }) =>
-        e.scrollIntoView({ block: "center" })
-      );
-      await fill(page, '.field-row[data-field="kcmRestrictions"] sl-textarea', "kcm_kscreen");
-      const kconfigId = await save(page);
-      const kstored = await api.call("GET", `/api/v1/policies/all/${kconfigId}`);
-      assert.deepEqual(JSON.parse(kstored.content), { kcm_restrictions: ["kcm_kscreen"] });
-
-      for (const id of [dconfId, kconfigId]) {
-        await api.call("PUT", `/api/v1/policies/all/${id}/state`, { state: "released" });
-        const binding = await api.call("POST", "/api/v1/policy-bindings", {
-          policy_id: id,
-          node_group_id: group.id,
-          priority: 10,
-        });
-        await api.call("PUT", `/api/v1/policy-bindings/${binding.id}`, { state: "enabled" });
-      }
-
-      const node = await eventually(
-        async () => {
-          const page = await api!.call("GET", `/api/v1/nodes?search=${NODE}`);
-          return page.items.find((n: Json) => n.name === NODE);
-        },
-        30_000,
-        "the node",
-        agent.output,
-      );
-      const compliance = await eventually(
-        async () => {
-          const c = await api!.call("GET", `/api/v1/nodes/${node.id}/compliance`);
-          return c.results.length === 2 && c.results.every((r: Json) => r.status === "compliant")
-            ? c
-            : undefined;
-        },
-        60_000,
-        "both policies COMPLIANT",
-        () => agent!.output(),
-      );
-      const dconf = compliance.results.find((r: Json) => r.policy_id === dconfId);
-      assert.deepEqual(dconf.items.map((i: Json) => [i.key, i.status]), [["lock-delay", "compliant"], [
-        "picture-options",
-        "compliant",
-      ]]);
-      const keyfile = await Deno.readTextFile(`${root}/etc/dconf/db/local.d/svc-policies`);
-      assert.match(keyfile, /lock-delay=uint32 300/);
-      const locks = await Deno.readTextFile(`${root}/etc/dconf/db/local.d/locks/svc-policies`);
-      assert.deepEqual(locks.split("\n").filter((l) => l.startsWith("/")), [
-        "/org/gnome/desktop/screensaver/lock-delay",
-      ]);
-      assert.ok((await Deno.stat(`${root}/etc/dconf/db/local`)).isFile, "dconf update compiled the database");
-      assert.match(await Deno.readTextFile(`${root}/etc/kde5rc`), /kcm_kscreen=false/);
     } finally {
-      await browser.close();
       await agent?.stop();
-      api?.close();
-      await server?.stop();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
       await Deno.remove(base, { recursive: true }).catch(() => {});
     }
   },

@@ -4,30 +4,16 @@
  * the four sections in order with every top-level field in one of them.
  */
 import assert from "node:assert/strict";
-import type { DescMessage } from "@bufbuild/protobuf";
 import { diskEncryptionEditor } from "../../web/src/editors/disk_encryption.ts";
 import { formModel } from "../../web/src/editors/form_model.ts";
 import { DiskEncryptionPolicySchema } from "../../shared/gen/svc/policy/v1/disk_encryption_pb.ts";
 import docsJson from "../../web/src/editors/proto_docs.gen.json" with { type: "json" };
-
-/** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
-function paths(message: DescMessage, prefix = ""): string[] {
-  return message.fields.flatMap((f) => {
-    const path = prefix ? `${prefix}.${f.jsonName}` : f.jsonName;
-    if (f.fieldKind === "message") return [path, ...paths(f.message, path)];
-    if (f.fieldKind === "list" && f.listKind === "message") return [path, ...paths(f.message, `${path}[]`)];
-    return [path];
-  });
-}
+import { catalogueGaps } from "../helpers/editor_forms.ts";
 
 Deno.test("DiskEncryption editor: the catalogue covers every field and names no other", () => {
-  const info = diskEncryptionEditor.hints.catalogue!.fieldInfo;
-  const fields = paths(DiskEncryptionPolicySchema);
-  assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
   assert.deepEqual(
-    Object.keys(info).filter((p) => !fields.includes(p)),
-    [],
-    "catalogue paths that are no field",
+    catalogueGaps(diskEncryptionEditor.hints.catalogue!.fieldInfo, DiskEncryptionPolicySchema),
+    { unlabelled: [], noField: [] },
   );
 });
 

@@ -17,7 +17,7 @@ import { LuksKeySlotKind, PolicyService } from "../../shared/gen/svc/policy/v1/p
 import { generateKeyAndCsr } from "../../shared/pki/csr.ts";
 import { createEnrollmentToken, createNodeGroup } from "../../server/domain/node_groups.ts";
 import { DRIVERS } from "../helpers/db.ts";
-import { axeViolations, browserTestSkipped, pageText, typeInto } from "../helpers/browser.ts";
+import { axeViolations, browserTest, browserTestSkipped, pageText, typeInto } from "../helpers/browser.ts";
 import {
   type InProcessConsoleServer,
   openConsoleLoggedIn,
@@ -89,12 +89,10 @@ async function escrowedVolume(server: InProcessConsoleServer, dir: string) {
   return { runner, image, uuid, key };
 }
 
-Deno.test({
-  name: "reveal flow in Chromium: refused without re-authentication, shown with a countdown, hidden again",
-  ignore: SKIP,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
+browserTest(
+  "reveal flow in Chromium: refused without re-authentication, shown with a countdown, hidden again",
+  SKIP,
+  async () => {
     const base = await Deno.makeTempDir({ prefix: "svc-de-ui-" });
     try {
       const server = await startConsoleServer({
@@ -197,4 +195,4 @@ Deno.test({
       await Deno.remove(base, { recursive: true }).catch(() => {});
     }
   },
-});
+);

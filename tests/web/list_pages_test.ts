@@ -13,21 +13,13 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
-import { resolveConfig } from "../../server/config/config.ts";
-import { startServer } from "../../server/server.ts";
-import { createLogger } from "../../server/core/log.ts";
-import { localServerSettings } from "../helpers/process.ts";
-import { DRIVERS, freshDb } from "../helpers/db.ts";
+import { DRIVERS } from "../helpers/db.ts";
 import type { Db } from "../../server/db/db.ts";
-import { haveChromium, launchChromium, seriousAxeViolations } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { browserTestSkipped, screenshot, seriousAxeViolations } from "../helpers/browser.ts";
+import { callApiOk as call, startConsoleServer, withConsole } from "../helpers/console_login.ts";
 
 const DRIVER = DRIVERS[DRIVERS.length - 1];
-const ADMIN_PASSWORD = "Admin-Passw0rd-for-list-tests";
-const SHOTS = new URL("../../test-artifacts/list-pages/", import.meta.url);
-if (!haveChromium) {
-  console.log("skipped: the list page browser test needs Debian's chromium at /usr/bin/chromium");
-}
+const SKIP = browserTestSkipped("the list page browser test");
 
 // Functions passed to page.evaluate run in the browser; the test is type-checked without the DOM library.
 // deno-lint-ignore no-explicit-any
@@ -36,33 +28,6 @@ declare const document: any;
 type El = any;
 // deno-lint-ignore no-explicit-any
 declare const getComputedStyle: any;
-
-async function shot(page: Page, name: string): Promise<void> {
-  await Deno.mkdir(SHOTS, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, SHOTS).pathname, fullPage: true });
-}
-
-/** Calls the API from the logged-in page (cookies and the CSRF header, as the app does). */
-// deno-lint-ignore no-explicit-any
-async function call(page: Page, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await page.evaluate(
-    async (m: string, p: string, b: string | undefined) => {
-      const csrf = document.cookie.split(";").map((c: string) => c.trim())
-        .find((c: string) => c.startsWith("svc_csrf="))?.slice(9) ?? "";
-      const r = await fetch(p, {
-        method: m,
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": decodeURIComponent(csrf) },
-        body: b,
-      });
-      return { status: r.status, text: await r.text() };
-    },
-    method,
-    path,
-    body === undefined ? undefined : JSON.stringify(body),
-  );
-  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${res.text}`);
-  return res.text ? JSON.parse(res.text) : undefined;
-}
 
 /** The total the list page shows once loaded: its pager's, or 0 for its empty state. */
 async function listTotal(page: Page, tag: string): Promise<number> {
@@ -88,40 +53,22 @@ const LIST_TAGS: Record<string, string> = {
 };
 
 /** Runs `fn` with a server on a fresh database and a console page logged in as the admin. */
-async function withConsole(fn: (page: Page, base: string, db: Db) => Promise<void>): Promise<void> {
-  const dataDir = await Deno.makeTempDir({ prefix: "svc-list-test-" });
-  const config = resolveConfig(
-    localServerSettings(dataDir, {
-      "security.admin_password": ADMIN_PASSWORD,
-      "security.jwt_secret": "list-test-jwt-secret-0123456789abcdef0123456789",
-    }),
-    {},
+async function withListConsole(fn: (page: Page, base: string, db: Db) => Promise<void>): Promise<void> {
+  const server = await startConsoleServer({ database: DRIVER });
+  await withConsole(
+    server,
+    { viewport: { width: 1280, height: 900 }, timeoutMs: 30_000, failureShot: "list-pages" },
+    async ({ page }) => await fn(page, server.web, server.database!.db),
   );
-  const database = await freshDb(DRIVER);
-  const server = await startServer(config, { db: database.db, log: createLogger("warn") });
-  const chromium = await launchChromium();
-  try {
-    const base = `https://localhost:${server.ports.web}`;
-    const page = await chromium.browser.newPage();
-    page.setDefaultTimeout(30_000);
-    await page.setViewport({ width: 1280, height: 900 });
-    await openConsoleLoggedIn(page, base, { username: "admin", password: ADMIN_PASSWORD });
-    await fn(page, base, database.db);
-  } finally {
-    await chromium.close();
-    await server.stop();
-    await database.dispose();
-    await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-  }
 }
 
 Deno.test({
   name: `list pages: dashboard numbers land on their rows, phone layout, filters fold (${DRIVER})`,
-  ignore: !haveChromium,
+  ignore: SKIP,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    await withConsole(async (page, base, db) => {
+    await withListConsole(async (page, base, db) => {
       // The fleet: two groups, policies in every state, one enabled binding, nodes of every status and
       // certificate bucket (some in the bound group, so compliance has pending pairs).
       const office = await call(page, "POST", "/api/v1/node-groups", { name: "office" });
@@ -269,7 +216,7 @@ Deno.test({
         const openWidth = await page.evaluate(() => document.documentElement.scrollWidth);
         assert.ok(openWidth <= 390, `${path} with open filters is ${openWidth} px wide`);
         assert.deepEqual(await seriousAxeViolations(page), [], `axe on ${path}, filters open`);
-        await shot(page, `phone${path.replace(/[/?=&%]+/g, "-")}`);
+        await screenshot(page, "list-pages", `phone${path.replace(/[/?=&%]+/g, "-")}`);
       }
     });
   },
@@ -277,11 +224,11 @@ Deno.test({
 
 Deno.test({
   name: `audit log console pages by cursor: next, previous, reload, no offsets (${DRIVER})`,
-  ignore: !haveChromium,
+  ignore: SKIP,
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    await withConsole(async (page, base, db) => {
+    await withListConsole(async (page, base, db) => {
       // 35 entries of one action, newest numbered highest; 10 per page is 4 pages.
       await db.query(
         `INSERT INTO audit_logs (created_at, username, action, resource_type, resource_name, outcome, details)

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import type { Page } from "puppeteer-core";
 import { base32Decode, hotp, totpStep } from "../../server/auth/totp.ts";
 import { DIRECTORY, haveSlapd, READER_DN, READER_PW, startSlapd, SUFFIX } from "../helpers/slapd.ts";
-import { browserTestSkipped, fillField, type PageWatch } from "../helpers/browser.ts";
+import { browserTest, browserTestSkipped, fillField, type PageWatch } from "../helpers/browser.ts";
 import {
   callApi,
   dropSession,
@@ -17,6 +17,7 @@ import {
   submitLogin,
   waitForConsoleShell,
   withConsole,
+  withConsoleProcess,
 } from "../helpers/console_login.ts";
 
 const SKIP = browserTestSkipped("MFA browser test");
@@ -36,16 +37,14 @@ async function submitCode(page: Page, code: string): Promise<void> {
   await page.click("svc-login-page form.second-factor sl-button[type=submit]");
 }
 
-Deno.test({
-  name: "Second factors: set up with a QR code, log in with a code, replay refused, backup code works",
-  ignore: SKIP,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const server = await startConsoleServerProcess({
-      env: { JWT_SECRET: "mfa-ui-test-secret-0123456789abcdef" },
-    });
-    await withConsole(server, { path: "/settings?tab=second-factors" }, async ({ page, watch }) => {
+browserTest(
+  "Second factors: set up with a QR code, log in with a code, replay refused, backup code works",
+  SKIP,
+  async () => {
+    await withConsoleProcess({
+      server: { env: { JWT_SECRET: "mfa-ui-test-secret-0123456789abcdef" } },
+      path: "/settings?tab=second-factors",
+    }, async ({ server, page, watch }) => {
       const { web, adminPassword: password } = server;
       await page.waitForSelector("svc-mfa-settings sl-button.setup-totp", { visible: true });
       await page.click("svc-mfa-settings sl-button.setup-totp");
@@ -120,14 +119,12 @@ Deno.test({
       assert.deepEqual(watch.cspViolations, [], "the QR code and forms respect the CSP");
     });
   },
-});
+);
 
-Deno.test({
-  name: "LDAP: a directory user logs in through the login page and is shown as source ldap",
-  ignore: SKIP || !haveSlapd,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
+browserTest(
+  "LDAP: a directory user logs in through the login page and is shown as source ldap",
+  SKIP || !haveSlapd,
+  async () => {
     const slapd = await startSlapd();
     try {
       await slapd.ldapadd(DIRECTORY);
@@ -162,4 +159,4 @@ Deno.test({
       await slapd.stop();
     }
   },
-});
+);

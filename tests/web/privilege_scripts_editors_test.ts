@@ -15,17 +15,15 @@ import { PrivilegePolicySchema } from "../../shared/gen/svc/policy/v1/privilege_
 import { privilegeEditor, privilegePreview } from "../../web/src/editors/privilege.ts";
 import { shellTokens } from "../../web/src/shell_highlight.ts";
 import { permissionWords } from "../../web/src/permission_text.ts";
-import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { Api } from "../helpers/agent_process.ts";
-import { fieldPaths, startNewPolicy } from "../helpers/editor_forms.ts";
-import { haveChromium, launchChromium } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { catalogueGaps, startNewPolicy } from "../helpers/editor_forms.ts";
+import { browserTest, browserTestSkipped } from "../helpers/browser.ts";
+import { openConsoleLoggedIn, withConsoleProcess } from "../helpers/console_login.ts";
 
 Deno.test("Privilege editor: the catalogue covers every field; the preview is the agent's rendering", () => {
-  const info = privilegeEditor.hints.catalogue!.fieldInfo;
-  const fields = fieldPaths(PrivilegePolicySchema);
-  assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
-  assert.deepEqual(Object.keys(info).filter((p) => !fields.includes(p)), [], "labels of no field");
+  assert.deepEqual(
+    catalogueGaps(privilegeEditor.hints.catalogue!.fieldInfo, PrivilegePolicySchema),
+    { unlabelled: [], noField: [] },
+  );
   const preview = privilegePreview({
     entries: [{ user: "alice", effect: "PRIVILEGE_EFFECT_ALLOW" }],
     localSudoGroupNotAdmin: true,
@@ -51,7 +49,7 @@ Deno.test("script highlighting: tokens join back to the text and name comments, 
   }
 });
 
-if (!haveChromium) console.warn("Privilege/Scripts browser test skipped: chromium is not installed");
+const SKIP = browserTestSkipped("Privilege/Scripts browser test");
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
@@ -68,27 +66,20 @@ async function typeScript(page: Page, index: number, text: string): Promise<void
   await page.type(area, text);
 }
 
-Deno.test({
-  name:
-    "Scripts and Privilege editors in the browser: warning, highlighting, dry run on save, run again, preview",
-  ignore: !haveChromium,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    let server: ServerProcess | undefined;
-    const chromium = await launchChromium();
-    const browser = chromium.browser;
-    try {
-      server = await startServerProcess();
-      const api = await Api.login(server);
-      const page = await browser.newPage();
-      await page.setViewport({ width: 1280, height: 1100 });
-      page.setDefaultTimeout(90_000);
+browserTest(
+  "Scripts and Privilege editors in the browser: warning, highlighting, dry run on save, run again, preview",
+  SKIP,
+  async () => {
+    await withConsoleProcess({
+      viewport: { width: 1280, height: 1100 },
+      timeoutMs: 90_000,
+      failureShot: "scripts-editors",
+    }, async ({ server, browser, page, api: adminApi }) => {
       page.setDefaultNavigationTimeout(90_000);
+      const api = await adminApi();
       // Leaving an editor with changes asks the browser's own question; the test says leave.
       page.on("dialog", (dialog) => void dialog.accept());
-      const web = `https://localhost:${server.webPort}`;
-      await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
+      const web = server.web;
 
       await startNewPolicy(page, web, "Scripts", "lab startup");
       await page.waitForSelector("svc-scripts-form sl-button.script-add", { visible: true });
@@ -156,7 +147,7 @@ Deno.test({
       const user = await api.call("POST", "/api/v1/users", { username: "ed", password });
       await api.call("POST", `/api/v1/users/${user.id}/role-bindings`, {
         role_id: editorRole,
-        step_up: { password: await server.adminPassword() },
+        step_up: { password: server.adminPassword },
       });
       const edContext = await browser.createBrowserContext();
       const edPage = await edContext.newPage();
@@ -170,19 +161,6 @@ Deno.test({
       await edPage.waitForFunction(() =>
         /Not allowed: .*create and edit Scripts policies/.test(document.body.innerText)
       );
-    } catch (err) {
-      const page = (await browser.pages()).at(-1);
-      if (page) {
-        await page.screenshot({ path: "/tmp/scripts_editors_failure.png" }).catch(() => {});
-        console.error(
-          "page text at failure:",
-          (await page.evaluate(() => document.body.innerText).catch(() => "")).slice(-2500),
-        );
-      }
-      throw err;
-    } finally {
-      await chromium.close();
-      await server?.stop();
-    }
+    });
   },
-});
+);

@@ -9,80 +9,33 @@
  *   entered.
  */
 import assert from "node:assert/strict";
-import puppeteer, { type Page } from "puppeteer-core";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldEditor } from "../../web/src/editors/firewalld.ts";
-import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { Api } from "../helpers/agent_process.ts";
-import { fieldPaths, fill, startNewPolicy } from "../helpers/editor_forms.ts";
+import { catalogueGaps, fill, savePolicy as save, startNewPolicy } from "../helpers/editor_forms.ts";
+import { browserTest, browserTestSkipped, textOf } from "../helpers/browser.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 
 Deno.test("Firewalld editor: the zone form's catalogue covers every field and names no other", () => {
-  const info = firewalldEditor.hints.catalogue!.fieldInfo;
-  const fields = fieldPaths(FirewalldPolicySchema);
-  assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
-  assert.deepEqual(
-    Object.keys(info).filter((p) => !fields.includes(p)),
-    [],
-    "catalogue paths that are no field",
-  );
+  assert.deepEqual(catalogueGaps(firewalldEditor.hints.catalogue!.fieldInfo, FirewalldPolicySchema), {
+    unlabelled: [],
+    noField: [],
+  });
 });
-
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = await Deno.stat(CHROMIUM).then(() => true, () => false);
-if (!haveChromium) console.warn("Polkit/Firewalld browser test skipped: chromium is not installed");
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
 
-async function textOf(page: Page, selector: string): Promise<string> {
-  return await page.$eval(selector, (e) => e.textContent ?? "");
-}
-
-async function save(page: Page): Promise<string> {
-  await page.waitForFunction(() =>
-    document.querySelector(".validation-summary")?.textContent?.includes("No problems")
-  );
-  await page.click("sl-button.save-policy");
-  await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
-  return new URL(page.url()).pathname.split("/")[2];
-}
-
-Deno.test({
-  name: "Polkit rule from the action picker and Firewalld zone through the form, in the browser",
-  ignore: !haveChromium,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    let server: ServerProcess | undefined;
-    const profile = await Deno.makeTempDir({ prefix: "svc-security-ui-chromium-" });
-    const browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        `--user-data-dir=${profile}`,
-        "--ignore-certificate-errors",
-      ],
-    });
-    try {
-      server = await startServerProcess();
-      const api = await Api.login(server);
-      const page = await browser.newPage();
-      await page.setViewport({ width: 1280, height: 1000 });
-      page.setDefaultTimeout(30_000);
+browserTest(
+  "Polkit rule from the action picker and Firewalld zone through the form, in the browser",
+  browserTestSkipped("Polkit/Firewalld browser test"),
+  async () => {
+    await withConsoleProcess({
+      viewport: { width: 1280, height: 1000 },
+      failureShot: "security-editors",
+    }, async ({ server, page, api: adminApi }) => {
+      const api = await adminApi();
       page.on("dialog", (dialog) => void dialog.accept());
-      const web = `https://localhost:${server.webPort}`;
-      await page.goto(`${web}/`, { waitUntil: "load" });
-      await page.waitForSelector("svc-login-page sl-input[name=username]", { visible: true });
-      await fill(page, "svc-login-page sl-input[name=username]", "admin");
-      await fill(page, "svc-login-page sl-input[name=password]", await server.adminPassword());
-      await page.keyboard.press("Enter");
-      await page.waitForSelector("svc-app .masthead", { visible: true });
+      const web = server.web;
 
       // Polkit: pick an action from the catalogue; its defaults show; the preview shows the rule.
       await startNewPolicy(page, web, "Polkit", "no reboot for users");
@@ -149,20 +102,6 @@ Deno.test({
       assert.deepEqual(zone.rich_rules ?? zone.richRules, [
         'rule family="ipv4" source address="10.0.0.0/8" service name="https" accept',
       ]);
-    } catch (err) {
-      const page = (await browser.pages()).at(-1);
-      if (page) {
-        await page.screenshot({ path: "/tmp/security_editors_failure.png" }).catch(() => {});
-        console.error(
-          "page text at failure:",
-          (await page.evaluate(() => document.body.innerText).catch(() => "")).slice(-2500),
-        );
-      }
-      throw err;
-    } finally {
-      await browser.close();
-      await server?.stop();
-      await Deno.remove(profile, { recursive: true }).catch(() => {});
-    }
+    });
   },
-});
+);

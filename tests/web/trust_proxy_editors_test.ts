@@ -11,38 +11,21 @@
  */
 import assert from "node:assert/strict";
 import { X509Certificate } from "node:crypto";
-import type { DescMessage } from "@bufbuild/protobuf";
 import type { Page } from "puppeteer-core";
 import { ProxyPolicySchema } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
 import { pemBlocks, pemBodyBytes } from "../../shared/x509.ts";
 import { proxyEditor } from "../../web/src/editors/proxy.ts";
 import { fileAsPem, nameFromFile, summarizeCertificate } from "../../web/src/certificate_summary.ts";
-import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import { Api } from "../helpers/agent_process.ts";
-import { haveChromium, launchChromium } from "../helpers/browser.ts";
-import { openConsoleLoggedIn } from "../helpers/console_login.ts";
+import { browserTest, browserTestSkipped } from "../helpers/browser.ts";
+import { withConsoleProcess } from "../helpers/console_login.ts";
 import { makeCertificate } from "../helpers/test_ca.ts";
-import { startNewPolicy } from "../helpers/editor_forms.ts";
-
-/** Catalogue paths of every field: `a`, `a.b`, `list[].b`. */
-function paths(message: DescMessage, prefix = ""): string[] {
-  return message.fields.flatMap((f) => {
-    const path = prefix ? `${prefix}.${f.jsonName}` : f.jsonName;
-    if (f.fieldKind === "message") return [path, ...paths(f.message, path)];
-    if (f.fieldKind === "list" && f.listKind === "message") return [path, ...paths(f.message, `${path}[]`)];
-    return [path];
-  });
-}
+import { catalogueGaps, startNewPolicy } from "../helpers/editor_forms.ts";
 
 Deno.test("Proxy editor: the form's catalogue covers every field and names no other", () => {
-  const info = proxyEditor.hints.catalogue!.fieldInfo;
-  const fields = paths(ProxyPolicySchema);
-  assert.deepEqual(fields.filter((p) => !(p in info)), [], "fields without a label");
-  assert.deepEqual(
-    Object.keys(info).filter((p) => !fields.includes(p)),
-    [],
-    "catalogue paths that are no field",
-  );
+  assert.deepEqual(catalogueGaps(proxyEditor.hints.catalogue!.fieldInfo, ProxyPolicySchema), {
+    unlabelled: [],
+    noField: [],
+  });
 });
 
 const ROOT = await makeCertificate({ key: "rsa:2048", subject: "/O=Example Corp/CN=Example Corp Root" });
@@ -66,7 +49,7 @@ Deno.test("Certificates form: summary, expiring days, refusal in the rules' word
   assert.equal(nameFromFile("../../..crt"), "certificate");
 });
 
-if (!haveChromium) console.warn("Certificates editor browser test skipped: chromium is not installed");
+const SKIP = browserTestSkipped("Certificates editor browser test");
 
 // deno-lint-ignore no-explicit-any
 declare const document: any;
@@ -76,95 +59,81 @@ async function load(page: Page, path: string): Promise<void> {
   await (input as unknown as { uploadFile(p: string): Promise<void> }).uploadFile(path);
 }
 
-Deno.test({
-  name:
-    "Certificates editor: loaded certificates show subject, fingerprint and expiry; a server certificate is refused",
-  ignore: !haveChromium,
-  sanitizeResources: false,
-  sanitizeOps: false,
-  async fn() {
-    let server: ServerProcess | undefined;
+browserTest(
+  "Certificates editor: loaded certificates show subject, fingerprint and expiry; a server certificate is refused",
+  SKIP,
+  async () => {
     const dir = await Deno.makeTempDir({ prefix: "svc-certs-ui-" });
-    const chromium = await launchChromium();
     try {
       await Deno.writeFile(`${dir}/corp-root.der`, pemBodyBytes(pemBlocks(ROOT.pem).blocks[0].body));
       await Deno.writeTextFile(`${dir}/short-lived.pem`, SOON.pem);
       await Deno.writeTextFile(`${dir}/www.pem`, SERVER.pem);
-      server = await startServerProcess();
-      const api = await Api.login(server);
-      const page = await chromium.browser.newPage();
-      await page.setViewport({ width: 1280, height: 1000 });
-      page.setDefaultTimeout(30_000);
-      const web = `https://localhost:${server.webPort}`;
-      await openConsoleLoggedIn(page, web, { username: "admin", password: await server.adminPassword() });
+      await withConsoleProcess({
+        viewport: { width: 1280, height: 1000 },
+        failureShot: "certificates-editor",
+      }, async ({ server, page, api: adminApi }) => {
+        const api = await adminApi();
+        const web = server.web;
 
-      await startNewPolicy(page, web, "Certificates", "corp trust");
+        await startNewPolicy(page, web, "Certificates", "corp trust");
 
-      await load(page, `${dir}/corp-root.der`);
-      await load(page, `${dir}/short-lived.pem`);
-      await page.waitForFunction(() =>
-        [...document.querySelectorAll("svc-certificates-form .cert-fingerprint")].every((
-          e: { textContent: string },
-        ) => e.textContent.includes(":")) &&
-        document.querySelectorAll("svc-certificates-form .cert-fingerprint").length === 2
-      );
-      const cards = await page.$$eval(
-        "svc-certificates-form fieldset.cert-entry",
-        (list) =>
-          list.map((f) => ({
-            subject: f.querySelector(".cert-subject")?.textContent?.trim(),
-            fingerprint: f.querySelector(".cert-fingerprint")?.textContent?.trim(),
-            expiry: f.querySelector(".cert-expiry")?.textContent?.replace(/\s+/g, " ").trim(),
-            expiring: f.querySelector(".cert-expiring") !== null,
-            name: (f.querySelector("sl-input") as unknown as { value: string }).value,
-          })),
-      );
-      assert.deepEqual(cards.map((c) => c.name), ["corp-root", "short-lived"]);
-      assert.equal(cards[0].subject, "CN=Example Corp Root,O=Example Corp");
-      assert.equal(cards[0].fingerprint, new X509Certificate(ROOT.pem).fingerprint256);
-      assert.equal(cards[1].fingerprint, new X509Certificate(SOON.pem).fingerprint256);
-      assert.equal(cards[0].expiring, false);
-      assert.match(cards[1].expiry!, /^\d{4}-\d{2}-\d{2} \(in (9|10) days\)$/);
-      assert.ok(cards[1].expiring);
-
-      await load(page, `${dir}/www.pem`);
-      await page.waitForSelector('svc-certificates-form fieldset[data-index="2"] .cert-problem', {
-        visible: true,
-      });
-      assert.match(
-        await page.$eval(
-          'svc-certificates-form fieldset[data-index="2"] .cert-problem',
-          (e) => e.textContent ?? "",
-        ),
-        /is not a CA certificate \(CN=www.example.com: basicConstraints cA is false\)/,
-      );
-      await page.waitForFunction(() =>
-        /problem/.test(document.querySelector(".validation-summary")?.textContent ?? "")
-      );
-      await page.click('svc-certificates-form fieldset[data-index="2"] sl-button.cert-remove');
-      await page.waitForFunction(() =>
-        document.querySelector(".validation-summary")?.textContent?.includes("No problems")
-      );
-      await page.click("sl-button.save-policy");
-      await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
-      const id = new URL(page.url()).pathname.split("/")[2];
-      const saved = JSON.parse((await api.call("GET", `/api/v1/policies/all/${id}`)).content);
-      assert.deepEqual(saved.certificates.map((c: { name: string }) => c.name), ["corp-root", "short-lived"]);
-      assert.equal(saved.certificates[0].pem, ROOT.pem);
-    } catch (err) {
-      const page = (await chromium.browser.pages()).at(-1);
-      if (page) {
-        await page.screenshot({ path: "/tmp/certificates_editor_failure.png" }).catch(() => {});
-        console.error(
-          "page text at failure:",
-          (await page.evaluate(() => document.body.innerText).catch(() => "")).slice(-2500),
+        await load(page, `${dir}/corp-root.der`);
+        await load(page, `${dir}/short-lived.pem`);
+        await page.waitForFunction(() =>
+          [...document.querySelectorAll("svc-certificates-form .cert-fingerprint")].every((
+            e: { textContent: string },
+          ) => e.textContent.includes(":")) &&
+          document.querySelectorAll("svc-certificates-form .cert-fingerprint").length === 2
         );
-      }
-      throw err;
+        const cards = await page.$$eval(
+          "svc-certificates-form fieldset.cert-entry",
+          (list) =>
+            list.map((f) => ({
+              subject: f.querySelector(".cert-subject")?.textContent?.trim(),
+              fingerprint: f.querySelector(".cert-fingerprint")?.textContent?.trim(),
+              expiry: f.querySelector(".cert-expiry")?.textContent?.replace(/\s+/g, " ").trim(),
+              expiring: f.querySelector(".cert-expiring") !== null,
+              name: (f.querySelector("sl-input") as unknown as { value: string }).value,
+            })),
+        );
+        assert.deepEqual(cards.map((c) => c.name), ["corp-root", "short-lived"]);
+        assert.equal(cards[0].subject, "CN=Example Corp Root,O=Example Corp");
+        assert.equal(cards[0].fingerprint, new X509Certificate(ROOT.pem).fingerprint256);
+        assert.equal(cards[1].fingerprint, new X509Certificate(SOON.pem).fingerprint256);
+        assert.equal(cards[0].expiring, false);
+        assert.match(cards[1].expiry!, /^\d{4}-\d{2}-\d{2} \(in (9|10) days\)$/);
+        assert.ok(cards[1].expiring);
+
+        await load(page, `${dir}/www.pem`);
+        await page.waitForSelector('svc-certificates-form fieldset[data-index="2"] .cert-problem', {
+          visible: true,
+        });
+        assert.match(
+          await page.$eval(
+            'svc-certificates-form fieldset[data-index="2"] .cert-problem',
+            (e) => e.textContent ?? "",
+          ),
+          /is not a CA certificate \(CN=www.example.com: basicConstraints cA is false\)/,
+        );
+        await page.waitForFunction(() =>
+          /problem/.test(document.querySelector(".validation-summary")?.textContent ?? "")
+        );
+        await page.click('svc-certificates-form fieldset[data-index="2"] sl-button.cert-remove');
+        await page.waitForFunction(() =>
+          document.querySelector(".validation-summary")?.textContent?.includes("No problems")
+        );
+        await page.click("sl-button.save-policy");
+        await page.waitForFunction(() => /^\/policies\/[0-9a-f-]{36}\/edit$/.test(location.pathname));
+        const id = new URL(page.url()).pathname.split("/")[2];
+        const saved = JSON.parse((await api.call("GET", `/api/v1/policies/all/${id}`)).content);
+        assert.deepEqual(saved.certificates.map((c: { name: string }) => c.name), [
+          "corp-root",
+          "short-lived",
+        ]);
+        assert.equal(saved.certificates[0].pem, ROOT.pem);
+      });
     } finally {
-      await chromium.close();
-      await server?.stop();
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },
-});
+);

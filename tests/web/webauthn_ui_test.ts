@@ -5,27 +5,24 @@
  * alone, and remove it (step-up with password and the key).
  */
 import assert from "node:assert/strict";
-import { addVirtualAuthenticator, browserTestSkipped, fillField } from "../helpers/browser.ts";
+import { addVirtualAuthenticator, browserTest, browserTestSkipped, fillField } from "../helpers/browser.ts";
 import {
   dropSession,
-  startConsoleServerProcess,
   submitLogin,
   waitForConsoleShell,
-  withConsole,
+  withConsoleProcess,
 } from "../helpers/console_login.ts";
 
 const SKIP = browserTestSkipped("WebAuthn browser test");
 
-Deno.test({
-  name: "Passkeys: register in Settings, log in with it as second factor and alone, remove it",
-  ignore: SKIP,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const server = await startConsoleServerProcess({
-      env: { JWT_SECRET: "webauthn-ui-test-secret-0123456789abcdef" },
-    });
-    await withConsole(server, { path: "/settings?tab=second-factors" }, async ({ page, watch }) => {
+browserTest(
+  "Passkeys: register in Settings, log in with it as second factor and alone, remove it",
+  SKIP,
+  async () => {
+    await withConsoleProcess({
+      server: { env: { JWT_SECRET: "webauthn-ui-test-secret-0123456789abcdef" } },
+      path: "/settings?tab=second-factors",
+    }, async ({ server, page, watch }) => {
       const { web, adminPassword: password } = server;
       const authenticator = await addVirtualAuthenticator(page);
 
@@ -76,4 +73,4 @@ Deno.test({
       );
     });
   },
-});
+);
