@@ -9,7 +9,14 @@
  * - A retry that is still 401 (or a failed refresh) fires `session-expired`; the shell then shows the login
  *   screen over the current URL.
  * - Errors become {@link ApiError} with the server's code, message and per-field problems.
+ *
+ * Calls are named by operation ("METHOD /path" of the generated `Operations`), so the path parameters,
+ * query, body and answer are the types the server's route declarations describe.
  */
+import type { OperationKey, Operations } from "../../shared/api/svc_api.gen.ts";
+import type { Answer } from "./api_types.ts";
+
+export type { Answer };
 
 /** A problem with one request field, as the server reports it. */
 export interface FieldError {
@@ -35,29 +42,67 @@ export class ApiError extends Error {
   }
 }
 
-/** A page of a list endpoint. */
-export interface ListPage<T> {
-  items: T[];
-  total: number;
-  page: number;
-  per_page: number;
-  /** Lists paged by cursor: pass as `cursor` for the next page; null on the last page. */
-  next_cursor?: string | null;
-  /** True when `total` is the database's estimate rather than a count. */
-  total_estimated?: boolean;
-}
-
 /** Query values; `undefined` and empty strings are left out. */
-export type Query = Record<string, string | number | boolean | undefined | null>;
+type Query = Record<string, string | number | boolean | undefined | null>;
 
 /** Options of one request. */
-export interface RequestOptions {
+interface RequestOptions {
   query?: Query;
   /** JSON body. */
   body?: unknown;
   /** A non-JSON body (an import bundle) and its content type. */
   text?: { body: string; contentType: string };
   signal?: AbortSignal;
+}
+
+/** The path parameters of an operation: required when its path has any. */
+type PathArgs<K extends OperationKey> = Operations[K]["path"] extends Record<string, never>
+  ? { path?: undefined }
+  : { path: Operations[K]["path"] };
+
+/** The body of an operation: required unless it has none or every field is optional. */
+type BodyArgs<K extends OperationKey> = Operations[K]["body"] extends undefined ? { body?: undefined }
+  : Operations[K]["body"] extends string ? { body: string; contentType: string }
+  // deno-lint-ignore ban-types
+  : {} extends Operations[K]["body"] ? { body?: Operations[K]["body"] }
+  : { body: Operations[K]["body"] };
+
+/** What one call of an operation takes; query values `undefined`, `null` and `""` are left out. */
+export type CallArgs<K extends OperationKey> = PathArgs<K> & BodyArgs<K> & {
+  query?: { [P in keyof Operations[K]["query"]]?: Operations[K]["query"][P] | null };
+  signal?: AbortSignal;
+};
+
+/** The arguments may be left out when nothing in them is required. */
+// deno-lint-ignore ban-types
+type ArgsParam<K extends OperationKey> = {} extends CallArgs<K> ? [args?: CallArgs<K>] : [args: CallArgs<K>];
+
+/** {@link CallArgs} as the client reads them, whatever the operation. */
+interface SentArgs {
+  path?: Record<string, string | number | undefined>;
+  query?: object;
+  body?: unknown;
+  contentType?: string;
+  signal?: AbortSignal;
+}
+
+/** The method and the path of an operation with its parameters filled in. */
+function resolve(operation: OperationKey, args: SentArgs | undefined): readonly [string, string] {
+  const space = operation.indexOf(" ");
+  const path = operation.slice(space + 1).replace(/\{([A-Za-z_]+)\}/g, (_, name: string) => {
+    const value = args?.path?.[name];
+    // Only reachable when a caller bypasses the types (an id that is undefined at run time).
+    if (value === undefined) throw new Error(`${operation}: path parameter ${name} is missing`);
+    return encodeURIComponent(String(value));
+  });
+  return [operation.slice(0, space), path] as const;
+}
+
+function toOptions(args: SentArgs | undefined): RequestOptions {
+  const { query, body, contentType, signal } = args ?? {};
+  return typeof body === "string" && contentType
+    ? { query: query as Query, text: { body, contentType }, signal }
+    : { query: query as Query, body, signal };
 }
 
 /** The CSRF cookie and header names (spec: Authentication rules 1–2). */
@@ -151,29 +196,23 @@ export class ApiClient extends EventTarget {
     this.#generation++;
   }
 
-  /** GET returning JSON. */
-  get<T>(path: string, query?: Query, signal?: AbortSignal): Promise<T> {
-    return this.json<T>("GET", path, { query, signal });
+  /**
+   * Calls one operation and resolves with its answer: parsed JSON, `undefined` for 204, the text of a
+   * non-JSON answer. Path parameters are filled in (escaped) from `path`. A step-up demand is answered as
+   * `#json` describes.
+   */
+  call<K extends OperationKey>(operation: K, ...[args]: ArgsParam<K>): Promise<Answer<K>> {
+    const [method, path] = resolve(operation, args as SentArgs);
+    return this.#json<Answer<K>>(method, path, toOptions(args as SentArgs));
   }
 
-  /** POST returning JSON (or `undefined` for 204). */
-  post<T>(path: string, body?: unknown): Promise<T> {
-    return this.json<T>("POST", path, { body });
-  }
-
-  /** PUT returning JSON. */
-  put<T>(path: string, body?: unknown): Promise<T> {
-    return this.json<T>("PUT", path, { body });
-  }
-
-  /** PATCH returning JSON. */
-  patch<T>(path: string, body?: unknown): Promise<T> {
-    return this.json<T>("PATCH", path, { body });
-  }
-
-  /** DELETE. */
-  delete<T = void>(path: string, body?: unknown): Promise<T> {
-    return this.json<T>("DELETE", path, { body });
+  /**
+   * Sends one operation and resolves with the 2xx response itself, for answers read as files (exports); no
+   * step-up retry.
+   */
+  fetch<K extends OperationKey>(operation: K, ...[args]: ArgsParam<K>): Promise<Response> {
+    const [method, path] = resolve(operation, args as SentArgs);
+    return this.#tracked(method, path, toOptions(args as SentArgs));
   }
 
   /**
@@ -189,12 +228,12 @@ export class ApiClient extends EventTarget {
    * also where the body has a `password` of its own), again while the server asks for more (the second
    * factor after the password).
    */
-  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+  async #json<T>(method: string, path: string, options: RequestOptions): Promise<T> {
     let res: Response | undefined;
     let attempt = options;
     for (let asked = 0; !res; asked++) {
       try {
-        res = await this.request(method, path, attempt);
+        res = await this.#tracked(method, path, attempt);
       } catch (err) {
         const wanted = asked < 3 && err instanceof ApiError && STEP_UP_CODES.has(err.code) && this.stepUp;
         const proof = wanted ? await this.stepUp!((err as ApiError).code) : undefined;
@@ -210,7 +249,7 @@ export class ApiClient extends EventTarget {
   }
 
   /** Sends a request with CSRF and refresh handling; resolves with a 2xx response, throws otherwise. */
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  async #tracked(method: string, path: string, options: RequestOptions): Promise<Response> {
     this.#setActive(+1);
     try {
       return await this.#request(method, path, options);

@@ -238,7 +238,7 @@ class SvcApp extends LitElement {
   }
 
   async #start(): Promise<void> {
-    api.get<{ version: string }>("/version").then((v) => this.version = v.version, () => {});
+    api.call("GET /api/v1/version").then((v) => this.version = v.version, () => {});
     try {
       this.phase = await session.load() ? "ready" : "login";
     } catch (err) {

@@ -3,7 +3,7 @@
  * transitions a policy's state allows, which permission each needs, and why the server would refuse one —
  * so the refusal is explained before the person tries. The server enforces the same rules.
  */
-import type { Policy } from "./types.ts";
+import type { PolicyRow } from "./api_types.ts";
 
 /** What a lifecycle action needs to know about a policy, and why it may be refused. */
 export interface LifecycleAction {
@@ -16,7 +16,7 @@ export interface LifecycleAction {
 }
 
 /** The transitions the spec allows from a policy's state, with refusals explained up front. */
-export function lifecycleActions(p: Pick<Policy, "state" | "enabled_bindings_count">): LifecycleAction[] {
+export function lifecycleActions(p: Pick<PolicyRow, "state" | "enabled_bindings_count">): LifecycleAction[] {
   const bindings = p.enabled_bindings_count;
   const toDraft: LifecycleAction = {
     label: "Move to draft",

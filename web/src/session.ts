@@ -86,7 +86,7 @@ class Session extends EventTarget {
   /** Loads `/auth/me`; resolves false when nobody is logged in. */
   async load(): Promise<boolean> {
     try {
-      this.me = normalizeMe(await api.get<Record<string, unknown>>("/auth/me"));
+      this.me = normalizeMe(await api.call("GET /api/v1/auth/me"));
     } catch (err) {
       if ((err as { status?: number }).status === 401) {
         this.me = undefined;
@@ -103,12 +103,7 @@ class Session extends EventTarget {
    * account has one (then call {@link secondFactor}).
    */
   async login(username: string, password: string): Promise<SecondFactorChallenge | undefined> {
-    const answer = await api.post<
-      { second_factor_required?: { token: string; methods: string[]; expires_at: string } }
-    >(
-      "/auth/login",
-      { username, password },
-    );
+    const answer = await api.call("POST /api/v1/auth/login", { body: { username, password } });
     if (answer?.second_factor_required) {
       const sf = answer.second_factor_required;
       return { token: sf.token, methods: sf.methods, expiresAt: sf.expires_at };
@@ -120,7 +115,7 @@ class Session extends EventTarget {
 
   /** The second login step: a code from the authenticator app, or a backup code. */
   async secondFactor(token: string, proof: { code?: string; backup_code?: string }): Promise<void> {
-    await api.post("/auth/login/second-factor", { token, ...proof });
+    await api.call("POST /api/v1/auth/login/second-factor", { body: { token, ...proof } });
     api.sessionStarted();
     await this.load();
   }
@@ -128,7 +123,7 @@ class Session extends EventTarget {
   /** Logs out (server revokes the refresh token and clears the cookies). */
   async logout(): Promise<void> {
     try {
-      await api.post("/auth/logout");
+      await api.call("POST /api/v1/auth/logout");
     } finally {
       this.me = undefined;
       this.dispatchEvent(new Event("change"));

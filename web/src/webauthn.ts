@@ -4,7 +4,7 @@
  * binary fields base64url) become `navigator.credentials` arguments, and the credential it returns becomes
  * JSON for the server again.
  */
-import { api } from "./api.ts";
+import { api, type StepUpProof } from "./api.ts";
 
 type Json = Record<string, unknown>;
 
@@ -87,23 +87,26 @@ export async function getAssertion(options: Json): Promise<Json> {
 
 /** A step-up proof made with the person's key: `{ webauthn: { token, response } }`. */
 export async function stepUpWithKey(): Promise<{ webauthn: { token: string; response: Json } }> {
-  const started = await api.post<{ token: string; options: Json }>("/auth/step-up/webauthn/options", {});
+  const started = await api.call("POST /api/v1/auth/step-up/webauthn/options");
   return { webauthn: { token: started.token, response: await getAssertion(started.options) } };
 }
 
 /** Registers a key (after step-up with `proof`) under `name`. */
-export async function registerKey(name: string, proof: Json): Promise<void> {
-  const started = await api.post<{ token: string; options: Json }>("/auth/webauthn/register/options", proof);
+export async function registerKey(name: string, proof: StepUpProof): Promise<void> {
+  const started = await api.call("POST /api/v1/auth/webauthn/register/options", { body: proof });
   const response = await createCredential(started.options);
-  await api.post("/auth/webauthn/register", { token: started.token, name, response });
+  await api.call("POST /api/v1/auth/webauthn/register", {
+    body: { token: started.token, name, response },
+  });
 }
 
 /** Logs in with a key: after the password (`token` of the first step) or as a passkey alone. */
 export async function loginWithKey(token?: string): Promise<void> {
-  const started = await api.post<{ token?: string; options: Json }>(
-    "/auth/login/webauthn/options",
-    token ? { token } : {},
-  );
+  const started = await api.call("POST /api/v1/auth/login/webauthn/options", {
+    body: token ? { token } : {},
+  });
   const response = await getAssertion(started.options);
-  await api.post("/auth/login/webauthn", { token: token ?? started.token, response });
+  await api.call("POST /api/v1/auth/login/webauthn", {
+    body: { token: token ?? started.token, response },
+  });
 }

@@ -8,12 +8,12 @@
  */
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, errorAlert, fieldError, notify, openDialog, statusBadge } from "./ui.ts";
-import { askLockoutReason } from "./session_lockout_dialog.ts";
+import { confirmAction, fieldError, formError, notify, openDialog, statusBadge, whenHidden } from "./ui.ts";
+import { lockoutField, withLockoutReason } from "./session_lockout_dialog.ts";
 import { policyTypeInfo, typesMatching } from "../editors/type_info.ts";
-import type { NodeGroup, Policy } from "../types.ts";
+import type { NodeGroup, PolicyRow as Policy } from "../api_types.ts";
 
 /** How many matches the picker shows; more words narrow them. */
 const PICKER_LIMIT = 20;
@@ -97,10 +97,8 @@ class SvcBindingDialog extends LitElement {
 
   async #loadGroups(): Promise<void> {
     try {
-      this.groups = (await api.get<ListPage<NodeGroup>>("/node-groups", {
-        per_page: 200,
-        sort: "name",
-        order: "asc",
+      this.groups = (await api.call("GET /api/v1/node-groups", {
+        query: { per_page: 200, sort: "name", order: "asc" },
       })).items;
     } catch (err) {
       this.error = err;
@@ -118,12 +116,12 @@ class SvcBindingDialog extends LitElement {
   #runSearch(text: string): void {
     const id = ++this.#search;
     const q = text.trim();
-    const page = { per_page: PICKER_LIMIT, sort: "name", order: "asc" };
+    const page = { per_page: PICKER_LIMIT, sort: "name", order: "asc" } as const;
     this.searching = true;
     void Promise.all([
-      api.get<ListPage<Policy>>("/policies/all", { ...page, name: q || undefined }),
+      api.call("GET /api/v1/policies/all", { query: { ...page, name: q || undefined } }),
       Promise.all(
-        typesMatching(q).map((type) => api.get<ListPage<Policy>>("/policies/all", { ...page, type })),
+        typesMatching(q).map((type) => api.call("GET /api/v1/policies/all", { query: { ...page, type } })),
       ),
     ]).then(([byName, byType]) => {
       if (id !== this.#search) return;
@@ -204,10 +202,8 @@ class SvcBindingDialog extends LitElement {
     try {
       // The server checks each group (and refuses an empty choice with a field error).
       for (const node_group_id of groupIds.length ? groupIds : [""]) {
-        const b = await api.post<{ id: string }>("/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id,
-          priority,
+        const b = await api.call("POST /api/v1/policy-bindings", {
+          body: { policy_id: policy.id, node_group_id, priority },
         });
         created++;
         if (enable) await this.#enable(b.id);
@@ -231,17 +227,12 @@ class SvcBindingDialog extends LitElement {
 
   /** Enables a binding; the SessionAccess lockout guard lets it through with a reason (audited). */
   async #enable(id: string): Promise<void> {
-    let body: { state: string; lockout_reason?: string } = { state: "enabled" };
-    for (;;) {
-      try {
-        await api.put(`/policy-bindings/${id}`, body);
-        return;
-      } catch (err) {
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) throw err;
-        body = { ...body, lockout_reason: reason };
-      }
-    }
+    await withLockoutReason((reason) =>
+      api.call("PUT /api/v1/policy-bindings/{id}", {
+        path: { id },
+        body: { state: "enabled", ...lockoutField(reason) },
+      })
+    );
   }
 
   override render(): TemplateResult {
@@ -261,11 +252,9 @@ class SvcBindingDialog extends LitElement {
           // Escape in the picker clears the search (handled there); it must not close the dialog.
           if (e.detail.source === "keyboard" && this.query && !this.policy) e.preventDefault();
         }}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.#finish(0);
-        }}>
+        @sl-after-hide=${whenHidden(() => this.#finish(0))}>
         <div class="binding-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${this.policy ? this.#fixedPolicy(this.policy) : this.#picker(field("policy_id"))}
           <sl-select name="node_group_id" label="Node groups" hoist required multiple clearable
             class=${field("node_group_id").cls} help-text=${field("node_group_id").msg ||

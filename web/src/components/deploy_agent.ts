@@ -9,25 +9,14 @@
  */
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
-import { type DeployPackage, deployScript, FAMILIES, type Family } from "../deploy_script.ts";
+import { whenHidden } from "./ui.ts";
+import { deployScript, FAMILIES, type Family } from "../deploy_script.ts";
 
 /** `GET /api/v1/agent-repo`. */
-interface RepoStatus {
-  enabled: boolean;
-  reason?: string;
-  version: string | null;
-  server_version: string;
-  version_mismatch: boolean;
-  signed: boolean;
-  build_local_key: boolean;
-  arches: string[];
-  packages: DeployPackage[];
-  files: Array<{ path: string; sha256: string; size: number }>;
-  policy_port: number;
-}
+type RepoStatus = Answer<"GET /api/v1/agent-repo">;
 
 /**
  * `GET /agent-repo`, asked once per page load and shared by every `<svc-deploy-agent>` (the masthead's and
@@ -37,7 +26,7 @@ interface RepoStatus {
 let repoStatus: Promise<RepoStatus | undefined> | undefined;
 
 function loadRepoStatus(): Promise<RepoStatus | undefined> {
-  repoStatus ??= api.get<RepoStatus>("/agent-repo").catch(() => {
+  repoStatus ??= api.call("GET /api/v1/agent-repo").catch(() => {
     repoStatus = undefined;
     return undefined;
   });
@@ -122,7 +111,7 @@ class SvcDeployAgent extends LitElement {
         this.material = { caPem: ca, repoKey: key };
       }
       if (this.#mayEnroll && this.groups.length === 0) {
-        const page = await api.get<ListPage<{ id: string; name: string }>>("/node-groups", { per_page: 100 });
+        const page = await api.call("GET /api/v1/node-groups", { query: { per_page: 100 } });
         this.groups = page.items;
         this.groupId ||= page.items[0]?.id ?? "";
       }
@@ -135,7 +124,7 @@ class SvcDeployAgent extends LitElement {
     this.busy = true;
     this.error = undefined;
     try {
-      const res = await api.post<{ token: string }>(`/node-groups/${this.groupId}/tokens`);
+      const res = await api.call("POST /api/v1/node-groups/{id}/tokens", { path: { id: this.groupId } });
       this.token = res.token;
     } catch (err) {
       this.error = err;
@@ -170,9 +159,9 @@ class SvcDeployAgent extends LitElement {
 
   #renderMissing(s: RepoStatus): TemplateResult {
     return html`
-      <sl-dialog open label="Deploy agent" style="--width: 40rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.open = false;
-      }}>
+      <sl-dialog open label="Deploy agent" style="--width: 40rem" @sl-after-hide=${whenHidden(() =>
+        this.open = false
+      )}>
         <sl-alert variant="warning" open class="agent-repo-missing">
           <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
           <strong>No agent repository is installed on this server</strong>, so there are no agent packages to
@@ -187,9 +176,9 @@ class SvcDeployAgent extends LitElement {
 
   #renderDialog(s: RepoStatus): TemplateResult {
     return html`
-      <sl-dialog open label="Deploy agent" style="--width: 56rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.open = false;
-      }}>
+      <sl-dialog open label="Deploy agent" style="--width: 56rem" @sl-after-hide=${whenHidden(() =>
+        this.open = false
+      )}>
         ${s.version_mismatch
           ? html`<sl-alert variant="warning" open class="agent-version-mismatch">
             <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>

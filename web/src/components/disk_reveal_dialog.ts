@@ -6,7 +6,7 @@
  */
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
 
@@ -18,13 +18,8 @@ export interface RevealTarget {
   device: string;
 }
 
-interface RevealAnswer {
-  key_id: string;
-  recovery_key: string;
-  alternate_keys: { key_id: string; recovery_key: string }[];
-  rotation_scheduled: boolean;
-  display_seconds: number;
-}
+/** The answer of a reveal: the key, the other keys that open the volume, how long to show them. */
+type RevealAnswer = Answer<"POST /api/v1/disk-encryption/volumes/{id}/reveal">;
 
 class SvcDiskRevealDialog extends LitElement {
   static override properties = {
@@ -85,9 +80,9 @@ class SvcDiskRevealDialog extends LitElement {
     this.busy = true;
     this.error = "";
     try {
-      const answer = await api.post<RevealAnswer>(`/disk-encryption/volumes/${this.target!.id}/reveal`, {
-        reason,
-        password,
+      const answer = await api.call("POST /api/v1/disk-encryption/volumes/{id}/reveal", {
+        path: { id: this.target!.id },
+        body: { reason, password },
       });
       form.reset();
       this.revealed = answer;

@@ -46,7 +46,7 @@ class SvcFlatpakForm extends PolicyFormElement {
     this.#timer = setTimeout(async () => {
       try {
         this.hits =
-          (await api.get<{ items: CatalogHit[] }>("/flatpak/apps", { q: text.trim(), limit: 20 })).items;
+          (await api.call("GET /api/v1/flatpak/apps", { query: { q: text.trim(), limit: 20 } })).items;
         this.searchError = undefined;
       } catch (err) {
         this.searchError = err;

@@ -6,7 +6,7 @@
  * can refresh or delete it. The policy editor searches what is indexed here.
  */
 import { html, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
 import { bodyRows } from "./table_cards.ts";
@@ -14,17 +14,7 @@ import "./file_picker.ts";
 import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
 
 /** `GET /api/v1/flatpak/repos` item. */
-interface FlatpakRepo {
-  id: string;
-  name: string;
-  title: string;
-  source: "url" | "upload";
-  url: string;
-  last_attempt_at: string | null;
-  last_success_at: string | null;
-  last_error: string;
-  app_count: number;
-}
+type FlatpakRepo = Answer<"GET /api/v1/flatpak/repos">["items"][number];
 
 class SvcSettingsFlatpakRepos extends PageElement {
   static override properties = {
@@ -46,21 +36,23 @@ class SvcSettingsFlatpakRepos extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    this.repos = (await api.get<{ items: FlatpakRepo[] }>("/flatpak/repos")).items;
+    this.repos = (await api.call("GET /api/v1/flatpak/repos")).items;
   }
 
   async #add(e: Event): Promise<void> {
     e.preventDefault();
     const d = this.draft;
     try {
-      const created = await api.post<FlatpakRepo>("/flatpak/repos", {
-        name: d.name,
-        ...(d.kind === "url"
-          ? { url: d.url }
-          : d.kind === "flatpakrepo"
-          ? { flatpakrepo: d.flatpakrepo }
-          : {}),
-        ...(d.kind === "upload" ? { upload: true } : {}),
+      const created = await api.call("POST /api/v1/flatpak/repos", {
+        body: {
+          name: d.name,
+          ...(d.kind === "url"
+            ? { url: d.url }
+            : d.kind === "flatpakrepo"
+            ? { flatpakrepo: d.flatpakrepo }
+            : {}),
+          ...(d.kind === "upload" ? { upload: true } : {}),
+        },
       });
       this.saveError = undefined;
       this.draft = { name: "", kind: d.kind, url: "", flatpakrepo: "" };
@@ -77,7 +69,7 @@ class SvcSettingsFlatpakRepos extends PageElement {
   async #refresh(repo: FlatpakRepo): Promise<void> {
     this.busy = repo.id;
     try {
-      const result = await api.post<{ outcome: string; error?: string }>(`/flatpak/repos/${repo.id}/refresh`);
+      const result = await api.call("POST /api/v1/flatpak/repos/{id}/refresh", { path: { id: repo.id } });
       notify(
         result.outcome === "error"
           ? `Refresh of ${repo.name} failed: ${result.error}`
@@ -100,8 +92,10 @@ class SvcSettingsFlatpakRepos extends PageElement {
       const text = gz[0] === 0x1f && gz[1] === 0x8b
         ? await new Response(file.stream().pipeThrough(new DecompressionStream("gzip"))).text()
         : await file.text();
-      await api.json("POST", `/flatpak/repos/${repo.id}/appstream`, {
-        text: { body: text, contentType: "application/xml" },
+      await api.call("POST /api/v1/flatpak/repos/{id}/appstream", {
+        path: { id: repo.id },
+        body: text,
+        contentType: "application/xml",
       });
       notify(`AppStream of ${repo.name} indexed.`, "success");
       await this.reload();
@@ -121,7 +115,7 @@ class SvcSettingsFlatpakRepos extends PageElement {
       danger: true,
     });
     if (!ok) return;
-    await api.delete(`/flatpak/repos/${repo.id}`);
+    await api.call("DELETE /api/v1/flatpak/repos/{id}", { path: { id: repo.id } });
     await this.reload();
   }
 

@@ -62,7 +62,9 @@ class SvcFleetTrends extends LitElement {
   async load(): Promise<void> {
     const range = this.range;
     try {
-      const trend = await api.get<Trend>("/trends", { granularity: RANGES[range].granularity });
+      const trend = await api.call("GET /api/v1/trends", {
+        query: { granularity: RANGES[range].granularity },
+      });
       if (range !== this.range) return;
       this.trend = trend;
       this.error = undefined;

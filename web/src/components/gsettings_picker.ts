@@ -6,40 +6,15 @@
  */
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 
-/** One key of a schema, as `GET /api/v1/catalogues/gsettings/{id}` returns it. */
-export interface CatalogueKey {
-  name: string;
-  type: string;
-  summary: string;
-  description?: string;
-  default_value: string;
-  enum_values?: { nick: string; value: number }[];
-  range_min?: string;
-  range_max?: string;
-  choices?: string[];
-  flags?: boolean;
-}
+/** One schema with its keys, as `GET /api/v1/catalogues/gsettings/{schema_id}` returns it. */
+export type CatalogueSchema = Answer<"GET /api/v1/catalogues/gsettings/{schema_id}">;
 
-/** One schema with its keys. */
-export interface CatalogueSchema {
-  schema_id: string;
-  path: string;
-  relocatable: boolean;
-  node_count: number;
-  builtin: boolean;
-  keys: CatalogueKey[];
-}
+/** One key of a schema. */
+export type CatalogueKey = CatalogueSchema["keys"][number];
 
-interface SearchHit {
-  schema_id: string;
-  relocatable: boolean;
-  node_count: number;
-  builtin: boolean;
-  key_count: number;
-  matching_keys: { name: string; type: string; summary: string }[];
-}
+type SearchHit = Answer<"GET /api/v1/catalogues/gsettings">["items"][number];
 
 const schemas = new Map<string, Promise<CatalogueSchema | undefined>>();
 
@@ -47,7 +22,7 @@ const schemas = new Map<string, Promise<CatalogueSchema | undefined>>();
 export function catalogueSchema(schemaId: string): Promise<CatalogueSchema | undefined> {
   let found = schemas.get(schemaId);
   if (!found) {
-    found = api.get<CatalogueSchema>(`/api/v1/catalogues/gsettings/${encodeURIComponent(schemaId)}`)
+    found = api.call("GET /api/v1/catalogues/gsettings/{schema_id}", { path: { schema_id: schemaId } })
       .catch(() => undefined);
     schemas.set(schemaId, found);
   }
@@ -93,10 +68,9 @@ class SvcGSettingsPicker extends LitElement {
   async #search(): Promise<void> {
     const seq = ++this.#seq;
     try {
-      const result = await api.get<{ total: number; nodes_reporting: number; items: SearchHit[] }>(
-        "/api/v1/catalogues/gsettings",
-        { q: this.query, limit: 25 },
-      );
+      const result = await api.call("GET /api/v1/catalogues/gsettings", {
+        query: { q: this.query, limit: 25 },
+      });
       if (seq !== this.#seq) return;
       this.hits = result.items;
       this.total = result.total;

@@ -14,12 +14,23 @@ import {
   type ReactiveControllerHost,
   type TemplateResult,
 } from "lit";
-import { api, type ListPage, type Query } from "../api.ts";
+import { api, type CallArgs } from "../api.ts";
+import type { Answer, ListOperation, ListRow, Operations } from "../api_types.ts";
 import { setQuery } from "../router.ts";
 import { type ListDefaults, ListQuery, type QueryChanges } from "../list_query.ts";
 import { fromOptionValue, sortHeader, toOptionValue, valueOf } from "./ui.ts";
 import type { PageChange } from "./pager.ts";
 import "./saved_views.ts";
+
+/** Calls a list operation and resolves with its page. */
+export function loadPage<K extends ListOperation>(
+  operation: K,
+  args: { path?: Operations[K]["path"]; query?: CallArgs<K>["query"] },
+): Promise<Answer<K>> {
+  // Generic over the operation, TypeScript cannot relate `args` to `call`'s per-operation arguments.
+  const call = api.call as (operation: K, args: object) => Promise<Answer<K>>;
+  return call.call(api, operation, args);
+}
 
 /** Something a template can hold in a slot of the filter bar. */
 type Part = TemplateResult | typeof nothing;
@@ -42,7 +53,9 @@ export interface FilterSpec {
 }
 
 /** Options of a {@link ListController}. */
-export interface ListOptions extends ListDefaults {
+export interface ListOptions<K extends ListOperation> extends ListDefaults {
+  /** The operation that answers the list's pages, e.g. "GET /api/v1/nodes". */
+  operation: K;
   filters: readonly FilterSpec[];
   /** Plural noun for the pager and the empty state ("nodes"). */
   noun: string;
@@ -65,12 +78,23 @@ export interface Selection {
 /** The page element a list lives in (a `PageElement`: it reloads and keeps the load error). */
 export type ListHost = ReactiveControllerHost & HTMLElement & { reload(): Promise<void>; loadError: unknown };
 
+/**
+ * What the controller reads of a page besides its rows, as the audit log (paged by cursor, its total an
+ * estimate) answers it; other lists leave the cursor fields out.
+ */
+type PageFields = Partial<
+  Pick<Answer<"GET /api/v1/audit-logs">, "page" | "per_page" | "next_cursor" | "total_estimated">
+>;
+
 /** What {@link ListController.renderTable} draws. */
 export interface TableSpec<T> {
   /** Read by screen readers (the caption is visually hidden). */
   caption: string;
-  /** The header cells (use {@link ListController.sortHeader} for sortable columns). */
-  head: TemplateResult;
+  /**
+   * The header cells; given a function, it gets the maker of sortable column headers
+   * ({@link ListController.sortHeader}).
+   */
+  head: TemplateResult | ((sort: (label: string, key: string) => TemplateResult) => TemplateResult);
   /** One item's row(s). */
   row: (item: T) => TemplateResult;
   /** Said when the unfiltered list is empty: what fills it. */
@@ -81,18 +105,18 @@ export interface TableSpec<T> {
 let nextId = 0;
 
 /** Ties a {@link ListQuery} to a page: loads, draws the filter bar, headers, table and pager. */
-export class ListController<T> implements ReactiveController {
+export class ListController<K extends ListOperation> implements ReactiveController {
   readonly #host: ListHost;
-  readonly #options: ListOptions;
+  readonly #options: ListOptions<K>;
   readonly #barId = `list-filters-${++nextId}`;
   #query: ListQuery;
   #filtersOpen = false;
   /** The last page loaded; undefined until the first load ends. */
-  page: ListPage<T> | undefined;
+  page: Answer<K> | undefined;
   /** Rows picked for bulk actions (lists that draw {@link selectCell}). */
   selection: Selection = { ids: new Map(), allMatching: false };
 
-  constructor(host: ListHost, options: ListOptions) {
+  constructor(host: ListHost, options: ListOptions<K>) {
     this.#host = host;
     this.#options = options;
     this.#query = this.#read();
@@ -115,11 +139,18 @@ export class ListController<T> implements ReactiveController {
     return this.#query;
   }
 
-  /** Loads the page of the list at `path` with the query, plus `extra` API parameters. */
-  async load(path: string, extra: Query = {}): Promise<ListPage<T>> {
-    const page = await api.get<ListPage<T>>(path, { ...this.#query.apiQuery(), ...extra });
+  /** Loads the page of the list with the query, plus `extra` API parameters. */
+  async load(extra?: CallArgs<K>["query"]): Promise<Answer<K>> {
+    // The URL's filters are this list's own query keys, kept as text; the server validates their values.
+    const query = { ...this.#query.apiQuery(), ...extra } as CallArgs<K>["query"];
+    const page = await loadPage(this.#options.operation, { query });
     this.page = page;
     return page;
+  }
+
+  /** The rows of the last page loaded (none before the first load). */
+  get rows(): ListRow<K>[] {
+    return this.page?.items ?? [];
   }
 
   #change(changes: QueryChanges): void {
@@ -190,8 +221,8 @@ export class ListController<T> implements ReactiveController {
   }
 
   /** The header cell that picks or drops every row of the page. */
-  selectHeader(rows: (items: T[]) => Array<{ id: string; name: string }>): TemplateResult {
-    const shown = rows(this.page?.items ?? []);
+  selectHeader(rows: (items: ListRow<K>[]) => Array<{ id: string; name: string }>): TemplateResult {
+    const shown = rows(this.rows);
     // Checked when every row shown is picked. (No "mixed" state: Shoelace's marks a native checkbox with
     // aria-checked, which axe refuses.)
     const all = shown.length > 0 && shown.every((r) => this.selection.ids.has(r.id));
@@ -271,7 +302,11 @@ export class ListController<T> implements ReactiveController {
   }
 
   #onPage = (e: CustomEvent<PageChange>) =>
-    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage, this.page?.next_cursor));
+    this.#change(this.#query.setPage(e.detail.page, e.detail.perPage, this.#fields?.next_cursor));
+
+  get #fields(): PageFields | undefined {
+    return this.page as PageFields | undefined;
+  }
 
   /** A header cell that sorts the list by `key`. */
   sortHeader(label: string, key: string): TemplateResult {
@@ -366,12 +401,13 @@ export class ListController<T> implements ReactiveController {
    * state (saying when filters hide rows, with a way to clear them), or the table in its own scrolling box
    * and the pager.
    */
-  renderTable(spec: TableSpec<T>): TemplateResult | typeof nothing {
-    const page = this.page;
+  renderTable(spec: TableSpec<ListRow<K>>): TemplateResult | typeof nothing {
+    const page = this.#fields;
+    const items = this.rows;
     // By cursor the answer does not know its page number; the URL does (pages before + 1).
     const byCursor = this.#options.paging === "cursor";
     if (!page) return this.#host.loadError ? nothing : html`<sl-spinner aria-label="Loading"></sl-spinner>`;
-    if (page.items.length === 0 && byCursor && this.#query.page > 1) {
+    if (items.length === 0 && byCursor && this.#query.page > 1) {
       // A cursor past the last row (a link kept while the rows after it were deleted, or a full last page
       // whose total is only an estimate): the list is not empty, so offer the way back, not "none yet".
       return html`
@@ -382,7 +418,7 @@ export class ListController<T> implements ReactiveController {
         </div>
       `;
     }
-    if (page.items.length === 0) {
+    if (items.length === 0) {
       const filtered = this.#query.activeCount() > 0;
       return html`
         <div class="empty-state">
@@ -399,16 +435,18 @@ export class ListController<T> implements ReactiveController {
         <table class=${`data${spec.tableClass ? ` ${spec.tableClass}` : ""}`}>
           <caption class="visually-hidden">${spec.caption}</caption>
           <thead>
-            <tr>${spec.head}</tr>
+            <tr>${typeof spec.head === "function"
+              ? spec.head((label, key) => this.sortHeader(label, key))
+              : spec.head}</tr>
           </thead>
-          <tbody>${page.items.map(spec.row)}</tbody>
+          <tbody>${items.map(spec.row)}</tbody>
         </table>
       </div>
       <svc-pager label=${this.#options.noun} .page=${byCursor ? this.#query.page : page.page} .perPage=${page
         .per_page}
-        .total=${page.total} .byCursor=${byCursor} .nextCursor=${page.next_cursor ??
+        .total=${this.page?.total ?? 0} .byCursor=${byCursor} .nextCursor=${page.next_cursor ??
           null}
-        .estimated=${page.total_estimated === true} .count=${page.items.length}
+        .estimated=${page.total_estimated === true} .count=${items.length}
         @page-change=${this.#onPage}></svc-pager>
     `;
   }

@@ -5,16 +5,12 @@
  */
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 
-interface MfaPolicy {
-  mode: "off" | "all" | "permissions";
-  permissions: string[];
-  include_ldap: boolean;
-}
+type MfaPolicy = Answer<"GET /api/v1/settings/mfa">;
 
 class SvcMfaPolicySettings extends LitElement {
   static override properties = {
@@ -31,7 +27,7 @@ class SvcMfaPolicySettings extends LitElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    api.get<MfaPolicy>("/settings/mfa").then((p) => this.policy = p, (err) => this.error = err);
+    api.call("GET /api/v1/settings/mfa").then((p) => this.policy = p, (err) => this.error = err);
   }
 
   async #save(e: Event): Promise<void> {
@@ -40,10 +36,12 @@ class SvcMfaPolicySettings extends LitElement {
     const code = (this.#proof.code ?? "").trim();
     this.busy = true;
     try {
-      this.policy = await api.put<MfaPolicy>("/settings/mfa", {
-        ...p,
-        password: this.#proof.password ?? "",
-        ...(code ? { [/^[0-9]{6}$/.test(code) ? "code" : "backup_code"]: code } : {}),
+      this.policy = await api.call("PUT /api/v1/settings/mfa", {
+        body: {
+          ...p,
+          password: this.#proof.password ?? "",
+          ...(code ? { [/^[0-9]{6}$/.test(code) ? "code" : "backup_code"]: code } : {}),
+        },
       });
       this.error = undefined;
       notify("MFA policy saved.", "success");

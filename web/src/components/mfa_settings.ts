@@ -9,27 +9,16 @@
 import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, svg } from "lit";
 import qrcode from "qrcode-generator";
-import { api } from "../api.ts";
+import { type Answer, api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 import { registerKey, stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 
 /** `GET /api/v1/auth/webauthn/credentials` items. */
-interface KeyInfo {
-  id: string;
-  name: string;
-  created_at: string;
-  last_used_at: string | null;
-}
+type KeyInfo = Answer<"GET /api/v1/auth/webauthn/credentials">["items"][number];
 
 /** `GET /api/v1/auth/mfa`. */
-interface MfaStatus {
-  totp: boolean;
-  totp_pending: boolean;
-  backup_codes_left: number;
-  webauthn: number;
-  required: boolean;
-}
+type MfaStatus = Answer<"GET /api/v1/auth/mfa">;
 
 /** An SVG QR code of `text`, drawn from the module matrix (no inline HTML, so the CSP stays strict). */
 function qrSvg(text: string) {
@@ -97,8 +86,8 @@ class SvcMfaSettings extends LitElement {
 
   async #load(): Promise<void> {
     try {
-      this.status = await api.get<MfaStatus>("/auth/mfa");
-      this.keys = (await api.get<{ items: KeyInfo[] }>("/auth/webauthn/credentials")).items;
+      this.status = await api.call("GET /api/v1/auth/mfa");
+      this.keys = (await api.call("GET /api/v1/auth/webauthn/credentials")).items;
     } catch (err) {
       this.error = err;
     }
@@ -110,7 +99,7 @@ class SvcMfaSettings extends LitElement {
 
   async #reauth(e: Event): Promise<void> {
     e.preventDefault();
-    const proof: Record<string, unknown> = { password: this.#proof.password ?? "" };
+    const proof: StepUpProof = { password: this.#proof.password ?? "" };
     if (this.#has() && this.#proof.code) {
       proof[/^[0-9]{6}$/.test(this.#proof.code.trim()) ? "code" : "backup_code"] = this.#proof.code.trim();
     }
@@ -130,19 +119,22 @@ class SvcMfaSettings extends LitElement {
         notify(`The key “${keyName}” was added.`, "success");
         this.step = "overview";
       } else if (this.step === "reauth-removekey") {
-        await api.delete(`/auth/webauthn/credentials/${this.#removeKey!.id}`, proof);
+        await api.call("DELETE /api/v1/auth/webauthn/credentials/{id}", {
+          path: { id: this.#removeKey!.id },
+          body: proof,
+        });
         notify(`The key “${this.#removeKey!.name}” was removed.`, "success");
         this.step = "overview";
       } else if (this.step === "reauth-setup") {
-        this.enrolment = await api.post("/auth/mfa/totp", proof);
+        this.enrolment = await api.call("POST /api/v1/auth/mfa/totp", { body: proof });
         this.step = "scan";
       } else if (this.step === "reauth-remove") {
-        await api.delete("/auth/mfa/totp", proof);
+        await api.call("DELETE /api/v1/auth/mfa/totp", { body: proof });
         notify("The authenticator app was removed.", "success");
         this.step = "overview";
       } else {
-        this.backupCodes = (await api.post<{ backup_codes: string[] }>("/auth/mfa/backup-codes", proof))
-          .backup_codes;
+        this.backupCodes =
+          (await api.call("POST /api/v1/auth/mfa/backup-codes", { body: proof })).backup_codes;
         this.step = "overview";
       }
       this.error = undefined;
@@ -159,8 +151,8 @@ class SvcMfaSettings extends LitElement {
     e.preventDefault();
     this.busy = true;
     try {
-      const answer = await api.post<{ backup_codes: string[] }>("/auth/mfa/totp/confirm", {
-        code: (this.#proof.confirm ?? "").trim(),
+      const answer = await api.call("POST /api/v1/auth/mfa/totp/confirm", {
+        body: { code: (this.#proof.confirm ?? "").trim() },
       });
       this.backupCodes = answer.backup_codes;
       this.enrolment = undefined;

@@ -10,7 +10,7 @@ import { html, LitElement, nothing } from "lit";
 import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
-import { errorAlert, openDialog } from "./ui.ts";
+import { errorAlert, openDialog, whenHidden } from "./ui.ts";
 
 class SvcMfaStepUpDialog extends LitElement {
   static override properties = {
@@ -80,9 +80,7 @@ class SvcMfaStepUpDialog extends LitElement {
     const showCode = hasCode || this.needCode || !hasKey;
     const showKey = webauthnAvailable() && (hasKey || this.needCode);
     return html`
-      <sl-dialog label="Confirm it is you" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.#finish(undefined);
-      }}>
+      <sl-dialog label="Confirm it is you" @sl-after-hide=${whenHidden(() => this.#finish(undefined))}>
         <form class="form-grid step-up-form" @submit=${this.#submit}>
           <p>This change needs your password${this.needCode || hasCode || hasKey
             ? showKey ? " and your second factor" : " and a code from your authenticator app"

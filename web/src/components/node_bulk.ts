@@ -8,9 +8,9 @@ import { boundProperties, stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
-import { confirmAction, errorAlert, notifyError, openDialog } from "./ui.ts";
+import { confirmAction, errorAlert, notifyError, openDialog, whenHidden } from "./ui.ts";
 import type { Selection } from "./list_page.ts";
-import type { NodeGroup } from "../types.ts";
+import type { NodeGroup } from "../api_types.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 
 type Results<K extends keyof Operations> = Operations[K]["response"] extends { results: Array<infer R> } ? R
@@ -81,11 +81,11 @@ class SvcNodeBulk extends LitElement {
     await openDialog(this.querySelector("sl-dialog.bulk-dialog"));
   }
 
-  async #run(title: string, path: string, body: Record<string, unknown>): Promise<void> {
+  async #run(title: string, send: (nodeIds: string[]) => Promise<BulkAnswer>): Promise<void> {
     this.busy = true;
     this.error = undefined;
     try {
-      const answer = await api.post<BulkAnswer>(path, { node_ids: this.#ids, ...body });
+      const answer = await send(this.#ids);
       this.report = { title, answer, names: new Map(this.selection.ids) };
       await this.#show("report");
     } catch (err) {
@@ -102,10 +102,10 @@ class SvcNodeBulk extends LitElement {
       this.error = new Error("Choose the group the nodes move to.");
       return;
     }
-    await this.#run(`Move to ${group.name}`, "/nodes/bulk/move", {
-      node_group_id: group.id,
-      keep_other_groups: this.keepOthers,
-    });
+    await this.#run(`Move to ${group.name}`, (node_ids) =>
+      api.call("POST /api/v1/nodes/bulk/move", {
+        body: { node_ids, node_group_id: group.id, keep_other_groups: this.keepOthers },
+      }));
   }
 
   async #reEnroll(): Promise<void> {
@@ -122,7 +122,12 @@ class SvcNodeBulk extends LitElement {
       confirmLabel: `Re-enroll ${nodes(n)}`,
       danger: true,
     });
-    if (ok) await this.#run(`Re-enroll ${nodes(n)}`, "/nodes/bulk/re-enroll", {});
+    if (ok) {
+      await this.#run(
+        `Re-enroll ${nodes(n)}`,
+        (node_ids) => api.call("POST /api/v1/nodes/bulk/re-enroll", { body: { node_ids } }),
+      );
+    }
   }
 
   async #delete(): Promise<void> {
@@ -139,7 +144,12 @@ class SvcNodeBulk extends LitElement {
       danger: true,
       typeToConfirm: `delete ${nodes(n)}`,
     });
-    if (ok) await this.#run(`Delete ${nodes(n)}`, "/nodes/bulk/delete", {});
+    if (ok) {
+      await this.#run(
+        `Delete ${nodes(n)}`,
+        (node_ids) => api.call("POST /api/v1/nodes/bulk/delete", { body: { node_ids } }),
+      );
+    }
   }
 
   #close(): void {
@@ -178,9 +188,7 @@ class SvcNodeBulk extends LitElement {
     const group = this.groups.find((g) => g.id === this.target);
     return html`
       <sl-dialog class="bulk-dialog bulk-move-dialog" label=${`Move ${nodes(n)} to a group`}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dialog = "";
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dialog = "")}>
         <div class="form-grid">
           ${errorAlert(this.error)}
           <p>${someNames(this.#names)}.</p>

@@ -19,10 +19,12 @@ import {
   notifyError,
   relativeTime,
   statusBadge,
+  whenHidden,
 } from "./ui.ts";
 import "./provenance.ts";
 import { renderPendingReasons } from "./node_pending.ts";
-import type { ComplianceRow, NodeDetail, NodeGroup, StatusCounts } from "../types.ts";
+import type { Answer } from "../api.ts";
+import type { ComplianceRow, NodeDetail, NodeGroup } from "../api_types.ts";
 
 class SvcNodeDetail extends LitElement {
   static override properties = {
@@ -32,11 +34,11 @@ class SvcNodeDetail extends LitElement {
   declare nodeId: string;
   declare groups: NodeGroup[];
   declare node: NodeDetail | undefined;
-  declare compliance: { summary: StatusCounts; results: ComplianceRow[] } | undefined;
+  declare compliance: Answer<"GET /api/v1/nodes/{id}/compliance"> | undefined;
   declare error: unknown;
   declare addGroup: string;
   /** The answer of `POST /nodes/{id}/re-enroll`, shown once. */
-  declare reEnrollToken: { token: string; command: string; expires_at: string } | undefined;
+  declare reEnrollToken: Answer<"POST /api/v1/nodes/{id}/re-enroll"> | undefined;
 
   constructor() {
     super();
@@ -79,9 +81,9 @@ class SvcNodeDetail extends LitElement {
     }
     try {
       const [node, compliance] = await Promise.all([
-        api.get<NodeDetail>(`/nodes/${id}`),
+        api.call("GET /api/v1/nodes/{id}", { path: { id } }),
         session.can("compliance:view")
-          ? api.get<{ summary: StatusCounts; results: ComplianceRow[] }>(`/nodes/${id}/compliance`)
+          ? api.call("GET /api/v1/nodes/{id}/compliance", { path: { id } })
           : Promise.resolve(undefined),
       ]);
       if (id !== this.nodeId) return;
@@ -100,7 +102,7 @@ class SvcNodeDetail extends LitElement {
 
   async #requestMetadata(): Promise<void> {
     try {
-      await api.post(`/nodes/${this.node!.id}/metadata-request`);
+      await api.call("POST /api/v1/nodes/{id}/metadata-request", { path: { id: this.node!.id } });
       notify(`Asked ${this.node!.name} to send its facts; they appear after its next heartbeat.`, "success");
     } catch (err) {
       notifyError(err);
@@ -120,7 +122,7 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.post(`/nodes/${n.id}/revoke`);
+      await api.call("POST /api/v1/nodes/{id}/revoke", { path: { id: n.id } });
       notify(`Certificate of ${n.name} revoked`, "success");
       this.#changed();
     } catch (err) {
@@ -131,7 +133,7 @@ class SvcNodeDetail extends LitElement {
   async #reEnroll(): Promise<void> {
     const n = this.node!;
     try {
-      this.reEnrollToken = await api.post(`/nodes/${n.id}/re-enroll`);
+      this.reEnrollToken = await api.call("POST /api/v1/nodes/{id}/re-enroll", { path: { id: n.id } });
     } catch (err) {
       notifyError(err);
     }
@@ -168,7 +170,7 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/nodes/${n.id}`);
+      await api.call("DELETE /api/v1/nodes/{id}", { path: { id: n.id } });
       notify(`${n.name} deleted`, "success");
       this.dispatchEvent(new Event("changed", { bubbles: true }));
       this.#close();
@@ -180,7 +182,7 @@ class SvcNodeDetail extends LitElement {
   async #saveNotes(): Promise<void> {
     const notes = String((this.querySelector(".node-notes") as HTMLTextAreaElement | null)?.value ?? "");
     try {
-      await api.put(`/nodes/${this.node!.id}`, { notes });
+      await api.call("PUT /api/v1/nodes/{id}", { path: { id: this.node!.id }, body: { notes } });
       notify("Notes saved", "success");
     } catch (err) {
       notifyError(err);
@@ -190,7 +192,10 @@ class SvcNodeDetail extends LitElement {
   async #addToGroup(): Promise<void> {
     if (!this.addGroup) return;
     try {
-      await api.post(`/node-groups/${this.addGroup}/members`, { node_ids: [this.node!.id] });
+      await api.call("POST /api/v1/node-groups/{id}/members", {
+        path: { id: this.addGroup },
+        body: { node_ids: [this.node!.id] },
+      });
       notify("Added. The node receives the group's policies when its stream next reconnects.", "success");
       this.addGroup = "";
       this.#changed();
@@ -207,7 +212,9 @@ class SvcNodeDetail extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/node-groups/${group.id}/members/${this.node!.id}`);
+      await api.call("DELETE /api/v1/node-groups/{id}/members/{nodeId}", {
+        path: { id: group.id, nodeId: this.node!.id },
+      });
       this.#changed();
     } catch (err) {
       notifyError(err);
@@ -223,9 +230,7 @@ class SvcNodeDetail extends LitElement {
     const n = this.node;
     return html`
       <sl-drawer label=${n ? `Node ${n.name}` : "Node"} style="--size: min(52rem, 100vw)"
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dispatchEvent(new Event("closed"));
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dispatchEvent(new Event("closed")))}>
         ${this.error ? html`<sl-alert variant="danger" open>${errorText(this.error)}</sl-alert>` : nothing}
         ${this.nodeId && !n && !this.error ? html`<sl-spinner></sl-spinner>` : nothing}
         ${n ? this.#renderNode(n) : nothing}

@@ -4,7 +4,7 @@
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { relativeTime } from "./ui.ts";
-import type { PendingReason } from "../types.ts";
+import type { PendingReason } from "../api_types.ts";
 
 /** The reasons in one line (the list's tooltip and the button's accessible name). */
 export function pendingText(reasons: readonly PendingReason[]): string {

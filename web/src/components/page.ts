@@ -7,7 +7,7 @@
  * stay) and poll every `autoRefreshMs` only while the live stream is down. The header says "Live" or
  * "Updated … ago".
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, LitElement, nothing, type PropertyDeclarations, type TemplateResult } from "lit";
 import { ApiError } from "../api.ts";
 import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
@@ -16,13 +16,21 @@ import { TableCards } from "./table_cards.ts";
 
 /** A page of the console. */
 export class PageElement extends LitElement {
-  static override properties = {
+  static override properties: PropertyDeclarations = {
     route: { attribute: false },
     loading: { state: true },
     loadError: { state: true },
     loadedAt: { state: true },
     now: { state: true },
   };
+
+  /**
+   * The properties of a page with its own internal reactive state, named: `static override properties =
+   * PageElement.withState("editing", "editError")` (each re-renders the page when assigned).
+   */
+  static withState(...names: string[]): PropertyDeclarations {
+    return { ...PageElement.properties, ...Object.fromEntries(names.map((name) => [name, { state: true }])) };
+  }
 
   /** The route that opened the page (params and query). */
   declare route: RouteMatch;

@@ -14,14 +14,13 @@ import { contentToValue } from "../content.ts";
 import { confirmAction, formatDate, notify, notifyError } from "./ui.ts";
 import { errorText } from "./page.ts";
 import { renderSettingChanges } from "./content_diff.ts";
-import type { Policy } from "../types.ts";
-import type { Operations } from "../../../shared/api/svc_api.gen.ts";
+import type { Answer } from "../api.ts";
+import type { Policy } from "../api_types.ts";
 
 /** A released version as the history lists it (the API's own type). */
-export type PolicyVersionSummary =
-  Operations["GET /api/v1/policies/all/{id}/versions"]["response"]["items"][number];
+export type PolicyVersionSummary = Answer<"GET /api/v1/policies/all/{id}/versions">["items"][number];
 
-type PolicyVersion = Operations["GET /api/v1/policies/all/{id}/versions/{version}"]["response"];
+type PolicyVersion = Answer<"GET /api/v1/policies/all/{id}/versions/{version}">;
 
 /** How a version came to be, in words. */
 export function originText(v: PolicyVersionSummary): string {
@@ -62,8 +61,7 @@ class SvcPolicyHistory extends LitElement {
   async #load(): Promise<void> {
     try {
       this.versions =
-        (await api.get<{ items: PolicyVersionSummary[] }>(`/policies/all/${this.policy.id}/versions`))
-          .items;
+        (await api.call("GET /api/v1/policies/all/{id}/versions", { path: { id: this.policy.id } })).items;
       this.error = undefined;
     } catch (err) {
       this.error = err;
@@ -73,7 +71,9 @@ class SvcPolicyHistory extends LitElement {
   async #content(version: number): Promise<PolicyVersion> {
     const known = this.contents.get(version);
     if (known) return known;
-    const v = await api.get<PolicyVersion>(`/policies/all/${this.policy.id}/versions/${version}`);
+    const v = await api.call("GET /api/v1/policies/all/{id}/versions/{version}", {
+      path: { id: this.policy.id, version: String(version) },
+    });
     this.contents = new Map(this.contents).set(version, v);
     return v;
   }
@@ -104,7 +104,9 @@ class SvcPolicyHistory extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.post(`/policies/all/${p.id}/versions/${v.version}/restore`);
+      await api.call("POST /api/v1/policies/all/{id}/versions/{version}/restore", {
+        path: { id: p.id, version: String(v.version) },
+      });
       notify(
         released
           ? `Revision started from version ${v.version}; release it to roll back`

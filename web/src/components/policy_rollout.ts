@@ -133,10 +133,9 @@ class SvcPolicyRollout extends LitElement {
     if (this.#inFlight || !this.policyId) return;
     this.#inFlight = true;
     try {
-      this.data = await api.get<RolloutPage>(`/policies/all/${encodeURIComponent(this.policyId)}/rollout`, {
-        state: this.state || undefined,
-        page: this.pageNumber,
-        per_page: 25,
+      this.data = await api.call("GET /api/v1/policies/all/{id}/rollout", {
+        path: { id: this.policyId },
+        query: { state: this.state || undefined, page: this.pageNumber, per_page: 25 },
       });
       this.error = undefined;
       this.updatedAt = Date.now();

@@ -71,12 +71,9 @@ class SvcPolkitForm extends PolicyFormElement {
     }
     this.#timer = setTimeout(async () => {
       try {
-        const found = await api.get<
-          { items: PolkitCatalogueAction[]; prefixes: { prefix: string; action_count: number }[] }
-        >(
-          "/catalogues/polkit",
-          { q: text.trim(), limit: 20 },
-        );
+        const found = await api.call("GET /api/v1/catalogues/polkit", {
+          query: { q: text.trim(), limit: 20 },
+        });
         this.hits = found.items;
         this.prefixes = found.prefixes.slice(0, 5);
         this.searchError = undefined;

@@ -4,7 +4,7 @@
  * union have no winner per key; they are listed with a pointer to the compliance tab.
  */
 import { html, LitElement, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { getPolicyType } from "../../../shared/policy_types/mod.ts";
 import { contentToValue } from "../content.ts";
@@ -12,7 +12,7 @@ import { computeProvenance, type ProvenancePolicy, type SettingProvenance } from
 import { errorText } from "./page.ts";
 import { boundProperties, stateProperties } from "./light_element.ts";
 import { statusBadge } from "./ui.ts";
-import type { Binding, ComplianceRow, NodeDetail, Policy } from "../types.ts";
+import type { ComplianceRow, NodeDetail } from "../api_types.ts";
 
 function show(value: unknown): string {
   if (value === undefined) return "—";
@@ -56,15 +56,15 @@ class SvcProvenance extends LitElement {
     }
     try {
       const bindings = (await Promise.all(this.node.groups.map((g) =>
-        api.get<ListPage<Binding>>("/policy-bindings", {
-          node_group_id: g.id,
-          state: "enabled",
-          per_page: 200,
+        api.call("GET /api/v1/policy-bindings", {
+          query: { node_group_id: g.id, state: "enabled", per_page: 200 },
         })
       ))).flatMap((p) =>
         p.items
       );
-      const policies = await Promise.all(merged.map((r) => api.get<Policy>(`/policies/all/${r.policy_id}`)));
+      const policies = await Promise.all(
+        merged.map((r) => api.call("GET /api/v1/policies/all/{id}", { path: { id: r.policy_id } })),
+      );
       const input: ProvenancePolicy[] = merged.map((r, i) => {
         const best = bindings.filter((b) => b.policy_id === r.policy_id)
           .sort((a, b) => b.priority - a.priority || a.node_group_name.localeCompare(b.node_group_name))[0];

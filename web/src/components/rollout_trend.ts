@@ -61,7 +61,7 @@ class SvcRolloutTrend extends LitElement {
   async load(): Promise<void> {
     if (!this.policyId || !session.can("compliance:view")) return;
     try {
-      this.trend = await api.get<PolicyTrend>(`/policies/all/${encodeURIComponent(this.policyId)}/trends`);
+      this.trend = await api.call("GET /api/v1/policies/all/{id}/trends", { path: { id: this.policyId } });
       this.#loadedAt = Date.now();
       this.error = undefined;
     } catch (err) {

@@ -8,7 +8,7 @@ import { stateProperties } from "./light_element.ts";
 import { html, LitElement, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog } from "./ui.ts";
+import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog, whenHidden } from "./ui.ts";
 
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
@@ -50,7 +50,7 @@ class SvcSavedViews extends LitElement {
 
   async #load(): Promise<void> {
     try {
-      this.views = (await api.get<{ items: SavedView[] }>("/saved-views", { list: this.list })).items;
+      this.views = (await api.call("GET /api/v1/saved-views", { query: { list: this.list } })).items;
     } catch (err) {
       this.views = [];
       notifyError(err);
@@ -73,10 +73,8 @@ class SvcSavedViews extends LitElement {
   async #save(e: Event): Promise<void> {
     e.preventDefault();
     try {
-      const view = await api.post<SavedView>("/saved-views", {
-        list: this.list,
-        name: this.#draftName.trim(),
-        query: this.query,
+      const view = await api.call("POST /api/v1/saved-views", {
+        body: { list: this.list, name: this.#draftName.trim(), query: this.query },
       });
       notify(`View "${view.name}" saved`, "success");
       this.#close();
@@ -88,7 +86,7 @@ class SvcSavedViews extends LitElement {
 
   async #rename(view: SavedView, name: string): Promise<void> {
     try {
-      await api.put(`/saved-views/${view.id}`, { name: name.trim() });
+      await api.call("PUT /api/v1/saved-views/{id}", { path: { id: view.id }, body: { name: name.trim() } });
       this.renaming = "";
       this.error = undefined;
       await this.#load();
@@ -106,7 +104,7 @@ class SvcSavedViews extends LitElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/saved-views/${view.id}`);
+      await api.call("DELETE /api/v1/saved-views/{id}", { path: { id: view.id } });
       await this.#load();
     } catch (err) {
       notifyError(err);
@@ -155,9 +153,7 @@ class SvcSavedViews extends LitElement {
       <sl-dialog class="saved-views-dialog" label=${this.dialog === "save"
         ? "Save this view"
         : "Your saved views"}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.dialog = "";
-        }}>
+        @sl-after-hide=${whenHidden(() => this.dialog = "")}>
         ${this.dialog === "save"
           ? html`
             <form class="form-grid save-view-form" @submit=${this.#save}>

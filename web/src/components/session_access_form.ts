@@ -8,7 +8,7 @@
 import { html, nothing } from "lit";
 import { SessionAccessPolicySchema } from "../../../shared/gen/svc/policy/v1/session_access_pb.ts";
 import { formatWeekMinute, WEEKDAY_NAMES } from "../../../shared/session_access_rules.ts";
-import { api, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import type { JsonObject } from "../content.ts";
 import { errorAlert } from "./ui.ts";
 import { errorText } from "./page.ts";
@@ -49,7 +49,7 @@ class SvcSessionTimeline extends LightElement {
 
   override connectedCallback(): void {
     super.connectedCallback();
-    api.get<ListPage<{ id: string; name: string }>>("/node-groups", { per_page: 200 })
+    api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
       .then((page) => this.groups = page.items, () => {});
   }
 
@@ -69,9 +69,8 @@ class SvcSessionTimeline extends LightElement {
       return;
     }
     try {
-      this.data = await api.get<Timeline>("/session-access/timeline", {
-        content: JSON.stringify(this.content),
-        node_group_id: this.groupId || undefined,
+      this.data = await api.call("GET /api/v1/session-access/timeline", {
+        query: { content: JSON.stringify(this.content), node_group_id: this.groupId || undefined },
       });
       this.error = undefined;
     } catch (err) {

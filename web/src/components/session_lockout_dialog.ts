@@ -7,7 +7,7 @@
 import { html, LitElement } from "lit";
 import { ApiError } from "../api.ts";
 import { listWords, parseLockout, plainLockoutMessage } from "../lockout_text.ts";
-import { openDialog } from "./ui.ts";
+import { openDialog, whenHidden } from "./ui.ts";
 
 class SvcSessionLockoutDialog extends LitElement {
   static override properties = { message: { attribute: false }, reason: { state: true } };
@@ -59,9 +59,7 @@ class SvcSessionLockoutDialog extends LitElement {
       <sl-dialog label=${parseLockout(this.message)
         ? "Nobody could log in at some times"
         : "This would lock people out"}
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.#finish(undefined);
-        }}>
+        @sl-after-hide=${whenHidden(() => this.#finish(undefined))}>
         ${this.#explanation()}
         <sl-textarea class="lockout-reason" label="Reason to go ahead (recorded in the audit log)" rows="3"
           .value=${this.reason} @sl-input=${(e: Event) =>
@@ -75,6 +73,26 @@ class SvcSessionLockoutDialog extends LitElement {
 }
 
 customElements.define("svc-session-lockout-dialog", SvcSessionLockoutDialog);
+
+/**
+ * Sends a change guarded by the SessionAccess lockout guard: `send(undefined)` first; when the guard refuses
+ * it, asks the person for a reason and sends `send(reason)` once more (the server audits the reason). Any
+ * other error, a cancelled question or a second refusal is thrown.
+ */
+export async function withLockoutReason<T>(send: (reason: string | undefined) => Promise<T>): Promise<T> {
+  try {
+    return await send(undefined);
+  } catch (err) {
+    const reason = await askLockoutReason(err);
+    if (!reason) throw err;
+    return await send(reason);
+  }
+}
+
+/** `{ lockout_reason }` when there is one, to spread into a request body. */
+export function lockoutField(reason: string | undefined): { lockout_reason?: string } {
+  return reason ? { lockout_reason: reason } : {};
+}
 
 /**
  * For an error that is the lockout guard's refusal: asks for a reason and resolves it (undefined when the

@@ -4,31 +4,22 @@
  * and per-type messages. Agents fetch them with `GetAgentConfig`.
  */
 import { html, nothing } from "lit";
-import { api, ApiError } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
 import { PageElement } from "./page.ts";
-import { errorAlert, fieldError, notify } from "./ui.ts";
+import { fieldError, formError, notify } from "./ui.ts";
 
 /** `GET/PUT /api/v1/settings/agent`. */
-interface AgentSettings {
-  enabled: boolean;
-  cooldown_seconds: number;
-  message: string;
-  messages_by_type: Record<string, string>;
-}
+type AgentSettings = Answer<"GET /api/v1/settings/agent">;
 
 class SvcSettingsAgent extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    settings: { state: true },
-    saveError: { state: true },
-  };
+  static override properties = PageElement.withState("settings", "saveError");
   declare settings: AgentSettings | undefined;
   declare saveError: unknown;
 
   protected override async load(): Promise<void> {
-    const s = await api.get<AgentSettings>("/settings/agent");
+    const s = await api.call("GET /api/v1/settings/agent");
     this.settings = { ...s, messages_by_type: { ...(s.messages_by_type ?? {}) } };
   }
 
@@ -41,11 +32,13 @@ class SvcSettingsAgent extends PageElement {
     const s = this.settings!;
     const byType = Object.fromEntries(Object.entries(s.messages_by_type).filter(([, m]) => m.trim() !== ""));
     try {
-      const saved = await api.put<AgentSettings>("/settings/agent", {
-        enabled: s.enabled,
-        cooldown_seconds: s.cooldown_seconds,
-        message: s.message,
-        messages_by_type: byType,
+      const saved = await api.call("PUT /api/v1/settings/agent", {
+        body: {
+          enabled: s.enabled,
+          cooldown_seconds: s.cooldown_seconds,
+          message: s.message,
+          messages_by_type: byType,
+        },
       });
       this.settings = { ...saved, messages_by_type: { ...(saved.messages_by_type ?? {}) } };
       this.saveError = undefined;
@@ -68,7 +61,7 @@ class SvcSettingsAgent extends PageElement {
     });
     return html`
       <form class="agent-form form-grid" @submit=${this.#save}>
-        ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+        ${formError(err)}
         <sl-switch ?checked=${s.enabled} ?disabled=${readOnly}
           @sl-change=${(e: Event) => this.#update({ enabled: (e.target as HTMLInputElement).checked })}>
           Show desktop notifications after a sync that needs the user to act</sl-switch>

@@ -5,32 +5,25 @@
  * button, and never again.
  */
 import { html, nothing } from "lit";
-import { api } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { confirmAction, errorAlert, fieldError, formatDate, notify, relativeTime, valueOf } from "./ui.ts";
+import {
+  columns,
+  confirmAction,
+  errorAlert,
+  fieldError,
+  formatDate,
+  notify,
+  relativeTime,
+  valueOf,
+} from "./ui.ts";
 
 /** `GET /api/v1/api-tokens` item. */
-interface ApiToken {
-  id: string;
-  name: string;
-  user_id: string;
-  username: string;
-  hint: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
+type ApiToken = Answer<"GET /api/v1/api-tokens">[number];
 
 class SvcSettingsApiTokens extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    tokens: { state: true },
-    draft: { state: true },
-    saveError: { state: true },
-    shown: { state: true },
-  };
+  static override properties = PageElement.withState("tokens", "draft", "saveError", "shown");
   declare tokens: ApiToken[] | undefined;
   declare draft: { name: string; days: number };
   declare saveError: unknown;
@@ -43,15 +36,14 @@ class SvcSettingsApiTokens extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    this.tokens = await api.get<ApiToken[]>("/api-tokens");
+    this.tokens = await api.call("GET /api/v1/api-tokens");
   }
 
   async #create(e: Event): Promise<void> {
     e.preventDefault();
     try {
-      const made = await api.post<{ token: string; api_token: ApiToken }>("/api-tokens", {
-        name: this.draft.name,
-        expires_in_days: Number(this.draft.days),
+      const made = await api.call("POST /api/v1/api-tokens", {
+        body: { name: this.draft.name, expires_in_days: Number(this.draft.days) },
       });
       this.saveError = undefined;
       this.shown = { name: made.api_token.name, token: made.token };
@@ -70,7 +62,7 @@ class SvcSettingsApiTokens extends PageElement {
       danger: true,
     });
     if (!ok) return;
-    await api.delete(`/api-tokens/${t.id}`);
+    await api.call("DELETE /api/v1/api-tokens/{id}", { path: { id: t.id } });
     notify(`Token ${t.name} revoked.`, "success");
     await this.reload();
   }
@@ -106,12 +98,7 @@ class SvcSettingsApiTokens extends PageElement {
         <caption>API tokens (send as Authorization: Bearer)</caption>
         <thead>
           <tr>
-            <th scope="col">Name</th>
-            <th scope="col">User</th>
-            <th scope="col">Starts with</th>
-            <th scope="col">Expires</th>
-            <th scope="col">Last used</th>
-            <th scope="col">State</th>
+            ${columns("Name", "User", "Starts with", "Expires", "Last used", "State")}
             <th scope="col"><span class="visually-hidden">Actions</span></th>
           </tr>
         </thead>

@@ -7,12 +7,12 @@
  * the list says so.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, formatDate, notify, notifyError, valueOf } from "./ui.ts";
-import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../types.ts";
+import { ListController, loadPage } from "./list_page.ts";
+import { confirmAction, fieldError, formatDate, formError, notify, notifyError, valueOf } from "./ui.ts";
+import type { ListedRoleBinding, NodeGroup, Role, User, UserGroup } from "../api_types.ts";
 
 /** URL query keys this tab owns (the API's filter names). */
 type Filter = "user_id" | "user_group_id" | "role_id" | "scope_type" | "scope_id" | "search";
@@ -28,20 +28,17 @@ interface Holder {
   kind: "user" | "user_group";
   id: string;
   name: string;
-  /** `…/:id/role-bindings` of the holder. */
-  base: string;
 }
 
 class SvcSettingsRoleBindings extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    users: { state: true },
-    userGroups: { state: true },
-    roles: { state: true },
-    nodeGroups: { state: true },
-    scope: { state: true },
-    addError: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "users",
+    "userGroups",
+    "roles",
+    "nodeGroups",
+    "scope",
+    "addError",
+  );
   declare users: User[];
   declare userGroups: UserGroup[];
   declare roles: Role[];
@@ -52,7 +49,8 @@ class SvcSettingsRoleBindings extends PageElement {
 
   #optionsLoaded = false;
 
-  readonly list = new ListController<ListedRoleBinding>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/role-bindings",
     noun: "role bindings",
     sort: { key: "role", dir: "asc" },
     filters: [
@@ -93,17 +91,14 @@ class SvcSettingsRoleBindings extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const list = <T>(path: string, allowed: boolean) =>
-      allowed
-        ? api.get<ListPage<T>>(path, { per_page: 200 }).then((p) => p.items)
-        : Promise.resolve([] as T[]);
+    const many = { query: { per_page: 200 } };
     const options = this.#optionsLoaded ? undefined : Promise.all([
-      list<User>("/users", session.can("user:view")),
-      list<UserGroup>("/user-groups", session.can("user_group:view")),
-      list<Role>("/roles", session.can("role:view")),
-      list<NodeGroup>("/node-groups", session.can("node_group:view")),
+      session.can("user:view") ? loadPage("GET /api/v1/users", many).then((p) => p.items) : [],
+      session.can("user_group:view") ? loadPage("GET /api/v1/user-groups", many).then((p) => p.items) : [],
+      session.can("role:view") ? loadPage("GET /api/v1/roles", many).then((p) => p.items) : [],
+      session.can("node_group:view") ? loadPage("GET /api/v1/node-groups", many).then((p) => p.items) : [],
     ]);
-    const [, loaded] = await Promise.all([this.list.load("/role-bindings"), options]);
+    const [, loaded] = await Promise.all([this.list.load(), options]);
     if (loaded) {
       [this.users, this.userGroups, this.roles, this.nodeGroups] = loaded;
       this.#optionsLoaded = true;
@@ -115,12 +110,12 @@ class SvcSettingsRoleBindings extends PageElement {
     const userId = this.#q("user_id");
     if (userId) {
       const name = this.users.find((u) => u.id === userId)?.username ?? userId;
-      return { kind: "user", id: userId, name, base: `/users/${userId}/role-bindings` };
+      return { kind: "user", id: userId, name };
     }
     const groupId = this.#q("user_group_id");
     if (groupId) {
       const name = this.userGroups.find((g) => g.id === groupId)?.name ?? groupId;
-      return { kind: "user_group", id: groupId, name, base: `/user-groups/${groupId}/role-bindings` };
+      return { kind: "user_group", id: groupId, name };
     }
     return undefined;
   }
@@ -129,16 +124,17 @@ class SvcSettingsRoleBindings extends PageElement {
     return session.can(kind === "user" ? "user:edit" : "user_group:edit");
   }
 
-  async #add(base: string): Promise<void> {
+  async #add(holder: Holder): Promise<void> {
     const value = (sel: string) => String((this.querySelector(sel) as HTMLInputElement | null)?.value ?? "");
+    const body = {
+      role_id: value(".rb-form sl-select[name=role_id]"),
+      scope_type: this.scope,
+      scope_id: this.scope === "node_group" ? value(".rb-form sl-select[name=scope_id]") || null : undefined,
+    };
+    const path = { id: holder.id };
     try {
-      await api.post(base, {
-        role_id: value(".rb-form sl-select[name=role_id]"),
-        scope_type: this.scope,
-        scope_id: this.scope === "node_group"
-          ? value(".rb-form sl-select[name=scope_id]") || null
-          : undefined,
-      });
+      if (holder.kind === "user") await api.call("POST /api/v1/users/{id}/role-bindings", { path, body });
+      else await api.call("POST /api/v1/user-groups/{id}/role-bindings", { path, body });
       this.addError = undefined;
       notify("Role bound", "success");
       await this.reload();
@@ -157,9 +153,11 @@ class SvcSettingsRoleBindings extends PageElement {
       danger: true,
     });
     if (!ok) return;
-    const base = b.subject.type === "user" ? "/users" : "/user-groups";
+    const path = { id: b.subject.id, bindingId: b.id };
     try {
-      await api.delete(`${base}/${b.subject.id}/role-bindings/${b.id}`);
+      if (b.subject.type === "user") {
+        await api.call("DELETE /api/v1/users/{id}/role-bindings/{bindingId}", { path });
+      } else await api.call("DELETE /api/v1/user-groups/{id}/role-bindings/{bindingId}", { path });
       notify("Role binding removed", "success");
       await this.reload();
     } catch (err) {
@@ -170,7 +168,6 @@ class SvcSettingsRoleBindings extends PageElement {
   override render() {
     const holder = this.#holder();
     const holderValue = holder ? `${holder.kind}:${holder.id}` : "";
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return html`
       ${this.renderLoadError()} ${this.list.renderFilters({
         lead: html`
@@ -194,11 +191,12 @@ class SvcSettingsRoleBindings extends PageElement {
         caption: "Role bindings",
         tableClass: "role-bindings",
         empty: "No role bindings yet.",
-        head: html`
-          ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
-          <th scope="col">Effective</th> ${s("Created", "created_at")}
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        `,
+        head: (s) =>
+          html`
+            ${s("Role", "role")} ${s("Holder", "subject")} ${s("Scope", "scope")}
+            <th scope="col">Effective</th> ${s("Created", "created_at")}
+            <th scope="col"><span class="visually-hidden">Actions</span></th>
+          `,
         row: (b) => this.#renderRow(b),
       })}
       ${holder ? this.#renderAddForm(holder) : nothing}
@@ -245,7 +243,7 @@ class SvcSettingsRoleBindings extends PageElement {
     return html`
       <h2>Bind a role to ${holder.kind === "user" ? "user" : "group"} ${holder.name}</h2>
       <div class="rb-form toolbar">
-        ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+        ${formError(err)}
         <sl-select name="role_id" label="Role" hoist class=${fieldError(err, "role_id") ? "has-error" : ""}
           help-text=${fieldError(err, "role_id")}>
           ${this.roles.map((r) => html`<sl-option value=${r.id}>${r.name}</sl-option>`)}
@@ -266,7 +264,7 @@ class SvcSettingsRoleBindings extends PageElement {
                       </sl-select>
           `
           : nothing}
-        <sl-button variant="primary" @click=${() => this.#add(holder.base)}>Bind</sl-button>
+        <sl-button variant="primary" @click=${() => this.#add(holder)}>Bind</sl-button>
       </div>
     `;
   }

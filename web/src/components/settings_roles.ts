@@ -3,23 +3,26 @@
  * permission catalogue. Built-in roles are read-only; the server refuses granting what the caller lacks.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
-import { PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
+import { isPermission, PERMISSION_CATALOGUE } from "../../../shared/permissions.ts";
 import { PageElement } from "./page.ts";
 import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { Role } from "../types.ts";
+import {
+  columns,
+  confirmThenRun,
+  fieldError,
+  formError,
+  nameDescriptionFields,
+  notify,
+  whenHidden,
+} from "./ui.ts";
+import type { Role } from "../api_types.ts";
 
 const ACTIONS = [...new Set(Object.values(PERMISSION_CATALOGUE).flat())];
 
 class SvcSettingsRoles extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    chosen: { state: true },
-    editError: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "chosen", "editError");
   declare editing: Partial<Role> | undefined;
   declare chosen: Set<string>;
   declare editError: unknown;
@@ -30,10 +33,15 @@ class SvcSettingsRoles extends PageElement {
   }
 
   /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
-  readonly list = new ListController<Role>(this, { noun: "roles", syncUrl: false, filters: [] });
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/roles",
+    noun: "roles",
+    syncUrl: false,
+    filters: [],
+  });
 
   protected override async load(): Promise<void> {
-    await this.list.load("/roles");
+    await this.list.load();
   }
 
   #open(role: Partial<Role>): void {
@@ -56,11 +64,12 @@ class SvcSettingsRoles extends PageElement {
     const payload = {
       name: value("name").trim(),
       description: value("description"),
-      permissions: [...this.chosen].sort(),
+      // The matrix offers only catalogue permissions; the filter says so to the type of the body.
+      permissions: [...this.chosen].filter(isPermission).sort(),
     };
     try {
-      if (r.id) await api.put(`/roles/${r.id}`, payload);
-      else await api.post("/roles", payload);
+      if (r.id) await api.call("PUT /api/v1/roles/{id}", { path: { id: r.id }, body: payload });
+      else await api.call("POST /api/v1/roles", { body: payload });
       notify(`Role ${payload.name} saved`, "success");
       this.editing = undefined;
       await this.reload();
@@ -70,20 +79,19 @@ class SvcSettingsRoles extends PageElement {
   }
 
   async #delete(r: Role): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete role ${r.name}`,
-      message: "Users and groups holding only this role lose its permissions at their next request.",
-      confirmLabel: "Delete",
-      danger: true,
-    });
-    if (!ok) return;
-    try {
-      await api.delete(`/roles/${r.id}`);
-      notify(`Role ${r.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete role ${r.name}`,
+        message: "Users and groups holding only this role lose its permissions at their next request.",
+        confirmLabel: "Delete",
+        danger: true,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/roles/{id}", { path: { id: r.id } }),
+        done: `Role ${r.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   override render() {
@@ -100,9 +108,7 @@ class SvcSettingsRoles extends PageElement {
         caption: "Roles",
         empty: "No roles yet.",
         head: html`
-          <th scope="col">Role</th>
-          <th scope="col">Description</th>
-          <th scope="col">Permissions</th>
+          ${columns("Role", "Description", "Permissions")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (r) =>
@@ -136,24 +142,15 @@ class SvcSettingsRoles extends PageElement {
     const readOnly = !!r.builtin || !(r.id ? session.can("role:edit") : session.can("role:create"));
     const err = this.editError;
     return html`
-      <sl-dialog open label=${r.id ? `Role ${r.name}` : "New role"} style="--width: 52rem" @sl-after-hide=${(
-        e: Event,
-      ) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${r.id
+        ? `Role ${r.name}`
+        : "New role"} style="--width: 52rem" @sl-after-hide=${whenHidden(() => this.editing = undefined)}>
         <div class="role-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${r.builtin
             ? html`<p class="muted">Built-in roles cannot be changed; create a new role instead.</p>`
             : nothing}
-          <sl-input name="name" label="Name" value=${r.name ?? ""} ?disabled=${readOnly}
-            class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(
-              err,
-              "name",
-            )}></sl-input>
-          <sl-textarea name="description" label="Description" rows="2" value=${r.description ??
-            ""} ?disabled=${readOnly}>
-          </sl-textarea>
+          ${nameDescriptionFields(r, { err, readOnly })}
           ${this.#matrix(readOnly)}
           ${fieldError(err, "permissions")
             ? html`<p class="field-error">${fieldError(err, "permissions")}</p>`

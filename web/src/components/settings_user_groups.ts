@@ -1,25 +1,26 @@
 /** `<svc-settings-user-groups>`: user groups and their members (roles are bound in the Role bindings tab). */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { User, UserGroup } from "../types.ts";
+import { ListController, loadPage } from "./list_page.ts";
+import {
+  columns,
+  confirmThenRun,
+  formError,
+  nameDescriptionFields,
+  notify,
+  notifyError,
+  whenHidden,
+} from "./ui.ts";
+import type { ListRow, User, UserGroup } from "../api_types.ts";
 
 class SvcSettingsUserGroups extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    membersOf: { state: true },
-    members: { state: true },
-    users: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "editError", "membersOf", "members", "users");
   declare editing: Partial<UserGroup> | undefined;
   declare editError: unknown;
   declare membersOf: UserGroup | undefined;
-  declare members: User[] | undefined;
+  declare members: ListRow<"GET /api/v1/user-groups/{id}/members">[] | undefined;
   declare users: User[];
 
   constructor() {
@@ -28,10 +29,15 @@ class SvcSettingsUserGroups extends PageElement {
   }
 
   /** A tab of Settings: paged like every list, the query kept in the element (the tabs share the URL). */
-  readonly list = new ListController<UserGroup>(this, { noun: "user groups", syncUrl: false, filters: [] });
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/user-groups",
+    noun: "user groups",
+    syncUrl: false,
+    filters: [],
+  });
 
   protected override async load(): Promise<void> {
-    await this.list.load("/user-groups");
+    await this.list.load();
   }
 
   async #save(): Promise<void> {
@@ -40,8 +46,8 @@ class SvcSettingsUserGroups extends PageElement {
       String((this.querySelector(`.ug-form [name=${name}]`) as HTMLInputElement | null)?.value ?? "");
     const payload = { name: value("name").trim(), description: value("description") };
     try {
-      if (g.id) await api.put(`/user-groups/${g.id}`, payload);
-      else await api.post("/user-groups", payload);
+      if (g.id) await api.call("PUT /api/v1/user-groups/{id}", { path: { id: g.id }, body: payload });
+      else await api.call("POST /api/v1/user-groups", { body: payload });
       notify(`User group ${payload.name} saved`, "success");
       this.editing = undefined;
       await this.reload();
@@ -51,19 +57,18 @@ class SvcSettingsUserGroups extends PageElement {
   }
 
   async #delete(g: UserGroup): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete user group ${g.name}`,
-      message: "Members lose the roles they received through this group.",
-      confirmLabel: "Delete",
-      danger: true,
-    });
-    if (!ok) return;
-    try {
-      await api.delete(`/user-groups/${g.id}`);
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete user group ${g.name}`,
+        message: "Members lose the roles they received through this group.",
+        confirmLabel: "Delete",
+        danger: true,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/user-groups/{id}", { path: { id: g.id } }),
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #openMembers(g: UserGroup): Promise<void> {
@@ -71,13 +76,11 @@ class SvcSettingsUserGroups extends PageElement {
     this.members = undefined;
     try {
       const [members, users] = await Promise.all([
-        api.get<ListPage<User>>(`/user-groups/${g.id}/members`, { per_page: 200 }),
-        session.can("user:view")
-          ? api.get<ListPage<User>>("/users", { per_page: 200 })
-          : Promise.resolve({ items: [] }),
+        loadPage("GET /api/v1/user-groups/{id}/members", { path: { id: g.id }, query: { per_page: 200 } }),
+        session.can("user:view") ? loadPage("GET /api/v1/users", { query: { per_page: 200 } }) : undefined,
       ]);
       this.members = members.items;
-      this.users = users.items as User[];
+      this.users = users?.items ?? [];
     } catch (err) {
       notifyError(err);
     }
@@ -86,7 +89,10 @@ class SvcSettingsUserGroups extends PageElement {
   async #addMember(userId: string): Promise<void> {
     if (!userId) return;
     try {
-      await api.post(`/user-groups/${this.membersOf!.id}/members`, { user_id: userId });
+      await api.call("POST /api/v1/user-groups/{id}/members", {
+        path: { id: this.membersOf!.id },
+        body: { user_id: userId },
+      });
       await this.#openMembers(this.membersOf!);
       await this.reload();
     } catch (err) {
@@ -94,9 +100,11 @@ class SvcSettingsUserGroups extends PageElement {
     }
   }
 
-  async #removeMember(u: User): Promise<void> {
+  async #removeMember(u: { id: string }): Promise<void> {
     try {
-      await api.delete(`/user-groups/${this.membersOf!.id}/members/${u.id}`);
+      await api.call("DELETE /api/v1/user-groups/{id}/members/{userId}", {
+        path: { id: this.membersOf!.id, userId: u.id },
+      });
       await this.#openMembers(this.membersOf!);
       await this.reload();
     } catch (err) {
@@ -122,9 +130,7 @@ class SvcSettingsUserGroups extends PageElement {
         caption: "User groups",
         empty: "No user groups yet.",
         head: html`
-          <th scope="col">Group</th>
-          <th scope="col">Description</th>
-          <th scope="col">Members</th>
+          ${columns("Group", "Description", "Members")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (g) =>
@@ -160,17 +166,12 @@ class SvcSettingsUserGroups extends PageElement {
     if (!g) return nothing;
     const err = this.editError;
     return html`
-      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New user group"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New user group"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <div class="ug-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
-          <sl-input name="name" label="Name" value=${g.name ?? ""} class=${fieldError(err, "name")
-            ? "has-error"
-            : ""}
-            help-text=${fieldError(err, "name")}></sl-input>
-          <sl-textarea name="description" label="Description" rows="2" value=${g.description ??
-            ""}></sl-textarea>
+          ${formError(err)}
+          ${nameDescriptionFields(g, { err })}
         </div>
         <sl-button slot="footer" @click=${() => this.editing = undefined}>Cancel</sl-button>
         <sl-button slot="footer" variant="primary" @click=${this.#save}>Save</sl-button>
@@ -184,9 +185,9 @@ class SvcSettingsUserGroups extends PageElement {
     const canEdit = session.can("user_group:edit");
     const memberIds = new Set(this.members?.map((m) => m.id));
     return html`
-      <sl-dialog open label=${`Members of ${g.name}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.membersOf = undefined;
-      }}>
+      <sl-dialog open label=${`Members of ${g.name}`} @sl-after-hide=${whenHidden(() =>
+        this.membersOf = undefined
+      )}>
         ${!this.members ? html`<sl-spinner></sl-spinner>` : html`
           ${this.members.length === 0 ? html`<p class="muted">No members.</p>` : nothing}
           <ul>${this.members.map((m) =>

@@ -1,20 +1,27 @@
 /** `<svc-settings-users>`: console users — create, edit, enable/disable, reset password, delete. */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "./page.ts";
-import { ListController } from "./list_page.ts";
-import { confirmAction, errorAlert, fieldError, notify, notifyError } from "./ui.ts";
-import type { Role, User } from "../types.ts";
+import { ListController, loadPage } from "./list_page.ts";
+import {
+  columns,
+  confirmThenRun,
+  errorAlert,
+  fieldError,
+  formError,
+  notify,
+  notifyError,
+  whenHidden,
+} from "./ui.ts";
+import type { Role, User } from "../api_types.ts";
 
-/** A user as the list returns it: with the roles held, directly or through a user group. */
-type ListedUser = User & {
-  roles?: Array<{ id: string; name: string; scope_type: string; user_group: string | null }>;
-};
-
-/** The roles cell: each role once, saying which groups it comes through and when it is scoped. */
-function rolesCell(u: ListedUser): TemplateResult {
-  const roles = u.roles ?? [];
+/**
+ * The roles cell: each role the user holds, directly or through a user group, once, saying which groups it
+ * comes through and when it is scoped.
+ */
+function rolesCell(u: User): TemplateResult {
+  const roles = u.roles;
   if (roles.length === 0) return html`<span class="muted">No role</span>`;
   const byName = new Map<string, string[]>();
   for (const r of roles) {
@@ -37,13 +44,7 @@ function rolesCell(u: ListedUser): TemplateResult {
 }
 
 class SvcSettingsUsers extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    roles: { state: true },
-    resetting: { state: true },
-  };
+  static override properties = PageElement.withState("editing", "editError", "roles", "resetting");
   /** The user being edited; `{}` for a new one. */
   declare editing: Partial<User> | undefined;
   declare editError: unknown;
@@ -51,7 +52,8 @@ class SvcSettingsUsers extends PageElement {
   declare resetting: User | undefined;
 
   /** A tab of Settings: the query stays in the element, not in the URL the tabs share. */
-  readonly list = new ListController<ListedUser>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/users",
     noun: "users",
     syncUrl: false,
     filters: [{ name: "search", label: "Search users", kind: "search" }],
@@ -63,7 +65,7 @@ class SvcSettingsUsers extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    await this.list.load("/users");
+    await this.list.load();
   }
 
   async #openNew(): Promise<void> {
@@ -71,7 +73,7 @@ class SvcSettingsUsers extends PageElement {
     this.editError = undefined;
     if (session.can("role:view") && this.roles.length === 0) {
       try {
-        this.roles = (await api.get<ListPage<Role>>("/roles", { per_page: 200 })).items;
+        this.roles = (await loadPage("GET /api/v1/roles", { query: { per_page: 200 } })).items;
       } catch (err) {
         notifyError(err);
       }
@@ -90,16 +92,18 @@ class SvcSettingsUsers extends PageElement {
     };
     try {
       if (u.id) {
-        await api.put(`/users/${u.id}`, profile);
+        await api.call("PUT /api/v1/users/{id}", { path: { id: u.id }, body: profile });
       } else {
         const roleSelect = this.querySelector(".user-form sl-select[name=role_ids]") as
           | (HTMLElement & { value: string[] })
           | null;
-        await api.post("/users", {
-          username: this.#value(".user-form sl-input[name=username]").trim(),
-          password: this.#value(".user-form sl-input[name=password]"),
-          ...profile,
-          role_ids: roleSelect?.value?.length ? roleSelect.value : undefined,
+        await api.call("POST /api/v1/users", {
+          body: {
+            username: this.#value(".user-form sl-input[name=username]").trim(),
+            password: this.#value(".user-form sl-input[name=password]"),
+            ...profile,
+            role_ids: roleSelect?.value?.length ? roleSelect.value : undefined,
+          },
         });
       }
       notify("User saved", "success");
@@ -112,7 +116,7 @@ class SvcSettingsUsers extends PageElement {
 
   async #setEnabled(u: User, enabled: boolean): Promise<void> {
     try {
-      await api.put(`/users/${u.id}`, { enabled });
+      await api.call("PUT /api/v1/users/{id}", { path: { id: u.id }, body: { enabled } });
       notify(`${u.username} ${enabled ? "enabled" : "disabled; their sessions ended"}`, "success");
     } catch (err) {
       notifyError(err);
@@ -121,27 +125,29 @@ class SvcSettingsUsers extends PageElement {
   }
 
   async #delete(u: User): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete ${u.username}`,
-      message: "The account and its role bindings are removed; its sessions end at once.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: u.username,
-    });
-    if (!ok) return;
-    try {
-      await api.delete(`/users/${u.id}`);
-      notify(`${u.username} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${u.username}`,
+        message: "The account and its role bindings are removed; its sessions end at once.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: u.username,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/users/{id}", { path: { id: u.id } }),
+        done: `${u.username} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #resetPassword(): Promise<void> {
     const u = this.resetting!;
     try {
-      await api.put(`/users/${u.id}/password`, { new_password: this.#value(".reset-form sl-input") });
+      await api.call("PUT /api/v1/users/{id}/password", {
+        path: { id: u.id },
+        body: { new_password: this.#value(".reset-form sl-input") },
+      });
       notify(`Password of ${u.username} set; their sessions ended`, "success");
       this.resetting = undefined;
     } catch (err) {
@@ -159,12 +165,7 @@ class SvcSettingsUsers extends PageElement {
         caption: "Users",
         empty: "No users yet.",
         head: html`
-          <th scope="col">Username</th>
-          <th scope="col">Name</th>
-          <th scope="col">E-mail</th>
-          <th scope="col">Roles</th>
-          <th scope="col">Source</th>
-          <th scope="col">Enabled</th>
+          ${columns("Username", "Name", "E-mail", "Roles", "Source", "Enabled")}
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         `,
         row: (u) => this.#row(u),
@@ -173,7 +174,7 @@ class SvcSettingsUsers extends PageElement {
     `;
   }
 
-  #row(u: ListedUser): TemplateResult {
+  #row(u: User): TemplateResult {
     const self = u.id === session.me?.user.id;
     const canEdit = session.can("user:edit");
     return html`
@@ -223,11 +224,11 @@ class SvcSettingsUsers extends PageElement {
       help: fieldError(err, name),
     });
     return html`
-      <sl-dialog open label=${u.id ? `Edit ${u.username}` : "New user"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${u.id ? `Edit ${u.username}` : "New user"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <div class="user-form form-grid">
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           ${u.id ? nothing : html`
             <sl-input name="username" label="Username" required autocomplete="off" class=${f("username")
               .class}
@@ -262,9 +263,9 @@ class SvcSettingsUsers extends PageElement {
     if (!u) return nothing;
     const help = fieldError(this.editError, "new_password");
     return html`
-      <sl-dialog open label=${`Reset the password of ${u.username}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.resetting = undefined;
-      }}>
+      <sl-dialog open label=${`Reset the password of ${u.username}`} @sl-after-hide=${whenHidden(() =>
+        this.resetting = undefined
+      )}>
         <div class="reset-form form-grid">
           ${this.editError && !help ? errorAlert(this.editError) : nothing}
           <sl-input label="New password" type="password" autocomplete="new-password" password-toggle

@@ -64,6 +64,34 @@ export interface ConfirmOptions {
   typeToConfirm?: string;
 }
 
+/**
+ * A confirmed action of a list (a delete, mostly): asks `confirm`; when confirmed runs `steps.run`, says
+ * `steps.done` (when given) and calls `steps.then` (the page's reload). A refusal becomes a toast.
+ */
+export async function confirmThenRun(
+  confirm: ConfirmOptions,
+  steps: { run: () => Promise<unknown>; done?: string; then: () => Promise<void> },
+): Promise<void> {
+  if (!await confirmAction(confirm)) return;
+  try {
+    await steps.run();
+    if (steps.done) notify(steps.done, "success");
+    await steps.then();
+  } catch (err) {
+    notifyError(err);
+  }
+}
+
+/**
+ * The `sl-after-hide` listener of a dialog: runs `close` when the dialog itself has hidden, not when a
+ * tooltip, select or dropdown inside it (whose `sl-after-hide` bubbles) has.
+ */
+export function whenHidden(close: () => void): (e: Event) => void {
+  return (e) => {
+    if (e.target === e.currentTarget) close();
+  };
+}
+
 /** Asks for confirmation in a modal dialog; resolves true when confirmed. Focus returns where it was. */
 export function confirmAction(options: ConfirmOptions): Promise<boolean> {
   const previous = document.activeElement as HTMLElement | null;
@@ -162,6 +190,11 @@ export function statusBadge(value: string): TemplateResult {
 
 export type { SortState };
 
+/** Plain column header cells, one per label, in order. */
+export function columns(...labels: string[]): TemplateResult[] {
+  return labels.map((label) => html`<th scope="col">${label}</th>`);
+}
+
 /** A table header cell that sorts on click, with `aria-sort`. */
 export function sortHeader(
   label: string,
@@ -186,6 +219,28 @@ export function sortHeader(
 /** The server's message for a field, for an input's `help-text`. */
 export function fieldError(err: unknown, field: string): string {
   return err instanceof ApiError ? err.fieldMessage(field) ?? "" : "";
+}
+
+/** A form's error above its fields, unless the server named fields (their messages stand at the fields). */
+export function formError(err: unknown): TemplateResult | typeof nothing {
+  return err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing;
+}
+
+/**
+ * The name and description fields of a small record's dialog (a role, a user group), with the server's
+ * message at the name.
+ */
+export function nameDescriptionFields(
+  record: { name?: string; description?: string },
+  options: { err: unknown; readOnly?: boolean },
+): TemplateResult {
+  const { err, readOnly = false } = options;
+  return html`
+    <sl-input name="name" label="Name" value=${record.name ?? ""} ?disabled=${readOnly}
+      class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(err, "name")}></sl-input>
+    <sl-textarea name="description" label="Description" rows="2" value=${record.description ?? ""}
+      ?disabled=${readOnly}></sl-textarea>
+  `;
 }
 
 /** An alert with a request error and its field list; nothing when there is no error. */

@@ -8,9 +8,11 @@ import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
-import { downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
-import type { AuditEntry } from "../types.ts";
+import { columns, downloadText, formatDate, notifyError, statusBadge } from "../components/ui.ts";
+import type { ListRow } from "../api_types.ts";
 import { auditSummary, changeLines } from "../audit_text.ts";
+
+type AuditEntry = ListRow<"GET /api/v1/audit-logs">;
 
 /** Where a resource of the console lives, when it still exists. */
 function resourceHref(type: string, id: string, name: string): string | undefined {
@@ -52,15 +54,13 @@ function dayBounds(filters: Record<string, string>): Record<string, string> {
 }
 
 class SvcAuditLogsPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    selected: { state: true },
-  };
+  static override properties = PageElement.withState("selected");
   declare selected: AuditEntry | undefined;
 
   override pageTitle = "Audit logs";
 
-  readonly list = new ListController<AuditEntry>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/audit-logs",
     noun: "entries",
     perPage: 50,
     // The log grows without bound: an offset deep into it reads every row before the page.
@@ -81,12 +81,12 @@ class SvcAuditLogsPage extends PageElement {
   });
 
   protected override async load(): Promise<void> {
-    await this.list.load("/audit-logs", dayBounds(this.list.query.filters()));
+    await this.list.load(dayBounds(this.list.query.filters()));
   }
 
   async #export(format: "csv" | "json"): Promise<void> {
     try {
-      const res = await api.request("GET", "/audit-logs/export", {
+      const res = await api.fetch("GET /api/v1/audit-logs/export", {
         query: { ...dayBounds(this.list.query.filters()), format },
       });
       downloadText(`audit-log.${format}`, await res.text(), res.headers.get("content-type") ?? "text/plain");
@@ -124,13 +124,7 @@ class SvcAuditLogsPage extends PageElement {
       caption: "Audit log",
       empty: "No entries yet.",
       head: html`
-        <th scope="col">Time</th>
-        <th scope="col">User</th>
-        <th scope="col">Action</th>
-        <th scope="col">Resource</th>
-        <th scope="col">What changed</th>
-        <th scope="col">Outcome</th>
-        <th scope="col">Source IP</th>
+        ${columns("Time", "User", "Action", "Resource", "What changed", "Outcome", "Source IP")}
         <th scope="col"><span class="visually-hidden">Details</span></th>
       `,
       row: (e) =>
@@ -168,9 +162,7 @@ class SvcAuditLogsPage extends PageElement {
         <caption class="visually-hidden">Fields changed by this entry</caption>
         <thead>
           <tr>
-            <th scope="col">Field</th>
-            <th scope="col">Before</th>
-            <th scope="col">After</th>
+            ${columns("Field", "Before", "After")}
           </tr>
         </thead>
         <tbody>

@@ -3,28 +3,25 @@
  * expandable into its per-key breakdown.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import type { ListPage } from "../api.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import { complianceBadge, complianceLabel, relativeTime } from "../components/ui.ts";
 import { itemTable } from "../components/node_detail.ts";
-import type { ComplianceRow, StatusCounts } from "../types.ts";
+import type { Answer } from "../api_types.ts";
 
 /** Problems first, as the list is sorted by default. */
 const STATUSES = ["error", "non_compliant", "unknown", "compliant", "inapplicable"] as const;
 
 class SvcCompliancePage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    expanded: { state: true },
-  };
+  static override properties = PageElement.withState("expanded");
   declare expanded: Set<string>;
 
   override pageTitle = "Compliance";
   protected override autoRefreshMs = 10_000;
   protected override liveTopics = ["compliance", "nodes", "policies"] as const;
 
-  readonly list = new ListController<ComplianceRow>(this, {
+  readonly list: ListController<"GET /api/v1/compliance"> = new ListController(this, {
+    operation: "GET /api/v1/compliance",
     noun: "results",
     sort: { key: "severity", dir: "asc" },
     filters: [
@@ -52,14 +49,13 @@ class SvcCompliancePage extends PageElement {
   }
 
   /** Results per status over the search, whatever status is chosen. */
-  get #counts(): StatusCounts | undefined {
-    return (this.list.page as (ListPage<ComplianceRow> & { status_counts: StatusCounts }) | undefined)
-      ?.status_counts;
+  get #counts(): Answer<"GET /api/v1/compliance">["status_counts"] | undefined {
+    return this.list.page?.status_counts;
   }
 
   protected override async load(): Promise<void> {
     // Pairs not reported yet count too, so the numbers equal the dashboard's.
-    await this.list.load("/compliance", { include_unreported: true });
+    await this.list.load({ include_unreported: true });
   }
 
   #toggle(key: string): void {
@@ -83,15 +79,18 @@ class SvcCompliancePage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Compliance results",
       empty: "No results yet. Results appear once agents apply bound policies.",
-      head: html`
-        <th scope="col"><span class="visually-hidden">Details</span></th>
-        ${s("Node", "node")} ${s("Policy", "policy")} ${s("Status", "severity")} <th scope="col">Message</th>
-        ${s("Reported", "reported_at")}
-      `,
+      head: (s) =>
+        html`
+          <th scope="col"><span class="visually-hidden">Details</span></th>
+          ${s("Node", "node")} ${s("Policy", "policy")} ${s(
+            "Status",
+            "severity",
+          )} <th scope="col">Message</th>
+          ${s("Reported", "reported_at")}
+        `,
       row: (r) => {
         const key = `${r.node_id}/${r.policy_id}`;
         const open = this.expanded.has(key);

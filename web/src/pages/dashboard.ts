@@ -10,21 +10,20 @@
  * asks the list endpoints for the counts it needs, again only those the person may read.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { type Answer, api, type CallArgs } from "../api.ts";
 import { session } from "../session.ts";
 import type { RolloutCounts } from "../components/policy_rollout.ts";
 import { PageElement } from "../components/page.ts";
 import type { ChartSegment } from "../components/charts.ts";
 import { complianceLabel } from "../components/ui.ts";
-import type { DashboardSummary } from "../types.ts";
 import { CERT_EXPIRY_BUCKETS, type CertExpiryBucket } from "../cert_expiry.ts";
-import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { itemTitle } from "../compliance_items.ts";
 import type { ReleaseInFlight } from "../components/release_progress.ts";
 import "../components/fleet_trends.ts";
 import "../components/release_progress.ts";
 
-type FailingSetting = Operations["GET /api/v1/compliance/failing-settings"]["response"][number];
+type FailingSetting = Answer<"GET /api/v1/compliance/failing-settings">[number];
+type DashboardSummary = Answer<"GET /api/v1/dashboard/summary">;
 
 const NODE_STATUS_COLORS: Record<string, string> = {
   online: "var(--sl-color-success-600)",
@@ -139,8 +138,8 @@ interface Attention {
   expiringCertificates?: { count: number; expired: number };
 }
 
-async function total(path: string, query: Record<string, string>): Promise<number> {
-  return (await api.get<ListPage<unknown>>(path, { ...query, per_page: 1 })).total;
+async function nodeCount(query: CallArgs<"GET /api/v1/nodes">["query"]): Promise<number> {
+  return (await api.call("GET /api/v1/nodes", { query: { ...query, per_page: 1 } })).total;
 }
 
 /** The counts behind the attention list, each asked only with the permission it needs. */
@@ -148,26 +147,25 @@ async function loadAttention(serverVersion: Promise<string>): Promise<Attention>
   const out: Attention = {};
   const jobs: Promise<void>[] = [];
   if (session.can("node:view")) {
-    jobs.push(total("/nodes", { compliance: "error" }).then((n) => void (out.errorNodes = n)));
+    jobs.push(nodeCount({ compliance: "error" }).then((n) => void (out.errorNodes = n)));
     jobs.push((async () => {
       const [options, version] = await Promise.all([
-        api.get<{ agent_versions: string[] }>("/nodes/filter-options"),
+        api.call("GET /api/v1/nodes/filter-options"),
         serverVersion,
       ]);
       const older = options.agent_versions.filter((v) => v && v !== version);
-      const counts = await Promise.all(older.map((v) => total("/nodes", { agent_version: v })));
+      const counts = await Promise.all(older.map((v) => nodeCount({ agent_version: v })));
       out.outdated = { nodes: counts.reduce((a, b) => a + b, 0), versions: older };
     })());
   }
   if (session.can("policy:view") && session.can("compliance:view")) {
     jobs.push((async () => {
-      const released = await api.get<ListPage<{ id: string; name: string }>>("/policies/all", {
-        state: "released",
-        per_page: 200,
+      const released = await api.call("GET /api/v1/policies/all", {
+        query: { state: "released", per_page: 200 },
       });
       if (released.items.length === 0) return void (out.failing = []);
-      const counts = await api.get<Record<string, RolloutCounts>>("/policies/rollout", {
-        ids: released.items.map((p) => p.id).join(","),
+      const counts: Record<string, RolloutCounts> = await api.call("GET /api/v1/policies/rollout", {
+        query: { ids: released.items.map((p) => p.id).join(",") },
       });
       out.failing = released.items
         .map((p) => ({
@@ -182,19 +180,24 @@ async function loadAttention(serverVersion: Promise<string>): Promise<Attention>
   }
   if (session.can("compliance:view")) {
     jobs.push(
-      api.get<FailingSetting[]>("/compliance/failing-settings", { limit: 3 }).then((s) =>
+      api.call("GET /api/v1/compliance/failing-settings", { query: { limit: 3 } }).then((s) =>
         void (out.settings = s)
       ),
     );
   }
   if (session.can("policy:view")) {
     jobs.push((async () => {
-      const { items } = await api.get<{ items: { expired: boolean }[] }>("/certificates/expiring");
+      const { items } = await api.call("GET /api/v1/certificates/expiring");
       out.expiringCertificates = { count: items.length, expired: items.filter((i) => i.expired).length };
     })());
   }
   if (session.can("disk_encryption:view")) {
-    jobs.push(total("/disk-encryption/volumes", { escrow: "none" }).then((n) => void (out.unescrowed = n)));
+    jobs.push((async () => {
+      const volumes = await api.call("GET /api/v1/disk-encryption/volumes", {
+        query: { escrow: "none", per_page: 1 },
+      });
+      out.unescrowed = volumes.total;
+    })());
   }
   // One part failing (a permission changed, a slow query) leaves the others shown.
   await Promise.allSettled(jobs);
@@ -319,12 +322,7 @@ function attentionItems(summary: DashboardSummary, attention: Attention): Templa
 }
 
 class SvcDashboardPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    summary: { state: true },
-    attention: { state: true },
-    releases: { state: true },
-  };
+  static override properties = PageElement.withState("summary", "attention", "releases");
   declare summary: DashboardSummary | undefined;
   declare attention: Attention | undefined;
   /** Releases in flight; undefined without compliance:view. */
@@ -336,11 +334,11 @@ class SvcDashboardPage extends PageElement {
   protected override liveTopics = ["nodes", "compliance", "policies"] as const;
 
   protected override async load(): Promise<void> {
-    this.#serverVersion ??= api.get<{ version: string }>("/version").then((v) => v.version);
+    this.#serverVersion ??= api.call("GET /api/v1/version").then((v) => v.version);
     const [summary, attention, releases] = await Promise.all([
-      api.get<DashboardSummary>("/dashboard/summary"),
+      api.call("GET /api/v1/dashboard/summary"),
       loadAttention(this.#serverVersion),
-      session.can("compliance:view") ? api.get<ReleaseInFlight[]>("/policies/in-flight") : undefined,
+      session.can("compliance:view") ? api.call("GET /api/v1/policies/in-flight") : undefined,
     ]);
     this.summary = summary;
     this.attention = attention;

@@ -3,53 +3,50 @@
  * token — shown once, with a copy button and the exact commands to run on the new node.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import {
-  confirmAction,
-  errorAlert,
+  columns,
+  confirmThenRun,
   fieldError,
   formatDate,
+  formError,
   notify,
   notifyError,
   statusBadge,
   valueOf,
+  whenHidden,
 } from "../components/ui.ts";
-import type { NodeGroup, NodeGroupMember, NodeSummary } from "../types.ts";
+import type { ListRow, NodeGroup, NodeSummary } from "../api_types.ts";
 import { enrollmentCommands } from "../enrollment.ts";
 
-/** The token answer of `POST /node-groups/{id}/tokens`. */
-interface EnrollmentToken {
-  token: string;
-  expires_at: string;
-  node_group_id: string;
-}
+type NodeGroupMember = ListRow<"GET /api/v1/node-groups/{id}/members">;
 
 class SvcNodeGroupsPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    editing: { state: true },
-    editError: { state: true },
-    token: { state: true },
-    tokenGroup: { state: true },
-    membersOf: { state: true },
-    members: { state: true },
-    candidates: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "editing",
+    "editError",
+    "token",
+    "tokenGroup",
+    "membersOf",
+    "members",
+    "candidates",
+  );
   /** The group being edited; an object without id means "new". */
   declare editing: Partial<NodeGroup> | undefined;
   declare editError: unknown;
-  declare token: EnrollmentToken | undefined;
+  declare token: Answer<"POST /api/v1/node-groups/{id}/tokens"> | undefined;
   declare tokenGroup: NodeGroup | undefined;
   declare membersOf: NodeGroup | undefined;
-  declare members: ListPage<NodeGroupMember> | undefined;
+  declare members: Answer<"GET /api/v1/node-groups/{id}/members"> | undefined;
   declare candidates: NodeSummary[];
 
   override pageTitle = "Node groups";
 
-  readonly list = new ListController<NodeGroup>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/node-groups",
     noun: "node groups",
     sort: { key: "name", dir: "asc" },
     filters: [{ name: "search", label: "Search", kind: "search", placeholder: "Group name" }],
@@ -61,7 +58,7 @@ class SvcNodeGroupsPage extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    await this.list.load("/node-groups");
+    await this.list.load();
   }
 
   async #save(): Promise<void> {
@@ -72,8 +69,9 @@ class SvcNodeGroupsPage extends PageElement {
       (dialog.querySelector("sl-textarea[name=description]") as HTMLTextAreaElement).value,
     );
     try {
-      if (g.id) await api.put(`/node-groups/${g.id}`, { name, description });
-      else await api.post("/node-groups", { name, description });
+      const body = { name, description };
+      if (g.id) await api.call("PUT /api/v1/node-groups/{id}", { path: { id: g.id }, body });
+      else await api.call("POST /api/v1/node-groups", { body });
       notify(g.id ? `${name} saved` : `${name} created`, "success");
       this.editing = undefined;
       await this.reload();
@@ -84,29 +82,33 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #delete(g: NodeGroup): Promise<void> {
     const busy = g.node_count > 0 || g.bindings_count > 0;
-    const ok = await confirmAction({
-      title: `Delete ${g.name}`,
-      message: busy
-        ? html`The group still has <strong>${g.node_count}</strong> node(s) and <strong>${g.bindings_count}</strong>
-          binding(s). Deleting it removes the bindings and memberships; nodes stop receiving its policies.`
-        : "The group is empty and has no bindings.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: busy ? g.name : undefined,
-    });
-    if (!ok) return;
-    try {
-      await api.json("DELETE", `/node-groups/${g.id}`, { query: { force: busy ? true : undefined } });
-      notify(`${g.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${g.name}`,
+        message: busy
+          ? html`The group still has <strong>${g.node_count}</strong> node(s) and <strong>${g.bindings_count}</strong>
+            binding(s). Deleting it removes the bindings and memberships; nodes stop receiving its policies.`
+          : "The group is empty and has no bindings.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: busy ? g.name : undefined,
+      },
+      {
+        run: async () => {
+          await api.call("DELETE /api/v1/node-groups/{id}", {
+            path: { id: g.id },
+            query: { force: busy ? true : undefined },
+          });
+        },
+        done: `${g.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #generateToken(g: NodeGroup): Promise<void> {
     try {
-      this.token = await api.post<EnrollmentToken>(`/node-groups/${g.id}/tokens`);
+      this.token = await api.call("POST /api/v1/node-groups/{id}/tokens", { path: { id: g.id } });
       this.tokenGroup = g;
     } catch (err) {
       notifyError(err);
@@ -117,8 +119,9 @@ class SvcNodeGroupsPage extends PageElement {
     this.membersOf = g;
     this.members = undefined;
     try {
-      this.members = await api.get<ListPage<NodeGroupMember>>(`/node-groups/${g.id}/members`, {
-        per_page: 200,
+      this.members = await api.call("GET /api/v1/node-groups/{id}/members", {
+        path: { id: g.id },
+        query: { per_page: 200 },
       });
     } catch (err) {
       notifyError(err);
@@ -131,7 +134,7 @@ class SvcNodeGroupsPage extends PageElement {
       return;
     }
     try {
-      const page = await api.get<ListPage<NodeSummary>>("/nodes", { search: text.trim(), per_page: 20 });
+      const page = await api.call("GET /api/v1/nodes", { query: { search: text.trim(), per_page: 20 } });
       const members = new Set(this.members?.items.map((m) => m.node_id));
       this.candidates = page.items.filter((n) => !members.has(n.id));
     } catch (err) {
@@ -141,7 +144,10 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #addMember(node: NodeSummary): Promise<void> {
     try {
-      await api.post(`/node-groups/${this.membersOf!.id}/members`, { node_ids: [node.id] });
+      await api.call("POST /api/v1/node-groups/{id}/members", {
+        path: { id: this.membersOf!.id },
+        body: { node_ids: [node.id] },
+      });
       notify(
         `${node.name} added; it receives the group's policies when its stream next reconnects.`,
         "success",
@@ -156,7 +162,9 @@ class SvcNodeGroupsPage extends PageElement {
 
   async #removeMember(m: NodeGroupMember): Promise<void> {
     try {
-      await api.delete(`/node-groups/${this.membersOf!.id}/members/${m.node_id}`);
+      await api.call("DELETE /api/v1/node-groups/{id}/members/{nodeId}", {
+        path: { id: this.membersOf!.id, nodeId: m.node_id },
+      });
       await this.#openMembers(this.membersOf!);
       await this.reload();
     } catch (err) {
@@ -187,15 +195,15 @@ class SvcNodeGroupsPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Node groups",
       empty: "No node groups yet. Create one, then generate an enrollment token for it to enroll nodes.",
-      head: html`
-        ${s("Name", "name")} <th scope="col">Description</th> ${s("Nodes", "node_count")}
-        <th scope="col">Bindings (enabled / all)</th> ${s("Created", "created_at")}
-        <th scope="col"><span class="visually-hidden">Actions</span></th>
-      `,
+      head: (s) =>
+        html`
+          ${s("Name", "name")} <th scope="col">Description</th> ${s("Nodes", "node_count")}
+          <th scope="col">Bindings (enabled / all)</th> ${s("Created", "created_at")}
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
       row: (g) =>
         html`
           <tr data-group-id=${g.id}>
@@ -236,14 +244,14 @@ class SvcNodeGroupsPage extends PageElement {
     if (!g) return nothing;
     const err = this.editError;
     return html`
-      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New node group"} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.editing = undefined;
-      }}>
+      <sl-dialog open label=${g.id ? `Edit ${g.name}` : "New node group"} @sl-after-hide=${whenHidden(() =>
+        this.editing = undefined
+      )}>
         <form class="group-form form-grid" @submit=${(e: Event) => {
           e.preventDefault();
           void this.#save();
         }}>
-          ${err && !(err instanceof ApiError && err.fields.length) ? errorAlert(err) : nothing}
+          ${formError(err)}
           <sl-input name="name" label="Name" required value=${g.name ?? ""} autocomplete="off"
             class=${fieldError(err, "name") ? "has-error" : ""} help-text=${fieldError(
               err,
@@ -275,9 +283,7 @@ class SvcNodeGroupsPage extends PageElement {
       <sl-dialog open label=${`Enrollment token for ${
         this.tokenGroup?.name ?? "group"
       }`} style="--width: 46rem"
-        @sl-after-hide=${(e: Event) => {
-          if (e.target === e.currentTarget) this.token = undefined;
-        }}>
+        @sl-after-hide=${whenHidden(() => this.token = undefined)}>
         <sl-alert variant="warning" open>
           <sl-icon slot="icon" name="exclamation-triangle"></sl-icon>
           This token is shown only now. It works once and expires ${formatDate(t.expires_at)} (5 minutes).
@@ -305,9 +311,9 @@ class SvcNodeGroupsPage extends PageElement {
     if (!g) return nothing;
     const canEdit = session.can("node_group:edit");
     return html`
-      <sl-dialog open label=${`Members of ${g.name}`} style="--width: 40rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.membersOf = undefined;
-      }}>
+      <sl-dialog open label=${`Members of ${g.name}`} style="--width: 40rem" @sl-after-hide=${whenHidden(() =>
+        this.membersOf = undefined
+      )}>
         ${!this.members ? html`<sl-spinner></sl-spinner>` : nothing}
         ${this.members && this.members.items.length === 0
           ? html`<p class="muted">No members yet.</p>`
@@ -318,9 +324,7 @@ class SvcNodeGroupsPage extends PageElement {
               <caption class="visually-hidden">Members of ${g.name}</caption>
               <thead>
                 <tr>
-                  <th scope="col">Node</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Added</th>
+                  ${columns("Node", "Status", "Added")}
                   <th scope="col"><span class="visually-hidden">Actions</span></th>
                 </tr>
               </thead>

@@ -6,7 +6,7 @@
  * Pending says why in a tooltip.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { type Answer, api, type CallArgs } from "../api.ts";
 import { session } from "../session.ts";
 import { setQuery } from "../router.ts";
 import { PageElement } from "../components/page.ts";
@@ -16,14 +16,10 @@ import "../components/node_detail.ts";
 import "../components/deploy_agent.ts";
 import "../components/node_bulk.ts";
 import { pendingText } from "../components/node_pending.ts";
-import type { NodeGroup, NodeSummary } from "../types.ts";
+import type { NodeGroup, NodeSummary } from "../api_types.ts";
 import { CERT_EXPIRY_BUCKETS } from "../cert_expiry.ts";
 
-interface FilterOptions {
-  os: string[];
-  agent_versions: string[];
-  desktops: string[];
-}
+type FilterOptions = Answer<"GET /api/v1/nodes/filter-options">;
 
 /** Worst compliance status with counts; never green while a policy fails or has not been reported on. */
 function complianceCell(n: NodeSummary): TemplateResult | string {
@@ -49,12 +45,7 @@ function complianceCell(n: NodeSummary): TemplateResult | string {
 }
 
 class SvcNodesPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    groups: { state: true },
-    options: { state: true },
-    openNode: { state: true },
-  };
+  static override properties = PageElement.withState("groups", "options", "openNode");
   declare groups: NodeGroup[];
   declare options: FilterOptions;
   declare openNode: string;
@@ -70,7 +61,8 @@ class SvcNodesPage extends PageElement {
     this.openNode = "";
   }
 
-  readonly list = new ListController<NodeSummary>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/nodes",
     noun: "nodes",
     views: "nodes",
     sort: { key: "name", dir: "asc" },
@@ -135,13 +127,12 @@ class SvcNodesPage extends PageElement {
 
   protected override async load(): Promise<void> {
     const [, groups, options] = await Promise.all([
-      this.list.load("/nodes"),
+      this.list.load(),
       this.groups.length
         ? Promise.resolve({ items: this.groups })
-        : api.get<ListPage<NodeGroup>>("/node-groups", {
-          per_page: 200,
-        }).catch(() => ({ items: [] as NodeGroup[] })),
-      api.get<FilterOptions>("/nodes/filter-options").catch(() => this.options),
+        : api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
+          .catch(() => ({ items: [] as NodeGroup[] })),
+      api.call("GET /api/v1/nodes/filter-options").catch(() => this.options),
     ]);
     this.groups = groups.items;
     this.options = options;
@@ -173,7 +164,11 @@ class SvcNodesPage extends PageElement {
               void this.reload();
             }}></svc-node-bulk>
         `,
-        matching: () => api.get("/nodes/matching", this.list.query.filters()),
+        // The list's filters are the node list's query keys, as text; the server validates their values.
+        matching: () =>
+          api.call("GET /api/v1/nodes/matching", {
+            query: this.list.query.filters() as CallArgs<"GET /api/v1/nodes/matching">["query"],
+          }),
       })}
       ${this.#renderTable()}
       <svc-node-detail .nodeId=${this.openNode} .groups=${this.groups} @closed=${this.#closed}
@@ -187,18 +182,18 @@ class SvcNodesPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Nodes",
       empty: "No nodes yet. New nodes appear here after they enroll with a token from a node group.",
-      head: html`
-        ${this.#bulk ? this.list.selectHeader((items) => items) : nothing} ${s("Node", "name")} ${s(
-          "Status",
-          "status",
-        )} <th scope="col">Compliance</th>
-        <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
-        ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
-      `,
+      head: (s) =>
+        html`
+          ${this.#bulk ? this.list.selectHeader((items) => items) : nothing} ${s("Node", "name")} ${s(
+            "Status",
+            "status",
+          )} <th scope="col">Compliance</th>
+          <th scope="col">Groups</th> ${s("Operating system", "os")} ${s("Agent", "agent_version")}
+          ${s("Last seen", "last_seen")} ${s("Certificate expires", "cert_not_after")}
+        `,
       row: (n) =>
         html`
           <tr data-node-id=${n.id}>

@@ -3,13 +3,15 @@
  * refusals explained before the person tries, deprecation, export and import with a dry-run report.
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { type Answer, api, ApiError, type CallArgs } from "../api.ts";
 import { session } from "../session.ts";
 import { navigate } from "../router.ts";
 import { errorText, PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
 import {
+  columns,
   confirmAction,
+  confirmThenRun,
   downloadText,
   errorAlert,
   fieldError,
@@ -18,23 +20,19 @@ import {
   notifyError,
   statusBadge,
   valueOf,
+  whenHidden,
 } from "../components/ui.ts";
 import { type RolloutCounts, rolloutSummary } from "../components/policy_rollout.ts";
 import { listPolicyTypes } from "../../../shared/policy_types/mod.ts";
-import type { Policy } from "../types.ts";
+import type { PolicyRow as Policy } from "../api_types.ts";
 import "../components/file_picker.ts";
 import { type LifecycleAction, lifecycleActions } from "../lifecycle.ts";
 
 /** The import report (`POST /policies/import`). */
-interface ImportReport {
-  ok: boolean;
-  dry_run: boolean;
-  created: number;
-  updated: number;
-  skipped: number;
-  errors: number;
-  results: Array<{ doc: number; kind: string; name: string; status: string; message: string }>;
-}
+type ImportReport = Answer<"POST /api/v1/policies/import">;
+
+/** What an import does with a policy whose name exists (the options of the select below). */
+type OnConflict = NonNullable<CallArgs<"POST /api/v1/policies/import">["query"]>["on_conflict"];
 
 /** A chosen bundle file. */
 interface ImportFile {
@@ -44,16 +42,15 @@ interface ImportFile {
 }
 
 class SvcPoliciesPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    deprecating: { state: true },
-    deprecateError: { state: true },
-    importing: { state: true },
-    importReport: { state: true },
-    importError: { state: true },
-    allPolicies: { state: true },
-    rollout: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "deprecating",
+    "deprecateError",
+    "importing",
+    "importReport",
+    "importError",
+    "allPolicies",
+    "rollout",
+  );
   /** Rollout counts of the listed policies (compliance:view only). */
   declare rollout: Record<string, RolloutCounts> | undefined;
   declare deprecating: Policy | undefined;
@@ -63,11 +60,12 @@ class SvcPoliciesPage extends PageElement {
   declare importError: unknown;
   declare allPolicies: Policy[];
   #importFile: ImportFile | undefined;
-  #onConflict = "error";
+  #onConflict: OnConflict = "error";
 
   override pageTitle = "Policies";
 
-  readonly list = new ListController<Policy>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/policies/all",
     noun: "policies",
     sort: { key: "updated_at", dir: "desc" },
     filters: [
@@ -101,10 +99,10 @@ class SvcPoliciesPage extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const page = await this.list.load("/policies/all");
+    const page = await this.list.load();
     const released = page.items.filter((p) => p.state === "released").map((p) => p.id);
     this.rollout = released.length && session.can("compliance:view")
-      ? await api.get<Record<string, RolloutCounts>>("/policies/rollout", { ids: released.join(",") })
+      ? await api.call("GET /api/v1/policies/rollout", { query: { ids: released.join(",") } })
       : {};
   }
 
@@ -120,7 +118,10 @@ class SvcPoliciesPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.put(`/policies/all/${p.id}/state`, { state: action.target });
+      await api.call("PUT /api/v1/policies/all/{id}/state", {
+        path: { id: p.id },
+        body: { state: action.target },
+      });
       notify(`${p.name}: ${action.label.toLowerCase()} done`, "success");
       await this.reload();
     } catch (err) {
@@ -129,26 +130,25 @@ class SvcPoliciesPage extends PageElement {
   }
 
   async #delete(p: Policy): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete ${p.name}`,
-      message: "The policy and its disabled bindings are deleted. This cannot be undone.",
-      confirmLabel: "Delete",
-      danger: true,
-      typeToConfirm: p.name,
-    });
-    if (!ok) return;
-    try {
-      await api.delete(`/policies/all/${p.id}`);
-      notify(`${p.name} deleted`, "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete ${p.name}`,
+        message: "The policy and its disabled bindings are deleted. This cannot be undone.",
+        confirmLabel: "Delete",
+        danger: true,
+        typeToConfirm: p.name,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/policies/all/{id}", { path: { id: p.id } }),
+        done: `${p.name} deleted`,
+        then: () => this.reload(),
+      },
+    );
   }
 
   async #export(ids?: string[]): Promise<void> {
     try {
-      const res = await api.request("GET", "/policies/export", {
+      const res = await api.fetch("GET /api/v1/policies/export", {
         query: { ids: ids?.join(","), include_bindings: ids ? undefined : true },
       });
       const disposition = res.headers.get("content-disposition") ?? "";
@@ -163,10 +163,8 @@ class SvcPoliciesPage extends PageElement {
     this.deprecating = p;
     this.deprecateError = undefined;
     try {
-      const all = await api.get<ListPage<Policy>>("/policies/all", {
-        per_page: 200,
-        sort: "name",
-        order: "asc",
+      const all = await api.call("GET /api/v1/policies/all", {
+        query: { per_page: 200, sort: "name", order: "asc" },
       });
       this.allPolicies = all.items.filter((x) => x.id !== p.id);
     } catch (err) {
@@ -180,10 +178,13 @@ class SvcPoliciesPage extends PageElement {
     const message = String((form.querySelector("sl-textarea") as HTMLTextAreaElement | null)?.value ?? "");
     const replacement = String((form.querySelector("sl-select") as HTMLSelectElement | null)?.value ?? "");
     try {
-      await api.post(`/policies/all/${p.id}/deprecate`, {
-        deprecated,
-        message: deprecated ? message : "",
-        replacement_policy_id: deprecated && replacement ? replacement : null,
+      await api.call("POST /api/v1/policies/all/{id}/deprecate", {
+        path: { id: p.id },
+        body: {
+          deprecated,
+          message: deprecated ? message : "",
+          replacement_policy_id: deprecated && replacement ? replacement : null,
+        },
       });
       notify(deprecated ? `${p.name} is marked deprecated` : `${p.name} is no longer deprecated`, "success");
       this.deprecating = undefined;
@@ -199,9 +200,10 @@ class SvcPoliciesPage extends PageElement {
     if (!file) return;
     this.importError = undefined;
     try {
-      this.importReport = await api.json<ImportReport>("POST", "/policies/import", {
+      this.importReport = await api.call("POST /api/v1/policies/import", {
         query: { dry_run: dryRun, on_conflict: this.#onConflict },
-        text: { body: file.text, contentType: file.contentType },
+        body: file.text,
+        contentType: file.contentType,
       });
       if (!dryRun) {
         notify(
@@ -307,17 +309,17 @@ class SvcPoliciesPage extends PageElement {
   }
 
   #renderTable(): TemplateResult | typeof nothing {
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Policies",
       empty: `No policies yet.${session.can("policy:create") ? " Create one with New policy." : ""}`,
-      head: html`
-        ${s("Name", "name")} ${s("Type", "type")} ${s("Version", "version")} ${s("State", "state")}
-        <th scope="col">Bindings (enabled / all)</th>
-        <th scope="col">Rollout</th>
-        ${s("Updated", "updated_at")}
-        <th scope="col"><span class="visually-hidden">Actions</span></th>
-      `,
+      head: (s) =>
+        html`
+          ${s("Name", "name")} ${s("Type", "type")} ${s("Version", "version")} ${s("State", "state")}
+          <th scope="col">Bindings (enabled / all)</th>
+          <th scope="col">Rollout</th>
+          ${s("Updated", "updated_at")}
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
       row: (p) =>
         html`
           <tr data-policy-id=${p.id}>
@@ -356,9 +358,9 @@ class SvcPoliciesPage extends PageElement {
     const p = this.deprecating;
     if (!p) return nothing;
     return html`
-      <sl-dialog open label=${`Deprecation of ${p.name}`} @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.deprecating = undefined;
-      }}>
+      <sl-dialog open label=${`Deprecation of ${p.name}`} @sl-after-hide=${whenHidden(() =>
+        this.deprecating = undefined
+      )}>
         <div class="deprecate-form form-grid">
           <p>Deprecated policies keep working; agents and administrators are told to move to the replacement.</p>
           ${errorAlert(this.deprecateError)}
@@ -388,9 +390,9 @@ class SvcPoliciesPage extends PageElement {
     const err = this.importError;
     const problems = err instanceof ApiError ? err.fields : [];
     return html`
-      <sl-dialog open label="Import policies" style="--width: 46rem" @sl-after-hide=${(e: Event) => {
-        if (e.target === e.currentTarget) this.importing = false;
-      }}>
+      <sl-dialog open label="Import policies" style="--width: 46rem" @sl-after-hide=${whenHidden(() =>
+        this.importing = false
+      )}>
         <div class="form-grid import-form">
           <p>Choose a YAML or JSON bundle exported from a svc server. A dry run checks it first; nothing is written
             until you confirm, and an import is all or nothing.</p>
@@ -398,7 +400,7 @@ class SvcPoliciesPage extends PageElement {
             @change=${this.#readImportFile}></svc-file-picker>
           <sl-select label="When a policy with the same name exists" value=${this.#onConflict} hoist
             @sl-change=${(e: Event) => {
-              this.#onConflict = valueOf(e);
+              this.#onConflict = valueOf(e) as OnConflict;
               this.importReport = undefined;
               void this.#runImport(true);
             }}>
@@ -424,11 +426,7 @@ class SvcPoliciesPage extends PageElement {
                   <caption class="visually-hidden">Documents of the bundle</caption>
                   <thead>
                     <tr>
-                      <th scope="col">#</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Name</th>
-                      <th scope="col">Result</th>
-                      <th scope="col">Message</th>
+                      ${columns("#", "Kind", "Name", "Result", "Message")}
                     </tr>
                   </thead>
                   <tbody>${report.results.map((r) =>

@@ -3,27 +3,32 @@
  * confirmation naming how many nodes will receive the policy; priority decides merges (higher wins).
  */
 import { html, nothing, type TemplateResult } from "lit";
-import { api, type ListPage } from "../api.ts";
+import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { PageElement } from "../components/page.ts";
 import { ListController } from "../components/list_page.ts";
-import { confirmAction, formatDate, notify, notifyError, statusBadge, valueOf } from "../components/ui.ts";
-import type { Binding, NodeGroup } from "../types.ts";
-import { askLockoutReason } from "../components/session_lockout_dialog.ts";
+import {
+  confirmAction,
+  confirmThenRun,
+  formatDate,
+  notify,
+  notifyError,
+  statusBadge,
+  valueOf,
+} from "../components/ui.ts";
+import type { Binding, NodeGroup } from "../api_types.ts";
+import { lockoutField, withLockoutReason } from "../components/session_lockout_dialog.ts";
 import "../components/binding_dialog.ts";
 
 class SvcPolicyBindingsPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    creating: { state: true },
-    groups: { state: true },
-  };
+  static override properties = PageElement.withState("creating", "groups");
   declare creating: boolean;
   declare groups: NodeGroup[];
 
   override pageTitle = "Policy bindings";
 
-  readonly list = new ListController<Binding>(this, {
+  readonly list = new ListController(this, {
+    operation: "GET /api/v1/policy-bindings",
     noun: "bindings",
     sort: { key: "priority", dir: "desc" },
     filters: [
@@ -52,9 +57,9 @@ class SvcPolicyBindingsPage extends PageElement {
 
   protected override async load(): Promise<void> {
     const [, groups] = await Promise.all([
-      this.list.load("/policy-bindings"),
+      this.list.load(),
       session.can("node_group:view")
-        ? api.get<ListPage<NodeGroup>>("/node-groups", { per_page: 200 })
+        ? api.call("GET /api/v1/node-groups", { query: { per_page: 200 } })
         : Promise.resolve({ items: [] as NodeGroup[] }),
     ]);
     this.groups = groups.items;
@@ -84,19 +89,17 @@ class SvcPolicyBindingsPage extends PageElement {
       });
       if (!ok) return;
     }
-    let body: { state: string; lockout_reason?: string } = { state };
-    for (;;) {
-      try {
-        await api.put(`/policy-bindings/${b.id}`, body);
-        notify(`Binding ${state}`, "success");
-        await this.reload();
-        return;
-      } catch (err) {
-        // The SessionAccess lockout guard lets an enablement through with a reason (audited).
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) return notifyError(err);
-        body = { ...body, lockout_reason: reason };
-      }
+    try {
+      await withLockoutReason((reason) =>
+        api.call("PUT /api/v1/policy-bindings/{id}", {
+          path: { id: b.id },
+          body: { state, ...lockoutField(reason) },
+        })
+      );
+      notify(`Binding ${state}`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
     }
   }
 
@@ -104,7 +107,7 @@ class SvcPolicyBindingsPage extends PageElement {
     const priority = Number(value);
     if (!Number.isInteger(priority) || priority === b.priority) return;
     try {
-      await api.put(`/policy-bindings/${b.id}`, { priority });
+      await api.call("PUT /api/v1/policy-bindings/{id}", { path: { id: b.id }, body: { priority } });
       notify(`Priority of ${b.policy_name} → ${b.node_group_name} is now ${priority}`, "success");
       await this.reload();
     } catch (err) {
@@ -114,22 +117,21 @@ class SvcPolicyBindingsPage extends PageElement {
   }
 
   async #delete(b: Binding): Promise<void> {
-    const ok = await confirmAction({
-      title: `Delete binding ${b.policy_name} → ${b.node_group_name}`,
-      message: b.state === "enabled"
-        ? `The binding is enabled: ${b.node_count} node(s) stop receiving the policy.`
-        : "The binding is disabled; no node is affected.",
-      confirmLabel: "Delete",
-      danger: true,
-    });
-    if (!ok) return;
-    try {
-      await api.delete(`/policy-bindings/${b.id}`);
-      notify("Binding deleted", "success");
-      await this.reload();
-    } catch (err) {
-      notifyError(err);
-    }
+    await confirmThenRun(
+      {
+        title: `Delete binding ${b.policy_name} → ${b.node_group_name}`,
+        message: b.state === "enabled"
+          ? `The binding is enabled: ${b.node_count} node(s) stop receiving the policy.`
+          : "The binding is disabled; no node is affected.",
+        confirmLabel: "Delete",
+        danger: true,
+      },
+      {
+        run: () => api.call("DELETE /api/v1/policy-bindings/{id}", { path: { id: b.id } }),
+        done: "Binding deleted",
+        then: () => this.reload(),
+      },
+    );
   }
 
   override render() {
@@ -151,15 +153,18 @@ class SvcPolicyBindingsPage extends PageElement {
 
   #renderTable(): TemplateResult | typeof nothing {
     const canEdit = session.can("binding:edit");
-    const s = (label: string, key: string) => this.list.sortHeader(label, key);
     return this.list.renderTable({
       caption: "Policy bindings",
       empty: "No bindings yet. Create one to deliver a released policy to a node group.",
-      head: html`
-        ${s("Policy", "policy_name")} <th scope="col">Policy state</th> ${s("Node group", "node_group_name")}
-        ${s("Binding", "state")} ${s("Priority", "priority")} <th scope="col">Nodes</th>
-        ${s("Updated", "updated_at")} <th scope="col"><span class="visually-hidden">Actions</span></th>
-      `,
+      head: (s) =>
+        html`
+          ${s("Policy", "policy_name")} <th scope="col">Policy state</th> ${s(
+            "Node group",
+            "node_group_name",
+          )}
+          ${s("Binding", "state")} ${s("Priority", "priority")} <th scope="col">Nodes</th>
+          ${s("Updated", "updated_at")} <th scope="col"><span class="visually-hidden">Actions</span></th>
+        `,
       row: (b) =>
         html`
           <tr data-binding-id=${b.id}>

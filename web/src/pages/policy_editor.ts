@@ -25,8 +25,8 @@ import {
 } from "../components/ui.ts";
 import { lifecycleActions } from "../lifecycle.ts";
 import { contentToValue, type JsonObject } from "../content.ts";
-import { askLockoutReason } from "../components/session_lockout_dialog.ts";
-import type { Policy, PolicyRevision } from "../types.ts";
+import { lockoutField, withLockoutReason } from "../components/session_lockout_dialog.ts";
+import type { Policy, PolicyRevision } from "../api_types.ts";
 import { renderContentDiff } from "../components/content_diff.ts";
 import "../components/policy_rollout.ts";
 import "../components/binding_dialog.ts";
@@ -35,22 +35,21 @@ import { labelIssues } from "../editors/enum_labels.ts";
 import { parseJsonView, renderSettingsSection, typeSummary, validate } from "../components/policy_form.ts";
 
 class SvcPolicyEditorPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    policy: { state: true },
-    type: { state: true },
-    value: { state: true },
-    issues: { state: true },
-    warning: { state: true },
-    saveError: { state: true },
-    dirty: { state: true },
-    view: { state: true },
-    jsonError: { state: true },
-    saving: { state: true },
-    revision: { state: true },
-    releasedValue: { state: true },
-    assigning: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "policy",
+    "type",
+    "value",
+    "issues",
+    "warning",
+    "saveError",
+    "dirty",
+    "view",
+    "jsonError",
+    "saving",
+    "revision",
+    "releasedValue",
+    "assigning",
+  );
   declare policy: Policy | undefined;
   declare type: string;
   declare value: JsonObject;
@@ -88,9 +87,11 @@ class SvcPolicyEditorPage extends PageElement {
   }
 
   protected override async load(): Promise<void> {
-    const policy = await api.get<Policy>(`/policies/all/${encodeURIComponent(this.route.params.policyId)}`);
+    const policy = await api.call("GET /api/v1/policies/all/{id}", {
+      path: { id: this.route.params.policyId },
+    });
     const revision = policy.state === "released" && policy.revision_pending
-      ? await api.get<PolicyRevision>(`/policies/all/${policy.id}/revision`).catch((err) => {
+      ? await api.call("GET /api/v1/policies/all/{id}/revision", { path: { id: policy.id } }).catch((err) => {
         if (err instanceof ApiError && err.status === 404) return undefined;
         throw err;
       })
@@ -138,19 +139,17 @@ class SvcPolicyEditorPage extends PageElement {
     this.saving = true;
     try {
       if (this.revision) {
-        this.revision = await api.put<PolicyRevision>(`/policies/all/${this.policy!.id}/revision`, {
-          description,
-          content,
+        this.revision = await api.call("PUT /api/v1/policies/all/{id}/revision", {
+          path: { id: this.policy!.id },
+          body: { description, content },
         });
         this.dirty = false;
         notify("Revision saved; nodes keep the released version until you release it", "success");
         await this.reload();
       } else {
-        this.policy = await api.put<Policy>(`/policies/all/${this.policy!.id}`, {
-          name,
-          description,
-          content,
-          version: this.policy!.version,
+        this.policy = await api.call("PUT /api/v1/policies/all/{id}", {
+          path: { id: this.policy!.id },
+          body: { name, description, content, version: this.policy!.version },
         });
         this.dirty = false;
         notify(`Saved as version ${this.policy.version}`, "success");
@@ -197,31 +196,29 @@ class SvcPolicyEditorPage extends PageElement {
       danger: dropsRevision,
     });
     if (!ok) return;
-    let body: { state: string; lockout_reason?: string } = { state: target };
-    for (;;) {
-      try {
-        await api.put(`/policies/all/${p.id}/state`, body);
-        if (dropsRevision) {
-          await api.delete(`/policies/all/${p.id}/revision`).catch((err) => {
-            if (!(err instanceof ApiError && err.status === 404)) throw err;
-          });
-        }
-        notify(`${p.name}: ${label.toLowerCase()} done`, "success");
-        await this.reload();
-        return;
-      } catch (err) {
-        // The SessionAccess lockout guard lets a release through with a reason (audited).
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) return notifyError(err);
-        body = { ...body, lockout_reason: reason };
+    try {
+      await withLockoutReason((reason) =>
+        api.call("PUT /api/v1/policies/all/{id}/state", {
+          path: { id: p.id },
+          body: { state: target, ...lockoutField(reason) },
+        })
+      );
+      if (dropsRevision) {
+        await api.call("DELETE /api/v1/policies/all/{id}/revision", { path: { id: p.id } }).catch((err) => {
+          if (!(err instanceof ApiError && err.status === 404)) throw err;
+        });
       }
+      notify(`${p.name}: ${label.toLowerCase()} done`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
     }
   }
 
   /** "Edit" on a released policy: starts a revision from the released content. */
   async #startRevision(): Promise<void> {
     try {
-      await api.put(`/policies/all/${this.policy!.id}/revision`, {});
+      await api.call("PUT /api/v1/policies/all/{id}/revision", { path: { id: this.policy!.id }, body: {} });
       notify("Revision started; nodes keep the released version until you release it", "success");
       await this.reload();
     } catch (err) {
@@ -247,18 +244,17 @@ class SvcPolicyEditorPage extends PageElement {
       confirmLabel: "Release revision",
     });
     if (!ok) return;
-    let body: { lockout_reason?: string } = {};
-    for (;;) {
-      try {
-        const released = await api.post<Policy>(`/policies/all/${p.id}/revision/release`, body);
-        notify(`${p.name}: version ${released.version} released`, "success");
-        await this.reload();
-        return;
-      } catch (err) {
-        const reason = body.lockout_reason ? undefined : await askLockoutReason(err);
-        if (!reason) return notifyError(err);
-        body = { lockout_reason: reason };
-      }
+    try {
+      const released = await withLockoutReason((reason) =>
+        api.call("POST /api/v1/policies/all/{id}/revision/release", {
+          path: { id: p.id },
+          body: lockoutField(reason),
+        })
+      );
+      notify(`${p.name}: version ${released.version} released`, "success");
+      await this.reload();
+    } catch (err) {
+      notifyError(err);
     }
   }
 
@@ -272,7 +268,7 @@ class SvcPolicyEditorPage extends PageElement {
     });
     if (!ok) return;
     try {
-      await api.delete(`/policies/all/${p.id}/revision`);
+      await api.call("DELETE /api/v1/policies/all/{id}/revision", { path: { id: p.id } });
       this.dirty = false;
       notify("Revision discarded", "success");
       await this.reload();
@@ -287,7 +283,10 @@ class SvcPolicyEditorPage extends PageElement {
       return;
     }
     try {
-      const copy = await api.post<Policy>(`/policies/all/${this.policy!.id}/duplicate`, {});
+      const copy = await api.call("POST /api/v1/policies/all/{id}/duplicate", {
+        path: { id: this.policy!.id },
+        body: {},
+      });
       notify(`Draft ${copy.name} created`, "success");
       navigate(`/policies/${copy.id}/edit`);
     } catch (err) {

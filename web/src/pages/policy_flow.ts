@@ -13,12 +13,12 @@
  */
 import { html, nothing, type TemplateResult } from "lit";
 import { getPolicyType, listPolicyTypes, type ValidationIssue } from "../../../shared/policy_types/mod.ts";
-import { api, ApiError, type ListPage } from "../api.ts";
+import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { navigate } from "../router.ts";
 import { PageElement } from "../components/page.ts";
-import { errorAlert, fieldError, notify } from "../components/ui.ts";
-import { askLockoutReason } from "../components/session_lockout_dialog.ts";
+import { columns, errorAlert, fieldError, notify } from "../components/ui.ts";
+import { askLockoutReason, lockoutField } from "../components/session_lockout_dialog.ts";
 import {
   parseJsonView,
   renderSettingsSection,
@@ -32,7 +32,7 @@ import { policyTypeInfo } from "../editors/type_info.ts";
 import { settingsOf } from "../setting_diff.ts";
 import { type Contender, type GroupPreview, previewGroup } from "../reach_preview.ts";
 import { roleAdvice } from "../permission_text.ts";
-import type { Binding, NodeGroup, Policy } from "../types.ts";
+import type { NodeGroup, Policy } from "../api_types.ts";
 
 /** The steps, in order. */
 export const FLOW_STEPS = [
@@ -62,27 +62,26 @@ type Preview = { loading: true } | { loading: false; preview: GroupPreview } | {
 };
 
 class SvcPolicyFlowPage extends PageElement {
-  static override properties = {
-    ...PageElement.properties,
-    step: { state: true },
-    reached: { state: true },
-    name: { state: true },
-    description: { state: true },
-    type: { state: true },
-    value: { state: true },
-    issues: { state: true },
-    contentTouched: { state: true },
-    view: { state: true },
-    jsonError: { state: true },
-    draft: { state: true },
-    error: { state: true },
-    detailErrors: { state: true },
-    busy: { state: true },
-    groups: { state: true },
-    chosen: { state: true },
-    previews: { state: true },
-    outcome: { state: true },
-  };
+  static override properties = PageElement.withState(
+    "step",
+    "reached",
+    "name",
+    "description",
+    "type",
+    "value",
+    "issues",
+    "contentTouched",
+    "view",
+    "jsonError",
+    "draft",
+    "error",
+    "detailErrors",
+    "busy",
+    "groups",
+    "chosen",
+    "previews",
+    "outcome",
+  );
   /** Index of the step shown. */
   declare step: number;
   /** The furthest step reached (the stepper reopens any step up to it). */
@@ -234,8 +233,11 @@ class SvcPolicyFlowPage extends PageElement {
     };
     try {
       this.draft = this.draft
-        ? await api.put<Policy>(`/policies/all/${this.draft.id}`, { ...body, version: this.draft.version })
-        : await api.post<Policy>("/policies/all", { ...body, type: this.type });
+        ? await api.call("PUT /api/v1/policies/all/{id}", {
+          path: { id: this.draft.id },
+          body: { ...body, version: this.draft.version },
+        })
+        : await api.call("POST /api/v1/policies/all", { body: { ...body, type: this.type } });
       // No toast: the review says it is saved, and on a phone a toast would cover the action bar.
       this.#saved = this.#snapshot();
       return true;
@@ -280,9 +282,9 @@ class SvcPolicyFlowPage extends PageElement {
   async #loadGroups(): Promise<void> {
     if (this.groups || !session.can("node_group:view")) return;
     try {
-      this.groups =
-        (await api.get<ListPage<NodeGroup>>("/node-groups", { per_page: 200, sort: "name", order: "asc" }))
-          .items;
+      this.groups = (await api.call("GET /api/v1/node-groups", {
+        query: { per_page: 200, sort: "name", order: "asc" },
+      })).items;
     } catch (err) {
       this.error = err;
     }
@@ -305,7 +307,7 @@ class SvcPolicyFlowPage extends PageElement {
   async #content(policyId: string): Promise<JsonObject> {
     const known = this.#contents.get(policyId);
     if (known) return known;
-    const p = await api.get<Policy>(`/policies/all/${policyId}`);
+    const p = await api.call("GET /api/v1/policies/all/{id}", { path: { id: policyId } });
     const value = contentToValue(p.type, p.content ?? "").value;
     this.#contents.set(policyId, value);
     return value;
@@ -318,10 +320,8 @@ class SvcPolicyFlowPage extends PageElement {
     this.previews = new Map(this.previews).set(groupId, { loading: true });
     try {
       const bindings = session.can("binding:view")
-        ? (await api.get<ListPage<Binding>>("/policy-bindings", {
-          node_group_id: groupId,
-          state: "enabled",
-          per_page: 200,
+        ? (await api.call("GET /api/v1/policy-bindings", {
+          query: { node_group_id: groupId, state: "enabled", per_page: 200 },
         })).items.filter((b) => b.policy_type === this.type && b.policy_id !== draft.id)
         : [];
       const others: Contender[] = await Promise.all(bindings.map(async (b) => ({
@@ -381,18 +381,18 @@ class SvcPolicyFlowPage extends PageElement {
     };
     try {
       // A release tried before and stopped part way left some of this done; it is picked up, not repeated.
-      const existing =
-        (await api.get<ListPage<Binding>>("/policy-bindings", { policy_id: policy.id, per_page: 200 }))
-          .items;
+      const existing = (await api.call("GET /api/v1/policy-bindings", {
+        query: { policy_id: policy.id, per_page: 200 },
+      })).items;
       const bindings: Array<{ id: string; state: string; group: NodeGroup }> = [];
       for (const group of groups) {
         const priority = this.chosen.get(group.id) ?? 0;
         const found = existing.find((b) => b.node_group_id === group.id);
-        if (found && found.priority !== priority) await api.put(`/policy-bindings/${found.id}`, { priority });
-        const id = found?.id ?? (await api.post<{ id: string }>("/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id: group.id,
-          priority,
+        if (found && found.priority !== priority) {
+          await api.call("PUT /api/v1/policy-bindings/{id}", { path: { id: found.id }, body: { priority } });
+        }
+        const id = found?.id ?? (await api.call("POST /api/v1/policy-bindings", {
+          body: { policy_id: policy.id, node_group_id: group.id, priority },
         })).id;
         bindings.push({ id, state: found?.state ?? "disabled", group });
         record(`Bound to ${group.name} (priority ${priority})`, true);
@@ -405,9 +405,9 @@ class SvcPolicyFlowPage extends PageElement {
       if (policy.state !== "released") {
         const id = policy.id;
         policy = await this.#guarded((reason) =>
-          api.put<Policy>(`/policies/all/${id}/state`, {
-            state: "released",
-            ...(reason ? { lockout_reason: reason } : {}),
+          api.call("PUT /api/v1/policies/all/{id}/state", {
+            path: { id },
+            body: { state: "released", ...lockoutField(reason) },
           })
         );
         this.draft = policy;
@@ -421,9 +421,9 @@ class SvcPolicyFlowPage extends PageElement {
           continue;
         }
         await this.#guarded((reason) =>
-          api.put(`/policy-bindings/${b.id}`, {
-            state: "enabled",
-            ...(reason ? { lockout_reason: reason } : {}),
+          api.call("PUT /api/v1/policy-bindings/{id}", {
+            path: { id: b.id },
+            body: { state: "enabled", ...lockoutField(reason) },
           })
         );
         record(`Enabled for ${b.group.name}: ${n}`, true);
@@ -726,10 +726,7 @@ class SvcPolicyFlowPage extends PageElement {
                 <caption class="visually-hidden">Groups that receive ${this.name}</caption>
                 <thead>
                   <tr>
-                    <th scope="col">Group</th>
-                    <th scope="col">Nodes</th>
-                    <th scope="col">Priority</th>
-                    <th scope="col">Other policies of this type, and who wins</th>
+                    ${columns("Group", "Nodes", "Priority", "Other policies of this type, and who wins")}
                   </tr>
                 </thead>
                 <tbody>
