@@ -966,6 +966,14 @@ export interface Operations {
       total: number;
       page: number;
       per_page: number;
+      summary: {
+        volumes: number;
+        unencrypted: number;
+        escrowed: number;
+        non_compliant: number;
+        overdue: number;
+        clones: number;
+      };
     };
   };
   /** Reveal the active recovery key of a volume (reason and re-authentication required; audited) */

@@ -74,6 +74,15 @@ const VOLUME_SCHEMA: JsonSchema = objectSchema({
   missing_since: NULLABLE_TIME,
 });
 
+/** Counts over every volume the filters match (not only the page's), for the summary cards. */
+const INVENTORY_SUMMARY_SCHEMA: JsonSchema = objectSchema(
+  Object.fromEntries(
+    ["volumes", "unencrypted", "escrowed", "non_compliant", "overdue", "clones"].map((
+      name,
+    ) => [name, { type: "integer", minimum: 0 }]),
+  ),
+);
+
 /** One node's disk encryption: facts, effective policy, volumes with their key history, pending tasks. */
 const NODE_VIEW_SCHEMA: JsonSchema = objectSchema({
   node: NAMED_REF,
@@ -153,7 +162,12 @@ export function diskEncryptionRoutes(ctx: ServerContext): RouteSpec[] {
         overdue: { type: "boolean" },
         clone: { type: "boolean" },
       },
-      responses: { "200": { description: "A page of volumes", schema: pageSchema(VOLUME_SCHEMA) } },
+      responses: {
+        "200": {
+          description: "A page of volumes",
+          schema: pageSchema(VOLUME_SCHEMA, { summary: INVENTORY_SUMMARY_SCHEMA }),
+        },
+      },
       handler: async (c) =>
         c.json(
           await listInventory(db, {

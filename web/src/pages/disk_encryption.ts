@@ -22,11 +22,8 @@ type Volume = ListRow<"GET /api/v1/disk-encryption/volumes">;
 /** One node's disk encryption, with each volume's key history. */
 type NodeView = Answer<"GET /api/v1/disk-encryption/nodes/{id}">;
 
-/**
- * A page of the inventory, with counts over every volume the filters match: the route sends `summary`
- * (server/disk_encryption/inventory.ts) but its response schema does not list it yet.
- */
-type Inventory = Answer<"GET /api/v1/disk-encryption/volumes"> & { summary?: Record<string, number> };
+/** A page of the inventory, with counts over every volume the filters match (`summary`). */
+type Inventory = Answer<"GET /api/v1/disk-encryption/volumes">;
 
 const ESCROW_LABELS: Record<Volume["escrow_state"], [string, string]> = {
   escrowed: ["Escrowed", "success"],
