@@ -3,7 +3,8 @@
  * so the person lands where they were after logging in), and otherwise the masthead, the navigation and the
  * page for the current route. Links inside the app are handled by the client router.
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, nothing, type TemplateResult } from "lit";
+import { LightElement } from "./components/light_element.ts";
 import { api } from "./api.ts";
 import { session } from "./session.ts";
 import {
@@ -161,7 +162,7 @@ function allowed(item: NavItem | undefined): boolean {
   return !item || item.anyOf.length === 0 || session.canAny(...item.anyOf);
 }
 
-class SvcApp extends LitElement {
+class SvcApp extends LightElement {
   static override properties = {
     phase: { state: true },
     route: { state: true },
@@ -193,10 +194,6 @@ class SvcApp extends LitElement {
     this.startError = undefined;
     this.navOpen = false;
     this.pageLoadError = undefined;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

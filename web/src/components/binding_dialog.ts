@@ -6,8 +6,8 @@
  * created disabled; "Enable now" (released policies only) enables them after a confirmation naming how many
  * nodes of which groups receive the policy. Fires `binding-dialog-done` with the number of bindings created.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, fieldError, formError, notify, openDialog, statusBadge, whenHidden } from "./ui.ts";
@@ -45,7 +45,7 @@ export function mergeMatches(byName: Policy[], byType: Policy[][], limit = PICKE
   return out;
 }
 
-class SvcBindingDialog extends LitElement {
+class SvcBindingDialog extends LightElement {
   static override properties = {
     policy: { attribute: false },
     ...stateProperties("groups", "results", "query", "active", "chosen", "searching", "error", "saving"),
@@ -73,10 +73,6 @@ class SvcBindingDialog extends LitElement {
     this.active = -1;
     this.searching = false;
     this.saving = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

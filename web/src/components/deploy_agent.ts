@@ -7,8 +7,8 @@
  * token for a chosen node group. A second tab lists every file of the repository's manifest for direct
  * download. A served agent version that differs from the server's is shown as a warning.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 import { session } from "../session.ts";
 import { errorText } from "./page.ts";
@@ -39,7 +39,7 @@ function sizeText(bytes: number): string {
   return `${bytes} B`;
 }
 
-class SvcDeployAgent extends LitElement {
+class SvcDeployAgent extends LightElement {
   static override properties = {
     ...stateProperties(
       "status",
@@ -80,10 +80,6 @@ class SvcDeployAgent extends LitElement {
     this.material = undefined;
     this.error = undefined;
     this.busy = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -4,8 +4,8 @@
  * minutes with a countdown and a copy button, then it is dropped from the page (closing the dialog drops it
  * at once). When the policy rotates after reveals, the dialog says the key will stop working.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing } from "lit";
 import { type Answer, api } from "../api.ts";
 import { errorText } from "./page.ts";
 import { notify } from "./ui.ts";
@@ -21,7 +21,7 @@ export interface RevealTarget {
 /** The answer of a reveal: the key, the other keys that open the volume, how long to show them. */
 type RevealAnswer = Answer<"POST /api/v1/disk-encryption/volumes/{id}/reveal">;
 
-class SvcDiskRevealDialog extends LitElement {
+class SvcDiskRevealDialog extends LightElement {
   static override properties = {
     target: { attribute: false },
     ...stateProperties("revealed", "remaining", "error", "busy", "expired"),
@@ -40,10 +40,6 @@ class SvcDiskRevealDialog extends LitElement {
     this.error = "";
     this.busy = false;
     this.expired = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override disconnectedCallback(): void {

@@ -5,7 +5,7 @@
  * its part (compliance:view, node:view: the server leaves the other part out). Points are taken once an
  * hour, so the charts reload every few minutes rather than on live hints.
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, nothing, type TemplateResult } from "lit";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
@@ -14,7 +14,7 @@ import { valueOf } from "./ui.ts";
 import type { TimeSeries } from "./charts.ts";
 import { dayLabel, hourLabel, TREND_COLORS } from "./trend_colors.ts";
 import "./charts.ts";
-import { stateProperties } from "./light_element.ts";
+import { LightElement, stateProperties } from "./light_element.ts";
 
 type Trend = Operations["GET /api/v1/trends"]["response"];
 type Point = Trend["points"][number];
@@ -29,7 +29,7 @@ type Range = keyof typeof RANGES;
 /** How often the charts reload (a new point comes once an hour). */
 const RELOAD_MS = 5 * 60_000;
 
-class SvcFleetTrends extends LitElement {
+class SvcFleetTrends extends LightElement {
   static override properties = {
     ...stateProperties("range", "trend", "error"),
   };
@@ -41,10 +41,6 @@ class SvcFleetTrends extends LitElement {
   constructor() {
     super();
     this.range = "hours";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -4,8 +4,8 @@
  * keys, and choosing one fires `gsettings-pick` with `{ schemaId, key }`. Also exports the schema cache the
  * Dconf form uses to describe a chosen key.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { type Answer, api } from "../api.ts";
 
 /** One schema with its keys, as `GET /api/v1/catalogues/gsettings/{schema_id}` returns it. */
@@ -29,7 +29,7 @@ export function catalogueSchema(schemaId: string): Promise<CatalogueSchema | und
   return found;
 }
 
-class SvcGSettingsPicker extends LitElement {
+class SvcGSettingsPicker extends LightElement {
   static override properties = {
     ...stateProperties("query", "hits", "total", "nodes", "error"),
   };
@@ -48,10 +48,6 @@ class SvcGSettingsPicker extends LitElement {
     this.total = 0;
     this.nodes = 0;
     this.error = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

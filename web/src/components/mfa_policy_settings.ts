@@ -3,8 +3,8 @@
  * logs in with a password, or whoever holds one of the chosen permissions; directory users optionally too.
  * Saving asks for the editor's password (and code, when they have a factor).
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing } from "lit";
 import { type Answer, api } from "../api.ts";
 import { ALL_PERMISSIONS } from "../../../shared/permissions.ts";
 import { session } from "../session.ts";
@@ -12,7 +12,7 @@ import { errorAlert, fieldError, notify, valueOf } from "./ui.ts";
 
 type MfaPolicy = Answer<"GET /api/v1/settings/mfa">;
 
-class SvcMfaPolicySettings extends LitElement {
+class SvcMfaPolicySettings extends LightElement {
   static override properties = {
     ...stateProperties("policy", "error", "busy"),
   };
@@ -20,10 +20,6 @@ class SvcMfaPolicySettings extends LitElement {
   declare error: unknown;
   declare busy: boolean;
   #proof: Record<string, string> = {};
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
 
   override connectedCallback(): void {
     super.connectedCallback();

@@ -6,8 +6,8 @@
  * `<svc-mfa-required-page>`: shown instead of the console while the MFA policy requires a factor the person
  * does not have yet.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, svg } from "lit";
+import { html, nothing, svg } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
 import qrcode from "qrcode-generator";
 import { type Answer, api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
@@ -43,7 +43,7 @@ function qrSvg(text: string) {
   `;
 }
 
-class SvcMfaSettings extends LitElement {
+class SvcMfaSettings extends LightElement {
   static override properties = {
     ...stateProperties("status", "step", "enrolment", "backupCodes", "error", "busy", "keys"),
   };
@@ -73,10 +73,6 @@ class SvcMfaSettings extends LitElement {
     this.step = "overview";
     this.busy = false;
     this.keys = [];
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {
@@ -331,11 +327,7 @@ class SvcMfaSettings extends LitElement {
 
 customElements.define("svc-mfa-settings", SvcMfaSettings);
 
-class SvcMfaRequiredPage extends LitElement {
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
-
+class SvcMfaRequiredPage extends LightElement {
   override connectedCallback(): void {
     super.connectedCallback();
     document.title = "Set up a second factor · svc";

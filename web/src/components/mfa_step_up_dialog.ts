@@ -5,14 +5,14 @@
  * passkey / security key (the browser's WebAuthn prompt answers the server's step-up challenge), so a person
  * whose only factor is a passkey can pass too. Registered with {@link api.stepUp} on import.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing } from "lit";
 import { api, type StepUpProof } from "../api.ts";
 import { session } from "../session.ts";
 import { stepUpWithKey, webauthnAvailable } from "../webauthn.ts";
 import { errorAlert, openDialog, whenHidden } from "./ui.ts";
 
-class SvcMfaStepUpDialog extends LitElement {
+class SvcMfaStepUpDialog extends LightElement {
   static override properties = {
     needCode: { attribute: false },
     ...stateProperties("busy", "error"),
@@ -29,10 +29,6 @@ class SvcMfaStepUpDialog extends LitElement {
     this.needCode = false;
     this.busy = false;
     this.error = undefined;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override firstUpdated(): void {

@@ -4,8 +4,8 @@
  * (`/api/v1/nodes/bulk/*`, one audit row per node) and reports node by node: what was done, what failed and
  * why, and for re-enrollment the command to run on each node. Fires `bulk-done` once the report is closed.
  */
-import { boundProperties, stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
 import { confirmAction, errorAlert, notifyError, openDialog, whenHidden } from "./ui.ts";
@@ -39,7 +39,7 @@ function someNames(names: string[], shown = 5): string {
     : `${names.slice(0, shown).join(", ")} and ${names.length - shown} more`;
 }
 
-class SvcNodeBulk extends LitElement {
+class SvcNodeBulk extends LightElement {
   static override properties = {
     ...boundProperties("selection", "groups"),
     ...stateProperties("dialog", "target", "keepOthers", "report", "busy", "error"),
@@ -61,10 +61,6 @@ class SvcNodeBulk extends LitElement {
     this.target = "";
     this.keepOthers = false;
     this.busy = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   get #ids(): string[] {

@@ -4,8 +4,8 @@
  * node, delete).
  * Fires `closed` when the drawer closes and `changed` after an action altered the node.
  */
-import { boundProperties, stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
 import { session } from "../session.ts";
@@ -26,7 +26,7 @@ import { renderPendingReasons } from "./node_pending.ts";
 import type { Answer } from "../api.ts";
 import type { ComplianceRow, NodeDetail, NodeGroup } from "../api_types.ts";
 
-class SvcNodeDetail extends LitElement {
+class SvcNodeDetail extends LightElement {
   static override properties = {
     ...boundProperties("nodeId", "groups"),
     ...stateProperties("node", "compliance", "error", "addGroup", "reEnrollToken"),
@@ -45,10 +45,6 @@ class SvcNodeDetail extends LitElement {
     this.nodeId = "";
     this.groups = [];
     this.addGroup = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   /** The open node refreshes itself in place (status, compliance), like the fleet pages behind it. */

@@ -7,7 +7,8 @@
  * stay) and poll every `autoRefreshMs` only while the live stream is down. The header says "Live" or
  * "Updated … ago".
  */
-import { html, LitElement, nothing, type PropertyDeclarations, type TemplateResult } from "lit";
+import { html, nothing, type PropertyDeclarations, type TemplateResult } from "lit";
+import { LightElement } from "./light_element.ts";
 import { ApiError } from "../api.ts";
 import { forbiddenText } from "../permission_text.ts";
 import { LiveRefresh, type LiveTopic } from "../live_events.ts";
@@ -15,7 +16,7 @@ import type { RouteMatch } from "../router.ts";
 import { TableCards } from "./table_cards.ts";
 
 /** A page of the console. */
-export class PageElement extends LitElement {
+export class PageElement extends LightElement {
   static override properties: PropertyDeclarations = {
     route: { attribute: false },
     loading: { state: true },
@@ -62,10 +63,6 @@ export class PageElement extends LitElement {
     this.loading = false;
     this.loadError = undefined;
     this.now = Date.now();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -5,8 +5,8 @@
  * old version's content (a draft is edited to it); nothing of the history is rewritten, and the revision is
  * released like any other. Fires `restored` after a restore.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { repeat } from "lit/directives/repeat.js";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
@@ -29,7 +29,7 @@ export function originText(v: PolicyVersionSummary): string {
   return "Released";
 }
 
-class SvcPolicyHistory extends LitElement {
+class SvcPolicyHistory extends LightElement {
   static override properties = {
     policy: { attribute: false },
     ...stateProperties("versions", "contents", "error"),
@@ -44,10 +44,6 @@ class SvcPolicyHistory extends LitElement {
   constructor() {
     super();
     this.contents = new Map();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override updated(): void {

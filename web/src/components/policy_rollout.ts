@@ -5,8 +5,8 @@
  * its last report. Refreshes itself every few seconds (and says when it last did), keeping filter, page and
  * scroll, so a release can be watched as it lands.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing, type TemplateResult } from "lit";
 import { api } from "../api.ts";
 import { LiveRefresh } from "../live_events.ts";
 import { errorText } from "./page.ts";
@@ -84,7 +84,7 @@ export function rolloutSummary(counts: RolloutCounts | undefined): TemplateResul
   }</span>`;
 }
 
-class SvcPolicyRollout extends LitElement {
+class SvcPolicyRollout extends LightElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
     ...stateProperties("data", "state", "pageNumber", "error", "updatedAt", "now"),
@@ -111,10 +111,6 @@ class SvcPolicyRollout extends LitElement {
     this.state = "";
     this.pageNumber = 1;
     this.now = Date.now();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -3,14 +3,14 @@
  * policy and binding that set it, and what it overrode. Types that write one file per policy or compile a
  * union have no winner per key; they are listed with a pointer to the compliance tab.
  */
-import { html, LitElement, nothing, type TemplateResult } from "lit";
+import { html, nothing, type TemplateResult } from "lit";
 import { api, ApiError } from "../api.ts";
 import { session } from "../session.ts";
 import { getPolicyType } from "../../../shared/policy_types/mod.ts";
 import { contentToValue } from "../content.ts";
 import { computeProvenance, type ProvenancePolicy, type SettingProvenance } from "../provenance.ts";
 import { errorText } from "./page.ts";
-import { boundProperties, stateProperties } from "./light_element.ts";
+import { boundProperties, LightElement, stateProperties } from "./light_element.ts";
 import { statusBadge } from "./ui.ts";
 import type { ComplianceRow, NodeDetail } from "../api_types.ts";
 
@@ -20,7 +20,7 @@ function show(value: unknown): string {
   return text.length > 120 ? `${text.slice(0, 117)}…` : text;
 }
 
-class SvcProvenance extends LitElement {
+class SvcProvenance extends LightElement {
   static override properties = {
     ...boundProperties("node", "results"),
     ...stateProperties("rows", "other", "error"),
@@ -35,10 +35,6 @@ class SvcProvenance extends LitElement {
     super();
     this.results = [];
     this.other = [];
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override updated(changed: Map<string, unknown>): void {

@@ -4,12 +4,12 @@
  * applied of reached, with inapplicable, failing and pending nodes as further segments and the same words as
  * the rollout panel. The dashboard reloads the list on live hints, so the bars move as nodes report.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { rolloutSummary } from "./policy_rollout.ts";
 import { relativeTime } from "./ui.ts";
 import { TREND_COLORS } from "./trend_colors.ts";
-import { boundProperties } from "./light_element.ts";
+import { boundProperties, LightElement } from "./light_element.ts";
 
 /** One release in flight. */
 export type ReleaseInFlight = Operations["GET /api/v1/policies/in-flight"]["response"][number];
@@ -23,7 +23,7 @@ const SEGMENTS = [
   ["pending", "Pending"],
 ] as const;
 
-class SvcReleaseProgress extends LitElement {
+class SvcReleaseProgress extends LightElement {
   static override properties = {
     ...boundProperties("releases", "now"),
   };
@@ -35,10 +35,6 @@ class SvcReleaseProgress extends LitElement {
     super();
     this.releases = [];
     this.now = Date.now();
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override render() {

@@ -5,7 +5,7 @@
  * or the policy changes (live hints, polling while they are down) and when the version changes. Shows
  * nothing for a policy that is not released, or to a reader without compliance:view.
  */
-import { html, LitElement, nothing, type PropertyValues } from "lit";
+import { html, nothing, type PropertyValues } from "lit";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { api } from "../api.ts";
 import { session } from "../session.ts";
@@ -14,7 +14,7 @@ import { errorText } from "./page.ts";
 import { formatDate } from "./ui.ts";
 import { hourLabel, TREND_COLORS } from "./trend_colors.ts";
 import "./charts.ts";
-import { stateProperties } from "./light_element.ts";
+import { LightElement, stateProperties } from "./light_element.ts";
 
 type PolicyTrend = Operations["GET /api/v1/policies/all/{id}/trends"]["response"];
 
@@ -30,7 +30,7 @@ const BANDS = [
   ["error", "Error"],
 ] as const;
 
-class SvcRolloutTrend extends LitElement {
+class SvcRolloutTrend extends LightElement {
   static override properties = {
     policyId: { attribute: "policy-id" },
     version: { type: Number },
@@ -48,10 +48,6 @@ class SvcRolloutTrend extends LitElement {
     pollMs: () => (this.trend?.started_at ? POLL_MS : 0),
     loadedAt: () => this.#loadedAt,
   });
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
-  }
 
   protected override updated(changed: PropertyValues<this>): void {
     if (changed.has("policyId") || changed.has("version")) void this.load();

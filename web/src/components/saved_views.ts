@@ -4,8 +4,8 @@
  * one (fires `view-apply` with its query), saves the current filters and sort under a name, and opens the
  * list of views to rename or delete them.
  */
-import { stateProperties } from "./light_element.ts";
-import { html, LitElement, nothing } from "lit";
+import { LightElement, stateProperties } from "./light_element.ts";
+import { html, nothing } from "lit";
 import { api } from "../api.ts";
 import type { Operations } from "../../../shared/api/svc_api.gen.ts";
 import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog, whenHidden } from "./ui.ts";
@@ -13,7 +13,7 @@ import { confirmAction, errorAlert, fieldError, notify, notifyError, openDialog,
 /** A saved view as the API returns it. */
 type SavedView = Operations["GET /api/v1/saved-views"]["response"]["items"][number];
 
-class SvcSavedViews extends LitElement {
+class SvcSavedViews extends LightElement {
   static override properties = {
     list: {},
     query: { attribute: false },
@@ -37,10 +37,6 @@ class SvcSavedViews extends LitElement {
     this.query = "";
     this.dialog = "";
     this.renaming = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {

@@ -4,12 +4,13 @@
  * but root would administer the group's nodes), the person sees why (for SessionAccess which accounts and when),
  * and may go ahead only by giving a reason, which the server audits.
  */
-import { html, LitElement } from "lit";
+import { html } from "lit";
+import { LightElement } from "./light_element.ts";
 import { ApiError } from "../api.ts";
 import { listWords, parseLockout, plainLockoutMessage } from "../lockout_text.ts";
 import { openDialog, whenHidden } from "./ui.ts";
 
-class SvcSessionLockoutDialog extends LitElement {
+class SvcSessionLockoutDialog extends LightElement {
   static override properties = { message: { attribute: false }, reason: { state: true } };
   declare message: string;
   declare reason: string;
@@ -19,10 +20,6 @@ class SvcSessionLockoutDialog extends LitElement {
     super();
     this.message = "";
     this.reason = "";
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override firstUpdated(): void {

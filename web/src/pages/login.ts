@@ -6,13 +6,14 @@
  * Both fields are asked together (never the username alone first), so the page does not tell who has an
  * account or which accounts have a second factor before the password is right.
  */
-import { html, LitElement, nothing } from "lit";
+import { html, nothing } from "lit";
+import { LightElement } from "../components/light_element.ts";
 import { type SecondFactorChallenge, session } from "../session.ts";
 import { errorText } from "../components/page.ts";
 import { api } from "../api.ts";
 import { loginWithKey, webauthnAvailable } from "../webauthn.ts";
 
-class SvcLoginPage extends LitElement {
+class SvcLoginPage extends LightElement {
   static override properties = {
     busy: { state: true },
     error: { state: true },
@@ -31,10 +32,6 @@ class SvcLoginPage extends LitElement {
     this.error = undefined;
     this.challenge = undefined;
     this.useBackup = false;
-  }
-
-  protected override createRenderRoot(): HTMLElement {
-    return this;
   }
 
   override connectedCallback(): void {
