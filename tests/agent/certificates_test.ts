@@ -8,12 +8,18 @@
  * A Fedora-layout node runs a stand-in for `update-ca-trust` (Fedora's tool is not packaged in Debian).
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { CertificatesPolicySchema } from "../../shared/gen/svc/policy/v1/certificates_pb.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
 import { derBase64, pemBlocks, pemBodyBytes } from "../../shared/x509.ts";
-import { engineFor, firefoxPolicy, readFirefoxFile, type TempNode, tempNode } from "./helpers.ts";
+import {
+  engineFor,
+  firefoxPolicy,
+  policyMaker,
+  readFirefoxFile,
+  type TempNode,
+  tempNode,
+} from "./helpers.ts";
 import { issueServerCertificate, makeCertificate, type TestCert } from "../helpers/test_ca.ts";
 
 const HAVE_TOOL = await Deno.stat("/usr/sbin/update-ca-certificates").then(() => true, () => false);
@@ -25,23 +31,7 @@ const DEBIAN_CAS = ["ISRG_Root_X1.crt", "DigiCert_Global_Root_G2.crt", "Amazon_R
 const BUNDLE = "etc/ssl/certs/ca-certificates.crt";
 const ANCHORS = "usr/local/share/ca-certificates";
 
-let counter = 0;
-function certificatesPolicy(
-  init: MessageInitShape<typeof CertificatesPolicySchema>,
-  options: { priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(CertificatesPolicySchema, init);
-  const id = `certs-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Certificates",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(CertificatesPolicySchema, message),
-    typed: message,
-  };
-}
+const certificatesPolicy = policyMaker(CertificatesPolicySchema, "Certificates", "certs");
 
 /** Runs the real update-ca-certificates on the root, as a node's package installation would. */
 async function updateStore(root: string): Promise<void> {

@@ -6,14 +6,11 @@
  * keyfile is restored by the tamper watcher; hostile content never reaches a file.
  */
 import assert from "node:assert/strict";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { TamperWatcher } from "../../agent/tamper.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { dconfEnforcer } from "../../agent/enforcers/dconf.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, policyMaker, type TempNode, tempNode, untilRestored, watchedEngine } from "./helpers.ts";
 
 const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";
 const haveDconf = await new Deno.Command("sh", { args: ["-c", "command -v dconf"] }).output().then((o) =>
@@ -30,23 +27,7 @@ if (ignore) {
   );
 }
 
-let counter = 0;
-function dconfPolicy(
-  init: MessageInitShape<typeof DconfPolicySchema>,
-  options: { id?: string; priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(DconfPolicySchema, init);
-  const id = options.id ?? `dconf-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Dconf",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(DconfPolicySchema, message),
-    typed: message,
-  };
-}
+const dconfPolicy = policyMaker(DconfPolicySchema, "Dconf", "dconf");
 
 async function gnomeNode(): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });
@@ -258,19 +239,14 @@ Deno.test({
     let watcher: TamperWatcher | undefined;
     try {
       const events: string[] = [];
-      const { engine, managed } = await engineFor(node, {
-        onSynced: (summary) => watcher!.setWatched(summary.managed),
-        onOwnWrite: (path, phase) => watcher!.ownWrite(path, phase),
-      });
-      watcher = new TamperWatcher({
-        fs: node.fs,
-        logger: SILENT_LOGGER,
-        verify: (path) => managed.verify(node.fs, path),
-        onTamper: (event) => {
+      const watched = await watchedEngine(node, {
+        onTamper: (event, engine) => {
           events.push(event.path);
           return engine.requestSync();
         },
       });
+      watcher = watched.watcher;
+      const { engine } = watched;
       const p = dconfPolicy({
         entries: [{
           schemaId: "org.gnome.desktop.screensaver",
@@ -285,12 +261,7 @@ Deno.test({
       const written = await Deno.readTextFile(path);
       await new Promise((r) => setTimeout(r, 300));
       await Deno.writeTextFile(path, "[org/gnome/desktop/screensaver]\nlock-delay=uint32 0\n");
-      const deadline = Date.now() + 30_000;
-      while (Date.now() < deadline) {
-        await engine.idle();
-        if (events.length && (await Deno.readTextFile(path)) === written) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await untilRestored(engine, path, written, () => events.length > 0);
       assert.deepEqual(events, ["/etc/dconf/db/local.d/svc-policies"]);
       assert.equal(await Deno.readTextFile(path), written);
       const user = await session(node);

@@ -11,7 +11,7 @@
  * desktop enforcer modules (the skeleton keeps each type's own rules short).
  */
 import assert from "node:assert/strict";
-import { create, type DescMessage, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { KconfigPolicySchema } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
@@ -36,7 +36,7 @@ import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import { type CachedPolicy, type Enforcer, type EnforcerIO, rollupMessage } from "../../agent/sync/types.ts";
 import { buildFlatpakRepo, type FlatpakTestRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
-import { type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, type TempNode, tempNode } from "./helpers.ts";
 
 const onPath = (cmd: string) =>
   new Deno.Command("sh", { args: ["-c", `command -v ${cmd}`], stdout: "null" }).outputSync().success;
@@ -48,16 +48,7 @@ function cached<D extends DescMessage>(
   id: string,
   init: MessageInitShape<D>,
 ): CachedPolicy {
-  const message = create(schema, init);
-  return {
-    id,
-    name: `policy ${id}`,
-    type,
-    version: 1,
-    priority: 0,
-    content: toJsonString(schema, message),
-    typed: message,
-  };
+  return cachedPolicy(schema, type, id, init, { name: `policy ${id}` });
 }
 
 /** Content the server would refuse, forced into the agent's cache as raw JSON (no typed message). */

@@ -5,13 +5,12 @@
  * back with nothing changed; hostile values forced past the server never reach a file.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { firewalldEnforcer, isOwnZone } from "../../agent/enforcers/firewalld.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { parseXml } from "../../agent/xml.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, policyMaker, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 const TOOL = new Deno.Command("firewall-offline-cmd", { args: ["--version"] }).outputSync().success;
@@ -20,23 +19,7 @@ if (skip) {
   console.warn("firewalld tests skipped: firewall-offline-cmd is not installed (apt-get install firewalld)");
 }
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof FirewalldPolicySchema>,
-  options: { id?: string; priority?: number; typed?: boolean; content?: string } = {},
-): CachedPolicy {
-  const message = create(FirewalldPolicySchema, init);
-  const id = options.id ?? `fw-${++counter}`;
-  return {
-    id,
-    name: `firewall ${id}`,
-    type: "Firewalld",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: options.content ?? toJsonString(FirewalldPolicySchema, message),
-    typed: options.typed === false ? undefined : message,
-  };
-}
+const policy = policyMaker(FirewalldPolicySchema, "Firewalld", "fw", (id) => `firewall ${id}`);
 
 async function firewalldNode(options: { stockZones?: boolean } = {}): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });

@@ -7,14 +7,13 @@
  * lane: the first report of a policy is "in progress", the final one follows.
  */
 import assert from "node:assert/strict";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import { FlatpakAppState, FlatpakPolicySchema } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createFlatpakEnforcer, parseInstalled, parseRemotes } from "../../agent/enforcers/flatpak.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
-import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+import { cachedPolicy, engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
 import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
 
 // As another user, `flatpak --system` goes through its D-Bus system helper, which a test machine lacks.
@@ -29,16 +28,7 @@ function flatpakPolicy(
   init: MessageInitShape<typeof FlatpakPolicySchema>,
   options: { priority?: number; version?: number } = {},
 ): CachedPolicy {
-  const message = create(FlatpakPolicySchema, init);
-  return {
-    id,
-    name: `policy ${id}`,
-    type: "Flatpak",
-    version: options.version ?? 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(FlatpakPolicySchema, message),
-    typed: message,
-  };
+  return cachedPolicy(FlatpakPolicySchema, "Flatpak", id, init, { name: `policy ${id}`, ...options });
 }
 
 async function installedRefs(env: Record<string, string>) {

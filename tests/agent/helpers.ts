@@ -3,8 +3,8 @@
  * original policies.json), an agent configuration pointing at it, and Firefox policies as the
  * sync engine caches them.
  */
-import { create, toJsonString } from "@bufbuild/protobuf";
-import { type FirefoxPolicy, FirefoxPolicySchema } from "../../shared/gen/svc/policy/v1/firefox_pb.ts";
+import { create, type DescMessage, toJsonString } from "@bufbuild/protobuf";
+import { FirefoxPolicySchema } from "../../shared/gen/svc/policy/v1/firefox_pb.ts";
 import { type AgentConfig, buildAgentConfig } from "../../agent/config.ts";
 import { RootFs } from "../../agent/fs.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
@@ -13,6 +13,7 @@ import { ManagedFiles } from "../../agent/sync/managed_files.ts";
 import { SyncEngine, type SyncEngineOptions } from "../../agent/sync/engine.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
+import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createPolicyClient, type PolicyClient } from "../../agent/client.ts";
 import type { AgentServer } from "../helpers/agents.ts";
@@ -59,25 +60,59 @@ export async function tempNode(
   };
 }
 
-let counter = 0;
+/** How a test's cached policy differs from the plain one (version 1, priority 0, typed, named by its id). */
+export interface CachedPolicyOptions {
+  name?: string;
+  version?: number;
+  priority?: number;
+  /** Stored content other than the message's protojson (e.g. what the server could not parse). */
+  content?: string;
+  /** `false`: the server sent no parse of the content. */
+  typed?: boolean;
+}
 
-/** A cached Firefox policy with typed content. */
-export function firefoxPolicy(
-  init: MessageInitShape<typeof FirefoxPolicySchema>,
-  options: { id?: string; name?: string; priority?: number; version?: number; typed?: boolean } = {},
+/** A cached policy of any type as the sync engine caches it: `init` as protojson content and typed. */
+export function cachedPolicy<D extends DescMessage>(
+  schema: D,
+  type: string,
+  id: string,
+  init: MessageInitShape<D>,
+  options: CachedPolicyOptions = {},
 ): CachedPolicy {
-  const message: FirefoxPolicy = create(FirefoxPolicySchema, init);
-  const id = options.id ?? `pol-${++counter}`;
+  const message = create(schema, init);
   return {
     id,
-    name: options.name ?? `policy ${id}`,
-    type: "Firefox",
+    name: options.name ?? id,
+    type,
     version: options.version ?? 1,
     priority: options.priority ?? 0,
-    content: toJsonString(FirefoxPolicySchema, message),
+    content: options.content ?? toJsonString(schema, message),
     typed: options.typed === false ? undefined : message,
   };
 }
+
+/**
+ * A maker of cached policies of one type for a test file: ids `<idPrefix>-1`, `-2`, ... unless given, named
+ * by `defaultName(id)` unless given.
+ */
+export function policyMaker<D extends DescMessage>(
+  schema: D,
+  type: string,
+  idPrefix: string,
+  defaultName: (id: string) => string = (id) => id,
+): (init: MessageInitShape<D>, options?: CachedPolicyOptions & { id?: string }) => CachedPolicy {
+  let counter = 0;
+  return (init, options = {}) => {
+    const id = options.id ?? `${idPrefix}-${++counter}`;
+    return cachedPolicy(schema, type, id, init, { ...options, name: options.name ?? defaultName(id) });
+  };
+}
+
+/** A cached Firefox policy with typed content. */
+export const firefoxPolicy: (
+  init: MessageInitShape<typeof FirefoxPolicySchema>,
+  options?: CachedPolicyOptions & { id?: string },
+) => CachedPolicy = policyMaker(FirefoxPolicySchema, "Firefox", "pol", (id) => `policy ${id}`);
 
 /** A sync engine on a temp node with the real enforcers; collects compliance reports. */
 export async function engineFor(
@@ -121,4 +156,56 @@ export function agentPolicyClient(
   cert: { certPem: string; keyPem: string },
 ): PolicyClient {
   return createPolicyClient("localhost", server.policyPort, { ...cert, caPem: server.ctx.ca.certPem });
+}
+
+/**
+ * A sync engine (as {@linkcode engineFor}) whose managed files a real TamperWatcher guards, wired as the
+ * agent wires them: the engine tells the watcher its own writes and what it manages, a tamper asks for a
+ * sync. `onTamper` replaces the default reaction, which records each event once the restoring sync ran.
+ */
+export async function watchedEngine(
+  node: TempNode,
+  options: {
+    extra?: Partial<SyncEngineOptions>;
+    settleMs?: number;
+    onTamper?: (event: TamperEvent, engine: SyncEngine) => Promise<void>;
+  } = {},
+): Promise<Awaited<ReturnType<typeof engineFor>> & { watcher: TamperWatcher; events: TamperEvent[] }> {
+  const events: TamperEvent[] = [];
+  // deno-lint-ignore prefer-const
+  let watcher: TamperWatcher;
+  const made = await engineFor(node, {
+    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
+    onSynced: (summary) => watcher.setWatched(summary.managed),
+    ...options.extra,
+  });
+  const { engine, managed } = made;
+  watcher = new TamperWatcher({
+    fs: node.fs,
+    logger: SILENT_LOGGER,
+    settleMs: options.settleMs,
+    verify: (path) => managed.verify(node.fs, path),
+    onTamper: options.onTamper
+      ? (event) => options.onTamper!(event, engine)
+      : (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
+  });
+  return { ...made, watcher, events };
+}
+
+/**
+ * Waits (up to 30 s) until `tampered()` says the edit was seen and the file at host path `path` reads `text`
+ * again; the caller then asserts both.
+ */
+export async function untilRestored(
+  engine: SyncEngine,
+  path: string,
+  text: string,
+  tampered: () => boolean,
+): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    await engine.idle();
+    if (tampered() && (await Deno.readTextFile(path)) === text) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }

@@ -6,14 +6,12 @@
  * INAPPLICABLE, no policy → no side effect.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { KconfigPolicySchema, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
-import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { TamperWatcher } from "../../agent/tamper.ts";
 import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
 import { parseKconfigFile } from "../../shared/kconfig_format.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, policyMaker, type TempNode, tempNode, untilRestored, watchedEngine } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
@@ -23,23 +21,7 @@ if (!haveReader) {
   );
 }
 
-let counter = 0;
-function kconfigPolicy(
-  init: MessageInitShape<typeof KconfigPolicySchema>,
-  options: { priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(KconfigPolicySchema, init);
-  const id = `kconfig-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Kconfig",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(KconfigPolicySchema, message),
-    typed: message,
-  };
-}
+const kconfigPolicy = policyMaker(KconfigPolicySchema, "Kconfig", "kconfig");
 
 async function kdeNode(): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });
@@ -274,19 +256,14 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
     await Deno.mkdir(`${node.root}/etc/xdg`, { recursive: true });
     await Deno.writeTextFile(`${node.root}/etc/xdg/kwinrc`, original);
     const events: string[] = [];
-    const { engine, managed } = await engineFor(node, {
-      onSynced: (summary) => watcher!.setWatched(summary.managed),
-      onOwnWrite: (path, phase) => watcher!.ownWrite(path, phase),
-    });
-    watcher = new TamperWatcher({
-      fs: node.fs,
-      logger: SILENT_LOGGER,
-      verify: (path) => managed.verify(node.fs, path),
-      onTamper: (event) => {
+    const watched = await watchedEngine(node, {
+      onTamper: (event, engine) => {
         events.push(event.path);
         return engine.requestSync();
       },
     });
+    watcher = watched.watcher;
+    const { engine } = watched;
     const p = kconfigPolicy({
       entries: [{
         file: "kwinrc",
@@ -303,12 +280,7 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
     assert.match(written, /\[Windows\]\[\$i\]\nBorderlessMaximizedWindows=true/);
 
     await Deno.writeTextFile(path, "[Windows]\nBorderlessMaximizedWindows=false\n");
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      await engine.idle();
-      if (events.length && (await Deno.readTextFile(path)) === written) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await untilRestored(engine, path, written, () => events.length > 0);
     assert.deepEqual(events, ["/etc/xdg/kwinrc"]);
     assert.equal(await Deno.readTextFile(path), written);
 

@@ -6,7 +6,7 @@
  * namespace) answers pkcheck as the rules say and pkaction lists the catalogue's actions.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { POLKIT_MARKER, polkitFileName, renderPolkitRules } from "../../shared/polkit_js.ts";
 import { pkcheckAs, pkcheckSubject, polkitEnforcer } from "../../agent/enforcers/polkit.ts";
@@ -14,26 +14,10 @@ import { checkPolkitScript, PolkitScriptError } from "../../agent/enforcers/polk
 import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, policyMaker, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof PolkitPolicySchema>,
-  options: { id?: string; priority?: number; typed?: boolean; content?: string; name?: string } = {},
-): CachedPolicy {
-  const message = create(PolkitPolicySchema, init);
-  const id = options.id ?? `pk-${++counter}`;
-  return {
-    id,
-    name: options.name ?? `polkit ${id}`,
-    type: "Polkit",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: options.content ?? toJsonString(PolkitPolicySchema, message),
-    typed: options.typed === false ? undefined : message,
-  };
-}
+const policy = policyMaker(PolkitPolicySchema, "Polkit", "pk", (id) => `polkit ${id}`);
 
 async function polkitNode(): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });

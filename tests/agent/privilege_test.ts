@@ -8,7 +8,7 @@
  * file back and reports visudo's words.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { PrivilegePolicySchema } from "../../shared/gen/svc/policy/v1/privilege_pb.ts";
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { privilegeEnforcer } from "../../agent/enforcers/privilege.ts";
@@ -19,30 +19,14 @@ import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { POLKIT_ADMIN_RULES_PATH } from "../../shared/polkit_js.ts";
 import { SUDOERS_PATH } from "../../shared/privilege_rules.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, policyMaker, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS, SUDOERS_HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 import type { PrivilegeStepResult } from "../helpers/privilege_child.ts";
 
 const HAS_VISUDO = (await new Runner().which("visudo")) !== undefined;
 if (!HAS_VISUDO) console.warn("privilege tests skipped: visudo is missing (apt-get install sudo)");
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof PrivilegePolicySchema>,
-  options: { id?: string; priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(PrivilegePolicySchema, init);
-  const id = options.id ?? `pv-${++counter}`;
-  return {
-    id,
-    name: options.name ?? `privilege ${id}`,
-    type: "Privilege",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(PrivilegePolicySchema, message),
-    typed: message,
-  };
-}
+const policy = policyMaker(PrivilegePolicySchema, "Privilege", "pv", (id) => `privilege ${id}`);
 
 const DEBIAN_SUDOERS =
   "Defaults\tenv_reset\nroot\tALL=(ALL:ALL) ALL\n%sudo\tALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n";

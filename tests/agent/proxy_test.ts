@@ -10,13 +10,20 @@
  * 0644 and holds no credentials (the rules refuse them).
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { ProxyPolicySchema } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
 import { parseEnvironment } from "../../agent/enforcers/proxy/system_files.ts";
-import { engineFor, firefoxPolicy, readFirefoxFile, type TempNode, tempNode } from "./helpers.ts";
+import {
+  engineFor,
+  firefoxPolicy,
+  policyMaker,
+  readFirefoxFile,
+  type TempNode,
+  tempNode,
+} from "./helpers.ts";
 
 const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";
 const have = async (cmd: string) =>
@@ -35,23 +42,7 @@ const ORIGINAL_ENV = 'LANG=C.UTF-8\nhttp_proxy="http://old.example:1/"\n';
 const ORIGINAL_DNF =
   "[main]\ngpgcheck=1\nproxy=http://old.example:1\ninstallonly_limit=3\n\n[extra]\nproxy=http://repo.example:2\n";
 
-let counter = 0;
-function proxyPolicy(
-  init: MessageInitShape<typeof ProxyPolicySchema>,
-  options: { priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(ProxyPolicySchema, init);
-  const id = `proxy-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Proxy",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(ProxyPolicySchema, message),
-    typed: message,
-  };
-}
+const proxyPolicy = policyMaker(ProxyPolicySchema, "Proxy", "proxy");
 
 const MANUAL = {
   config: {

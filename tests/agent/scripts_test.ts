@@ -9,7 +9,7 @@
  * systemd.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type ScriptsPolicy,
   ScriptsPolicySchema,
@@ -30,7 +30,7 @@ import {
 import { unitBase } from "../../agent/enforcers/scripts/units.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, engineFor, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 interface TestCa {
@@ -82,15 +82,7 @@ async function signed(
     });
   }
   if (options.tamper !== undefined) message.scripts[0].body = options.tamper;
-  return {
-    id,
-    name: `scripts ${id}`,
-    type: "Scripts",
-    version,
-    priority: 0,
-    content: toJsonString(ScriptsPolicySchema, message),
-    typed: message,
-  };
+  return cachedPolicy(ScriptsPolicySchema, "Scripts", id, message, { name: `scripts ${id}`, version });
 }
 
 async function scriptsNode(ca: TestCa): Promise<TempNode> {
