@@ -3,6 +3,7 @@
  * original policies.json), an agent configuration pointing at it, and Firefox policies as the
  * sync engine caches them.
  */
+import assert from "node:assert/strict";
 import { create, type DescMessage, toJsonString } from "@bufbuild/protobuf";
 import { FirefoxPolicySchema } from "../../shared/gen/svc/policy/v1/firefox_pb.ts";
 import { type AgentConfig, buildAgentConfig } from "../../agent/config.ts";
@@ -11,7 +12,7 @@ import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import { ManagedFiles } from "../../agent/sync/managed_files.ts";
 import { SyncEngine, type SyncEngineOptions } from "../../agent/sync/engine.ts";
-import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
+import type { CachedPolicy, EnforcerIO, PolicyResult } from "../../agent/sync/types.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -161,13 +162,15 @@ export function agentPolicyClient(
 /**
  * A sync engine (as {@linkcode engineFor}) whose managed files a real TamperWatcher guards, wired as the
  * agent wires them: the engine tells the watcher its own writes and what it manages, a tamper asks for a
- * sync. `onTamper` replaces the default reaction, which records each event once the restoring sync ran.
+ * sync. `events` records each tamper once the restoring sync ran, or (`recordAtTamper`) as it is reported,
+ * before the sync is asked for; `onTamper` replaces both.
  */
 export async function watchedEngine(
   node: TempNode,
   options: {
     extra?: Partial<SyncEngineOptions>;
     settleMs?: number;
+    recordAtTamper?: boolean;
     onTamper?: (event: TamperEvent, engine: SyncEngine) => Promise<void>;
   } = {},
 ): Promise<Awaited<ReturnType<typeof engineFor>> & { watcher: TamperWatcher; events: TamperEvent[] }> {
@@ -187,6 +190,11 @@ export async function watchedEngine(
     verify: (path) => managed.verify(node.fs, path),
     onTamper: options.onTamper
       ? (event) => options.onTamper!(event, engine)
+      : options.recordAtTamper
+      ? (event) => {
+        events.push(event);
+        return engine.requestSync();
+      }
       : (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
   });
   return { ...made, watcher, events };
@@ -208,4 +216,50 @@ export async function untilRestored(
     if (tampered() && (await Deno.readTextFile(path)) === text) return;
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Hands the engine each of `contents` (protojson as a server that skipped validation would store it) as a
+ * policy `h0`, `h1`, ... of `type` in one snapshot, waits for the sync, and asserts the agent refused each.
+ */
+export async function assertHostileRefused(
+  engine: SyncEngine,
+  reports: Map<string, PolicyResult>,
+  type: string,
+  contents: Record<string, unknown>[],
+): Promise<void> {
+  contents.forEach((content, i) =>
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: { id: `h${i}`, name: `h${i}`, type, version: 1, priority: 0, content: JSON.stringify(content) },
+      snapshotComplete: i === contents.length - 1,
+    })
+  );
+  await engine.idle();
+  for (let i = 0; i < contents.length; i++) {
+    const r = reports.get(`h${i}`)!;
+    assert.equal(r.status, "ERROR", JSON.stringify(contents[i]));
+    assert.match(r.message, /rejected by the agent/);
+  }
+}
+
+/** An enforcer's IO on the node that fails the test if the enforcer writes or releases a file. */
+export function noWritesIO(node: TempNode, runner: Runner): EnforcerIO {
+  return {
+    fs: node.fs,
+    runner,
+    logger: SILENT_LOGGER,
+    config: node.config,
+    managedPaths: () => [],
+    writeManaged: () => Promise.reject(new Error("must not write")),
+    releaseManaged: () => Promise.reject(new Error("must not release")),
+  };
+}
+
+/** A temp node with KDE Plasma installed (its plasmashell marker), no Firefox and no original policies. */
+export async function kdeNode(): Promise<TempNode> {
+  const node = await tempNode({ firefox: false, original: null });
+  await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
+  await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+  return node;
 }

@@ -7,11 +7,20 @@
  */
 import assert from "node:assert/strict";
 import { KconfigPolicySchema, KconfigUrlAction } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
-import { SILENT_LOGGER } from "../../agent/log.ts";
 import { TamperWatcher } from "../../agent/tamper.ts";
 import { kconfigEnforcer } from "../../agent/enforcers/kconfig.ts";
 import { parseKconfigFile } from "../../shared/kconfig_format.ts";
-import { engineFor, policyMaker, type TempNode, tempNode, untilRestored, watchedEngine } from "./helpers.ts";
+import {
+  assertHostileRefused,
+  engineFor,
+  kdeNode,
+  noWritesIO,
+  policyMaker,
+  type TempNode,
+  tempNode,
+  untilRestored,
+  watchedEngine,
+} from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
@@ -22,13 +31,6 @@ if (!haveReader) {
 }
 
 const kconfigPolicy = policyMaker(KconfigPolicySchema, "Kconfig", "kconfig");
-
-async function kdeNode(): Promise<TempNode> {
-  const node = await tempNode({ firefox: false, original: null });
-  await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
-  await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
-  return node;
-}
 
 /** kreadconfig5 as a user session whose own config tries to override `userFiles`. */
 async function kread(
@@ -175,26 +177,7 @@ Deno.test("kconfig: hostile names forced past the server are refused by the agen
       { url_restrictions: [{ action: "KCONFIG_URL_ACTION_OPEN", host: "a,b" }] },
       { kcm_restrictions: ["kcm\n[x]"] },
     ];
-    hostile.forEach((content, i) =>
-      engine.handleEvent({
-        kind: "SNAPSHOT",
-        policy: {
-          id: `h${i}`,
-          name: `h${i}`,
-          type: "Kconfig",
-          version: 1,
-          priority: 0,
-          content: JSON.stringify(content),
-        },
-        snapshotComplete: i === hostile.length - 1,
-      })
-    );
-    await engine.idle();
-    for (let i = 0; i < hostile.length; i++) {
-      const r = reports.get(`h${i}`)!;
-      assert.equal(r.status, "ERROR", JSON.stringify(hostile[i]));
-      assert.match(r.message, /rejected by the agent/);
-    }
+    await assertHostileRefused(engine, reports, "Kconfig", hostile);
     assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined);
   } finally {
     await node.cleanup();
@@ -211,15 +194,7 @@ Deno.test("kconfig: a node without KDE reports INAPPLICABLE and nothing is writt
     assert.equal(reports.get(p.id)!.status, "INAPPLICABLE");
     assert.match(reports.get(p.id)!.message, /KDE Plasma is not installed/);
     assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined);
-    const result = await kconfigEnforcer.sync([], {
-      fs: node.fs,
-      runner: (await engineFor(node)).runner,
-      logger: SILENT_LOGGER,
-      config: node.config,
-      managedPaths: () => [],
-      writeManaged: () => Promise.reject(new Error("must not write")),
-      releaseManaged: () => Promise.reject(new Error("must not release")),
-    });
+    const result = await kconfigEnforcer.sync([], noWritesIO(node, (await engineFor(node)).runner));
     assert.deepEqual(result, { policies: [], changed: [] });
   } finally {
     await node.cleanup();
@@ -255,15 +230,9 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
     const original = "[Windows]\nBorderlessMaximizedWindows=false\n";
     await Deno.mkdir(`${node.root}/etc/xdg`, { recursive: true });
     await Deno.writeTextFile(`${node.root}/etc/xdg/kwinrc`, original);
-    const events: string[] = [];
-    const watched = await watchedEngine(node, {
-      onTamper: (event, engine) => {
-        events.push(event.path);
-        return engine.requestSync();
-      },
-    });
+    const watched = await watchedEngine(node, { recordAtTamper: true });
     watcher = watched.watcher;
-    const { engine } = watched;
+    const { engine, events } = watched;
     const p = kconfigPolicy({
       entries: [{
         file: "kwinrc",
@@ -281,7 +250,7 @@ Deno.test("kconfig: an original /etc/xdg file is backed up and put back; a tampe
 
     await Deno.writeTextFile(path, "[Windows]\nBorderlessMaximizedWindows=false\n");
     await untilRestored(engine, path, written, () => events.length > 0);
-    assert.deepEqual(events, ["/etc/xdg/kwinrc"]);
+    assert.deepEqual(events.map((e) => e.path), ["/etc/xdg/kwinrc"]);
     assert.equal(await Deno.readTextFile(path), written);
 
     engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
