@@ -12,6 +12,7 @@ import {
   createPolicy,
   domainServer,
   expectStatus,
+  putBinding,
   seedNode,
   setState,
 } from "./domain_helpers.ts";
@@ -45,10 +46,7 @@ dbTest("audit entries name objects and say what changed", async (db, t) => {
       const policy = await createPolicy(admin, { name: "Browser", type: "Firefox" });
       await setState(admin, policy.id, "released");
       const binding = await bind(admin, policy.id, lab);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { priority: 10, state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { priority: 10, state: "enabled" });
       const entry = await latest("update", "binding");
       assert.equal(entry.resource_name, "Browser → lab");
       assert.deepEqual(entry.details.changes, {

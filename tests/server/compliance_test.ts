@@ -10,6 +10,7 @@ import {
   createPolicy,
   domainServer,
   expectStatus,
+  putBinding,
   report,
   seedNode,
   setState,
@@ -119,10 +120,7 @@ dbTest("compliance views count only results whose policy still reaches the node"
     });
 
     await t.step("disabling a binding or archiving a policy removes its results from the views", async () => {
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${labBinding}`, { state: "disabled" }),
-        200,
-      );
+      await putBinding(admin, labBinding, { state: "disabled" });
       await setState(admin, screen.id, "archived");
       const list = expectStatus(await admin.request("GET", "/api/v1/compliance"), 200);
       assert.equal(list.total, 2);

@@ -16,6 +16,7 @@ import {
   createPolicy,
   domainServer,
   expectStatus,
+  putBinding,
   report,
   seedNode,
   setState,
@@ -162,10 +163,7 @@ dbTest(
       });
 
       await t.step("a result stops counting once its policy no longer reaches the node", async () => {
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${screenBinding}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, screenBinding, { state: "disabled" });
         const summary = expectStatus(await admin.request("GET", SUMMARY), 200);
         assert.deepEqual(summary.compliance.results, {
           compliant: 2,

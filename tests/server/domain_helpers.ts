@@ -82,6 +82,12 @@ export async function bind(
   return binding.id;
 }
 
+/** Changes a binding over HTTP (`state`, `priority`; must succeed) and returns it. */
+// deno-lint-ignore no-explicit-any
+export async function putBinding(client: TestClient, id: string, body: unknown): Promise<any> {
+  return expectStatus(await client.request("PUT", `/api/v1/policy-bindings/${id}`, body), 200);
+}
+
 /** Inserts a node directly (enrollment is another area); returns its id. */
 export async function seedNode(
   q: Queryable,

@@ -11,6 +11,7 @@ import {
   createPolicy,
   domainServer,
   expectStatus,
+  putBinding,
   setState,
 } from "./domain_helpers.ts";
 
@@ -83,16 +84,10 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
           refused.error.message,
           /cannot move policy to draft: 1 enabled binding\(s\) exist; disable them first/,
         );
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, binding, { state: "disabled" });
         assert.equal(expectStatus(await state("draft"), 200).state, "draft");
         await setState(admin, policy.id, "released");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-          200,
-        );
+        await putBinding(admin, binding, { state: "enabled" });
       },
     );
 
@@ -112,10 +107,7 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
         const [b] =
           expectStatus(await admin.request("GET", `/api/v1/policy-bindings?policy_id=${policy.id}`), 200)
             .items;
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${b.id}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, b.id, { state: "disabled" });
         assert.equal(expectStatus(await state("draft"), 200).state, "draft");
       },
     );
@@ -355,10 +347,7 @@ dbTest("deprecation and deletion", async (db, t) => {
         const binding = await bind(admin, old.id, group, { enabled: true });
         const refused = expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 409);
         assert.match(refused.error.message, /cannot delete policy: 1 enabled binding\(s\) exist/);
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, binding, { state: "disabled" });
         expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 204);
         expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 404);
         expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 404);

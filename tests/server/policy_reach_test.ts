@@ -12,6 +12,7 @@ import {
   createPolicy,
   domainServer,
   expectStatus,
+  putBinding,
   report,
   seedNode,
   setState,
@@ -67,32 +68,20 @@ dbTest(
       );
 
       await t.step("enabling and disabling bindings", async () => {
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${screenLab}`, { state: "enabled" }),
-          200,
-        );
+        await putBinding(admin, screenLab, { state: "enabled" });
         assert.deepEqual(await pairs(db, screen.id), { n2: 1, n3: 1 });
         await assertConsistent(db, "enabling screen → lab");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${browserOffice}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, browserOffice, { state: "disabled" });
         assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
         await assertConsistent(db, "disabling browser → office");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${browserOffice}`, { priority: 5 }),
-          200,
-        );
+        await putBinding(admin, browserOffice, { priority: 5 });
         await assertConsistent(db, "a priority change");
       });
 
       await t.step("releasing and archiving policies", async () => {
         await setState(admin, draft.id, "released");
         assert.deepEqual(await pairs(db, draft.id), {});
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${draftOffice}`, { state: "enabled" }),
-          200,
-        );
+        await putBinding(admin, draftOffice, { state: "enabled" });
         assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1 });
         await assertConsistent(db, "releasing draft and enabling its binding");
         await setState(admin, browser.id, "archived");

@@ -20,7 +20,7 @@ import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
 import { dbTest } from "../helpers/db.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { createLogger } from "../../server/core/log.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus } from "./domain_helpers.ts";
+import { bind, createGroup, createPolicy, domainServer, expectStatus, putBinding } from "./domain_helpers.ts";
 
 const SCRIPTS = JSON.stringify({
   scripts: [{ name: "hello", trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP", body: "echo hello\n" }],
@@ -252,14 +252,8 @@ dbTest(
         "SELECT id FROM policy_bindings WHERE policy_id = $1",
         [helpdesk.id],
       ))[0].id;
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${allowBinding}`, { state: "enabled" }),
-        200,
-      );
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, allowBinding, { state: "enabled" });
+      await putBinding(admin, binding, { state: "enabled" });
       const rows = await db.query<{ action: string; details: unknown }>(
         `SELECT action, details FROM audit_logs WHERE resource_id = $1 AND action = 'policy.state_change' ORDER BY id`,
         [revoke.id],

@@ -24,7 +24,7 @@ import {
   subscribe,
 } from "../helpers/agents.ts";
 import type { TestClient } from "../helpers/app.ts";
-import { expectStatus } from "./domain_helpers.ts";
+import { putBinding } from "./domain_helpers.ts";
 import {
   assertReachConsistent,
   pendingRefreshes,
@@ -78,10 +78,7 @@ dbTest(
     await withServer(info, async (server, admin) => {
       const db = server.ctx.db;
       const { group, early, stream, policy, binding } = await fleet(server, 120);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { state: "enabled" });
       // The agent has the change at its commit: snapshots read the binding tables, not the lagging model.
       assert.deepEqual((await stream.nextSnapshot()).policies.map((p) => p?.id), [policy]);
       assert.equal(await pendingRefreshes(db), 1);
@@ -108,7 +105,7 @@ dbTest(
       await reportOn(late, policy, ComplianceStatus.NON_COMPLIANT);
       assert.equal((await resultsOf(server, late.nodeId)).non_compliant, 1);
       // And another admin change: a priority change of the same binding reaches the agents.
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { priority: 9 }), 200);
+      await putBinding(admin, binding, { priority: 9 });
       assert.equal((await stream.nextSnapshot()).policies[0]?.priority, 9);
       assert.equal(await pendingRefreshes(db), 1, "all of it happened while the catch-up was under way");
 
@@ -130,10 +127,7 @@ dbTest(
     await withServer(info, async (server, admin) => {
       const db = server.ctx.db;
       const { group, early, stream, policy, binding } = await fleet(server, 120);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { state: "enabled" });
       await stream.nextSnapshot();
       let opened = () => {};
       const batchOpen = new Promise<void>((resolve) => opened = resolve);
@@ -151,7 +145,7 @@ dbTest(
         // The batch has written its pairs and holds 40 nodes' locks, uncommitted. Meanwhile:
         const during = await enrollAgent(server, { name: "during", groupId: group });
         await reportOn(during, policy, ComplianceStatus.COMPLIANT);
-        expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { priority: 3 }), 200);
+        await putBinding(admin, binding, { priority: 3 });
         const other = await releasedPolicy(db, { name: "other" });
         await bind(db, other, group);
         assert.equal(await pendingRefreshes(db), 2, "both changes still queued while the batch is open");

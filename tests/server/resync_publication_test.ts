@@ -14,6 +14,7 @@ import {
   domainServer,
   expectStatus,
   hubEvents,
+  putBinding,
   seedNode,
   setState,
 } from "./domain_helpers.ts";
@@ -48,16 +49,16 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     });
 
     await t.step("enabling and disabling a binding publish for its group", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${ab}`, { state: "enabled" }), 200);
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "enabled" }), 200);
+      await putBinding(admin, ab, { state: "enabled" });
+      await putBinding(admin, bb, { state: "enabled" });
       await published([[a], [b]], "enable");
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "enabled" }), 200);
+      await putBinding(admin, bb, { state: "enabled" });
       await published([], "a no-op update publishes nothing");
     });
 
     await t.step("a priority change publishes for an enabled binding only", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${ab}`, { priority: 7 }), 200);
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${cb}`, { priority: 7 }), 200);
+      await putBinding(admin, ab, { priority: 7 });
+      await putBinding(admin, cb, { priority: 7 });
       await published([[a]], "priority change");
     });
 
@@ -91,7 +92,7 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     });
 
     await t.step("disable and delete of bindings", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "disabled" }), 200);
+      await putBinding(admin, bb, { state: "disabled" });
       await published([[b]], "disable");
       expectStatus(await admin.request("DELETE", `/api/v1/policy-bindings/${cb}`), 204);
       await published([], "deleting a disabled binding");

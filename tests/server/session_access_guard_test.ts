@@ -6,7 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, setState } from "./domain_helpers.ts";
+import {
+  bind,
+  createGroup,
+  createPolicy,
+  domainServer,
+  expectStatus,
+  putBinding,
+  setState,
+} from "./domain_helpers.ts";
 
 const rule = (
   users: string[],
@@ -87,13 +95,10 @@ dbTest(
         await admin.request("PUT", `/api/v1/policy-bindings/${daysBinding}`, { state: "enabled" }),
         409,
       );
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${daysBinding}`, {
-          state: "enabled",
-          lockout_reason: "the evening policy for carol follows at once",
-        }),
-        200,
-      );
+      await putBinding(admin, daysBinding, {
+        state: "enabled",
+        lockout_reason: "the evening policy for carol follows at once",
+      });
       // carol covers 19:00–09:00, alice and bob 08:00–20:00: someone may always log in, no reason needed.
       await bind(admin, carol.id, group, { enabled: true });
 
@@ -165,13 +170,10 @@ dbTest(
       );
       assert.match(bad.error.message, /root is never restricted/);
 
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${sundayBinding}`, {
-          state: "enabled",
-          lockout_reason: "the lab is closed on Sunday evenings",
-        }),
-        200,
-      );
+      await putBinding(admin, sundayBinding, {
+        state: "enabled",
+        lockout_reason: "the lab is closed on Sunday evenings",
+      });
       const [bindingAudit] = await db.query<{ details: unknown }>(
         `SELECT details FROM audit_logs WHERE resource_type = 'binding' AND resource_id = $1 ORDER BY id DESC LIMIT 1`,
         [sundayBinding],
