@@ -6,16 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  putBinding,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 interface Entry {
   action: string;
@@ -27,7 +19,7 @@ interface Entry {
 }
 
 dbTest("audit entries name objects and say what changed", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
     const latest = async (action: string, resourceType?: string): Promise<Entry> => {
       const q = new URLSearchParams({
@@ -39,13 +31,13 @@ dbTest("audit entries name objects and say what changed", async (db, t) => {
       assert.ok(page.items.length, `an entry for ${action}`);
       return page.items[0];
     };
-    const lab = await createGroup(admin, "lab");
+    const lab = await domain.createGroup(admin, "lab");
     let node = "";
 
     await t.step("binding priority and state: from → to, named policy → group", async () => {
-      const policy = await createPolicy(admin, { name: "Browser", type: "Firefox" });
-      await setState(admin, policy.id, "released");
-      const binding = await bind(admin, policy.id, lab);
+      const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox" });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, lab);
       await putBinding(admin, binding, { priority: 10, state: "enabled" });
       const entry = await latest("update", "binding");
       assert.equal(entry.resource_name, "Browser → lab");
@@ -56,7 +48,7 @@ dbTest("audit entries name objects and say what changed", async (db, t) => {
     });
 
     await t.step("a draft edit names the settings added, removed and changed, and the rename", async () => {
-      const draft = await createPolicy(admin, {
+      const draft = await domain.createPolicy(admin, {
         name: "Draft",
         type: "Firefox",
         content: JSON.stringify({ DisableTelemetry: true, DisablePocket: true }),
@@ -85,7 +77,7 @@ dbTest("audit entries name objects and say what changed", async (db, t) => {
       expectStatus(await admin.request("PUT", `/api/v1/node-groups/${lab}`, { name: "lab-2" }), 200);
       const rename = await latest("update", "node_group");
       assert.deepEqual(rename.details.changes, { name: { from: "lab", to: "lab-2" } });
-      node = await seedNode(db, { name: "ws-17" });
+      node = await domain.seedNode(db, { name: "ws-17" });
       expectStatus(
         await admin.request("POST", `/api/v1/node-groups/${lab}/members`, { node_ids: [node] }),
         200,
@@ -124,7 +116,7 @@ dbTest("audit entries name objects and say what changed", async (db, t) => {
     });
 
     await t.step("an edit that changes nothing records no changes", async () => {
-      const g = await createGroup(admin, "same");
+      const g = await domain.createGroup(admin, "same");
       expectStatus(await admin.request("PUT", `/api/v1/node-groups/${g}`, { name: "same" }), 200);
       const entry = await latest("update", "node_group");
       assert.equal(entry.details.changes, undefined);

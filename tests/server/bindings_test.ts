@@ -6,15 +6,16 @@ import assert from "node:assert/strict";
 import { updateBinding } from "../../server/domain/bindings.ts";
 import { changePolicyState } from "../../server/domain/policies.ts";
 import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, setState } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 dbTest(
   "binding lifecycle: created disabled, enabled only for released policies, disabled, deleted",
   async (db, t) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const group = await createGroup(admin, "office");
-      const policy = await createPolicy(admin, { name: "p" });
+      const group = await domain.createGroup(admin, "office");
+      const policy = await domain.createPolicy(admin, { name: "p" });
       let bindingId = "";
       const put = (body: unknown) => admin.request("PUT", `/api/v1/policy-bindings/${bindingId}`, body);
 
@@ -49,14 +50,14 @@ dbTest(
           draft.error.message,
           /only be enabled when its policy is released \(current policy state: draft\)/,
         );
-        await setState(admin, policy.id, "released");
-        await setState(admin, policy.id, "archived");
+        await domain.setState(admin, policy.id, "released");
+        await domain.setState(admin, policy.id, "archived");
         assert.match(
           expectStatus(await put({ state: "enabled" }), 409).error.message,
           /current policy state: archived/,
         );
-        await setState(admin, policy.id, "draft");
-        await setState(admin, policy.id, "released");
+        await domain.setState(admin, policy.id, "draft");
+        await domain.setState(admin, policy.id, "released");
       });
 
       await t.step("disabled → enabled for a released policy; enabled → disabled", async () => {
@@ -103,8 +104,8 @@ dbTest(
       });
 
       await t.step("list filters and default order (highest priority first)", async () => {
-        const other = await createGroup(admin, "lab");
-        await bind(admin, policy.id, other, { priority: 100 });
+        const other = await domain.createGroup(admin, "lab");
+        await domain.bind(admin, policy.id, other, { priority: 100 });
         const list = expectStatus(
           await admin.request("GET", `/api/v1/policy-bindings?policy_id=${policy.id}`),
           200,
@@ -153,13 +154,13 @@ dbTest(
 );
 
 dbTest("enabling a binding and moving its policy to draft cannot both win a race", async (db) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "g");
+    const group = await domain.createGroup(admin, "g");
     for (let round = 0; round < 10; round++) {
-      const policy = await createPolicy(admin, { name: `race-${round}` });
-      await setState(admin, policy.id, "released");
-      const binding = await bind(admin, policy.id, group);
+      const policy = await domain.createPolicy(admin, { name: `race-${round}` });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, group);
       const results = await Promise.allSettled([
         db.transaction((tx) => updateBinding(tx, binding, { state: "enabled" })),
         db.transaction((tx) => changePolicyState(tx, policy.id, "draft")),

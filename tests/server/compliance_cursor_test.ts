@@ -5,32 +5,24 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 dbTest("the compliance list pages by cursor through the same rows as by page number", async (db) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "fleet");
+    const group = await domain.createGroup(admin, "fleet");
     const policies = [];
     for (const name of ["browser", "screen"]) {
-      const p = await createPolicy(admin, { name });
-      await setState(admin, p.id, "released");
-      await bind(admin, p.id, group, { enabled: true });
+      const p = await domain.createPolicy(admin, { name });
+      await domain.setState(admin, p.id, "released");
+      await domain.bind(admin, p.id, group, { enabled: true });
       policies.push(p.id);
     }
     const nodes = [];
-    for (let i = 0; i < 6; i++) nodes.push(await seedNode(db, { name: `pc-${i}`, groups: [group] }));
+    for (let i = 0; i < 6; i++) nodes.push(await domain.seedNode(db, { name: `pc-${i}`, groups: [group] }));
     for (const [i, n] of nodes.entries()) {
-      for (const p of policies) await report(db, n, p, i % 3 === 0 ? "non_compliant" : "compliant");
+      for (const p of policies) await domain.report(db, n, p, i % 3 === 0 ? "non_compliant" : "compliant");
     }
     // Three distinct times, four results on each (ties broken by the pair), microseconds apart.
     await db.query(
@@ -38,8 +30,8 @@ dbTest("the compliance list pages by cursor through the same rows as by page num
          + (abs(hashtext(node_id::text)) % 3) * interval '1 microsecond'`,
     );
     // A result of a policy that no longer reaches its node is not listed.
-    const gone = await createPolicy(admin, { name: "gone" });
-    await report(db, nodes[0], gone.id, "error");
+    const gone = await domain.createPolicy(admin, { name: "gone" });
+    await domain.report(db, nodes[0], gone.id, "error");
 
     for (
       const query of ["", "&status=compliant", "&sort=reported_at&order=asc", "&sort=reported_at&order=desc"]

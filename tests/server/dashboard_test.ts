@@ -10,17 +10,8 @@ import type { Db, Queryable } from "../../server/db/db.ts";
 import { dashboardSummary } from "../../server/domain/dashboard.ts";
 import { fleetSummary } from "../../server/domain/compliance.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  putBinding,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const SUMMARY = "/api/v1/dashboard/summary";
 
@@ -54,7 +45,7 @@ function counting(db: Db): { db: Db; count: () => number } {
 dbTest(
   "the dashboard summary counts the fleet and shows each section only with its permission",
   async (db, t) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
       await t.step("an empty fleet gives zeros in every section, not missing keys", async () => {
         const summary = expectStatus(await admin.request("GET", SUMMARY), 200);
@@ -73,15 +64,15 @@ dbTest(
         assert.deepEqual(summary.bindings, { enabled: 0, disabled: 0, total: 0 });
       });
 
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
-      const a = await seedNode(db, { name: "a", status: "online", groups: [office] });
-      const b = await seedNode(db, { name: "b", status: "online", groups: [office, lab] });
-      const c = await seedNode(db, { name: "c", status: "offline", groups: [lab] });
-      const d = await seedNode(db, { name: "d", status: "degraded" });
-      const e = await seedNode(db, { name: "e", status: "unknown" });
-      const f = await seedNode(db, { name: "f", status: "offline" });
-      const g = await seedNode(db, { name: "g", status: "offline", serials: ["0a1b2c"] });
+      const office = await domain.createGroup(admin, "office");
+      const lab = await domain.createGroup(admin, "lab");
+      const a = await domain.seedNode(db, { name: "a", status: "online", groups: [office] });
+      const b = await domain.seedNode(db, { name: "b", status: "online", groups: [office, lab] });
+      const c = await domain.seedNode(db, { name: "c", status: "offline", groups: [lab] });
+      const d = await domain.seedNode(db, { name: "d", status: "degraded" });
+      const e = await domain.seedNode(db, { name: "e", status: "unknown" });
+      const f = await domain.seedNode(db, { name: "f", status: "offline" });
+      const g = await domain.seedNode(db, { name: "g", status: "offline", serials: ["0a1b2c"] });
       await expiresIn(db, a, "3 days");
       await expiresIn(db, b, "20 days");
       // c keeps the seeded 90 days, a fresh agent certificate.
@@ -95,29 +86,29 @@ dbTest(
         [g],
       );
 
-      const browser = await createPolicy(admin, { name: "browser" });
-      const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-      const labOnly = await createPolicy(admin, { name: "lab-only", type: "Polkit" });
-      const draft = await createPolicy(admin, { name: "draft" });
-      const old = await createPolicy(admin, { name: "old", type: "Dconf" });
-      for (const p of [browser, screen, labOnly, old]) await setState(admin, p.id, "released");
-      await bind(admin, browser.id, office, { enabled: true });
-      const screenBinding = await bind(admin, screen.id, office, { enabled: true });
-      await bind(admin, labOnly.id, lab, { enabled: true });
-      await bind(admin, labOnly.id, office);
-      await bind(admin, old.id, office, { enabled: true });
-      await setState(admin, old.id, "archived");
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+      const labOnly = await domain.createPolicy(admin, { name: "lab-only", type: "Polkit" });
+      const draft = await domain.createPolicy(admin, { name: "draft" });
+      const old = await domain.createPolicy(admin, { name: "old", type: "Dconf" });
+      for (const p of [browser, screen, labOnly, old]) await domain.setState(admin, p.id, "released");
+      await domain.bind(admin, browser.id, office, { enabled: true });
+      const screenBinding = await domain.bind(admin, screen.id, office, { enabled: true });
+      await domain.bind(admin, labOnly.id, lab, { enabled: true });
+      await domain.bind(admin, labOnly.id, office);
+      await domain.bind(admin, old.id, office, { enabled: true });
+      await domain.setState(admin, old.id, "archived");
 
-      await report(db, a, browser.id, "compliant");
-      await report(db, a, screen.id, "non_compliant");
-      await report(db, b, browser.id, "compliant");
-      await report(db, b, labOnly.id, "error");
-      await report(db, c, labOnly.id, "inapplicable");
+      await domain.report(db, a, browser.id, "compliant");
+      await domain.report(db, a, screen.id, "non_compliant");
+      await domain.report(db, b, browser.id, "compliant");
+      await domain.report(db, b, labOnly.id, "error");
+      await domain.report(db, c, labOnly.id, "inapplicable");
       // Stale results: an archived policy, a node outside the group, a disabled binding, a draft.
-      await report(db, a, old.id, "compliant");
-      await report(db, d, browser.id, "non_compliant");
-      await report(db, a, labOnly.id, "error");
-      await report(db, a, draft.id, "error");
+      await domain.report(db, a, old.id, "compliant");
+      await domain.report(db, d, browser.id, "non_compliant");
+      await domain.report(db, a, labOnly.id, "error");
+      await domain.report(db, a, draft.id, "error");
 
       await t.step("every section with every permission, each count right", async () => {
         const summary = expectStatus(await admin.request("GET", SUMMARY), 200);
@@ -208,7 +199,7 @@ dbTest(
         const all = { nodes: true, certificates: true, compliance: true, policies: true, bindings: true };
         const before = counting(db);
         await dashboardSummary(before.db, all);
-        for (let i = 0; i < 40; i++) await seedNode(db, { name: `bulk-${i}`, groups: [office] });
+        for (let i = 0; i < 40; i++) await domain.seedNode(db, { name: `bulk-${i}`, groups: [office] });
         const after = counting(db);
         const summary = await dashboardSummary(after.db, all);
         assert.equal(summary.nodes!.total, 47);

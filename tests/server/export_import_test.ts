@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import type { TestClient } from "../helpers/app.ts";
 import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, setState } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const POLICIES: { name: string; type: string; content: unknown; description?: string }[] = [
   {
@@ -71,15 +72,15 @@ const POLICIES: { name: string; type: string; content: unknown; description?: st
 ];
 
 async function seed(admin: TestClient): Promise<void> {
-  const office = await createGroup(admin, "office");
-  const lab = await createGroup(admin, "lab");
+  const office = await domain.createGroup(admin, "office");
+  const lab = await domain.createGroup(admin, "lab");
   const ids: string[] = [];
   for (const p of POLICIES) {
-    ids.push((await createPolicy(admin, { ...p, content: JSON.stringify(p.content) })).id);
+    ids.push((await domain.createPolicy(admin, { ...p, content: JSON.stringify(p.content) })).id);
   }
-  await bind(admin, ids[0], office, { priority: 10 });
-  await bind(admin, ids[0], lab, { priority: -3 });
-  await bind(admin, ids[4], lab);
+  await domain.bind(admin, ids[0], office, { priority: 10 });
+  await domain.bind(admin, ids[0], lab, { priority: -3 });
+  await domain.bind(admin, ids[4], lab);
 }
 
 async function exportText(admin: TestClient, query: string): Promise<string> {
@@ -100,7 +101,7 @@ async function wipe(admin: TestClient): Promise<void> {
 }
 
 dbTest("export → import → export is byte-identical, in YAML and JSON", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
     await seed(admin);
     for (const format of ["yaml", "json"]) {
@@ -171,14 +172,18 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
     await t.step(
       "a policy of an unknown type is exported as stored and never blocks the export or its import",
       async () => {
-        const future = await createPolicy(admin, {
+        const future = await domain.createPolicy(admin, {
           name: "future",
           type: "FutureType",
           content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
         });
-        await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
-        const groupId = await createGroup(admin, "future-group");
-        await bind(admin, future.id, groupId);
+        await domain.createPolicy(admin, {
+          name: "future text",
+          type: "FutureType",
+          content: "not json at all",
+        });
+        const groupId = await domain.createGroup(admin, "future-group");
+        await domain.bind(admin, future.id, groupId);
         for (const format of ["yaml", "json"]) {
           const first = await exportText(admin, `include_bindings=true&format=${format}`);
           const docs = format === "json" ? JSON.parse(first) : undefined;
@@ -215,13 +220,17 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
           assert.match(refused[0].message, /policy type "FutureType" is unknown to this server/);
           const knownOnly = await exportText(admin, `include_bindings=true&format=${format}`);
           assert.ok(!knownOnly.includes("FutureType"));
-          const recreated = await createPolicy(admin, {
+          const recreated = await domain.createPolicy(admin, {
             name: "future",
             type: "FutureType",
             content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
           });
-          await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
-          await bind(admin, recreated.id, groupId);
+          await domain.createPolicy(admin, {
+            name: "future text",
+            type: "FutureType",
+            content: "not json at all",
+          });
+          await domain.bind(admin, recreated.id, groupId);
           assert.equal(await exportText(admin, `include_bindings=true&format=${format}`), first);
         }
       },
@@ -232,9 +241,9 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
 });
 
 dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissions", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    await createGroup(admin, "office");
+    await domain.createGroup(admin, "office");
     const doc = (name: string, content: unknown = { DisableTelemetry: true }, type = "Firefox") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: ${name}\n  displayName: ${name}\nspec:\n  type: ${type}\n  content: ${
         JSON.stringify(content)
@@ -317,7 +326,7 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
       );
       assert.match(retype.error.message, /types never change/);
       const [c] = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=c"), 200).items;
-      await setState(admin, c.id, "released");
+      await domain.setState(admin, c.id, "released");
       const released = expectStatus(
         await importBundle(admin, doc("c", { DisableTelemetry: true }), "on_conflict=new-version"),
         422,
@@ -343,7 +352,7 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
 });
 
 dbTest("import refuses hostile bundles with a message naming the problem", async (db) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
     const policy = (extra = "", content = "{DisableTelemetry: true}") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  type: Firefox\n  content: ${content}\n${extra}`;

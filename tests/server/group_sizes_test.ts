@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
 import { foldGroupSizes } from "../../server/domain/node_groups.ts";
 import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 /** Sizes as the lists read them, and as counted from the memberships. */
 async function sizes(q: Queryable): Promise<{ kept: string[]; counted: string[] }> {
@@ -30,19 +31,21 @@ async function assertSizes(q: Queryable, label: string): Promise<void> {
 dbTest(
   "group sizes follow members added, removed, nodes and groups deleted, and survive folding",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
+      const office = await domain.createGroup(admin, "office");
+      const lab = await domain.createGroup(admin, "lab");
       const nodes = [];
-      for (let i = 0; i < 5; i++) nodes.push(await seedNode(db, { name: `pc-${i}`, groups: [office] }));
+      for (let i = 0; i < 5; i++) {
+        nodes.push(await domain.seedNode(db, { name: `pc-${i}`, groups: [office] }));
+      }
       expectStatus(
         await admin.request("POST", `/api/v1/node-groups/${lab}/members`, { node_ids: nodes.slice(0, 3) }),
         200,
       );
       await assertSizes(db, "after adding");
-      const policy = await createPolicy(admin, { name: "browser" });
-      const binding = await bind(admin, policy.id, lab);
+      const policy = await domain.createPolicy(admin, { name: "browser" });
+      const binding = await domain.bind(admin, policy.id, lab);
       assert.equal(
         expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 200).node_count,
         3,

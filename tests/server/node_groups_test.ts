@@ -4,7 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
@@ -12,9 +13,9 @@ async function sha256Hex(text: string): Promise<string> {
 }
 
 dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "classroom");
+    const group = await domain.createGroup(admin, "classroom");
 
     await t.step("create, read, rename; names are unique and free of control characters", async () => {
       const read = expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}`), 200);
@@ -27,7 +28,7 @@ dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
         200,
       );
       assert.equal(renamed.name, "room-1");
-      await createGroup(admin, "room-2");
+      await domain.createGroup(admin, "room-2");
       const dup = expectStatus(
         await admin.request("PUT", `/api/v1/node-groups/${group}`, { name: "room-2" }),
         409,
@@ -37,8 +38,8 @@ dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
       assert.equal(bad.error.fields[0].field, "name");
     });
 
-    const node1 = await seedNode(db, { name: "pc-1" });
-    const node2 = await seedNode(db, { name: "pc-2" });
+    const node1 = await domain.seedNode(db, { name: "pc-1" });
+    const node2 = await domain.seedNode(db, { name: "pc-2" });
 
     await t.step("members: add (idempotent), list, unknown nodes refused, remove", async () => {
       const added = expectStatus(
@@ -72,8 +73,8 @@ dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
       const refused = expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409);
       assert.match(refused.error.message, /still has 0 binding\(s\) and 1 member\(s\).*force=true/);
       expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node1}`), 204);
-      const policy = await createPolicy(admin, { name: "p" });
-      await bind(admin, policy.id, group);
+      const policy = await domain.createPolicy(admin, { name: "p" });
+      await domain.bind(admin, policy.id, group);
       assert.match(
         expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409).error.message,
         /1 binding\(s\) and 0 member\(s\)/,
@@ -87,7 +88,7 @@ dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
     });
 
     await t.step("an empty group deletes without force", async () => {
-      const empty = await createGroup(admin, "empty");
+      const empty = await domain.createGroup(admin, "empty");
       expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${empty}`), 204);
     });
   } finally {
@@ -96,9 +97,9 @@ dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
 });
 
 dbTest("enrollment tokens: plaintext once, only the SHA-256 stored, valid 5 minutes", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "new-machines");
+    const group = await domain.createGroup(admin, "new-machines");
 
     await t.step("a token is 32 random bytes base64url, returned once with its expiry", async () => {
       const before = Date.now();

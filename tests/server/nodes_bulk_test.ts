@@ -6,7 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import { createGroup, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 interface Result {
   node_id: string;
@@ -20,18 +21,23 @@ interface Result {
 }
 
 dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const office = await createGroup(admin, "office");
-    const lab = await createGroup(admin, "lab");
-    const a = await seedNode(db, { name: "bulk-a", groups: [office], status: "online", serials: ["a1"] });
-    const b = await seedNode(db, {
+    const office = await domain.createGroup(admin, "office");
+    const lab = await domain.createGroup(admin, "lab");
+    const a = await domain.seedNode(db, {
+      name: "bulk-a",
+      groups: [office],
+      status: "online",
+      serials: ["a1"],
+    });
+    const b = await domain.seedNode(db, {
       name: "bulk-b",
       groups: [office, lab],
       status: "offline",
       serials: ["b1"],
     });
-    const c = await seedNode(db, { name: "bulk-c", groups: [], status: "online", serials: ["c1"] });
+    const c = await domain.seedNode(db, { name: "bulk-c", groups: [], status: "online", serials: ["c1"] });
     const ghost = crypto.randomUUID();
     const audit = async (action: string) =>
       await db.query<{ resource_name: string; outcome: string; details: Record<string, unknown> }>(

@@ -7,16 +7,8 @@ import assert from "node:assert/strict";
 import type { Db } from "../../server/db/db.ts";
 import { HUB_CHANNEL, type HubNotice } from "../../server/events/hub_notice.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 /** Collects hub notices delivered (i.e. committed) while `fn` runs. */
 async function notices(db: Db, fn: () => Promise<void>): Promise<HubNotice[]> {
@@ -33,10 +25,10 @@ async function notices(db: Db, fn: () => Promise<void>): Promise<HubNotice[]> {
 }
 
 dbTest("node list: filters, search, sort allow-list and pagination", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const lab = await createGroup(admin, "lab");
-    await seedNode(db, {
+    const lab = await domain.createGroup(admin, "lab");
+    await domain.seedNode(db, {
       name: "alpha",
       status: "online",
       os: "Debian",
@@ -44,7 +36,7 @@ dbTest("node list: filters, search, sort allow-list and pagination", async (db, 
       desktops: ["GNOME"],
       groups: [lab],
     });
-    await seedNode(db, {
+    await domain.seedNode(db, {
       name: "beta",
       status: "offline",
       os: "Fedora",
@@ -52,7 +44,7 @@ dbTest("node list: filters, search, sort allow-list and pagination", async (db, 
       desktops: ["KDE"],
       fqdn: "beta.corp.example",
     });
-    await seedNode(db, {
+    await domain.seedNode(db, {
       name: "gamma_1",
       status: "online",
       os: "Debian",
@@ -119,20 +111,20 @@ dbTest("node list: filters, search, sort allow-list and pagination", async (db, 
 });
 
 dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "fleet");
-    const node = await seedNode(db, { name: "desk-7", groups: [group], serials: ["0a1b", "0c2d"] });
+    const group = await domain.createGroup(admin, "fleet");
+    const node = await domain.seedNode(db, { name: "desk-7", groups: [group], serials: ["0a1b", "0c2d"] });
 
     await t.step(
       "read shows groups, certificate, connection and a compliance summary of what reaches it",
       async () => {
-        const policy = await createPolicy(admin, { name: "p" });
-        await setState(admin, policy.id, "released");
-        await bind(admin, policy.id, group, { enabled: true });
-        const unbound = await createPolicy(admin, { name: "stale" });
-        await report(db, node, policy.id, "non_compliant");
-        await report(db, node, unbound.id, "compliant");
+        const policy = await domain.createPolicy(admin, { name: "p" });
+        await domain.setState(admin, policy.id, "released");
+        await domain.bind(admin, policy.id, group, { enabled: true });
+        const unbound = await domain.createPolicy(admin, { name: "stale" });
+        await domain.report(db, node, policy.id, "non_compliant");
+        await domain.report(db, node, unbound.id, "compliant");
         const detail = expectStatus(await admin.request("GET", `/api/v1/nodes/${node}`), 200);
         assert.equal(detail.name, "desk-7");
         assert.deepEqual(detail.groups, [{ id: group, name: "fleet" }]);
@@ -210,7 +202,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     await t.step("revoke needs node:revoke and a certificate", async () => {
       const editor = await server.loginAs({ permissions: ["node:view", "node:edit"] });
       expectStatus(await editor.request("POST", `/api/v1/nodes/${node}/revoke`, {}), 403);
-      const bare = await seedNode(db, { name: "no-cert" });
+      const bare = await domain.seedNode(db, { name: "no-cert" });
       assert.match(
         expectStatus(await admin.request("POST", `/api/v1/nodes/${bare}/revoke`, {}), 409).error.message,
         /no certificate/,
@@ -220,7 +212,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     await t.step(
       "delete revokes every serial first, disconnects, and the revocations outlive the node",
       async () => {
-        const other = await seedNode(db, {
+        const other = await domain.seedNode(db, {
           name: "desk-8",
           status: "online",
           groups: [group],

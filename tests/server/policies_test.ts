@@ -4,22 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  CONTENT,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  putBinding,
-  setState,
-} from "./domain_helpers.ts";
+import { CONTENT, expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 dbTest("policy lifecycle: every transition of the state table, allowed and refused", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const group = await createGroup(admin, "lab");
-    const policy = await createPolicy(admin, { name: "Lock screen", type: "Dconf" });
+    const group = await domain.createGroup(admin, "lab");
+    const policy = await domain.createPolicy(admin, { name: "Lock screen", type: "Dconf" });
     const state = (target: string) =>
       admin.request("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: target });
 
@@ -78,7 +70,7 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
     await t.step(
       "released → draft is refused while an enabled binding exists, allowed once disabled",
       async () => {
-        const binding = await bind(admin, policy.id, group, { enabled: true });
+        const binding = await domain.bind(admin, policy.id, group, { enabled: true });
         const refused = expectStatus(await state("draft"), 409);
         assert.match(
           refused.error.message,
@@ -86,7 +78,7 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
         );
         await putBinding(admin, binding, { state: "disabled" });
         assert.equal(expectStatus(await state("draft"), 200).state, "draft");
-        await setState(admin, policy.id, "released");
+        await domain.setState(admin, policy.id, "released");
         await putBinding(admin, binding, { state: "enabled" });
       },
     );
@@ -134,7 +126,7 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
 dbTest(
   "policy create/update validate content and names; list filters, sorts and paginates",
   async (db, t) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
       await t.step("content validation errors are 422 naming the field and the fix", async () => {
         const empty = expectStatus(
@@ -195,17 +187,17 @@ dbTest(
       });
 
       await t.step("unknown types are accepted without validation", async () => {
-        const p = await createPolicy(admin, {
+        const p = await domain.createPolicy(admin, {
           name: "future",
           type: "FutureType",
           content: "anything at all",
         });
         assert.equal(p.content, "anything at all");
-        await setState(admin, p.id, "released");
+        await domain.setState(admin, p.id, "released");
       });
 
       await t.step("names are unique", async () => {
-        await createPolicy(admin, { name: "dup" });
+        await domain.createPolicy(admin, { name: "dup" });
         const res = expectStatus(
           await admin.request("POST", "/api/v1/policies/all", {
             name: "dup",
@@ -218,7 +210,7 @@ dbTest(
       });
 
       await t.step("update bumps the version, validates, and honours the expected version", async () => {
-        const p = await createPolicy(admin, { name: "edit-me" });
+        const p = await domain.createPolicy(admin, { name: "edit-me" });
         const updated = expectStatus(
           await admin.request("PUT", `/api/v1/policies/all/${p.id}`, {
             content: JSON.stringify({ DisableTelemetry: false }),
@@ -257,7 +249,7 @@ dbTest(
       });
 
       await t.step("list: filters, sort allow-list, pagination", async () => {
-        for (let i = 0; i < 5; i++) await createPolicy(admin, { name: `page-${i}`, type: "Dconf" });
+        for (let i = 0; i < 5; i++) await domain.createPolicy(admin, { name: `page-${i}`, type: "Dconf" });
         const page = expectStatus(
           await admin.request(
             "GET",
@@ -307,10 +299,10 @@ dbTest(
 );
 
 dbTest("deprecation and deletion", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const old = await createPolicy(admin, { name: "old" });
-    const replacement = await createPolicy(admin, { name: "new" });
+    const old = await domain.createPolicy(admin, { name: "old" });
+    const replacement = await domain.createPolicy(admin, { name: "new" });
     const deprecate = (body: unknown) =>
       admin.request("POST", `/api/v1/policies/all/${old.id}/deprecate`, body);
 
@@ -342,9 +334,9 @@ dbTest("deprecation and deletion", async (db, t) => {
     await t.step(
       "delete is refused while an enabled binding exists; disabled bindings go with the policy",
       async () => {
-        const group = await createGroup(admin, "g");
-        await setState(admin, old.id, "released");
-        const binding = await bind(admin, old.id, group, { enabled: true });
+        const group = await domain.createGroup(admin, "g");
+        await domain.setState(admin, old.id, "released");
+        const binding = await domain.bind(admin, old.id, group, { enabled: true });
         const refused = expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 409);
         assert.match(refused.error.message, /cannot delete policy: 1 enabled binding\(s\) exist/);
         await putBinding(admin, binding, { state: "disabled" });

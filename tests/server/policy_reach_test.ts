@@ -6,17 +6,8 @@
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  putBinding,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 import { assertReachConsistent } from "./reach_helpers.ts";
 
 const assertConsistent = assertReachConsistent;
@@ -32,30 +23,30 @@ async function pairs(q: Queryable, policyId: string): Promise<Record<string, num
 dbTest(
   "policy reach and compliance counters follow bindings, memberships, policy states and deletions",
   async (db, t) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
-      const n1 = await seedNode(db, { name: "n1", groups: [office] });
-      const n2 = await seedNode(db, { name: "n2", groups: [office, lab] });
-      const n3 = await seedNode(db, { name: "n3", groups: [lab] });
-      const browser = await createPolicy(admin, { name: "browser" });
-      const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-      const draft = await createPolicy(admin, { name: "draft", type: "Polkit" });
-      await setState(admin, browser.id, "released");
-      await setState(admin, screen.id, "released");
-      const browserOffice = await bind(admin, browser.id, office, { enabled: true });
-      await bind(admin, browser.id, lab, { enabled: true });
-      const screenLab = await bind(admin, screen.id, lab);
-      const doomed = await createPolicy(admin, { name: "doomed", type: "Dconf" });
-      await setState(admin, doomed.id, "released");
-      await bind(admin, doomed.id, lab, { enabled: true });
-      const draftOffice = await bind(admin, draft.id, office);
-      await report(db, n1, browser.id, "compliant");
-      await report(db, n2, browser.id, "error");
-      await report(db, n3, screen.id, "compliant"); // not reached yet: the binding is disabled
-      await report(db, n1, draft.id, "non_compliant"); // not reached: the policy is a draft
-      await report(db, n3, doomed.id, "error");
+      const office = await domain.createGroup(admin, "office");
+      const lab = await domain.createGroup(admin, "lab");
+      const n1 = await domain.seedNode(db, { name: "n1", groups: [office] });
+      const n2 = await domain.seedNode(db, { name: "n2", groups: [office, lab] });
+      const n3 = await domain.seedNode(db, { name: "n3", groups: [lab] });
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+      const draft = await domain.createPolicy(admin, { name: "draft", type: "Polkit" });
+      await domain.setState(admin, browser.id, "released");
+      await domain.setState(admin, screen.id, "released");
+      const browserOffice = await domain.bind(admin, browser.id, office, { enabled: true });
+      await domain.bind(admin, browser.id, lab, { enabled: true });
+      const screenLab = await domain.bind(admin, screen.id, lab);
+      const doomed = await domain.createPolicy(admin, { name: "doomed", type: "Dconf" });
+      await domain.setState(admin, doomed.id, "released");
+      await domain.bind(admin, doomed.id, lab, { enabled: true });
+      const draftOffice = await domain.bind(admin, draft.id, office);
+      await domain.report(db, n1, browser.id, "compliant");
+      await domain.report(db, n2, browser.id, "error");
+      await domain.report(db, n3, screen.id, "compliant"); // not reached yet: the binding is disabled
+      await domain.report(db, n1, draft.id, "non_compliant"); // not reached: the policy is a draft
+      await domain.report(db, n3, doomed.id, "error");
 
       await t.step(
         "paths count every enabled binding through which a released policy reaches a node",
@@ -79,19 +70,19 @@ dbTest(
       });
 
       await t.step("releasing and archiving policies", async () => {
-        await setState(admin, draft.id, "released");
+        await domain.setState(admin, draft.id, "released");
         assert.deepEqual(await pairs(db, draft.id), {});
         await putBinding(admin, draftOffice, { state: "enabled" });
         assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1 });
         await assertConsistent(db, "releasing draft and enabling its binding");
-        await setState(admin, browser.id, "archived");
+        await domain.setState(admin, browser.id, "archived");
         assert.deepEqual(await pairs(db, browser.id), {});
         await assertConsistent(db, "archiving browser");
         // The console refuses to re-release with enabled bindings in place; the table follows any state change.
         await db.query("UPDATE policies SET state = 'released' WHERE id = $1", [browser.id]);
         assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
         await assertConsistent(db, "releasing browser with its lab binding enabled");
-        await setState(admin, browser.id, "archived");
+        await domain.setState(admin, browser.id, "archived");
         await assertConsistent(db, "archiving browser again");
       });
 
@@ -109,8 +100,8 @@ dbTest(
       });
 
       await t.step("results moving between statuses, and removed", async () => {
-        await report(db, n3, screen.id, "non_compliant");
-        await report(db, n1, draft.id, "inapplicable");
+        await domain.report(db, n3, screen.id, "non_compliant");
+        await domain.report(db, n1, draft.id, "inapplicable");
         await assertConsistent(db, "result updates");
         await db.query("DELETE FROM compliance_results WHERE node_id = $1 AND policy_id = $2", [
           n3,

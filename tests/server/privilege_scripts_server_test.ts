@@ -20,7 +20,8 @@ import { ALL_PERMISSIONS, type Permission } from "../../shared/permissions.ts";
 import { dbTest } from "../helpers/db.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { createLogger } from "../../server/core/log.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, putBinding } from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const SCRIPTS = JSON.stringify({
   scripts: [{ name: "hello", trigger: "SCRIPT_TRIGGER_MACHINE_STARTUP", body: "echo hello\n" }],
@@ -29,7 +30,7 @@ const SCRIPTS = JSON.stringify({
 dbTest(
   "policy:edit_scripts: every content-writing route refuses Scripts without it; the roles",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
       const roles = builtinRolePermissions();
       assert.ok(
@@ -42,8 +43,12 @@ dbTest(
 
       const everythingElse = ALL_PERMISSIONS.filter((p) => p !== "policy:edit_scripts") as Permission[];
       const editor = await server.loginAs({ permissions: everythingElse });
-      const scripts = await createPolicy(admin, { name: "startup", type: "Scripts", content: SCRIPTS });
-      const polkit = await createPolicy(admin, { name: "polkit draft", type: "Polkit" });
+      const scripts = await domain.createPolicy(admin, {
+        name: "startup",
+        type: "Scripts",
+        content: SCRIPTS,
+      });
+      const polkit = await domain.createPolicy(admin, { name: "polkit draft", type: "Polkit" });
       const before = await db.query("SELECT id, name, type, content, version FROM policies ORDER BY id");
       const denied = async (method: string, path: string, body?: unknown, raw?: string) => {
         const res = raw === undefined
@@ -94,7 +99,7 @@ dbTest(
 );
 
 dbTest("Scripts: bash -n and sh -n refuse a script on save, naming the script and the line", async (db) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
     const broken = {
       scripts: [
@@ -142,9 +147,9 @@ dbTest("Scripts: bash -n and sh -n refuse a script on save, naming the script an
 dbTest(
   "Scripts: release signs the scripts for the version released; the signature verifies against the CA",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const p = await createPolicy(admin, {
+      const p = await domain.createPolicy(admin, {
         name: "startup",
         type: "Scripts",
         content: JSON.stringify({
@@ -202,10 +207,10 @@ dbTest(
 dbTest(
   "Privilege lockout guard: no administrator left is refused naming the group; a reason is audited",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const group = await createGroup(admin, "lab");
-      const revoke = await createPolicy(admin, {
+      const group = await domain.createGroup(admin, "lab");
+      const revoke = await domain.createPolicy(admin, {
         name: "no local admins",
         type: "Privilege",
         content: JSON.stringify({
@@ -213,7 +218,7 @@ dbTest(
           entries: [{ user: "guest", effect: 2 }],
         }),
       });
-      const binding = await bind(admin, revoke.id, group);
+      const binding = await domain.bind(admin, revoke.id, group);
       const refused = expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${revoke.id}/state`, { state: "released" }),
         409,
@@ -238,12 +243,12 @@ dbTest(
         /^enabling this binding would leave node group "lab" without an administrator/,
       );
       // An allowed group in another policy bound to the group makes the set fine.
-      const helpdesk = await createPolicy(admin, {
+      const helpdesk = await domain.createPolicy(admin, {
         name: "helpdesk",
         type: "Privilege",
         content: JSON.stringify({ entries: [{ group: "helpdesk", effect: "PRIVILEGE_EFFECT_ALLOW" }] }),
       });
-      await bind(admin, helpdesk.id, group);
+      await domain.bind(admin, helpdesk.id, group);
       expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${helpdesk.id}/state`, { state: "released" }),
         200,
@@ -264,19 +269,19 @@ dbTest(
         JSON.stringify(details),
       );
       // A higher-priority revocation of the only allowed group leaves nobody again.
-      const revokeHelpdesk = await createPolicy(admin, {
+      const revokeHelpdesk = await domain.createPolicy(admin, {
         name: "revoke helpdesk",
         type: "Privilege",
         content: JSON.stringify({ entries: [{ group: "helpdesk", effect: 2 }] }),
       });
-      await bind(admin, revokeHelpdesk.id, group, { priority: 50 });
+      await domain.bind(admin, revokeHelpdesk.id, group, { priority: 50 });
       assert.equal(
         (await admin.request("PUT", `/api/v1/policies/all/${revokeHelpdesk.id}/state`, { state: "released" }))
           .status,
         409,
       );
       // The metrics label the types: svc_policies_total has a series per state and type.
-      await createPolicy(admin, { name: "a script", type: "Scripts", content: SCRIPTS });
+      await domain.createPolicy(admin, { name: "a script", type: "Scripts", content: SCRIPTS });
       const families = await collectDatabaseFamilies(db, createLogger("error"));
       const policies = families.find((f) => f.name === "svc_policies_total")!;
       const series = Object.fromEntries(

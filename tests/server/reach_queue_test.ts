@@ -14,15 +14,8 @@ import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { createLogger } from "../../server/core/log.ts";
 import { dbTest, type TestDb } from "../helpers/db.ts";
 import { eventually } from "../helpers/agents.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  putBinding,
-  report,
-  setState,
-} from "./domain_helpers.ts";
+import { putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 import {
   assertCountersFollowPairs,
   assertReachConsistent,
@@ -41,7 +34,7 @@ async function withQueuedServer(
   fn: (fixture: { db: Db; admin: TestClient }) => Promise<void>,
 ): Promise<void> {
   const { db, close } = await queueEveryChange(info);
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
     await fn({ db, admin });
   } finally {
@@ -66,8 +59,8 @@ dbTest(
   "a binding change over the queue commits without writing reach, and batches bring the model to its definition",
   async (_db, t, info) => {
     await withQueuedServer(info, async ({ db, admin }) => {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
+      const office = await domain.createGroup(admin, "office");
+      const lab = await domain.createGroup(admin, "lab");
       const officeNodes = await seedNodes(db, { prefix: "pc", count: 60, groupId: office });
       await seedNodes(db, { prefix: "lab", count: 15, groupId: lab });
       // A tenth of the office is in the lab too: those pairs have two paths once both bindings are on.
@@ -75,12 +68,12 @@ dbTest(
         "INSERT INTO node_group_members (node_id, node_group_id) SELECT unnest($1::uuid[]), $2",
         [officeNodes.slice(0, 6), lab],
       );
-      const browser = await createPolicy(admin, { name: "browser" });
-      await setState(admin, browser.id, "released");
-      const officeBinding = await bind(admin, browser.id, office);
-      const labBinding = await bind(admin, browser.id, lab);
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, browser.id, "released");
+      const officeBinding = await domain.bind(admin, browser.id, office);
+      const labBinding = await domain.bind(admin, browser.id, lab);
       // A result that waits for its pair: counted once the pair exists.
-      await report(db, officeNodes[0], browser.id, "non_compliant");
+      await domain.report(db, officeNodes[0], browser.id, "non_compliant");
       const put = (id: string, body: unknown) => putBinding(admin, id, body);
 
       await t.step("enabling commits one queue row and no pair yet", async () => {
@@ -137,9 +130,9 @@ dbTest(
 
       await t.step("memberships, results, node deletions and a release between batches", async () => {
         await put(officeBinding, { state: "enabled" });
-        const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-        const screenOffice = await bind(admin, screen.id, office);
-        await setState(admin, screen.id, "released");
+        const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+        const screenOffice = await domain.bind(admin, screen.id, office);
+        await domain.setState(admin, screen.id, "released");
         await put(screenOffice, { state: "enabled" });
         await refreshReachStep(db, { batchNodes: 10 });
         await db.query("DELETE FROM nodes WHERE id = $1", [officeNodes[30]]);
@@ -148,10 +141,10 @@ dbTest(
           office,
         ]);
         const late = await seedNodes(db, { prefix: "late", count: 3, groupId: office });
-        await report(db, officeNodes[50], browser.id, "compliant");
-        await report(db, late[0], screen.id, "error");
+        await domain.report(db, officeNodes[50], browser.id, "compliant");
+        await domain.report(db, late[0], screen.id, "error");
         await refreshReachStep(db, { batchNodes: 10 });
-        await setState(admin, browser.id, "archived");
+        await domain.setState(admin, browser.id, "archived");
         await assertCountersFollowPairs(db, "interleaved changes");
         await drain(db, 10);
         await assertReachConsistent(db, "interleaved changes");
@@ -165,11 +158,11 @@ dbTest(
   "a batch that fails before its commit leaves the queue as it was; a new worker finishes",
   async (_db, _t, info) => {
     await withQueuedServer(info, async ({ db, admin }) => {
-      const group = await createGroup(admin, "fleet");
+      const group = await domain.createGroup(admin, "fleet");
       const nodes = await seedNodes(db, { prefix: "pc", count: 50, groupId: group });
-      const policy = await createPolicy(admin, { name: "browser" });
-      await setState(admin, policy.id, "released");
-      const binding = await bind(admin, policy.id, group);
+      const policy = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, group);
       await putBinding(admin, binding, { state: "enabled" });
       await refreshReachStep(db, { batchNodes: 20 });
       // The process dies after the second batch wrote its pairs, before it committed.
@@ -211,11 +204,11 @@ dbTest(
         const value = (name: string) => families.find((f) => f.name === name)?.samples[0];
         return { pending: value("svc_read_model_pending_changes"), lag: value("svc_read_model_lag_seconds") };
       };
-      const group = await createGroup(admin, "fleet");
+      const group = await domain.createGroup(admin, "fleet");
       await seedNodes(db, { prefix: "pc", count: 30, groupId: group });
-      const policy = await createPolicy(admin, { name: "browser" });
-      await setState(admin, policy.id, "released");
-      const binding = await bind(admin, policy.id, group);
+      const policy = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, group);
       const idle = await backlog();
       assert.deepEqual(idle.pending, {
         name: "svc_read_model_pending_changes",

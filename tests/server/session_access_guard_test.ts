@@ -6,15 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  putBinding,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const rule = (
   users: string[],
@@ -29,11 +22,11 @@ const rule = (
 dbTest(
   "SessionAccess lockout guard on release and on binding enablement, with audited override",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const group = await createGroup(admin, "classroom");
+      const group = await domain.createGroup(admin, "classroom");
       // Days only: nobody named may log in 20:00–08:00.
-      const days = await createPolicy(admin, {
+      const days = await domain.createPolicy(admin, {
         name: "school days",
         type: "SessionAccess",
         content: JSON.stringify({
@@ -41,7 +34,7 @@ dbTest(
           rules: [rule(["alice", "bob"], "SESSION_ACCESS_EFFECT_ALLOW", [{ start: "08:00", end: "20:00" }])],
         }),
       });
-      const daysBinding = await bind(admin, days.id, group);
+      const daysBinding = await domain.bind(admin, days.id, group);
       const refused = expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${days.id}/state`, { state: "released" }),
         409,
@@ -81,7 +74,7 @@ dbTest(
       );
 
       // A policy that leaves carol always allowed passes; bound with the first, the group is fine too.
-      const carol = await createPolicy(admin, {
+      const carol = await domain.createPolicy(admin, {
         name: "carol evenings",
         type: "SessionAccess",
         content: JSON.stringify({
@@ -89,7 +82,7 @@ dbTest(
           rules: [rule(["carol"], "SESSION_ACCESS_EFFECT_ALLOW", [{ start: "19:00", end: "09:00" }])],
         }),
       });
-      await setState(admin, carol.id, "released");
+      await domain.setState(admin, carol.id, "released");
       // The day policy alone would leave the nights empty: enabling it first needs a reason.
       expectStatus(
         await admin.request("PUT", `/api/v1/policy-bindings/${daysBinding}`, { state: "enabled" }),
@@ -100,10 +93,10 @@ dbTest(
         lockout_reason: "the evening policy for carol follows at once",
       });
       // carol covers 19:00–09:00, alice and bob 08:00–20:00: someone may always log in, no reason needed.
-      await bind(admin, carol.id, group, { enabled: true });
+      await domain.bind(admin, carol.id, group, { enabled: true });
 
       // A deny for carol on Sundays opens a hole on Sunday night in this group only.
-      const sunday = await createPolicy(admin, {
+      const sunday = await domain.createPolicy(admin, {
         name: "no sunday nights",
         type: "SessionAccess",
         content: JSON.stringify({
@@ -117,8 +110,8 @@ dbTest(
           ],
         }),
       });
-      await setState(admin, sunday.id, "released");
-      const sundayBinding = await bind(admin, sunday.id, group);
+      await domain.setState(admin, sunday.id, "released");
+      const sundayBinding = await domain.bind(admin, sunday.id, group);
       const blocked = expectStatus(
         await admin.request("PUT", `/api/v1/policy-bindings/${sundayBinding}`, { state: "enabled" }),
         409,

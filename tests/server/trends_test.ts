@@ -21,15 +21,8 @@ import { openPostgres } from "../../server/db/mod.ts";
 import { sampleTrends } from "../../server/trends/sampling.ts";
 import { ConfigError, resolveConfig } from "../../server/config/config.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const RETENTION = { hourlyRetentionDays: 14, dailyRetentionDays: 400 };
 
@@ -101,14 +94,14 @@ function counting(db: Db): { db: Db; count: () => number } {
 dbTest(
   "a sample counts the fleet into the hour's point and the day's point, once per hour",
   async (db, t) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const office = await createGroup(admin, "office");
-      const browser = await createPolicy(admin, { name: "browser" });
-      const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
+      const office = await domain.createGroup(admin, "office");
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
       for (const p of [browser, screen]) {
-        await setState(admin, p.id, "released");
-        await bind(admin, p.id, office, { enabled: true });
+        await domain.setState(admin, p.id, "released");
+        await domain.bind(admin, p.id, office, { enabled: true });
       }
       const nodes: Record<string, string> = {};
       for (
@@ -120,7 +113,7 @@ dbTest(
           ["e", "offline", false, false],
         ] as const
       ) {
-        nodes[name] = await seedNode(db, { name, groups: inOffice ? [office] : [] });
+        nodes[name] = await domain.seedNode(db, { name, groups: inOffice ? [office] : [] });
         await connection(db, nodes[name], status, seen);
       }
       await result(db, nodes.a, browser.id, "compliant");
@@ -293,21 +286,21 @@ dbTest(
 );
 
 dbTest("a sample costs the same number of statements at 3 nodes and at 60", async (db) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const office = await createGroup(admin, "office");
-    const policy = await createPolicy(admin, { name: "browser" });
-    await setState(admin, policy.id, "released");
-    await bind(admin, policy.id, office, { enabled: true });
+    const office = await domain.createGroup(admin, "office");
+    const policy = await domain.createPolicy(admin, { name: "browser" });
+    await domain.setState(admin, policy.id, "released");
+    await domain.bind(admin, policy.id, office, { enabled: true });
     const cost = async (at: string) => {
       const counted = counting(db);
       assert.equal((await sampleTrends(counted.db, { ...RETENTION, at: new Date(at) })).sampled, true);
       return counted.count();
     };
-    for (let i = 0; i < 3; i++) await seedNode(db, { name: `small-${i}`, groups: [office] });
+    for (let i = 0; i < 3; i++) await domain.seedNode(db, { name: `small-${i}`, groups: [office] });
     const small = await cost(new Date(Date.now() + 60_000).toISOString());
     for (let i = 0; i < 57; i++) {
-      const id = await seedNode(db, { name: `large-${i}`, groups: [office] });
+      const id = await domain.seedNode(db, { name: `large-${i}`, groups: [office] });
       await result(db, id, policy.id, i % 2 ? "compliant" : "error");
     }
     const large = await cost(new Date(Date.now() + 3_660_000).toISOString());
@@ -327,7 +320,7 @@ dbTest("replicas sampling at the same moment take exactly one sample", async (db
     ? await Promise.all([openPostgres(info.url, { max: 4 }), openPostgres(info.url, { max: 4 })])
     : [db, db];
   try {
-    await seedNode(db, { name: "solo" });
+    await domain.seedNode(db, { name: "solo" });
     const at = new Date("2024-05-01T12:00:30Z");
     const outcomes = await Promise.all(
       Array.from({ length: 8 }, (_, i) => sampleTrends(replicas[i % 2], { ...RETENTION, at })),
@@ -341,12 +334,12 @@ dbTest("replicas sampling at the same moment take exactly one sample", async (db
 });
 
 dbTest("a rollout's hourly points, where it stands now, and the releases in flight", async (db, t) => {
-  const { server, admin } = await domainServer(db);
+  const { server, admin } = await domain.domainServer(db);
   try {
-    const office = await createGroup(admin, "office");
-    const policy = await createPolicy(admin, { name: "browser" });
+    const office = await domain.createGroup(admin, "office");
+    const policy = await domain.createPolicy(admin, { name: "browser" });
     const ids: string[] = [];
-    for (const name of ["a", "b", "c"]) ids.push(await seedNode(db, { name, groups: [office] }));
+    for (const name of ["a", "b", "c"]) ids.push(await domain.seedNode(db, { name, groups: [office] }));
     const trend = async () =>
       expectStatus(await admin.request("GET", `/api/v1/policies/all/${policy.id}/trends`), 200);
     const inFlight = async (hours?: number) =>
@@ -362,8 +355,8 @@ dbTest("a rollout's hourly points, where it stands now, and the releases in flig
       assert.deepEqual(await inFlight(), []);
     });
 
-    await setState(admin, policy.id, "released");
-    await bind(admin, policy.id, office, { enabled: true });
+    await domain.setState(admin, policy.id, "released");
+    await domain.bind(admin, policy.id, office, { enabled: true });
     const first = new Date(Date.now() + 60_000);
     await t.step("every hour of the rollout gets a point of its reached nodes by state", async () => {
       await sampleTrends(db, { ...RETENTION, at: first });
@@ -431,21 +424,21 @@ dbTest("a rollout's hourly points, where it stands now, and the releases in flig
 dbTest(
   "the settings failing on most nodes, each landing on the compliance list of exactly those nodes",
   async (db) => {
-    const { server, admin } = await domainServer(db);
+    const { server, admin } = await domain.domainServer(db);
     try {
-      const office = await createGroup(admin, "office");
-      const browser = await createPolicy(admin, { name: "browser" });
-      const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
+      const office = await domain.createGroup(admin, "office");
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
       for (const p of [browser, screen]) {
-        await setState(admin, p.id, "released");
-        await bind(admin, p.id, office, { enabled: true });
+        await domain.setState(admin, p.id, "released");
+        await domain.bind(admin, p.id, office, { enabled: true });
       }
       const [a, b, c] = [
-        await seedNode(db, { name: "a", groups: [office] }),
-        await seedNode(db, { name: "b", groups: [office] }),
-        await seedNode(db, { name: "c", groups: [office] }),
+        await domain.seedNode(db, { name: "a", groups: [office] }),
+        await domain.seedNode(db, { name: "b", groups: [office] }),
+        await domain.seedNode(db, { name: "c", groups: [office] }),
       ];
-      const outside = await seedNode(db, { name: "outside" });
+      const outside = await domain.seedNode(db, { name: "outside" });
       await result(db, a, browser.id, "error", [
         { key: "DisableTelemetry", status: "error" },
         { key: "Homepage", status: "compliant" },
