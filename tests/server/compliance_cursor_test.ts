@@ -4,13 +4,12 @@
  * a cursor that was not returned, or one on a list it cannot page, is refused naming the parameter.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
-dbTest("the compliance list pages by cursor through the same rows as by page number", async (db) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "the compliance list pages by cursor through the same rows as by page number",
+  async ({ db, admin }) => {
     const group = await domain.createGroup(admin, "fleet");
     const policies = [];
     for (const name of ["browser", "screen"]) {
@@ -27,7 +26,7 @@ dbTest("the compliance list pages by cursor through the same rows as by page num
     // Three distinct times, four results on each (ties broken by the pair), microseconds apart.
     await db.query(
       `UPDATE compliance_results SET reported_at = timestamptz '2026-01-01 00:00:00.000001+00'
-         + (abs(hashtext(node_id::text)) % 3) * interval '1 microsecond'`,
+       + (abs(hashtext(node_id::text)) % 3) * interval '1 microsecond'`,
     );
     // A result of a policy that no longer reaches its node is not listed.
     const gone = await domain.createPolicy(admin, { name: "gone" });
@@ -78,7 +77,5 @@ dbTest("the compliance list pages by cursor through the same rows as by page num
       200,
     );
     assert.equal(unreported.next_cursor, null);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

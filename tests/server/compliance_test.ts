@@ -3,13 +3,12 @@
  * enabled binding, node in the group); per node, per policy and fleet views agree.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus, putBinding } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
-dbTest("compliance views count only results whose policy still reaches the node", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "compliance views count only results whose policy still reaches the node",
+  async ({ db, server, admin }, t) => {
     const office = await domain.createGroup(admin, "office");
     const lab = await domain.createGroup(admin, "lab");
     const n1 = await domain.seedNode(db, { name: "n1", groups: [office] });
@@ -126,7 +125,5 @@ dbTest("compliance views count only results whose policy still reaches the node"
       expectStatus(await viewer.request("GET", "/api/v1/compliance"), 403);
       expectStatus(await viewer.request("GET", `/api/v1/nodes/${n1}/compliance`), 403);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

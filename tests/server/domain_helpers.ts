@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type { Db, Queryable } from "../../server/db/db.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
+import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient, type TestResponse, type TestServer } from "../helpers/app.ts";
 
 /** Valid content for a few types. */
@@ -20,6 +21,25 @@ export async function domainServer(db: Db): Promise<{ server: TestServer; admin:
   const server = await createTestServer({ db, routes: (ctx) => domainRoutes(ctx) });
   const admin = await server.loginAs({ superAdmin: true });
   return { server, admin };
+}
+
+/**
+ * A {@linkcode dbTest} run with a domain server on the test's database and its Super Admin client; the server
+ * is closed after `fn`, however it ends.
+ */
+export function domainTest(
+  name: string,
+  fn: (fixture: { db: Db; server: TestServer; admin: TestClient }, t: Deno.TestContext) => Promise<void>,
+  options?: Parameters<typeof dbTest>[2],
+): void {
+  dbTest(name, async (db, t) => {
+    const { server, admin } = await domainServer(db);
+    try {
+      await fn({ db, server, admin }, t);
+    } finally {
+      await server.close();
+    }
+  }, options);
 }
 
 /** Asserts a status and returns the JSON body; the message shows the body on failure. */

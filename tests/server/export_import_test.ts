@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import type { TestClient } from "../helpers/app.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
@@ -100,9 +99,9 @@ async function wipe(admin: TestClient): Promise<void> {
   }
 }
 
-dbTest("export → import → export is byte-identical, in YAML and JSON", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "export → import → export is byte-identical, in YAML and JSON",
+  async ({ db, admin }, t) => {
     await seed(admin);
     for (const format of ["yaml", "json"]) {
       await t.step(format, async () => {
@@ -235,14 +234,12 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
         }
       },
     );
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissions", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "import: dry run, all or nothing, conflict modes, unknown types, permissions",
+  async ({ db, server, admin }, t) => {
     await domain.createGroup(admin, "office");
     const doc = (name: string, content: unknown = { DisableTelemetry: true }, type = "Firefox") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: ${name}\n  displayName: ${name}\nspec:\n  type: ${type}\n  content: ${
@@ -346,14 +343,12 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
       const viewer = await server.loginAs({ permissions: ["policy:view"] });
       expectStatus(await importBundle(viewer, doc("f")), 403);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("import refuses hostile bundles with a message naming the problem", async (db) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "import refuses hostile bundles with a message naming the problem",
+  async ({ db, admin }) => {
     const policy = (extra = "", content = "{DisableTelemetry: true}") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  type: Firefox\n  content: ${content}\n${extra}`;
     const cases: [string, string, RegExp, number?][] = [
@@ -403,7 +398,5 @@ dbTest("import refuses hostile bundles with a message naming the problem", async
     assert.equal(big.status, 413);
     const count = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policies");
     assert.equal(count[0].n, 0);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

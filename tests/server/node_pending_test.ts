@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
@@ -30,9 +29,9 @@ async function openStream(q: Queryable, nodeId: string, minutesAgo: number): Pro
   );
 }
 
-dbTest("an online node says why it is Pending, one reason per cause", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "an online node says why it is Pending, one reason per cause",
+  async ({ db, admin }, t) => {
     const online = { status: "online", agentVersion: "0.1.0" };
     const heard = async (id: string) =>
       await db.query("UPDATE nodes SET last_seen = now() - interval '30 minutes' WHERE id = $1", [id]);
@@ -174,7 +173,5 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
       assert.deepEqual(byName.quiet, ["not_reported_since_connect"]);
       assert.deepEqual(byName.gone, []);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -5,7 +5,6 @@
  * naming it and what changed, plus the request's row with the counts. Permissions are attacked.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
@@ -20,9 +19,9 @@ interface Result {
   revoked_serials?: string[];
 }
 
-dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "bulk actions on nodes: per-node outcome, per-node audit, partial failure",
+  async ({ db, server, admin }, t) => {
     const office = await domain.createGroup(admin, "office");
     const lab = await domain.createGroup(admin, "lab");
     const a = await domain.seedNode(db, {
@@ -71,8 +70,8 @@ dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure
         assert.match(byName[ghost].error.message, /node .* not found/);
         const members = await db.query<{ name: string; groups: string }>(
           `SELECT n.name, string_agg(g.name, ',' ORDER BY g.name) AS groups FROM nodes n
-         JOIN node_group_members m ON m.node_id = n.id JOIN node_groups g ON g.id = m.node_group_id
-         WHERE n.id = ANY($1::uuid[]) GROUP BY n.name ORDER BY n.name`,
+       JOIN node_group_members m ON m.node_id = n.id JOIN node_groups g ON g.id = m.node_group_id
+       WHERE n.id = ANY($1::uuid[]) GROUP BY n.name ORDER BY n.name`,
           [[a, b]],
         );
         assert.deepEqual(members, [{ name: "bulk-a", groups: "lab" }, { name: "bulk-b", groups: "lab" }]);
@@ -174,7 +173,5 @@ dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure
       expectStatus(await admin.request("POST", "/api/v1/nodes/bulk/delete", { node_ids: many }), 400);
       expectStatus(await admin.request("POST", "/api/v1/nodes/bulk/delete", { node_ids: ["x"] }), 400);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

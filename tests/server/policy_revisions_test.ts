@@ -6,16 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { loadDeliveredPolicies } from "../../server/hub/snapshot.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
 const OLD = JSON.stringify({ DisableTelemetry: true });
 const NEW = JSON.stringify({ DisableTelemetry: true, DisablePocket: true });
 
-dbTest("a released policy changes through a revision without a gap", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "a released policy changes through a revision without a gap",
+  async ({ db, server, admin }, t) => {
     const group = await domain.createGroup(admin, "lab");
     const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox", content: OLD });
     await domain.setState(admin, policy.id, "released");
@@ -113,7 +112,7 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
     await t.step("each step is audited with its action", async () => {
       const rows = await db.query<{ action: string; outcome: string; resource_id: string; details: unknown }>(
         `SELECT action, outcome, resource_id, details FROM audit_logs WHERE action LIKE 'policy.revision_%'
-         ORDER BY id`,
+       ORDER BY id`,
       );
       const actions = rows.map((r) => `${r.action}:${r.outcome}`);
       for (
@@ -129,14 +128,12 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
       const details = release.details as { from_version: number; to_version: number };
       assert.deepEqual([details.from_version, details.to_version], [released.version, released.version + 1]);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("revisions are refused for drafts and invalid at release; duplicate makes a draft", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "revisions are refused for drafts and invalid at release; duplicate makes a draft",
+  async ({ db, server, admin }, t) => {
     const draft = await domain.createPolicy(admin, { name: "Draft", type: "Firefox", content: OLD });
 
     await t.step("a draft is edited directly, not through a revision", async () => {
@@ -215,7 +212,5 @@ dbTest("revisions are refused for drafts and invalid at release; duplicate makes
       const [row] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policy_revisions");
       assert.equal(row.n, 0);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -7,16 +7,15 @@
  */
 import assert from "node:assert/strict";
 import { loadDeliveredPolicies } from "../../server/hub/snapshot.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
 const V1 = JSON.stringify({ DisableTelemetry: true });
 const V2 = JSON.stringify({ DisableTelemetry: true, DisablePocket: true });
 
-dbTest("released versions are kept and a rollback is a new revision, never a rewrite", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "released versions are kept and a rollback is a new revision, never a rewrite",
+  async ({ db, server, admin }, t) => {
     const group = await domain.createGroup(admin, "lab");
     const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox", content: V1 });
     const base = `/api/v1/policies/all/${policy.id}`;
@@ -126,7 +125,5 @@ dbTest("released versions are kept and a rollback is a new revision, never a rew
       assert.equal(restored.policy.content, '{"DisableTelemetry":true}');
       assert.equal(restored.policy.version, 3);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -6,13 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { changePolicyState } from "../../server/domain/policies.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus, putBinding } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
-dbTest("exactly the listed mutations publish resyncs, for the right node groups", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "exactly the listed mutations publish resyncs, for the right node groups",
+  async ({ db, admin }, t) => {
     let seen = 0;
     /** Asserts the events published since the last call. */
     const published = async (expected: string[][], what: string) => {
@@ -133,14 +132,12 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
       const [state] = await db.query<{ revision: number }>("SELECT revision FROM hub_state");
       assert.equal(state.revision, events.length);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("a resync is part of the change's transaction: a rollback leaves no event", async (db) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "a resync is part of the change's transaction: a rollback leaves no event",
+  async ({ db, admin }) => {
     const group = await domain.createGroup(admin, "g");
     const policy = await domain.createPolicy(admin, { name: "p" });
     await domain.setState(admin, policy.id, "released");
@@ -158,7 +155,5 @@ dbTest("a resync is part of the change's transaction: a rollback leaves no event
     assert.deepEqual(await domain.hubEvents(db), before);
     const [p] = await db.query<{ state: string }>("SELECT state FROM policies WHERE id = $1", [policy.id]);
     assert.equal(p.state, "released");
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
-import { dbTest } from "../helpers/db.ts";
 import { expectStatus } from "./domain_helpers.ts";
 import * as domain from "./domain_helpers.ts";
 
@@ -19,9 +18,9 @@ async function reportOn(q: Queryable, node: string, policy: string, status: stri
   );
 }
 
-dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db, t) => {
-  const { server, admin } = await domain.domainServer(db);
-  try {
+domain.domainTest(
+  "rollout: reached nodes, bindings, states, filters and counts",
+  async ({ db, server, admin }, t) => {
     const lab = await domain.createGroup(admin, "lab");
     const office = await domain.createGroup(admin, "office");
     const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox" });
@@ -185,7 +184,5 @@ dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db
         404,
       );
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
