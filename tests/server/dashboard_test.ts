@@ -6,7 +6,7 @@
  * not grow with the fleet.
  */
 import assert from "node:assert/strict";
-import type { Db, Queryable } from "../../server/db/db.ts";
+import type { Queryable } from "../../server/db/db.ts";
 import { dashboardSummary } from "../../server/domain/dashboard.ts";
 import { fleetSummary } from "../../server/domain/compliance.ts";
 import { expectStatus, putBinding } from "./domain_helpers.ts";
@@ -20,25 +20,6 @@ async function expiresIn(q: Queryable, nodeId: string, interval: string | null):
     "UPDATE nodes SET cert_not_after = CASE WHEN $2::text IS NULL THEN NULL ELSE now() + $2::interval END WHERE id = $1",
     [nodeId, interval],
   );
-}
-
-/** A Db whose transactions count the statements run in them. */
-function counting(db: Db): { db: Db; count: () => number } {
-  let n = 0;
-  const counted: Db = {
-    ...db,
-    query: db.query.bind(db),
-    transaction: (fn) =>
-      db.transaction((tx) =>
-        fn({
-          query(sql, params) {
-            n++;
-            return tx.query(sql, params);
-          },
-        })
-      ),
-  };
-  return { db: counted, count: () => n };
 }
 
 domain.domainTest(
@@ -194,10 +175,10 @@ domain.domainTest(
 
     await t.step("the number of queries does not grow with the fleet", async () => {
       const all = { nodes: true, certificates: true, compliance: true, policies: true, bindings: true };
-      const before = counting(db);
+      const before = domain.countingDb(db, { outside: false });
       await dashboardSummary(before.db, all);
       for (let i = 0; i < 40; i++) await domain.seedNode(db, { name: `bulk-${i}`, groups: [office] });
-      const after = counting(db);
+      const after = domain.countingDb(db, { outside: false });
       const summary = await dashboardSummary(after.db, all);
       assert.equal(summary.nodes!.total, 47);
       assert.equal(summary.compliance!.results.unknown, 40, "one unreported browser result per new node");

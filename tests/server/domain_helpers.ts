@@ -42,6 +42,33 @@ export function domainTest(
   }, options);
 }
 
+/**
+ * A Db that counts the statements run in its transactions and, with `outside`, those run outside one too:
+ * how tests show that a query count does not grow with the fleet.
+ */
+export function countingDb(db: Db, options: { outside: boolean }): { db: Db; count: () => number } {
+  let n = 0;
+  const counted: Db = {
+    ...db,
+    query: options.outside
+      ? (sql, params) => {
+        n++;
+        return db.query(sql, params);
+      }
+      : db.query.bind(db),
+    transaction: (fn) =>
+      db.transaction((tx) =>
+        fn({
+          query(sql, params) {
+            n++;
+            return tx.query(sql, params);
+          },
+        })
+      ),
+  };
+  return { db: counted, count: () => n };
+}
+
 /** Asserts a status and returns the JSON body; the message shows the body on failure. */
 // deno-lint-ignore no-explicit-any
 export function expectStatus(res: TestResponse, status: number): any {

@@ -69,28 +69,6 @@ async function stored(db: Db, granularity: "hour" | "day") {
   );
 }
 
-/** A Db that counts every statement, inside transactions too. */
-function counting(db: Db): { db: Db; count: () => number } {
-  let n = 0;
-  const counted: Db = {
-    ...db,
-    query(sql, params) {
-      n++;
-      return db.query(sql, params);
-    },
-    transaction: (fn) =>
-      db.transaction((tx) =>
-        fn({
-          query(sql, params) {
-            n++;
-            return tx.query(sql, params);
-          },
-        })
-      ),
-  };
-  return { db: counted, count: () => n };
-}
-
 domain.domainTest(
   "a sample counts the fleet into the hour's point and the day's point, once per hour",
   async ({ db, server, admin }, t) => {
@@ -146,7 +124,7 @@ domain.domainTest(
     );
 
     await t.step("the same hour again reads and writes nothing", async () => {
-      const counted = counting(db);
+      const counted = domain.countingDb(db, { outside: true });
       const again = await sampleTrends(counted.db, { ...RETENTION, at: new Date("2024-03-10T08:59:00Z") });
       assert.equal(again.sampled, false);
       assert.equal(counted.count(), 1, "one primary-key lookup answers that the hour is taken");
@@ -288,7 +266,7 @@ domain.domainTest(
     await domain.setState(admin, policy.id, "released");
     await domain.bind(admin, policy.id, office, { enabled: true });
     const cost = async (at: string) => {
-      const counted = counting(db);
+      const counted = domain.countingDb(db, { outside: true });
       assert.equal((await sampleTrends(counted.db, { ...RETENTION, at: new Date(at) })).sampled, true);
       return counted.count();
     };
