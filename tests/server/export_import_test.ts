@@ -171,16 +171,21 @@ domain.domainTest(
     await t.step(
       "a policy of an unknown type is exported as stored and never blocks the export or its import",
       async () => {
-        const future = await domain.createPolicy(admin, {
-          name: "future",
-          type: "FutureType",
-          content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
-        });
-        await domain.createPolicy(admin, {
-          name: "future text",
-          type: "FutureType",
-          content: "not json at all",
-        });
+        /** Two policies of a type this server does not know: JSON content and plain text. Answers the first. */
+        const createFuture = async () => {
+          const future = await domain.createPolicy(admin, {
+            name: "future",
+            type: "FutureType",
+            content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
+          });
+          await domain.createPolicy(admin, {
+            name: "future text",
+            type: "FutureType",
+            content: "not json at all",
+          });
+          return future;
+        };
+        const future = await createFuture();
         const groupId = await domain.createGroup(admin, "future-group");
         await domain.bind(admin, future.id, groupId);
         for (const format of ["yaml", "json"]) {
@@ -219,16 +224,7 @@ domain.domainTest(
           assert.match(refused[0].message, /policy type "FutureType" is unknown to this server/);
           const knownOnly = await exportText(admin, `include_bindings=true&format=${format}`);
           assert.ok(!knownOnly.includes("FutureType"));
-          const recreated = await domain.createPolicy(admin, {
-            name: "future",
-            type: "FutureType",
-            content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
-          });
-          await domain.createPolicy(admin, {
-            name: "future text",
-            type: "FutureType",
-            content: "not json at all",
-          });
+          const recreated = await createFuture();
           await domain.bind(admin, recreated.id, groupId);
           assert.equal(await exportText(admin, `include_bindings=true&format=${format}`), first);
         }
