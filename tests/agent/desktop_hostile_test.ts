@@ -20,7 +20,7 @@ import {
   LINE_BREAKING,
 } from "../helpers/hostile_strings.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, kdeNode, type TempNode } from "./helpers.ts";
+import { engineFor, kdeNode, nodeTest, type TempNode } from "./helpers.ts";
 
 const has = (h: HostileString, classes: readonly HostileClass[]) =>
   h.classes.some((c) => classes.includes(c));
@@ -141,9 +141,10 @@ Deno.test(`desktop types: the server refuses ${CASES.length} hostile contents, n
   assert.deepEqual(accepted.map((c) => c.label), []);
 });
 
-Deno.test("desktop types: the same contents forced past the server are refused by the agent; nothing is written", async () => {
-  const node = await kdeNode();
-  try {
+nodeTest(
+  "desktop types: the same contents forced past the server are refused by the agent; nothing is written",
+  { make: kdeNode },
+  async (node) => {
     const { engine, reports, runner } = await engineFor(node);
     const policies: CachedPolicy[] = CASES.map((c, i) => ({
       id: `h${String(i).padStart(5, "0")}`,
@@ -164,10 +165,8 @@ Deno.test("desktop types: the same contents forced past the server are refused b
     assert.deepEqual(notRefused.map((p) => `${p.name} → ${JSON.stringify(reports.get(p.id))}`), []);
     assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined, "nothing under /etc");
     assert.deepEqual(runner.history.map((c) => c.cmd), [], "no tool ran");
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
 if (!haveReader) {

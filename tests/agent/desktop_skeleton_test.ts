@@ -36,7 +36,7 @@ import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import { type CachedPolicy, type Enforcer, type EnforcerIO, rollupMessage } from "../../agent/sync/types.ts";
 import { buildFlatpakRepo, type FlatpakTestRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
-import { cachedPolicy, type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, nodeTest, type TempNode, tempNode } from "./helpers.ts";
 
 const onPath = (cmd: string) =>
   new Deno.Command("sh", { args: ["-c", `command -v ${cmd}`], stdout: "null" }).outputSync().success;
@@ -400,24 +400,18 @@ for (const c of CASES) {
   });
 }
 
-Deno.test({
-  name: "Firewalld: a policy whose zone names nothing to enforce is UNKNOWN, worded like any empty rollup",
+nodeTest("Firewalld: a policy whose zone names nothing to enforce is UNKNOWN, worded like any empty rollup", {
+  make: () => tempNode({ firefox: false, original: null }),
   ignore: CASES[3].unavailable !== undefined,
-  async fn() {
-    const node = await tempNode({ firefox: false, original: null });
-    try {
-      await CASES[3].provide(node);
-      const { io } = await ioFor(node, "Firewalld", new Runner());
-      const empty = cached(FirewalldPolicySchema, "Firewalld", "empty", { zones: [{ name: "svcempty" }] });
-      const [result] = (await firewalldEnforcer.sync([empty], io)).policies;
-      assert.deepEqual(
-        [result.status, result.message, result.items],
-        ["UNKNOWN", "0 of 0 setting(s) in effect: nothing to enforce", []],
-      );
-    } finally {
-      await node.cleanup();
-    }
-  },
+}, async (node) => {
+  await CASES[3].provide(node);
+  const { io } = await ioFor(node, "Firewalld", new Runner());
+  const empty = cached(FirewalldPolicySchema, "Firewalld", "empty", { zones: [{ name: "svcempty" }] });
+  const [result] = (await firewalldEnforcer.sync([empty], io)).policies;
+  assert.deepEqual(
+    [result.status, result.message, result.items],
+    ["UNKNOWN", "0 of 0 setting(s) in effect: nothing to enforce", []],
+  );
 });
 
 Deno.test("the rollup words an empty policy and one with only unknown items the same way for every type", () => {

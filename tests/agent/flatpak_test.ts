@@ -13,7 +13,7 @@ import { createFlatpakEnforcer, parseInstalled, parseRemotes } from "../../agent
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
-import { cachedPolicy, engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+import { cachedPolicy, engineFor, firefoxPolicy, nodeTest, tempNode } from "./helpers.ts";
 import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
 
 // As another user, `flatpak --system` goes through its D-Bus system helper, which a test machine lacks.
@@ -264,40 +264,37 @@ Deno.test({
   },
 });
 
-Deno.test("Flatpak: hostile remote names and URLs are refused by the agent before any command runs", async () => {
-  const node = await tempNode({ firefox: false });
-  try {
-    const runner = new Runner();
-    const { engine, reports } = await engineFor(node, {
-      runner,
-      enforcers: enforcerRegistry([
-        createFlatpakEnforcer({ env: { FLATPAK_SYSTEM_DIR: `${node.root}/fp` } }),
-      ]),
+nodeTest("Flatpak: hostile remote names and URLs are refused by the agent before any command runs", {
+  make: () => tempNode({ firefox: false }),
+}, async (node) => {
+  const runner = new Runner();
+  const { engine, reports } = await engineFor(node, {
+    runner,
+    enforcers: enforcerRegistry([
+      createFlatpakEnforcer({ env: { FLATPAK_SYSTEM_DIR: `${node.root}/fp` } }),
+    ]),
+  });
+  for (
+    const [id, remote] of [
+      ["n1", { name: "../../etc/passwd", url: "https://example.org/repo/", gpgKey: "AAAA" }],
+      ["n2", { name: "--if-not-exists", url: "https://example.org/repo/", gpgKey: "AAAA" }],
+      ["n3", { name: "plain", url: "http://mirror.example.org/repo/", gpgKey: "AAAA" }],
+      ["n4", { name: "plain", url: "file:///etc/", gpgKey: "AAAA" }],
+    ] as const
+  ) {
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: flatpakPolicy(id, { remotes: [remote] }),
+      snapshotComplete: false,
     });
-    for (
-      const [id, remote] of [
-        ["n1", { name: "../../etc/passwd", url: "https://example.org/repo/", gpgKey: "AAAA" }],
-        ["n2", { name: "--if-not-exists", url: "https://example.org/repo/", gpgKey: "AAAA" }],
-        ["n3", { name: "plain", url: "http://mirror.example.org/repo/", gpgKey: "AAAA" }],
-        ["n4", { name: "plain", url: "file:///etc/", gpgKey: "AAAA" }],
-      ] as const
-    ) {
-      engine.handleEvent({
-        kind: "SNAPSHOT",
-        policy: flatpakPolicy(id, { remotes: [remote] }),
-        snapshotComplete: false,
-      });
-    }
-    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-    await engine.idle();
-    for (const id of ["n1", "n2", "n3", "n4"]) {
-      assert.equal(reports.get(id)?.status, "ERROR", id);
-      assert.match(reports.get(id)!.message, /rejected by the agent: remotes\[0\]\.(name|url)/);
-    }
-    assert.ok(!runner.history.some((c) => c.args.includes("remote-add")), "nothing was added");
-  } finally {
-    await node.cleanup();
   }
+  engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
+  for (const id of ["n1", "n2", "n3", "n4"]) {
+    assert.equal(reports.get(id)?.status, "ERROR", id);
+    assert.match(reports.get(id)!.message, /rejected by the agent: remotes\[0\]\.(name|url)/);
+  }
+  assert.ok(!runner.history.some((c) => c.args.includes("remote-add")), "nothing was added");
 });
 
 Deno.test({

@@ -263,3 +263,26 @@ export async function kdeNode(): Promise<TempNode> {
   await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
   return node;
 }
+
+/**
+ * A Deno.test on a fresh node from `make`, cleaned up after `fn` however it ends; skipped when `ignore` (a
+ * tool the test needs is missing).
+ */
+export function nodeTest<N extends { cleanup(): Promise<void> }>(
+  name: string,
+  options: { make: () => Promise<N>; ignore?: boolean },
+  fn: (node: N) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: options.ignore ?? false,
+    async fn() {
+      const node = await options.make();
+      try {
+        await fn(node);
+      } finally {
+        await node.cleanup();
+      }
+    },
+  });
+}
