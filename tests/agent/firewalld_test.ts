@@ -10,7 +10,7 @@ import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { firewalldEnforcer, isOwnZone } from "../../agent/enforcers/firewalld.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { parseXml } from "../../agent/xml.ts";
-import { engineFor, nodeTest, policyMaker, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 const TOOL = new Deno.Command("firewall-offline-cmd", { args: ["--version"] }).outputSync().success;
@@ -40,15 +40,7 @@ async function firewalldNode(options: { stockZones?: boolean } = {}): Promise<Te
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[firewalldEnforcer.type, firewalldEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [firewalldEnforcer], policies);
 
 async function offline(node: TempNode, ...args: string[]): Promise<{ ok: boolean; out: string }> {
   const out = await new Deno.Command("firewall-offline-cmd", {

@@ -12,12 +12,13 @@ import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import { ManagedFiles } from "../../agent/sync/managed_files.ts";
 import { SyncEngine, type SyncEngineOptions } from "../../agent/sync/engine.ts";
-import type { CachedPolicy, EnforcerIO, PolicyResult } from "../../agent/sync/types.ts";
+import type { CachedPolicy, Enforcer, EnforcerIO, PolicyResult } from "../../agent/sync/types.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createPolicyClient, type PolicyClient } from "../../agent/client.ts";
 import type { AgentServer } from "../helpers/agents.ts";
+import { writeEnrollment } from "../../agent/identity.ts";
 
 /** The original policies.json a node had before svc. */
 export const ORIGINAL_POLICIES = `{"policies": {"DisableAppUpdate": false}}\n`;
@@ -285,4 +286,67 @@ export function nodeTest<N extends { cleanup(): Promise<void> }>(
       }
     },
   });
+}
+
+/**
+ * A sync engine on the node with only `enforcers`, handed `policies` as one complete snapshot (an empty one
+ * when there are none) and waited on; answers the engine and what it reported.
+ */
+export async function syncWith(
+  node: TempNode,
+  enforcers: Enforcer[],
+  policies: CachedPolicy[],
+): ReturnType<typeof engineFor> {
+  const ctx = await engineFor(node, { enforcers: new Map(enforcers.map((e) => [e.type, e])) });
+  policies.forEach((p, i) =>
+    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
+  );
+  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await ctx.engine.idle();
+  return ctx;
+}
+
+/**
+ * A node root under `base` (`base`/node) with a 20 MiB LUKS2 image at /images/disk.img unlocked by `key`
+ * (PBKDF2 at 1000 iterations: fast to open, nothing to guard), and that key where the agent keeps it
+ * (/etc/svc/luks-keys/UUID.key). Needs cryptsetup.
+ */
+export async function luksNode(
+  runner: Runner,
+  base: string,
+  key: string,
+): Promise<{ root: string; image: string; uuid: string }> {
+  const root = `${base}/node`;
+  await Deno.mkdir(`${root}/images`, { recursive: true });
+  await Deno.mkdir(`${root}/etc/svc/luks-keys`, { recursive: true, mode: 0o700 });
+  const image = `${root}/images/disk.img`;
+  const f = await Deno.open(image, { create: true, write: true });
+  await f.truncate(20 * 1024 * 1024);
+  f.close();
+  const fast = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
+  const formatted = await runner.run(
+    "cryptsetup",
+    ["luksFormat", "--type", "luks2", ...fast, "-q", image, "--key-file=-"],
+    { stdin: key },
+  );
+  assert.ok(formatted.success, formatted.stderr);
+  const uuid = (await runner.run("cryptsetup", ["luksUUID", image])).stdout.trim();
+  await Deno.writeTextFile(`${root}/etc/svc/luks-keys/${uuid}.key`, key, { mode: 0o600 });
+  return { root, image, uuid };
+}
+
+/** The agent data directory `base`/agent-data (0700) holding an enrolled agent's identity. */
+export async function enrolledDataDir(
+  base: string,
+  agent: { keyPem: string; certPem: string },
+  server: AgentServer,
+): Promise<string> {
+  const dataDir = `${base}/agent-data`;
+  await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await writeEnrollment(dataDir, {
+    keyPem: agent.keyPem,
+    certPem: agent.certPem,
+    caPem: server.ctx.ca.certPem,
+  });
+  return dataDir;
 }

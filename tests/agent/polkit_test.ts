@@ -14,7 +14,7 @@ import { checkPolkitScript, PolkitScriptError } from "../../agent/enforcers/polk
 import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, nodeTest, policyMaker, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 const policy = policyMaker(PolkitPolicySchema, "Polkit", "pk", (id) => `polkit ${id}`);
@@ -34,15 +34,7 @@ async function polkitNode(): Promise<TempNode> {
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[polkitEnforcer.type, polkitEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [polkitEnforcer], policies);
 
 interface Subject {
   user: string;

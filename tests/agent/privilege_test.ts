@@ -16,10 +16,10 @@ import { parseOfferedAdmins } from "../../agent/enforcers/privilege/polkit_admin
 import { vetSudoers } from "../../agent/enforcers/privilege/sudoers.ts";
 import { polkitEnforcer } from "../../agent/enforcers/polkit.ts";
 import { Runner } from "../../agent/runner.ts";
-import type { CachedPolicy } from "../../agent/sync/types.ts";
+import type { CachedPolicy, Enforcer } from "../../agent/sync/types.ts";
 import { POLKIT_ADMIN_RULES_PATH } from "../../shared/polkit_js.ts";
 import { SUDOERS_PATH } from "../../shared/privilege_rules.ts";
-import { engineFor, nodeTest, policyMaker, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS, SUDOERS_HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 import type { PrivilegeStepResult } from "../helpers/privilege_child.ts";
 
@@ -39,15 +39,8 @@ async function privilegeNode(options: { sudo?: boolean } = {}): Promise<TempNode
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[], enforcers = [privilegeEnforcer]) {
-  const ctx = await engineFor(node, { enforcers: new Map(enforcers.map((e) => [e.type, e])) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[], enforcers: Enforcer[] = [privilegeEnforcer]) =>
+  syncWith(node, enforcers, policies);
 
 const read = (node: TempNode, path: string) =>
   Deno.readTextFile(`${node.root}${path}`).catch(() => undefined);

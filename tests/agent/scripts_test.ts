@@ -30,7 +30,7 @@ import {
 import { unitBase } from "../../agent/enforcers/scripts/units.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { cachedPolicy, engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 interface TestCa {
@@ -93,15 +93,7 @@ async function scriptsNode(ca: TestCa): Promise<TempNode> {
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[scriptsEnforcer.type, scriptsEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [scriptsEnforcer], policies);
 
 const HELLO = { name: "hello", trigger: 1, body: "echo hello from svc\n" };
 const units = (node: TempNode, dir = "/etc/systemd/system") =>
