@@ -298,11 +298,7 @@ export async function syncWith(
   policies: CachedPolicy[],
 ): ReturnType<typeof engineFor> {
   const ctx = await engineFor(node, { enforcers: new Map(enforcers.map((e) => [e.type, e])) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
+  await syncSnapshot(ctx.engine, ...policies);
   return ctx;
 }
 
@@ -349,4 +345,13 @@ export async function enrolledDataDir(
     caPem: server.ctx.ca.certPem,
   });
   return dataDir;
+}
+
+/** Hands the engine `policies` as one complete snapshot and waits until it has synced. */
+export async function syncSnapshot(engine: SyncEngine, ...policies: CachedPolicy[]): Promise<void> {
+  policies.forEach((policy, i) =>
+    engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: i === policies.length - 1 })
+  );
+  if (policies.length === 0) engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
 }

@@ -18,6 +18,17 @@ async function listTree(dir: string, prefix = ""): Promise<string[]> {
   return out.sort();
 }
 
+/** Everything under a temp node's root once svc wrote Firefox's policies.json there: nothing else. */
+const FIREFOX_NODE_TREE = [
+  "/etc",
+  "/etc/firefox",
+  "/etc/firefox/policies",
+  "/etc/firefox/policies/policies.json",
+  "/usr",
+  "/usr/lib",
+  "/usr/lib/firefox",
+];
+
 function hostileAdditional(key: string, id: string): CachedPolicy {
   const message = create(FirefoxPolicySchema, {
     additional: { [key]: { kind: { case: "stringValue", value: "pwned" } } },
@@ -65,15 +76,7 @@ nodeTest("hostile policy keys (path traversal, newline, NUL, separators) are rej
   assert.equal(bytes.includes(0), false, "no NUL byte on disk");
   assert.doesNotMatch(text, /pwned|Injected|cron/);
   assert.deepEqual(JSON.parse(text).policies, { DisableTelemetry: true });
-  assert.deepEqual(await listTree(node.root), [
-    "/etc",
-    "/etc/firefox",
-    "/etc/firefox/policies",
-    "/etc/firefox/policies/policies.json",
-    "/usr",
-    "/usr/lib",
-    "/usr/lib/firefox",
-  ]);
+  assert.deepEqual(await listTree(node.root), FIREFOX_NODE_TREE);
 });
 
 nodeTest("hostile values: bad URL schemes and NUL are rejected; a newline stays inside its JSON string", {
@@ -142,15 +145,7 @@ nodeTest("hostile type names and policy ids never become paths", { make: tempNod
   await engine.idle();
   assert.equal(reports.get("t1")?.message, "unsupported policy type ../../../tmp/evil");
   assert.equal(reports.get(weirdId.id)?.status, "COMPLIANT");
-  assert.deepEqual(await listTree(node.root), [
-    "/etc",
-    "/etc/firefox",
-    "/etc/firefox/policies",
-    "/etc/firefox/policies/policies.json",
-    "/usr",
-    "/usr/lib",
-    "/usr/lib/firefox",
-  ]);
+  assert.deepEqual(await listTree(node.root), FIREFOX_NODE_TREE);
   const state = await listTree(node.dataDir);
   assert.ok(
     state.every((p) => /^\/state(\/managed-files\.json|\/backups(\/[0-9a-f]{64})?)?$/.test(p)),

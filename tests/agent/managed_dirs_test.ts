@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { ManagedFiles } from "../../agent/sync/managed_files.ts";
-import { engineFor, firefoxPolicy, nodeTest, tempNode } from "./helpers.ts";
+import { engineFor, firefoxPolicy, nodeTest, syncSnapshot, tempNode } from "./helpers.ts";
 
 async function exists(path: string): Promise<boolean> {
   return await Deno.stat(path).then(() => true, () => false);
@@ -17,12 +17,7 @@ nodeTest("directories svc created go with the last managed file; existing and sh
 }, async (node) => {
   await Deno.mkdir(`${node.root}/etc`);
   const { engine } = await engineFor(node);
-  engine.handleEvent({
-    kind: "SNAPSHOT",
-    policy: firefoxPolicy({ disableTelemetry: true }),
-    snapshotComplete: true,
-  });
-  await engine.idle();
+  await syncSnapshot(engine, firefoxPolicy({ disableTelemetry: true }));
   assert.ok(await exists(`${node.root}/etc/firefox/policies/policies.json`));
   // Someone else's file next to svc's directory: /etc/firefox must stay.
   await Deno.writeTextFile(`${node.root}/etc/firefox/local.txt`, "mine\n");
@@ -45,12 +40,7 @@ nodeTest("the directories of a file that stops being managed go; those of a file
   make: () => tempNode({ original: null, flatpak: true }),
 }, async (node) => {
   const { engine } = await engineFor(node);
-  engine.handleEvent({
-    kind: "SNAPSHOT",
-    policy: firefoxPolicy({ disableTelemetry: true }),
-    snapshotComplete: true,
-  });
-  await engine.idle();
+  await syncSnapshot(engine, firefoxPolicy({ disableTelemetry: true }));
   const flatpakFile = node.config.firefox.flatpakPoliciesPath.replace("{arch}", "x86_64");
   const files = JSON.parse(await Deno.readTextFile(`${node.dataDir}/state/managed-files.json`)).files;
   assert.equal(files.length, 2, JSON.stringify(files));
