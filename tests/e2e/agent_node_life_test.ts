@@ -10,7 +10,7 @@
  * - when the server is back the agent reconnects and reports.
  */
 import assert from "node:assert/strict";
-import { e2eNode, e2eServer, endE2e, enrollE2eNode, POLICIES_JSON } from "../helpers/agent_fixtures.ts";
+import { e2eNode, e2eServer, enrollE2eNode, POLICIES_JSON } from "../helpers/agent_fixtures.ts";
 import { join } from "node:path";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
