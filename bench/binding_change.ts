@@ -28,6 +28,7 @@ import { readModelBacklog } from "../server/metrics/collector.ts";
 import { createLogger } from "../server/core/log.ts";
 import { machineCpu, programCpu } from "./proc_stats.ts";
 
+import { DEFAULT_DATABASE_URL, parseFlags } from "./bench_args.ts";
 const USAGE =
   "usage: deno run -A bench/binding_change.ts [--nodes N] [--rounds R] [--batch B] [--workers W] " +
   "[--other-policies K] [--database-url URL] [--no-inline-compare]";
@@ -43,36 +44,20 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  const o: Options = {
+  return parseFlags<Options>(args, USAGE, {
     nodes: 100_000,
     rounds: 5,
     batch: DEFAULT_BATCH_NODES,
     workers: 1,
     otherPolicies: 5,
-    databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    databaseUrl: DEFAULT_DATABASE_URL,
     inlineCompare: true,
-  };
-  const int = (flag: string, v: string | undefined, min: number) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`${flag} needs a whole number ≥ ${min}\n${USAGE}`);
-    return n;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const [flag, value] = [args[i], args[i + 1]];
-    if (flag === "--no-inline-compare") {
-      o.inlineCompare = false;
-      continue;
-    }
-    if (flag === "--nodes") o.nodes = int(flag, value, 1);
-    else if (flag === "--rounds") o.rounds = int(flag, value, 1);
-    else if (flag === "--batch") o.batch = int(flag, value, 1);
-    else if (flag === "--workers") o.workers = int(flag, value, 1);
-    else if (flag === "--other-policies") o.otherPolicies = int(flag, value, 0);
-    else if (flag === "--database-url") o.databaseUrl = value ?? "";
-    else throw new Error(`unknown argument ${flag}\n${USAGE}`);
-    i++;
-  }
-  return o;
+  }, {
+    ints: ["nodes", "rounds", "batch", "workers", "otherPolicies"],
+    min: { otherPolicies: 0 },
+    strings: ["databaseUrl"],
+    switches: { "--no-inline-compare": (o) => o.inlineCompare = false },
+  });
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -21,29 +21,17 @@
  * even when clients and server share the machine.
  */
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
 import { stringify } from "yaml";
-import postgres from "postgres";
 import { type Db, openPostgres } from "../server/db/mod.ts";
-import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
-import { changePolicyState, createPolicy } from "../server/domain/policies.ts";
-import { createBinding, updateBinding } from "../server/domain/bindings.ts";
+import { updateBinding } from "../server/domain/bindings.ts";
 import { buildSnapshot } from "../server/hub/snapshot.ts";
 import { createLogger } from "../server/core/log.ts";
-import { ensureInternalServerCert, loadOrCreateCa } from "../server/pki/mod.ts";
-import { GRPC_LIMITS } from "../server/grpc/policy_server.ts";
-import { PolicyPortCredentials } from "../server/grpc/tls_credentials.ts";
-import {
-  createServiceDefinition,
-  createServiceImplementation,
-  GrpcError,
-  type ServiceHandlers,
-} from "../shared/grpc/adapter.ts";
-import { PolicyService } from "../shared/gen/svc/policy/v1/policy_pb.ts";
-import { generateKeyAndCsr } from "../shared/pki/csr.ts";
+import { benchFleet, createBenchDatabase } from "./bench_fleet.ts";
+import { startBarePolicyServer } from "./bare_policy_server.ts";
 import { childPids, killSurvivors, processStats } from "./proc_stats.ts";
 import { expect, now, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
 
+import { DEFAULT_DATABASE_URL, parseFlags } from "./bench_args.ts";
 const USAGE =
   `usage: deno run -A bench/fanout.ts [--nodes N] [--procs P] [--policies K] [--policy-bytes B] [--rounds R]
        [--workers W] [--database-url URL] [--server https://host:port --policy-port PORT --ca-file FILE]`;
@@ -62,59 +50,19 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  const o: Options = {
+  const o = parseFlags<Options>(args, USAGE, {
     nodes: 1000,
     procs: 2,
     policies: 1,
     policyBytes: 2048,
     rounds: 3,
     workers: 1,
-    databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    databaseUrl: DEFAULT_DATABASE_URL,
     policyPort: 8444,
-  };
-  const int = (name: string, v: string | undefined) => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} needs a positive whole number\n${USAGE}`);
-    return n;
-  };
-  for (let i = 0; i < args.length; i++) {
-    const [flag, value] = [args[i], args[i + 1]];
-    switch (flag) {
-      case "--nodes":
-        o.nodes = int(flag, value);
-        break;
-      case "--procs":
-        o.procs = int(flag, value);
-        break;
-      case "--policies":
-        o.policies = int(flag, value);
-        break;
-      case "--policy-bytes":
-        o.policyBytes = int(flag, value);
-        break;
-      case "--rounds":
-        o.rounds = int(flag, value);
-        break;
-      case "--workers":
-        o.workers = int(flag, value);
-        break;
-      case "--policy-port":
-        o.policyPort = int(flag, value);
-        break;
-      case "--database-url":
-        o.databaseUrl = value ?? "";
-        break;
-      case "--server":
-        o.server = value;
-        break;
-      case "--ca-file":
-        o.caFile = value;
-        break;
-      default:
-        throw new Error(`unknown argument ${flag}\n${USAGE}`);
-    }
-    i++;
-  }
+  }, {
+    ints: ["nodes", "procs", "policies", "policyBytes", "rounds", "workers", "policyPort"],
+    strings: ["databaseUrl", "server", "caFile"],
+  });
   if (o.server && !o.caFile) throw new Error(`--server needs --ca-file (the server's internal CA)\n${USAGE}`);
   return o;
 }
@@ -181,11 +129,8 @@ async function startTarget(options: Options): Promise<Target> {
       stop: async () => {},
     };
   }
-  const name = `svc_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = postgres(options.databaseUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const dbUrl = new URL(options.databaseUrl);
-  dbUrl.pathname = `/${name}`;
+  const database = await createBenchDatabase(options.databaseUrl, "svc_bench_");
+  const dbUrl = database.url;
   const dataDir = await Deno.makeTempDir({ prefix: "svc-bench-" });
   const [web, policy, metrics] = [freePort(), freePort(), freePort()];
   const configPath = join(dataDir, "server.yaml");
@@ -244,8 +189,7 @@ async function startTarget(options: Options): Promise<Target> {
       }
       const left = killSurvivors(workers);
       if (left > 0) console.error(`fanout: ${left} policy worker(s) outlived svc-server; killed`);
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
       await Deno.remove(dataDir, { recursive: true });
     },
   };
@@ -277,51 +221,10 @@ async function rawCeiling(
   messages: Uint8Array[],
   rounds: number,
 ): Promise<{ latencies: number[]; cpu: number }> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-bench-raw-" });
-  const ca = await loadOrCreateCa({ dataDir: dir });
-  const serverCert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
-  const pair = await generateKeyAndCsr("raw");
-  const clientCert = await ca.signCsr(pair.csrPem, { commonName: "raw" });
-  const calls: Parameters<ServiceHandlers<typeof PolicyService>["subscribePolicyUpdates"]>[1][] = [];
-  const refuse = () => Promise.reject(new GrpcError(grpc.status.UNIMPLEMENTED, "not part of the benchmark"));
-  const handlers: Record<string, unknown> = {};
-  for (const m of PolicyService.methods) handlers[m.localName] = refuse;
-  handlers.subscribePolicyUpdates = (_req: unknown, call: (typeof calls)[number]) =>
-    new Promise<void>((resolve) => {
-      calls.push(call);
-      call.write(messages.at(-1)!);
-      call.on("cancelled", () => resolve());
-    });
-  const server = new grpc.Server({
-    "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
-    "grpc.max_send_message_length": GRPC_LIMITS.maxMessageBytes,
-    "grpc.enable_channelz": 0,
-  });
-  server.addService(
-    createServiceDefinition(PolicyService),
-    createServiceImplementation(PolicyService, handlers as ServiceHandlers<typeof PolicyService>),
-  );
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      "127.0.0.1:0",
-      new PolicyPortCredentials({
-        caPem: ca.certPem,
-        certPem: serverCert.certPem,
-        keyPem: serverCert.keyPem,
-      }),
-      (err, p) => err ? reject(err) : resolve(p),
-    )
-  );
+  const bare = await startBarePolicyServer("svc-bench-raw-", messages.at(-1)!);
   try {
     for (const [i, w] of workers.entries()) {
-      await w.send({
-        cmd: "raw",
-        target: `localhost:${port}`,
-        caPem: ca.certPem,
-        certPem: clientCert.certPem,
-        keyPem: pair.keyPem,
-        count: counts[i],
-      });
+      await w.send(bare.rawCommand(counts[i]));
     }
     for (const w of workers) await expect(w, "ready");
     const all: number[] = [];
@@ -330,7 +233,7 @@ async function rawCeiling(
       // The bare server runs in this process: its CPU is this process's during the round.
       const before = await processStats(Deno.pid);
       const { latencies } = await measure(workers, () => {
-        for (const call of calls) for (const m of messages) call.write(m);
+        for (const call of bare.calls) for (const m of messages) call.write(m);
         return Promise.resolve();
       });
       cpu += (await processStats(Deno.pid)).cpu - before.cpu;
@@ -339,8 +242,7 @@ async function rawCeiling(
     }
     return { latencies: all, cpu };
   } finally {
-    server.forceShutdown();
-    await Deno.remove(dir, { recursive: true });
+    await bare.stop();
   }
 }
 
@@ -353,27 +255,13 @@ async function main(): Promise<void> {
   try {
     const db = target.db;
     const stamp = Date.now().toString(36);
-    const group = (await db.transaction((tx) => createNodeGroup(tx, { name: `bench-${stamp}` }))).id;
-    const bindings = await db.transaction(async (tx) => {
-      const ids: string[] = [];
-      for (let i = 0; i < options.policies; i++) {
-        const policy = await createPolicy(tx, {
-          name: `bench-${stamp}-${i}`,
-          type: "BenchBlob",
-          content: JSON.stringify({ i, blob: "x".repeat(options.policyBytes) }),
-          createdBy: "bench",
-        });
-        await changePolicyState(tx, policy.id, "released");
-        ids.push((await createBinding(tx, { policyId: policy.id, nodeGroupId: group })).id);
-      }
-      return ids;
+    const { group, bindings, tokens } = await benchFleet(db, {
+      name: `bench-${stamp}`,
+      policies: options.policies,
+      bytes: options.policyBytes,
+      enable: false,
+      tokens: options.nodes,
     });
-    const tokens = await Promise.all(
-      Array.from(
-        { length: options.nodes },
-        async () => (await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token,
-      ),
-    );
     const counts = workers.map((_, i) =>
       Math.floor(options.nodes / workers.length) + (i < options.nodes % workers.length ? 1 : 0)
     );

@@ -23,15 +23,15 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { type Db, openPostgres } from "../server/db/mod.ts";
 import { FIXED_CONNECTIONS_PER_PROCESS } from "../server/db/connection_budget.ts";
-import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
-import { changePolicyState, createPolicy } from "../server/domain/policies.ts";
-import { createBinding, updateBinding } from "../server/domain/bindings.ts";
+import { updateBinding } from "../server/domain/bindings.ts";
 import { loadOrCreateCa } from "../server/pki/mod.ts";
 import { startReplica } from "../tests/helpers/replicas.ts";
 import type { ServerProcess } from "../tests/helpers/process.ts";
+import { benchFleet, createBenchDatabase } from "./bench_fleet.ts";
 import { childPids, killSurvivors, processStats } from "./proc_stats.ts";
 import { expect, now, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
 
+import { DEFAULT_DATABASE_URL, parseFlags } from "./bench_args.ts";
 const USAGE =
   "usage: deno run -A bench/replica_set.ts [--replicas R] [--workers W] [--nodes N] [--procs P] " +
   "[--rounds K] [--policies K] [--policy-bytes B] [--pool-size S] [--database-url URL]";
@@ -49,7 +49,7 @@ interface Options {
 }
 
 function parseArgs(args: string[]): Options {
-  const o: Options = {
+  return parseFlags<Options>(args, USAGE, {
     replicas: 4,
     workers: 2,
     nodes: 2000,
@@ -58,31 +58,11 @@ function parseArgs(args: string[]): Options {
     policies: 10,
     policyBytes: 1024,
     poolSize: 5,
-    databaseUrl: Deno.env.get("SVC_TEST_DATABASE_URL") ?? "postgres://postgres@127.0.0.1:5432/postgres",
-  };
-  const keys: Record<string, keyof Options> = {
-    "--replicas": "replicas",
-    "--workers": "workers",
-    "--nodes": "nodes",
-    "--procs": "procs",
-    "--rounds": "rounds",
-    "--policies": "policies",
-    "--policy-bytes": "policyBytes",
-    "--pool-size": "poolSize",
-  };
-  for (let i = 0; i < args.length; i += 2) {
-    const [flag, value] = [args[i], args[i + 1]];
-    if (flag === "--database-url") {
-      o.databaseUrl = value ?? "";
-    } else if (keys[flag]) {
-      const n = Number(value);
-      if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive whole number\n${USAGE}`);
-      (o[keys[flag]] as number) = n;
-    } else {
-      throw new Error(`unknown argument ${flag}\n${USAGE}`);
-    }
-  }
-  return o;
+    databaseUrl: DEFAULT_DATABASE_URL,
+  }, {
+    ints: ["replicas", "workers", "nodes", "procs", "rounds", "policies", "policyBytes", "poolSize"],
+    strings: ["databaseUrl"],
+  });
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -155,11 +135,8 @@ async function notifyCost(url: string, count: number): Promise<{ p50: number; p9
 
 async function main(): Promise<void> {
   const o = parseArgs(Deno.args);
-  const name = `svc_bench_replicas_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(o.databaseUrl);
-  url.pathname = `/${name}`;
+  const database = await createBenchDatabase(o.databaseUrl, "svc_bench_replicas_");
+  const { name, url } = database;
   const tmp = await Deno.makeTempDir({ prefix: "svc-bench-replicas-" });
   const replicas: ServerProcess[] = [];
   const workers: WorkerHandle[] = [];
@@ -198,27 +175,13 @@ async function main(): Promise<void> {
     );
 
     const stamp = Date.now().toString(36);
-    const group = (await db.transaction((tx) => createNodeGroup(tx, { name: `bench-${stamp}` }))).id;
-    const bindings = await db.transaction(async (tx) => {
-      const ids: string[] = [];
-      for (let i = 0; i < o.policies; i++) {
-        const policy = await createPolicy(tx, {
-          name: `bench-${stamp}-${i}`,
-          type: "BenchBlob",
-          content: JSON.stringify({ i, blob: "x".repeat(o.policyBytes) }),
-          createdBy: "bench",
-        });
-        await changePolicyState(tx, policy.id, "released");
-        const b = await createBinding(tx, { policyId: policy.id, nodeGroupId: group });
-        await updateBinding(tx, b.id, { state: "enabled" });
-        ids.push(b.id);
-      }
-      return ids;
+    const { bindings, tokens } = await benchFleet(db, {
+      name: `bench-${stamp}`,
+      policies: o.policies,
+      bytes: o.policyBytes,
+      enable: true,
+      tokens: o.nodes,
     });
-    const tokens: string[] = [];
-    for (let i = 0; i < o.nodes; i++) {
-      tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token);
-    }
     for (let i = 0; i < o.procs; i++) workers.push(spawnWorker());
     const counts = workers.map((_, i) => Math.floor(o.nodes / o.procs) + (i < o.nodes % o.procs ? 1 : 0));
     let offset = 0;
@@ -338,8 +301,7 @@ async function main(): Promise<void> {
     await Promise.all(replicas.map((r) => r.stop()));
     const left = killSurvivors(children);
     if (left > 0) console.error(`replica_set: ${left} policy worker(s) outlived their replica; killed`);
-    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
+    await database.drop();
     await Deno.remove(tmp, { recursive: true });
     for (const r of replicas) await Deno.remove(r.dataDir, { recursive: true }).catch(() => {});
   }

@@ -42,22 +42,28 @@ export const now = () => performance.timeOrigin + performance.now();
 /** Streams a client process opens at once before waiting for their initial snapshots. */
 const CONNECT_WAVE = 250;
 
-/** The client process: reads commands on stdin, reports on stdout. */
-async function worker(): Promise<void> {
-  const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).getReader();
-  const out = (r: Report) => console.log(JSON.stringify(r));
+/** Reads the text of `stream` one line at a time; throws `endMessage` when it ends before the next line. */
+function lineReader(stream: ReadableStream<Uint8Array>, endMessage: string): () => Promise<string> {
+  const reader = stream.pipeThrough(new TextDecoderStream()).getReader();
   let buffered = "";
-  const next = async (): Promise<Command> => {
+  return async () => {
     while (!buffered.includes("\n")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error("coordinator went away");
+      const { value, done } = await reader.read();
+      if (done) throw new Error(endMessage);
       buffered += value;
     }
     const i = buffered.indexOf("\n");
     const line = buffered.slice(0, i);
     buffered = buffered.slice(i + 1);
-    return JSON.parse(line);
+    return line;
   };
+}
+
+/** The client process: reads commands on stdin, reports on stdout. */
+async function worker(): Promise<void> {
+  const nextLine = lineReader(Deno.stdin.readable, "coordinator went away");
+  const out = (r: Report) => console.log(JSON.stringify(r));
+  const next = async (): Promise<Command> => JSON.parse(await nextLine());
 
   let streams: ServerStream<PolicyUpdate>[] = [];
   let closers: (() => void)[] = [];
@@ -199,20 +205,12 @@ export function spawnWorker(): WorkerHandle {
     stderr: "inherit",
   }).spawn();
   const writer = child.stdin.getWriter();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = "";
+  const nextLine = lineReader(child.stdout, "a worker exited");
   return {
     send: (c) => writer.write(new TextEncoder().encode(JSON.stringify(c) + "\n")),
     async next() {
       while (true) {
-        while (!buffered.includes("\n")) {
-          const { value, done } = await reader.read();
-          if (done) throw new Error("a worker exited");
-          buffered += value;
-        }
-        const i = buffered.indexOf("\n");
-        const line = buffered.slice(0, i);
-        buffered = buffered.slice(i + 1);
+        const line = await nextLine();
         if (!line.startsWith("{")) continue;
         const report = JSON.parse(line) as Report;
         if (report.event === "error") throw new Error(`worker: ${report.message}`);

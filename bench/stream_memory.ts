@@ -18,27 +18,16 @@
  */
 import v8 from "node:v8";
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
-import postgres from "postgres";
 import { resolveConfig } from "../server/config/config.ts";
 import { startServer } from "../server/server.ts";
 import { openPostgres } from "../server/db/mod.ts";
 import { createLogger } from "../server/core/log.ts";
-import { createEnrollmentToken, createNodeGroup } from "../server/domain/node_groups.ts";
-import { changePolicyState, createPolicy } from "../server/domain/policies.ts";
-import { createBinding, updateBinding } from "../server/domain/bindings.ts";
-import { ensureInternalServerCert, loadOrCreateCa } from "../server/pki/mod.ts";
-import { GRPC_LIMITS } from "../server/grpc/policy_server.ts";
-import { PolicyPortCredentials } from "../server/grpc/tls_credentials.ts";
-import {
-  createServiceDefinition,
-  createServiceImplementation,
-  type ServiceHandlers,
-} from "../shared/grpc/adapter.ts";
+import { updateBinding } from "../server/domain/bindings.ts";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { EventType, PolicyService, PolicyUpdateSchema } from "../shared/gen/svc/policy/v1/policy_pb.ts";
-import { generateKeyAndCsr } from "../shared/pki/csr.ts";
+import { EventType, PolicyUpdateSchema } from "../shared/gen/svc/policy/v1/policy_pb.ts";
 import { type Command, expect, spawnWorker, type WorkerHandle } from "./sim_agents.ts";
+import { benchFleet, createBenchDatabase } from "./bench_fleet.ts";
+import { startBarePolicyServer } from "./bare_policy_server.ts";
 import { freePort } from "../tests/helpers/process.ts";
 
 const USAGE = "usage: deno run -A --v8-flags=--expose-gc bench/stream_memory.ts [--streams N] [--procs P] " +
@@ -234,71 +223,21 @@ function snapshotMessages(policies: number, bytes: number): Uint8Array[] {
 }
 
 async function bareTarget(o: Options): Promise<Target> {
-  const dir = await Deno.makeTempDir({ prefix: "svc-bench-mem-" });
-  const ca = await loadOrCreateCa({ dataDir: dir });
-  const serverCert = await ensureInternalServerCert(ca, { dataDir: dir, hostnames: [] });
-  const pair = await generateKeyAndCsr("raw");
-  const clientCert = await ca.signCsr(pair.csrPem, { commonName: "raw" });
-  const handlers: Record<string, unknown> = {};
-  for (const m of PolicyService.methods) handlers[m.localName] = () => Promise.reject(new Error("unused"));
   const messages = snapshotMessages(o.policies, o.policyBytes);
-  const calls: { write(b: Uint8Array): void }[] = [];
-  handlers.subscribePolicyUpdates = (
-    _req: unknown,
-    call: { write(b: Uint8Array): void; on(event: "cancelled", f: () => void): void },
-  ) =>
-    new Promise<void>((resolve) => {
-      calls.push(call);
-      call.write(messages.at(-1)!);
-      call.on("cancelled", () => resolve());
-    });
-  const server = new grpc.Server({
-    "grpc.max_concurrent_streams": GRPC_LIMITS.maxConcurrentStreams,
-    "grpc.max_send_message_length": GRPC_LIMITS.maxMessageBytes,
-    "grpc.enable_channelz": 0,
-  });
-  server.addService(
-    createServiceDefinition(PolicyService),
-    createServiceImplementation(PolicyService, handlers as ServiceHandlers<typeof PolicyService>),
-  );
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(
-      "127.0.0.1:0",
-      new PolicyPortCredentials({
-        caPem: ca.certPem,
-        certPem: serverCert.certPem,
-        keyPem: serverCert.keyPem,
-      }),
-      (err, p) => err ? reject(err) : resolve(p),
-    )
-  );
+  const bare = await startBarePolicyServer("svc-bench-mem-", messages.at(-1)!);
   return {
-    commands: (counts) =>
-      Promise.resolve(counts.map((count) => ({
-        cmd: "raw" as const,
-        target: `localhost:${port}`,
-        caPem: ca.certPem,
-        certPem: clientCert.certPem,
-        keyPem: pair.keyPem,
-        count,
-      }))),
+    commands: (counts) => Promise.resolve(counts.map((count) => bare.rawCommand(count))),
     change() {
-      for (const call of calls) for (const m of messages) call.write(m);
+      for (const call of bare.calls) for (const m of messages) call.write(m);
       return Promise.resolve();
     },
-    async stop() {
-      server.forceShutdown();
-      await Deno.remove(dir, { recursive: true });
-    },
+    stop: () => bare.stop(),
   };
 }
 
 async function svcTarget(o: Options): Promise<Target> {
-  const name = `svc_bench_mem_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(o.databaseUrl);
-  url.pathname = `/${name}`;
+  const database = await createBenchDatabase(o.databaseUrl, "svc_bench_mem_");
+  const url = database.url;
   const dataDir = await Deno.makeTempDir({ prefix: "svc-bench-mem-" });
   const [web, policy, metrics] = [freePort(), freePort(), freePort()];
   const config = resolveConfig({
@@ -313,27 +252,13 @@ async function svcTarget(o: Options): Promise<Target> {
   }, {});
   const running = await startServer(config, { log: createLogger("error"), print: () => {} });
   const db = await openPostgres(url.toString(), { max: 4 });
-  const group = (await db.transaction((tx) => createNodeGroup(tx, { name: "mem" }))).id;
-  const bindings = await db.transaction(async (tx) => {
-    const ids: string[] = [];
-    for (let i = 0; i < o.policies; i++) {
-      const p = await createPolicy(tx, {
-        name: `mem-${i}`,
-        type: "BenchBlob",
-        content: JSON.stringify({ i, blob: "x".repeat(o.policyBytes) }),
-        createdBy: "bench",
-      });
-      await changePolicyState(tx, p.id, "released");
-      const b = await createBinding(tx, { policyId: p.id, nodeGroupId: group });
-      await updateBinding(tx, b.id, { state: "enabled" });
-      ids.push(b.id);
-    }
-    return ids;
+  const { bindings, tokens } = await benchFleet(db, {
+    name: "mem",
+    policies: o.policies,
+    bytes: o.policyBytes,
+    enable: true,
+    tokens: o.streams,
   });
-  const tokens: string[] = [];
-  for (let i = 0; i < o.streams; i++) {
-    tokens.push((await createEnrollmentToken(db, group, { createdBy: "bench", ttlMs: 3_600_000 })).token);
-  }
   const caPem = await Deno.readTextFile(join(dataDir, "pki/ca/ca.crt"));
   return {
     commands(counts) {
@@ -365,8 +290,7 @@ async function svcTarget(o: Options): Promise<Target> {
       }
       await db.close();
       await running.stop();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
       await Deno.remove(dataDir, { recursive: true });
     },
   };

@@ -16,7 +16,7 @@ import { enforcerRegistry, ENFORCERS } from "../../agent/enforcers/mod.ts";
 import { listPolicyTypes } from "../../shared/policy_types/mod.ts";
 import { MOZILLA_MARKER_KEY } from "../../agent/enforcers/mozilla.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, nodeTest, type TempNode, tempNode } from "./helpers.ts";
 
 const ARCH = Deno.build.arch;
 const CHROMIUM_DIR = "/etc/chromium/policies/managed";
@@ -82,41 +82,39 @@ Deno.test("every policy type has an enforcer, and the browser ones notify users 
   assert.ok(browsers.every((e) => e.notifiesUsers));
 });
 
-Deno.test("Thunderbird: system and Flatpak policies.json with the marker, read back COMPLIANT", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await install(node, "/usr/lib/thunderbird", "/var/lib/flatpak/app/org.mozilla.Thunderbird");
-    const p = cached("Thunderbird", {
-      DisableTelemetry: true,
-      Cookies: { Default: false, Allow: ["https://mail.example"] },
-      additional: { DisabledCiphers: { TLS_RSA_WITH_3DES_EDE_CBC_SHA: true } },
-    }, { id: "tb" });
-    const reports = await sync(node, [p]);
-    const expected = {
-      DisableTelemetry: true,
-      Cookies: { Default: false, Allow: ["https://mail.example"] },
-      DisabledCiphers: { TLS_RSA_WITH_3DES_EDE_CBC_SHA: true },
-    };
-    const system = await readJson(node, "/etc/thunderbird/policies/policies.json");
-    const flatpak = await readJson(
-      node,
-      `/var/lib/flatpak/extension/org.mozilla.Thunderbird.systemconfig/${ARCH}/stable/policies/policies.json`,
-    );
-    assert.deepEqual(system?.policies, expected);
-    assert.deepEqual(flatpak, system);
-    assert.match(String(system?.[MOZILLA_MARKER_KEY]), /managed by svc .*Thunderbird policy/);
-    assert.equal(reports.get("tb")?.status, "COMPLIANT", reports.get("tb")!.message);
-    assert.equal(reports.get("tb")?.items.length, 6, "3 keys × 2 files");
-    const mode = (await Deno.stat(`${node.root}/etc/thunderbird/policies/policies.json`)).mode! & 0o777;
-    assert.equal(mode, 0o644);
-  } finally {
-    await node.cleanup();
-  }
+nodeTest("Thunderbird: system and Flatpak policies.json with the marker, read back COMPLIANT", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  await install(node, "/usr/lib/thunderbird", "/var/lib/flatpak/app/org.mozilla.Thunderbird");
+  const p = cached("Thunderbird", {
+    DisableTelemetry: true,
+    Cookies: { Default: false, Allow: ["https://mail.example"] },
+    additional: { DisabledCiphers: { TLS_RSA_WITH_3DES_EDE_CBC_SHA: true } },
+  }, { id: "tb" });
+  const reports = await sync(node, [p]);
+  const expected = {
+    DisableTelemetry: true,
+    Cookies: { Default: false, Allow: ["https://mail.example"] },
+    DisabledCiphers: { TLS_RSA_WITH_3DES_EDE_CBC_SHA: true },
+  };
+  const system = await readJson(node, "/etc/thunderbird/policies/policies.json");
+  const flatpak = await readJson(
+    node,
+    `/var/lib/flatpak/extension/org.mozilla.Thunderbird.systemconfig/${ARCH}/stable/policies/policies.json`,
+  );
+  assert.deepEqual(system?.policies, expected);
+  assert.deepEqual(flatpak, system);
+  assert.match(String(system?.[MOZILLA_MARKER_KEY]), /managed by svc .*Thunderbird policy/);
+  assert.equal(reports.get("tb")?.status, "COMPLIANT", reports.get("tb")!.message);
+  assert.equal(reports.get("tb")?.items.length, 6, "3 keys × 2 files");
+  const mode = (await Deno.stat(`${node.root}/etc/thunderbird/policies/policies.json`)).mode! & 0o777;
+  assert.equal(mode, 0o644);
 });
 
-Deno.test("Chrome: one svc_policies.json per installed Chrome-family browser, plain JSON, read back COMPLIANT", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
+nodeTest(
+  "Chrome: one svc_policies.json per installed Chrome-family browser, plain JSON, read back COMPLIANT",
+  { make: () => tempNode({ firefox: false, original: null }) },
+  async (node) => {
     await install(
       node,
       "/opt/google/chrome",
@@ -152,84 +150,73 @@ Deno.test("Chrome: one svc_policies.json per installed Chrome-family browser, pl
       dirs.map((d) => `${d}/svc_policies.json`),
     );
     assert.equal(await exists(node, "/etc/opt/edge"), false, "Edge is another type");
-  } finally {
-    await node.cleanup();
-  }
+  },
+);
+
+nodeTest("Edge: /etc/opt/edge/policies/managed/svc_policies.json when Edge is installed", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  await install(node, "/opt/microsoft/msedge");
+  const reports = await sync(node, [
+    cached("Edge", { TrackingPrevention: 3, HubsSidebarEnabled: false }, { id: "e" }),
+  ]);
+  assert.deepEqual(await readJson(node, "/etc/opt/edge/policies/managed/svc_policies.json"), {
+    HubsSidebarEnabled: false,
+    TrackingPrevention: 3,
+  });
+  assert.equal(reports.get("e")?.status, "COMPLIANT", reports.get("e")!.message);
 });
 
-Deno.test("Edge: /etc/opt/edge/policies/managed/svc_policies.json when Edge is installed", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await install(node, "/opt/microsoft/msedge");
-    const reports = await sync(node, [
-      cached("Edge", { TrackingPrevention: 3, HubsSidebarEnabled: false }, { id: "e" }),
-    ]);
-    assert.deepEqual(await readJson(node, "/etc/opt/edge/policies/managed/svc_policies.json"), {
-      HubsSidebarEnabled: false,
-      TrackingPrevention: 3,
-    });
-    assert.equal(reports.get("e")?.status, "COMPLIANT", reports.get("e")!.message);
-  } finally {
-    await node.cleanup();
-  }
+nodeTest("nothing installed → INAPPLICABLE naming what was looked for, nothing written", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  const reports = await sync(node, [
+    cached("Thunderbird", { DisableTelemetry: true }, { id: "tb" }),
+    cached("Chrome", { HomepageLocation: "https://a.example/" }, { id: "c" }),
+    cached("Edge", { TrackingPrevention: 1 }, { id: "e" }),
+    cached("Firefox", { DisableTelemetry: true }, { id: "f" }),
+  ]);
+  assert.match(
+    reports.get("tb")!.message,
+    /^Thunderbird is not installed \(looked for \/usr\/lib\/thunderbird/,
+  );
+  assert.match(
+    reports.get("c")!.message,
+    /^Chrome or Chromium is not installed \(looked for \/opt\/google\/chrome/,
+  );
+  assert.match(reports.get("e")!.message, /^Microsoft Edge is not installed/);
+  assert.match(reports.get("f")!.message, /^Firefox is not installed/);
+  for (const id of ["tb", "c", "e", "f"]) assert.equal(reports.get(id)?.status, "INAPPLICABLE", id);
+  assert.equal(await exists(node, "/etc"), false);
 });
 
-Deno.test("nothing installed → INAPPLICABLE naming what was looked for, nothing written", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    const reports = await sync(node, [
-      cached("Thunderbird", { DisableTelemetry: true }, { id: "tb" }),
-      cached("Chrome", { HomepageLocation: "https://a.example/" }, { id: "c" }),
-      cached("Edge", { TrackingPrevention: 1 }, { id: "e" }),
-      cached("Firefox", { DisableTelemetry: true }, { id: "f" }),
-    ]);
-    assert.match(
-      reports.get("tb")!.message,
-      /^Thunderbird is not installed \(looked for \/usr\/lib\/thunderbird/,
-    );
-    assert.match(
-      reports.get("c")!.message,
-      /^Chrome or Chromium is not installed \(looked for \/opt\/google\/chrome/,
-    );
-    assert.match(reports.get("e")!.message, /^Microsoft Edge is not installed/);
-    assert.match(reports.get("f")!.message, /^Firefox is not installed/);
-    for (const id of ["tb", "c", "e", "f"]) assert.equal(reports.get(id)?.status, "INAPPLICABLE", id);
-    assert.equal(await exists(node, "/etc"), false);
-  } finally {
-    await node.cleanup();
+nodeTest("an empty cache removes svc's files and leaves other managed files alone", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  await install(node, "/usr/lib/chromium", "/opt/microsoft/msedge");
+  await Deno.mkdir(`${node.root}${CHROMIUM_DIR}`, { recursive: true });
+  await Deno.writeTextFile(`${node.root}${CHROMIUM_DIR}/vendor.json`, '{"BookmarkBarEnabled": true}');
+  const { engine } = await engineFor(node);
+  for (
+    const p of [
+      cached("Chrome", { SyncDisabled: true }, { id: "c" }),
+      cached("Edge", { SyncDisabled: true }, { id: "e" }),
+    ]
+  ) {
+    engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: false });
   }
-});
-
-Deno.test("an empty cache removes svc's files and leaves other managed files alone", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await install(node, "/usr/lib/chromium", "/opt/microsoft/msedge");
-    await Deno.mkdir(`${node.root}${CHROMIUM_DIR}`, { recursive: true });
-    await Deno.writeTextFile(`${node.root}${CHROMIUM_DIR}/vendor.json`, '{"BookmarkBarEnabled": true}');
-    const { engine } = await engineFor(node);
-    for (
-      const p of [
-        cached("Chrome", { SyncDisabled: true }, { id: "c" }),
-        cached("Edge", { SyncDisabled: true }, { id: "e" }),
-      ]
-    ) {
-      engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: false });
-    }
-    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-    await engine.idle();
-    assert.ok(await exists(node, CHROMIUM_FILE));
-    assert.ok(await exists(node, "/etc/opt/edge/policies/managed/svc_policies.json"));
-    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-    await engine.idle();
-    assert.equal(await exists(node, CHROMIUM_FILE), false);
-    assert.equal(await exists(node, "/etc/opt/edge/policies/managed/svc_policies.json"), false);
-    assert.equal(
-      await Deno.readTextFile(`${node.root}${CHROMIUM_DIR}/vendor.json`),
-      '{"BookmarkBarEnabled": true}',
-    );
-  } finally {
-    await node.cleanup();
-  }
+  engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
+  assert.ok(await exists(node, CHROMIUM_FILE));
+  assert.ok(await exists(node, "/etc/opt/edge/policies/managed/svc_policies.json"));
+  engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
+  assert.equal(await exists(node, CHROMIUM_FILE), false);
+  assert.equal(await exists(node, "/etc/opt/edge/policies/managed/svc_policies.json"), false);
+  assert.equal(
+    await Deno.readTextFile(`${node.root}${CHROMIUM_DIR}/vendor.json`),
+    '{"BookmarkBarEnabled": true}',
+  );
 });
 
 interface Scenario {
@@ -402,34 +389,32 @@ for (const scenario of SCENARIOS) {
   });
 }
 
-Deno.test("each policy is reported against its own values; lost keys are INAPPLICABLE naming the winner", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await install(node, "/usr/lib/chromium");
-    const scenario = SCENARIOS.find((s) => s.type === "Chrome")!;
-    const reports = await sync(node, scenario.pool);
-    assert.deepEqual(itemsByKey(reports.get("low")), {
-      BrowserSignin: "INAPPLICABLE",
-      ExtensionInstallForcelist: "INAPPLICABLE",
-      URLBlocklist: "COMPLIANT",
-    });
-    assert.equal(reports.get("low")?.status, "COMPLIANT");
-    const low = reports.get("low")!.items;
-    assert.match(low[0].message, /overridden by higher-priority policy "high" \(high, priority 7\)/);
-    assert.match(low[1].message, /every entry is given differently by higher-priority policy "high"/);
-    assert.deepEqual(itemsByKey(reports.get("z")), { HomepageLocation: "INAPPLICABLE" });
-    assert.equal(reports.get("z")?.status, "INAPPLICABLE");
-    assert.match(reports.get("z")!.message, /overridden by higher-priority policy "y" \(y, priority 3\)/);
-    assert.equal(reports.get("high")?.status, "COMPLIANT");
-    assert.equal(reports.get("y")?.status, "COMPLIANT");
-  } finally {
-    await node.cleanup();
-  }
+nodeTest("each policy is reported against its own values; lost keys are INAPPLICABLE naming the winner", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  await install(node, "/usr/lib/chromium");
+  const scenario = SCENARIOS.find((s) => s.type === "Chrome")!;
+  const reports = await sync(node, scenario.pool);
+  assert.deepEqual(itemsByKey(reports.get("low")), {
+    BrowserSignin: "INAPPLICABLE",
+    ExtensionInstallForcelist: "INAPPLICABLE",
+    URLBlocklist: "COMPLIANT",
+  });
+  assert.equal(reports.get("low")?.status, "COMPLIANT");
+  const low = reports.get("low")!.items;
+  assert.match(low[0].message, /overridden by higher-priority policy "high" \(high, priority 7\)/);
+  assert.match(low[1].message, /every entry is given differently by higher-priority policy "high"/);
+  assert.deepEqual(itemsByKey(reports.get("z")), { HomepageLocation: "INAPPLICABLE" });
+  assert.equal(reports.get("z")?.status, "INAPPLICABLE");
+  assert.match(reports.get("z")!.message, /overridden by higher-priority policy "y" \(y, priority 3\)/);
+  assert.equal(reports.get("high")?.status, "COMPLIANT");
+  assert.equal(reports.get("y")?.status, "COMPLIANT");
 });
 
-Deno.test("Chromium: a managed file sorting after svc_policies.json overrides keys → NON_COMPLIANT naming it", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
+nodeTest(
+  "Chromium: a managed file sorting after svc_policies.json overrides keys → NON_COMPLIANT naming it",
+  { make: () => tempNode({ firefox: false, original: null }) },
+  async (node) => {
     await install(node, "/usr/lib/chromium");
     const dir = `${node.root}${CHROMIUM_DIR}`;
     await Deno.mkdir(dir, { recursive: true });
@@ -454,53 +439,49 @@ Deno.test("Chromium: a managed file sorting after svc_policies.json overrides ke
       /overridden by \/etc\/chromium\/policies\/managed\/zz_local.json, which sorts after svc_policies.json; Chromium uses the value of the last file/,
     );
     assert.match(result.message, /1 of 3 setting\(s\) not in effect: BrowserSignin/);
-  } finally {
-    await node.cleanup();
-  }
+  },
+);
+
+nodeTest("Chrome-only settings are not written for Chromium (INAPPLICABLE there) but are for Google Chrome", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  await install(node, "/usr/lib/chromium", "/opt/google/chrome");
+  const def: BrowserTypeDef = {
+    ...chromeType,
+    fieldInfo: {
+      ...chromeType.fieldInfo,
+      MetricsReportingEnabled: { ...chromeType.fieldInfo.MetricsReportingEnabled, chromeOnly: true },
+    },
+  };
+  const enforcer = chromiumEnforcer(def, "Chrome or Chromium", CHROME_BROWSERS);
+  const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]) });
+  engine.handleEvent({
+    kind: "SNAPSHOT",
+    policy: cached("Chrome", { MetricsReportingEnabled: false, SyncDisabled: true }, { id: "c" }),
+    snapshotComplete: true,
+  });
+  await engine.idle();
+  assert.deepEqual(await readJson(node, CHROMIUM_FILE), { SyncDisabled: true });
+  assert.deepEqual(await readJson(node, "/etc/opt/chrome/policies/managed/svc_policies.json"), {
+    MetricsReportingEnabled: false,
+    SyncDisabled: true,
+  });
+  const result = reports.get("c")!;
+  assert.equal(result.status, "COMPLIANT", result.message);
+  assert.deepEqual(itemsByKey(result, CHROMIUM_FILE), {
+    MetricsReportingEnabled: "INAPPLICABLE",
+    SyncDisabled: "COMPLIANT",
+  });
+  assert.match(
+    result.items.find((i) => i.schemaId === CHROMIUM_FILE && i.key === "MetricsReportingEnabled")!.message,
+    /Google Chrome policy that Chromium does not support/,
+  );
 });
 
-Deno.test("Chrome-only settings are not written for Chromium (INAPPLICABLE there) but are for Google Chrome", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await install(node, "/usr/lib/chromium", "/opt/google/chrome");
-    const def: BrowserTypeDef = {
-      ...chromeType,
-      fieldInfo: {
-        ...chromeType.fieldInfo,
-        MetricsReportingEnabled: { ...chromeType.fieldInfo.MetricsReportingEnabled, chromeOnly: true },
-      },
-    };
-    const enforcer = chromiumEnforcer(def, "Chrome or Chromium", CHROME_BROWSERS);
-    const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry([enforcer]) });
-    engine.handleEvent({
-      kind: "SNAPSHOT",
-      policy: cached("Chrome", { MetricsReportingEnabled: false, SyncDisabled: true }, { id: "c" }),
-      snapshotComplete: true,
-    });
-    await engine.idle();
-    assert.deepEqual(await readJson(node, CHROMIUM_FILE), { SyncDisabled: true });
-    assert.deepEqual(await readJson(node, "/etc/opt/chrome/policies/managed/svc_policies.json"), {
-      MetricsReportingEnabled: false,
-      SyncDisabled: true,
-    });
-    const result = reports.get("c")!;
-    assert.equal(result.status, "COMPLIANT", result.message);
-    assert.deepEqual(itemsByKey(result, CHROMIUM_FILE), {
-      MetricsReportingEnabled: "INAPPLICABLE",
-      SyncDisabled: "COMPLIANT",
-    });
-    assert.match(
-      result.items.find((i) => i.schemaId === CHROMIUM_FILE && i.key === "MetricsReportingEnabled")!.message,
-      /Google Chrome policy that Chromium does not support/,
-    );
-  } finally {
-    await node.cleanup();
-  }
-});
-
-Deno.test("hostile content fed straight to the Thunderbird, Chrome and Edge enforcers never reaches the disk", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
+nodeTest(
+  "hostile content fed straight to the Thunderbird, Chrome and Edge enforcers never reaches the disk",
+  { make: () => tempNode({ firefox: false, original: null }) },
+  async (node) => {
     await install(node, "/usr/lib/thunderbird", "/usr/lib/chromium", "/opt/microsoft/msedge");
     let deep: unknown = "x";
     for (let i = 0; i < 100; i++) deep = [deep];
@@ -539,7 +520,5 @@ Deno.test("hostile content fed straight to the Thunderbird, Chrome and Edge enfo
     assert.equal(await exists(node, "/etc/opt/edge"), false);
     const written = await Deno.readTextFile(`${node.root}${CHROMIUM_FILE}`);
     assert.doesNotMatch(written, /pwned|cron|Injected/);
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);

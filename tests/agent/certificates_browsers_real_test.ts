@@ -11,7 +11,7 @@
  * /etc is never touched. Skipped, saying why, where this machine lacks a browser, certutil, or namespaces.
  */
 import assert from "node:assert/strict";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { engineFor, nodeTest, type TempNode, tempNode } from "./helpers.ts";
 import { issueServerCertificate, makeCertificate } from "../helpers/test_ca.ts";
 
 const have = async (cmd: string) =>
@@ -175,51 +175,45 @@ async function browse(
   }
 }
 
-Deno.test({
-  name:
-    "certificates: real Firefox and Chromium trust the CA through svc's policy files, and only through them",
-  ignore: missing.length > 0,
-  async fn() {
-    const node = await tempNode({ firefox: true, original: null });
-    try {
-      const root = node.root;
-      // The node's store: Debian's layout with its real tool (no other CAs needed for this check).
-      await Deno.mkdir(`${root}/usr/share/ca-certificates`, { recursive: true });
-      await Deno.mkdir(`${root}/usr/local/share/ca-certificates`, { recursive: true });
-      await Deno.mkdir(`${root}/etc/ssl/certs`, { recursive: true });
-      await Deno.writeTextFile(`${root}/etc/ca-certificates.conf`, "");
-      await Deno.mkdir(`${root}/usr/lib/chromium`, { recursive: true });
-      const { engine, reports } = await engineFor(node);
-      const policy = {
-        id: "trust",
-        name: "trust",
-        type: "Certificates",
-        version: 1,
-        priority: 0,
-        content: JSON.stringify({ certificates: [{ name: "browser-test", pem: CA.pem }] }),
-      };
-      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
-      await engine.idle();
-      assert.equal(reports.get("trust")!.status, "COMPLIANT", JSON.stringify(reports.get("trust")));
+nodeTest(
+  "certificates: real Firefox and Chromium trust the CA through svc's policy files, and only through them",
+  { make: () => tempNode({ firefox: true, original: null }), ignore: missing.length > 0 },
+  async (node) => {
+    const root = node.root;
+    // The node's store: Debian's layout with its real tool (no other CAs needed for this check).
+    await Deno.mkdir(`${root}/usr/share/ca-certificates`, { recursive: true });
+    await Deno.mkdir(`${root}/usr/local/share/ca-certificates`, { recursive: true });
+    await Deno.mkdir(`${root}/etc/ssl/certs`, { recursive: true });
+    await Deno.writeTextFile(`${root}/etc/ca-certificates.conf`, "");
+    await Deno.mkdir(`${root}/usr/lib/chromium`, { recursive: true });
+    const { engine, reports } = await engineFor(node);
+    const policy = {
+      id: "trust",
+      name: "trust",
+      type: "Certificates",
+      version: 1,
+      priority: 0,
+      content: JSON.stringify({ certificates: [{ name: "browser-test", pem: CA.pem }] }),
+    };
+    engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
+    await engine.idle();
+    assert.equal(reports.get("trust")!.status, "COMPLIANT", JSON.stringify(reports.get("trust")));
 
-      assert.deepEqual(
-        await browse(node, false, "none"),
-        { chromium: false, firefox: false },
-        "no trust by default",
-      );
-      assert.deepEqual(await browse(node, true, "none"), { chromium: true, firefox: true }, "svc's files");
-      assert.deepEqual(
-        await browse(node, false, "bundle"),
-        { chromium: false, firefox: false },
-        "the system bundle alone reaches neither browser",
-      );
-      assert.equal(
-        (await browse(node, false, "nssdb")).chromium,
-        false,
-        "Debian's Chromium ignores /etc/pki/nssdb",
-      );
-    } finally {
-      await node.cleanup();
-    }
+    assert.deepEqual(
+      await browse(node, false, "none"),
+      { chromium: false, firefox: false },
+      "no trust by default",
+    );
+    assert.deepEqual(await browse(node, true, "none"), { chromium: true, firefox: true }, "svc's files");
+    assert.deepEqual(
+      await browse(node, false, "bundle"),
+      { chromium: false, firefox: false },
+      "the system bundle alone reaches neither browser",
+    );
+    assert.equal(
+      (await browse(node, false, "nssdb")).chromium,
+      false,
+      "Debian's Chromium ignores /etc/pki/nssdb",
+    );
   },
-});
+);

@@ -8,12 +8,19 @@
  * A Fedora-layout node runs a stand-in for `update-ca-trust` (Fedora's tool is not packaged in Debian).
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { CertificatesPolicySchema } from "../../shared/gen/svc/policy/v1/certificates_pb.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
 import { derBase64, pemBlocks, pemBodyBytes } from "../../shared/x509.ts";
-import { engineFor, firefoxPolicy, readFirefoxFile, type TempNode, tempNode } from "./helpers.ts";
+import {
+  engineFor,
+  firefoxPolicy,
+  nodeTest,
+  policyMaker,
+  readFirefoxFile,
+  type TempNode,
+  tempNode,
+} from "./helpers.ts";
 import { issueServerCertificate, makeCertificate, type TestCert } from "../helpers/test_ca.ts";
 
 const HAVE_TOOL = await Deno.stat("/usr/sbin/update-ca-certificates").then(() => true, () => false);
@@ -25,23 +32,7 @@ const DEBIAN_CAS = ["ISRG_Root_X1.crt", "DigiCert_Global_Root_G2.crt", "Amazon_R
 const BUNDLE = "etc/ssl/certs/ca-certificates.crt";
 const ANCHORS = "usr/local/share/ca-certificates";
 
-let counter = 0;
-function certificatesPolicy(
-  init: MessageInitShape<typeof CertificatesPolicySchema>,
-  options: { priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(CertificatesPolicySchema, init);
-  const id = `certs-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Certificates",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(CertificatesPolicySchema, message),
-    typed: message,
-  };
-}
+const certificatesPolicy = policyMaker(CertificatesPolicySchema, "Certificates", "certs");
 
 /** Runs the real update-ca-certificates on the root, as a node's package installation would. */
 async function updateStore(root: string): Promise<void> {
@@ -126,251 +117,231 @@ async function danglingLinks(node: TempNode): Promise<string[]> {
 const CA_RSA = await makeCertificate({ key: "rsa:2048", subject: "/O=Example Corp/CN=Example Corp Root" });
 const CA_EC = await makeCertificate({ key: "ec:P-256", subject: "/CN=Example Corp Issuing" });
 
-Deno.test({
-  name:
-    "certificates: a CA lands in the Debian store, Firefox and Chromium; release restores the store exactly",
-  ignore: !HAVE_TOOL,
-  async fn() {
-    const node = await debianNode();
-    try {
-      const originalBundle = await Deno.readTextFile(`${node.root}/${BUNDLE}`);
-      const originalLinks = [...Deno.readDirSync(`${node.root}/etc/ssl/certs`)].map((e) => e.name).sort();
-      const leaf = await issueServerCertificate(CA_RSA, ["intranet.example.com"]);
-      assert.equal(await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem), false, "not trusted before");
+nodeTest(
+  "certificates: a CA lands in the Debian store, Firefox and Chromium; release restores the store exactly",
+  { make: debianNode, ignore: !HAVE_TOOL },
+  async (node) => {
+    const originalBundle = await Deno.readTextFile(`${node.root}/${BUNDLE}`);
+    const originalLinks = [...Deno.readDirSync(`${node.root}/etc/ssl/certs`)].map((e) => e.name).sort();
+    const leaf = await issueServerCertificate(CA_RSA, ["intranet.example.com"]);
+    assert.equal(await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem), false, "not trusted before");
 
-      const { engine, reports } = await engineFor(node);
-      const policy = certificatesPolicy({
-        certificates: [{ name: "corp-root", pem: CA_RSA.pem }, { name: "corp-issuing", pem: CA_EC.pem }],
-      }, { name: "corp trust" });
+    const { engine, reports } = await engineFor(node);
+    const policy = certificatesPolicy({
+      certificates: [{ name: "corp-root", pem: CA_RSA.pem }, { name: "corp-issuing", pem: CA_EC.pem }],
+    }, { name: "corp trust" });
+    engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
+    await engine.idle();
+
+    const result = reports.get(policy.id)!;
+    assert.equal(result.status, "COMPLIANT", JSON.stringify(result, null, 2));
+    const file = `${node.root}/${ANCHORS}/svc-policy-corp-root.crt`;
+    assert.equal(await Deno.readTextFile(file), CA_RSA.pem);
+    assert.equal((await Deno.stat(file)).mode! & 0o777, 0o644);
+    const ids = await bundleIds(node);
+    assert.ok(ids.has(idOf(CA_RSA)) && ids.has(idOf(CA_EC)), "both CAs are in the bundle");
+    for (const name of DEBIAN_CAS) {
+      assert.match(await Deno.readTextFile(`${node.root}/${BUNDLE}`), /BEGIN/, name);
+    }
+    assert.equal(ids.size, DEBIAN_CAS.length + 2, "Debian's own CAs stay");
+    assert.ok(
+      await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem),
+      "OpenSSL trusts a server certificate it issued",
+    );
+    const hash = new TextDecoder().decode(
+      (await new Deno.Command("openssl", {
+        args: ["x509", "-noout", "-subject_hash", "-in", file],
+        stdout: "piped",
+      })
+        .output()).stdout,
+    ).trim();
+    assert.equal(await Deno.realPath(`${node.root}/etc/ssl/certs/${hash}.0`), await Deno.realPath(file));
+
+    const firefox = await readFirefoxFile(node) as { policies: { Certificates: { Install: string[] } } };
+    assert.deepEqual(
+      firefox.policies.Certificates.Install.sort(),
+      [
+        "/usr/local/share/ca-certificates/svc-policy-corp-issuing.crt",
+        "/usr/local/share/ca-certificates/svc-policy-corp-root.crt",
+      ].sort(),
+    );
+    const chromium = JSON.parse(
+      await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
+    );
+    assert.deepEqual(new Set(chromium.CACertificates), new Set([idOf(CA_RSA), idOf(CA_EC)]));
+    const where = (schemaId: string) =>
+      result.items.filter((i) => i.schemaId === schemaId).map((i) => `${i.key}:${i.status}`).sort();
+    assert.deepEqual(where("/etc/ssl/certs/ca-certificates.crt"), [
+      "corp-issuing:COMPLIANT",
+      "corp-root:COMPLIANT",
+    ]);
+    assert.deepEqual(where("/etc/firefox/policies/policies.json"), [
+      "corp-issuing:COMPLIANT",
+      "corp-root:COMPLIANT",
+    ]);
+    assert.deepEqual(where("/etc/chromium/policies/managed/svc_policies.json"), [
+      "corp-issuing:COMPLIANT",
+      "corp-root:COMPLIANT",
+    ]);
+
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+    assert.equal(
+      await Deno.readTextFile(`${node.root}/${BUNDLE}`),
+      originalBundle,
+      "the bundle is Debian's again",
+    );
+    assert.deepEqual(
+      [...Deno.readDirSync(`${node.root}/etc/ssl/certs`)].map((e) => e.name).sort(),
+      originalLinks,
+    );
+    assert.deepEqual(await danglingLinks(node), []);
+    assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)], []);
+    assert.equal(
+      await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem),
+      false,
+      "not trusted after release",
+    );
+    assert.equal(
+      await readFirefoxFile(node),
+      undefined,
+      "Firefox's policies file was svc's alone: removed",
+    );
+    assert.equal(
+      await Deno.stat(`${node.root}/etc/chromium/policies/managed/svc_policies.json`).catch(() => null),
+      null,
+    );
+  },
+);
+
+nodeTest(
+  "certificates: merge across policies and with a Firefox policy; an expired entry is reported and skipped",
+  { make: debianNode, ignore: !HAVE_TOOL },
+  async (node) => {
+    const other = await makeCertificate({ key: "ec:P-384", subject: "/CN=Other Root" });
+    const expired = await makeCertificate({
+      subject: "/CN=Old Root",
+      notBefore: new Date("2019-01-01T00:00:00Z"),
+      notAfter: new Date("2022-05-06T00:00:00Z"),
+    });
+    const high = certificatesPolicy({
+      certificates: [{ name: "root", pem: CA_RSA.pem }, { name: "old", pem: expired.pem }],
+    }, { priority: 10, name: "high" });
+    const low = certificatesPolicy({
+      certificates: [{ name: "root", pem: other.pem }, { name: "same-root", pem: CA_RSA.pem }],
+    }, { priority: 1, name: "low" });
+    const ff = firefoxPolicy({
+      certificates: { install: ["/usr/lib/mozilla/certificates/extra.der"] },
+      disableTelemetry: true,
+    }, { priority: 5 });
+    const { engine, reports } = await engineFor(node);
+    for (const policy of [high, low, ff]) {
+      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: false });
+    }
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+
+    assert.deepEqual(
+      [...Deno.readDirSync(`${node.root}/${ANCHORS}`)].map((e) => e.name),
+      [
+        "svc-policy-root.crt",
+      ],
+    );
+    assert.equal(await Deno.readTextFile(`${node.root}/${ANCHORS}/svc-policy-root.crt`), CA_RSA.pem);
+    const ids = await bundleIds(node);
+    assert.ok(ids.has(idOf(CA_RSA)) && !ids.has(idOf(other)) && !ids.has(idOf(expired)));
+
+    const highResult = reports.get(high.id)!;
+    assert.equal(highResult.status, "NON_COMPLIANT");
+    const old = highResult.items.find((i) => i.key === "old")!;
+    assert.equal(old.status, "NON_COMPLIANT");
+    assert.match(
+      old.message,
+      /expired on 2022-05-06 \(CN=Old Root\): distribute the CA's renewed certificate; not installed/,
+    );
+
+    const lowResult = reports.get(low.id)!;
+    const root = lowResult.items.find((i) => i.key === "root")!;
+    assert.equal(root.status, "INAPPLICABLE");
+    assert.match(root.message, /overridden by higher-priority policy "high"/);
+    const same = lowResult.items.filter((i) => i.key === "same-root");
+    assert.ok(same.every((i) => i.status === "COMPLIANT"), JSON.stringify(same));
+    assert.match(same[0].message, /installed as root by policy "high"/);
+    assert.equal(lowResult.status, "COMPLIANT");
+
+    // Firefox's own Certificates.Install entry and the Certificates type's add up; the Firefox policy is in effect.
+    const firefox = await readFirefoxFile(node) as { policies: { Certificates: { Install: string[] } } };
+    assert.deepEqual(firefox.policies.Certificates.Install.sort(), [
+      "/usr/lib/mozilla/certificates/extra.der",
+      "/usr/local/share/ca-certificates/svc-policy-root.crt",
+    ]);
+    assert.equal(reports.get(ff.id)!.status, "COMPLIANT", JSON.stringify(reports.get(ff.id)));
+  },
+);
+
+nodeTest("certificates: a failing update-ca-certificates puts the previous files back and rebuilds", {
+  make: () => debianNode({ browsers: false }),
+  ignore: !HAVE_TOOL,
+}, async (node) => {
+  const { engine, reports } = await engineFor(node);
+  const first = certificatesPolicy({ certificates: [{ name: "first", pem: CA_RSA.pem }] });
+  engine.handleEvent({ kind: "SNAPSHOT", policy: first, snapshotComplete: true });
+  await engine.idle();
+  assert.equal(reports.get(first.id)!.status, "COMPLIANT");
+
+  // The links directory replaced by a file: update-ca-certificates cannot enter it and exits non-zero.
+  await Deno.rename(`${node.root}/etc/ssl/certs`, `${node.root}/etc/ssl/certs.saved`);
+  await Deno.writeTextFile(`${node.root}/etc/ssl/certs`, "");
+  const second = certificatesPolicy({ certificates: [{ name: "second", pem: CA_EC.pem }] });
+  engine.handleEvent({ kind: "SNAPSHOT", policy: second, snapshotComplete: true });
+  await engine.idle();
+  const failed = reports.get(second.id)!;
+  assert.equal(failed.status, "ERROR");
+  assert.match(
+    failed.message,
+    /update-ca-certificates failed: .*\(previous certificate files restored\)/,
+  );
+  assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)].map((e) => e.name), [
+    "svc-policy-first.crt",
+  ]);
+});
+
+nodeTest(
+  "certificates: content forced past the server is refused by the agent; nothing written, no tool run",
+  { make: () => debianNode({ browsers: false }), ignore: !HAVE_TOOL },
+  async (node) => {
+    const runner = new Runner();
+    const { engine, reports } = await engineFor(node, { runner });
+    const bundle = await Deno.readTextFile(`${node.root}/${BUNDLE}`);
+    const hostile = [
+      { name: "../../../etc/cron.d/evil", pem: CA_RSA.pem },
+      { name: "key", pem: `${CA_RSA.pem}${CA_RSA.keyPem}` },
+      { name: "leaf", pem: (await issueServerCertificate(CA_RSA, ["x.example"])).pem },
+      { name: "two", pem: `${CA_RSA.pem}${CA_EC.pem}` },
+    ];
+    for (const entry of hostile) {
+      const policy: CachedPolicy = {
+        id: `hostile-${entry.name.length}`,
+        name: "hostile",
+        type: "Certificates",
+        version: 1,
+        priority: 0,
+        content: JSON.stringify({ certificates: [entry] }),
+      };
       engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
       await engine.idle();
-
       const result = reports.get(policy.id)!;
-      assert.equal(result.status, "COMPLIANT", JSON.stringify(result, null, 2));
-      const file = `${node.root}/${ANCHORS}/svc-policy-corp-root.crt`;
-      assert.equal(await Deno.readTextFile(file), CA_RSA.pem);
-      assert.equal((await Deno.stat(file)).mode! & 0o777, 0o644);
-      const ids = await bundleIds(node);
-      assert.ok(ids.has(idOf(CA_RSA)) && ids.has(idOf(CA_EC)), "both CAs are in the bundle");
-      for (const name of DEBIAN_CAS) {
-        assert.match(await Deno.readTextFile(`${node.root}/${BUNDLE}`), /BEGIN/, name);
-      }
-      assert.equal(ids.size, DEBIAN_CAS.length + 2, "Debian's own CAs stay");
-      assert.ok(
-        await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem),
-        "OpenSSL trusts a server certificate it issued",
-      );
-      const hash = new TextDecoder().decode(
-        (await new Deno.Command("openssl", {
-          args: ["x509", "-noout", "-subject_hash", "-in", file],
-          stdout: "piped",
-        })
-          .output()).stdout,
-      ).trim();
-      assert.equal(await Deno.realPath(`${node.root}/etc/ssl/certs/${hash}.0`), await Deno.realPath(file));
-
-      const firefox = await readFirefoxFile(node) as { policies: { Certificates: { Install: string[] } } };
-      assert.deepEqual(
-        firefox.policies.Certificates.Install.sort(),
-        [
-          "/usr/local/share/ca-certificates/svc-policy-corp-issuing.crt",
-          "/usr/local/share/ca-certificates/svc-policy-corp-root.crt",
-        ].sort(),
-      );
-      const chromium = JSON.parse(
-        await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
-      );
-      assert.deepEqual(new Set(chromium.CACertificates), new Set([idOf(CA_RSA), idOf(CA_EC)]));
-      const where = (schemaId: string) =>
-        result.items.filter((i) => i.schemaId === schemaId).map((i) => `${i.key}:${i.status}`).sort();
-      assert.deepEqual(where("/etc/ssl/certs/ca-certificates.crt"), [
-        "corp-issuing:COMPLIANT",
-        "corp-root:COMPLIANT",
-      ]);
-      assert.deepEqual(where("/etc/firefox/policies/policies.json"), [
-        "corp-issuing:COMPLIANT",
-        "corp-root:COMPLIANT",
-      ]);
-      assert.deepEqual(where("/etc/chromium/policies/managed/svc_policies.json"), [
-        "corp-issuing:COMPLIANT",
-        "corp-root:COMPLIANT",
-      ]);
-
-      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-      await engine.idle();
-      assert.equal(
-        await Deno.readTextFile(`${node.root}/${BUNDLE}`),
-        originalBundle,
-        "the bundle is Debian's again",
-      );
-      assert.deepEqual(
-        [...Deno.readDirSync(`${node.root}/etc/ssl/certs`)].map((e) => e.name).sort(),
-        originalLinks,
-      );
-      assert.deepEqual(await danglingLinks(node), []);
-      assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)], []);
-      assert.equal(
-        await opensslVerify(`${node.root}/${BUNDLE}`, leaf.pem),
-        false,
-        "not trusted after release",
-      );
-      assert.equal(
-        await readFirefoxFile(node),
-        undefined,
-        "Firefox's policies file was svc's alone: removed",
-      );
-      assert.equal(
-        await Deno.stat(`${node.root}/etc/chromium/policies/managed/svc_policies.json`).catch(() => null),
-        null,
-      );
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name:
-    "certificates: merge across policies and with a Firefox policy; an expired entry is reported and skipped",
-  ignore: !HAVE_TOOL,
-  async fn() {
-    const node = await debianNode();
-    try {
-      const other = await makeCertificate({ key: "ec:P-384", subject: "/CN=Other Root" });
-      const expired = await makeCertificate({
-        subject: "/CN=Old Root",
-        notBefore: new Date("2019-01-01T00:00:00Z"),
-        notAfter: new Date("2022-05-06T00:00:00Z"),
-      });
-      const high = certificatesPolicy({
-        certificates: [{ name: "root", pem: CA_RSA.pem }, { name: "old", pem: expired.pem }],
-      }, { priority: 10, name: "high" });
-      const low = certificatesPolicy({
-        certificates: [{ name: "root", pem: other.pem }, { name: "same-root", pem: CA_RSA.pem }],
-      }, { priority: 1, name: "low" });
-      const ff = firefoxPolicy({
-        certificates: { install: ["/usr/lib/mozilla/certificates/extra.der"] },
-        disableTelemetry: true,
-      }, { priority: 5 });
-      const { engine, reports } = await engineFor(node);
-      for (const policy of [high, low, ff]) {
-        engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: false });
-      }
-      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-      await engine.idle();
-
-      assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)].map((e) => e.name), [
-        "svc-policy-root.crt",
-      ]);
-      assert.equal(await Deno.readTextFile(`${node.root}/${ANCHORS}/svc-policy-root.crt`), CA_RSA.pem);
-      const ids = await bundleIds(node);
-      assert.ok(ids.has(idOf(CA_RSA)) && !ids.has(idOf(other)) && !ids.has(idOf(expired)));
-
-      const highResult = reports.get(high.id)!;
-      assert.equal(highResult.status, "NON_COMPLIANT");
-      const old = highResult.items.find((i) => i.key === "old")!;
-      assert.equal(old.status, "NON_COMPLIANT");
+      assert.equal(result.status, "ERROR", entry.name);
       assert.match(
-        old.message,
-        /expired on 2022-05-06 \(CN=Old Root\): distribute the CA's renewed certificate; not installed/,
+        result.message,
+        /^policy content rejected by the agent: certificates\[0\]\.(name|pem): /,
       );
-
-      const lowResult = reports.get(low.id)!;
-      const root = lowResult.items.find((i) => i.key === "root")!;
-      assert.equal(root.status, "INAPPLICABLE");
-      assert.match(root.message, /overridden by higher-priority policy "high"/);
-      const same = lowResult.items.filter((i) => i.key === "same-root");
-      assert.ok(same.every((i) => i.status === "COMPLIANT"), JSON.stringify(same));
-      assert.match(same[0].message, /installed as root by policy "high"/);
-      assert.equal(lowResult.status, "COMPLIANT");
-
-      // Firefox's own Certificates.Install entry and the Certificates type's add up; the Firefox policy is in effect.
-      const firefox = await readFirefoxFile(node) as { policies: { Certificates: { Install: string[] } } };
-      assert.deepEqual(firefox.policies.Certificates.Install.sort(), [
-        "/usr/lib/mozilla/certificates/extra.der",
-        "/usr/local/share/ca-certificates/svc-policy-root.crt",
-      ]);
-      assert.equal(reports.get(ff.id)!.status, "COMPLIANT", JSON.stringify(reports.get(ff.id)));
-    } finally {
-      await node.cleanup();
     }
+    assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)], []);
+    assert.equal(await Deno.readTextFile(`${node.root}/${BUNDLE}`), bundle);
+    assert.deepEqual(runner.history.filter((c) => c.cmd.includes("update-ca")), []);
   },
-});
-
-Deno.test({
-  name: "certificates: a failing update-ca-certificates puts the previous files back and rebuilds",
-  ignore: !HAVE_TOOL,
-  async fn() {
-    const node = await debianNode({ browsers: false });
-    try {
-      const { engine, reports } = await engineFor(node);
-      const first = certificatesPolicy({ certificates: [{ name: "first", pem: CA_RSA.pem }] });
-      engine.handleEvent({ kind: "SNAPSHOT", policy: first, snapshotComplete: true });
-      await engine.idle();
-      assert.equal(reports.get(first.id)!.status, "COMPLIANT");
-
-      // The links directory replaced by a file: update-ca-certificates cannot enter it and exits non-zero.
-      await Deno.rename(`${node.root}/etc/ssl/certs`, `${node.root}/etc/ssl/certs.saved`);
-      await Deno.writeTextFile(`${node.root}/etc/ssl/certs`, "");
-      const second = certificatesPolicy({ certificates: [{ name: "second", pem: CA_EC.pem }] });
-      engine.handleEvent({ kind: "SNAPSHOT", policy: second, snapshotComplete: true });
-      await engine.idle();
-      const failed = reports.get(second.id)!;
-      assert.equal(failed.status, "ERROR");
-      assert.match(
-        failed.message,
-        /update-ca-certificates failed: .*\(previous certificate files restored\)/,
-      );
-      assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)].map((e) => e.name), [
-        "svc-policy-first.crt",
-      ]);
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "certificates: content forced past the server is refused by the agent; nothing written, no tool run",
-  ignore: !HAVE_TOOL,
-  async fn() {
-    const node = await debianNode({ browsers: false });
-    try {
-      const runner = new Runner();
-      const { engine, reports } = await engineFor(node, { runner });
-      const bundle = await Deno.readTextFile(`${node.root}/${BUNDLE}`);
-      const hostile = [
-        { name: "../../../etc/cron.d/evil", pem: CA_RSA.pem },
-        { name: "key", pem: `${CA_RSA.pem}${CA_RSA.keyPem}` },
-        { name: "leaf", pem: (await issueServerCertificate(CA_RSA, ["x.example"])).pem },
-        { name: "two", pem: `${CA_RSA.pem}${CA_EC.pem}` },
-      ];
-      for (const entry of hostile) {
-        const policy: CachedPolicy = {
-          id: `hostile-${entry.name.length}`,
-          name: "hostile",
-          type: "Certificates",
-          version: 1,
-          priority: 0,
-          content: JSON.stringify({ certificates: [entry] }),
-        };
-        engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
-        await engine.idle();
-        const result = reports.get(policy.id)!;
-        assert.equal(result.status, "ERROR", entry.name);
-        assert.match(
-          result.message,
-          /^policy content rejected by the agent: certificates\[0\]\.(name|pem): /,
-        );
-      }
-      assert.deepEqual([...Deno.readDirSync(`${node.root}/${ANCHORS}`)], []);
-      assert.equal(await Deno.readTextFile(`${node.root}/${BUNDLE}`), bundle);
-      assert.deepEqual(runner.history.filter((c) => c.cmd.includes("update-ca")), []);
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
+);
 
 Deno.test("certificates: a Fedora-layout node gets its anchors in /etc/pki/ca-trust/source/anchors", async () => {
   const node = await tempNode({ firefox: false, original: null });
@@ -410,9 +381,10 @@ Deno.test("certificates: a Fedora-layout node gets its anchors in /etc/pki/ca-tr
   }
 });
 
-Deno.test("certificates: without a known trust store the store and Firefox are INAPPLICABLE, Chromium still trusts", async () => {
-  const node = await tempNode({ firefox: true, original: null });
-  try {
+nodeTest(
+  "certificates: without a known trust store the store and Firefox are INAPPLICABLE, Chromium still trusts",
+  { make: () => tempNode({ firefox: true, original: null }) },
+  async (node) => {
     await Deno.mkdir(`${node.root}/usr/lib/chromium`, { recursive: true });
     const runner = new Runner({ path: "/nonexistent" });
     const { engine, reports } = await engineFor(node, { runner });
@@ -431,7 +403,5 @@ Deno.test("certificates: without a known trust store the store and Firefox are I
       /no system trust store this agent knows: looked for update-ca-certificates/,
     );
     assert.equal(result.status, "COMPLIANT");
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);

@@ -3,12 +3,12 @@
  * own copy of the runtime executable (as the package installs it), the executable's resident pages drop
  * after the advice; and the daemon gives that advice after a sync followed by a quiet spell.
  */
+import { enrolledDataDir } from "./helpers.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { dbTest } from "../helpers/db.ts";
 import { createGroup, enrollAgent, startAgentServer } from "../helpers/agents.ts";
 import { buildAgentConfig } from "../../agent/config.ts";
-import { writeEnrollment } from "../../agent/identity.ts";
 import { runDaemon } from "../../agent/daemon.ts";
 import { createLogger } from "../../agent/log.ts";
 
@@ -56,13 +56,7 @@ dbTest("cold pages: the daemon gives them back after a sync and a quiet spell", 
     const group = await createGroup(db, "desks");
     const agent = await enrollAgent(server, { name: "pc-cold", groupId: group });
     agent.close();
-    const dataDir = join(base, "agent-data");
-    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-    await writeEnrollment(dataDir, {
-      keyPem: agent.keyPem,
-      certPem: agent.certPem,
-      caPem: server.ctx.ca.certPem,
-    });
+    const dataDir = await enrolledDataDir(base, agent, server);
     const root = join(base, "node");
     await Deno.mkdir(root);
     const { config } = buildAgentConfig({

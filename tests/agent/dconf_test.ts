@@ -6,14 +6,19 @@
  * keyfile is restored by the tamper watcher; hostile content never reaches a file.
  */
 import assert from "node:assert/strict";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { TamperWatcher } from "../../agent/tamper.ts";
-import { SILENT_LOGGER } from "../../agent/log.ts";
 import { dconfEnforcer } from "../../agent/enforcers/dconf.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import {
+  assertHostileRefused,
+  engineFor,
+  noWritesIO,
+  policyMaker,
+  type TempNode,
+  tempNode,
+  untilRestored,
+  watchedEngine,
+} from "./helpers.ts";
 
 const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";
 const haveDconf = await new Deno.Command("sh", { args: ["-c", "command -v dconf"] }).output().then((o) =>
@@ -30,23 +35,7 @@ if (ignore) {
   );
 }
 
-let counter = 0;
-function dconfPolicy(
-  init: MessageInitShape<typeof DconfPolicySchema>,
-  options: { id?: string; priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(DconfPolicySchema, init);
-  const id = options.id ?? `dconf-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Dconf",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(DconfPolicySchema, message),
-    typed: message,
-  };
-}
+const dconfPolicy = policyMaker(DconfPolicySchema, "Dconf", "dconf");
 
 async function gnomeNode(): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });
@@ -257,20 +246,9 @@ Deno.test({
     const node = await gnomeNode();
     let watcher: TamperWatcher | undefined;
     try {
-      const events: string[] = [];
-      const { engine, managed } = await engineFor(node, {
-        onSynced: (summary) => watcher!.setWatched(summary.managed),
-        onOwnWrite: (path, phase) => watcher!.ownWrite(path, phase),
-      });
-      watcher = new TamperWatcher({
-        fs: node.fs,
-        logger: SILENT_LOGGER,
-        verify: (path) => managed.verify(node.fs, path),
-        onTamper: (event) => {
-          events.push(event.path);
-          return engine.requestSync();
-        },
-      });
+      const watched = await watchedEngine(node, { recordAtTamper: true });
+      watcher = watched.watcher;
+      const { engine, events } = watched;
       const p = dconfPolicy({
         entries: [{
           schemaId: "org.gnome.desktop.screensaver",
@@ -285,13 +263,8 @@ Deno.test({
       const written = await Deno.readTextFile(path);
       await new Promise((r) => setTimeout(r, 300));
       await Deno.writeTextFile(path, "[org/gnome/desktop/screensaver]\nlock-delay=uint32 0\n");
-      const deadline = Date.now() + 30_000;
-      while (Date.now() < deadline) {
-        await engine.idle();
-        if (events.length && (await Deno.readTextFile(path)) === written) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.deepEqual(events, ["/etc/dconf/db/local.d/svc-policies"]);
+      await untilRestored(engine, path, written, () => events.length > 0);
+      assert.deepEqual(events.map((e) => e.path), ["/etc/dconf/db/local.d/svc-policies"]);
       assert.equal(await Deno.readTextFile(path), written);
       const user = await session(node);
       try {
@@ -331,26 +304,7 @@ Deno.test({
         },
         { entries: [{ schema_id: "org.gnome\u0000x", key: "k", value: "1" }] },
       ];
-      hostile.forEach((content, i) =>
-        engine.handleEvent({
-          kind: "SNAPSHOT",
-          policy: {
-            id: `h${i}`,
-            name: `h${i}`,
-            type: "Dconf",
-            version: 1,
-            priority: 0,
-            content: JSON.stringify(content),
-          },
-          snapshotComplete: i === hostile.length - 1,
-        })
-      );
-      await engine.idle();
-      for (let i = 0; i < hostile.length; i++) {
-        const r = reports.get(`h${i}`)!;
-        assert.equal(r.status, "ERROR", JSON.stringify(hostile[i]));
-        assert.match(r.message, /rejected by the agent/);
-      }
+      await assertHostileRefused(engine, reports, "Dconf", hostile);
       assert.equal(await Deno.stat(`${node.root}/etc/dconf`).catch(() => undefined), undefined);
       assert.equal(await Deno.stat(`${node.root}/tmp`).catch(() => undefined), undefined);
       assert.ok(!runner.history.some((c) => c.cmd === "dconf"));
@@ -367,15 +321,7 @@ Deno.test({
     const node = await gnomeNode();
     try {
       const { runner } = await engineFor(node);
-      const result = await dconfEnforcer.sync([], {
-        fs: node.fs,
-        runner,
-        logger: SILENT_LOGGER,
-        config: node.config,
-        managedPaths: () => [],
-        writeManaged: () => Promise.reject(new Error("must not write")),
-        releaseManaged: () => Promise.reject(new Error("must not release")),
-      });
+      const result = await dconfEnforcer.sync([], noWritesIO(node, runner));
       assert.deepEqual(result, { policies: [], changed: [] });
       assert.equal(runner.history.length, 0);
     } finally {

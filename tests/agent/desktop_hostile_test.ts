@@ -20,7 +20,7 @@ import {
   LINE_BREAKING,
 } from "../helpers/hostile_strings.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, tempNode } from "./helpers.ts";
+import { engineFor, kdeNode, nodeTest, type TempNode } from "./helpers.ts";
 
 const has = (h: HostileString, classes: readonly HostileClass[]) =>
   h.classes.some((c) => classes.includes(c));
@@ -141,11 +141,10 @@ Deno.test(`desktop types: the server refuses ${CASES.length} hostile contents, n
   assert.deepEqual(accepted.map((c) => c.label), []);
 });
 
-Deno.test("desktop types: the same contents forced past the server are refused by the agent; nothing is written", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
-    await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
-    await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
+nodeTest(
+  "desktop types: the same contents forced past the server are refused by the agent; nothing is written",
+  { make: kdeNode },
+  async (node) => {
     const { engine, reports, runner } = await engineFor(node);
     const policies: CachedPolicy[] = CASES.map((c, i) => ({
       id: `h${String(i).padStart(5, "0")}`,
@@ -166,24 +165,45 @@ Deno.test("desktop types: the same contents forced past the server are refused b
     assert.deepEqual(notRefused.map((p) => `${p.name} → ${JSON.stringify(reports.get(p.id))}`), []);
     assert.equal(await Deno.stat(`${node.root}/etc`).catch(() => undefined), undefined, "nothing under /etc");
     assert.deepEqual(runner.history.map((c) => c.cmd), [], "no tool ran");
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);
 
 const haveReader = await Deno.stat("/usr/bin/kreadconfig5").then(() => true, () => false);
 if (!haveReader) {
   console.log("skipped: KDE read-back of hostile values needs kreadconfig5 (libkf5config-bin)");
 }
 
+/** Syncs one Kconfig policy of `entries`, which the server's validation accepts, and asserts it COMPLIANT. */
+async function syncValidKconfig(node: TempNode, entries: Record<string, unknown>[]): Promise<void> {
+  const content = JSON.stringify({ entries });
+  assert.deepEqual(validatePolicyContent("Kconfig", content), []);
+  const { engine, reports } = await engineFor(node);
+  engine.handleEvent({
+    kind: "SNAPSHOT",
+    policy: { id: "p", name: "p", type: "Kconfig", version: 1, priority: 0, content },
+    snapshotComplete: true,
+  });
+  await engine.idle();
+  const r = reports.get("p")!;
+  assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items.filter((i) => i.status !== "COMPLIANT")));
+}
+
+/** What KDE's own reader (kreadconfig5 `args`) reads with the node's /etc/xdg and an empty `home`. */
+async function kreadconfig(node: TempNode, home: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command("kreadconfig5", {
+    args,
+    env: { XDG_CONFIG_DIRS: `${node.root}/etc/xdg`, XDG_CONFIG_HOME: `${home}/.config`, HOME: home },
+    stdout: "piped",
+  }).output();
+  return new TextDecoder().decode(out.stdout).replace(/\n$/, "");
+}
+
 Deno.test({
   name: "kconfig: every hostile string a value may carry is escaped and read back literally by kreadconfig5",
   ignore: !haveReader,
   async fn() {
-    const node = await tempNode({ firefox: false, original: null });
+    const node = await kdeNode();
     try {
-      await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
-      await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
       const carried = HOSTILE_STRINGS.filter((h) =>
         !has(h, MUST_STAY_ON_ONE_LINE) && h.value.length <= 65536 && h.value !== "" && h.value !== "\ufeff"
       );
@@ -193,32 +213,20 @@ Deno.test({
         key: `k${i}`,
         value: h.value,
       }));
-      const content = JSON.stringify({ entries });
-      assert.deepEqual(validatePolicyContent("Kconfig", content), []);
-      const { engine, reports } = await engineFor(node);
-      engine.handleEvent({
-        kind: "SNAPSHOT",
-        policy: { id: "p", name: "p", type: "Kconfig", version: 1, priority: 0, content },
-        snapshotComplete: true,
-      });
-      await engine.idle();
-      const r = reports.get("p")!;
-      assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items.filter((i) => i.status !== "COMPLIANT")));
+      await syncValidKconfig(node, entries);
       // Independently of the agent's own read-back: KDE's reader, and no group or key appeared.
       const home = await Deno.makeTempDir();
       try {
-        const env = {
-          XDG_CONFIG_DIRS: `${node.root}/etc/xdg`,
-          XDG_CONFIG_HOME: `${home}/.config`,
-          HOME: home,
-        };
         for (const [i, h] of carried.entries()) {
-          const out = await new Deno.Command("kreadconfig5", {
-            args: ["--file", "kwinrc", "--group", "Hostile", "--key", `k${i}`],
-            env,
-            stdout: "piped",
-          }).output();
-          assert.equal(new TextDecoder().decode(out.stdout).replace(/\n$/, ""), h.value, h.name);
+          const read = await kreadconfig(node, home, [
+            "--file",
+            "kwinrc",
+            "--group",
+            "Hostile",
+            "--key",
+            `k${i}`,
+          ]);
+          assert.equal(read, h.value, h.name);
         }
         const text = await Deno.readTextFile(`${node.root}/etc/xdg/kwinrc`);
         assert.equal(text.split("\n").filter((l) => l.startsWith("[")).length, 1, "one group only");
@@ -236,10 +244,8 @@ Deno.test({
   name: "kconfig: group and key names real KDE files use are written and read back by kreadconfig5",
   ignore: !haveReader,
   async fn() {
-    const node = await tempNode({ firefox: false, original: null });
+    const node = await kdeNode();
     try {
-      await Deno.mkdir(`${node.root}/usr/bin`, { recursive: true });
-      await Deno.writeTextFile(`${node.root}/usr/bin/plasmashell`, "");
       const entries = [
         { file: "kdeglobals", group: "KDE Action Restrictions", key: "plasma/plasmashell/unlockedDesktop" },
         { file: "kwinrc", group: "org.kde.kdecoration2", key: "library" },
@@ -252,36 +258,18 @@ Deno.test({
         },
         { file: "kglobalshortcutsrc", group: "kwin", key: "Walk Through Windows (Reverse)" },
       ].map((e, i) => ({ subgroups: [], ...e, value: `v${i}` }));
-      const content = JSON.stringify({ entries });
-      assert.deepEqual(validatePolicyContent("Kconfig", content), []);
-      const { engine, reports } = await engineFor(node);
-      engine.handleEvent({
-        kind: "SNAPSHOT",
-        policy: { id: "p", name: "p", type: "Kconfig", version: 1, priority: 0, content },
-        snapshotComplete: true,
-      });
-      await engine.idle();
-      const r = reports.get("p")!;
-      assert.equal(r.status, "COMPLIANT", JSON.stringify(r.items.filter((i) => i.status !== "COMPLIANT")));
+      await syncValidKconfig(node, entries);
       const home = await Deno.makeTempDir();
       try {
         for (const e of entries) {
-          const out = await new Deno.Command("kreadconfig5", {
-            args: [
-              "--file",
-              e.file,
-              ...[e.group, ...e.subgroups].flatMap((g) => ["--group", g]),
-              "--key",
-              e.key,
-            ],
-            env: { XDG_CONFIG_DIRS: `${node.root}/etc/xdg`, XDG_CONFIG_HOME: `${home}/.config`, HOME: home },
-            stdout: "piped",
-          }).output();
-          assert.equal(
-            new TextDecoder().decode(out.stdout).replace(/\n$/, ""),
-            e.value,
-            `${e.group} ${e.key}`,
-          );
+          const args = [
+            "--file",
+            e.file,
+            ...[e.group, ...e.subgroups].flatMap((g) => ["--group", g]),
+            "--key",
+            e.key,
+          ];
+          assert.equal(await kreadconfig(node, home, args), e.value, `${e.group} ${e.key}`);
         }
       } finally {
         await Deno.remove(home, { recursive: true });

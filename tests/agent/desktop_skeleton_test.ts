@@ -11,7 +11,7 @@
  * desktop enforcer modules (the skeleton keeps each type's own rules short).
  */
 import assert from "node:assert/strict";
-import { create, type DescMessage, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { KconfigPolicySchema } from "../../shared/gen/svc/policy/v1/kconfig_pb.ts";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
@@ -36,7 +36,7 @@ import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import { type CachedPolicy, type Enforcer, type EnforcerIO, rollupMessage } from "../../agent/sync/types.ts";
 import { buildFlatpakRepo, type FlatpakTestRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
-import { type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, nodeTest, type TempNode, tempNode } from "./helpers.ts";
 
 const onPath = (cmd: string) =>
   new Deno.Command("sh", { args: ["-c", `command -v ${cmd}`], stdout: "null" }).outputSync().success;
@@ -48,16 +48,7 @@ function cached<D extends DescMessage>(
   id: string,
   init: MessageInitShape<D>,
 ): CachedPolicy {
-  const message = create(schema, init);
-  return {
-    id,
-    name: `policy ${id}`,
-    type,
-    version: 1,
-    priority: 0,
-    content: toJsonString(schema, message),
-    typed: message,
-  };
+  return cachedPolicy(schema, type, id, init, { name: `policy ${id}` });
 }
 
 /** Content the server would refuse, forced into the agent's cache as raw JSON (no typed message). */
@@ -409,24 +400,18 @@ for (const c of CASES) {
   });
 }
 
-Deno.test({
-  name: "Firewalld: a policy whose zone names nothing to enforce is UNKNOWN, worded like any empty rollup",
+nodeTest("Firewalld: a policy whose zone names nothing to enforce is UNKNOWN, worded like any empty rollup", {
+  make: () => tempNode({ firefox: false, original: null }),
   ignore: CASES[3].unavailable !== undefined,
-  async fn() {
-    const node = await tempNode({ firefox: false, original: null });
-    try {
-      await CASES[3].provide(node);
-      const { io } = await ioFor(node, "Firewalld", new Runner());
-      const empty = cached(FirewalldPolicySchema, "Firewalld", "empty", { zones: [{ name: "svcempty" }] });
-      const [result] = (await firewalldEnforcer.sync([empty], io)).policies;
-      assert.deepEqual(
-        [result.status, result.message, result.items],
-        ["UNKNOWN", "0 of 0 setting(s) in effect: nothing to enforce", []],
-      );
-    } finally {
-      await node.cleanup();
-    }
-  },
+}, async (node) => {
+  await CASES[3].provide(node);
+  const { io } = await ioFor(node, "Firewalld", new Runner());
+  const empty = cached(FirewalldPolicySchema, "Firewalld", "empty", { zones: [{ name: "svcempty" }] });
+  const [result] = (await firewalldEnforcer.sync([empty], io)).policies;
+  assert.deepEqual(
+    [result.status, result.message, result.items],
+    ["UNKNOWN", "0 of 0 setting(s) in effect: nothing to enforce", []],
+  );
 });
 
 Deno.test("the rollup words an empty policy and one with only unknown items the same way for every type", () => {

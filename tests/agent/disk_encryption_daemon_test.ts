@@ -4,6 +4,7 @@
  * on the policy stream, and the daemon rotates the key without being asked otherwise, so the revealed key
  * stops opening the volume.
  */
+import { enrolledDataDir, luksNode } from "./helpers.ts";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { dbTest } from "../helpers/db.ts";
@@ -11,7 +12,6 @@ import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from
 import { createTestServer } from "../helpers/app.ts";
 import { diskEncryptionRoutes } from "../../server/http/routes/disk_encryption.ts";
 import { buildAgentConfig } from "../../agent/config.ts";
-import { writeEnrollment } from "../../agent/identity.ts";
 import { runDaemon } from "../../agent/daemon.ts";
 import { Runner } from "../../agent/runner.ts";
 import { SILENT_LOGGER } from "../../agent/log.ts";
@@ -52,33 +52,9 @@ dbTest("daemon: escrow at connect, rotation on the DISK_ENCRYPTION_TASK a reveal
     const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
     agent.close();
 
-    const root = join(base, "node");
-    await Deno.mkdir(join(root, "images"), { recursive: true });
-    await Deno.mkdir(join(root, "etc/svc/luks-keys"), { recursive: true, mode: 0o700 });
-    const image = join(root, "images/disk.img");
-    const f = await Deno.open(image, { create: true, write: true });
-    await f.truncate(20 * 1024 * 1024);
-    f.close();
-    const fast = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-    assert.ok(
-      (await runner.run(
-        "cryptsetup",
-        ["luksFormat", "--type", "luks2", ...fast, "-q", image, "--key-file=-"],
-        {
-          stdin: INITIAL,
-        },
-      )).success,
-    );
-    const uuid = (await runner.run("cryptsetup", ["luksUUID", image])).stdout.trim();
-    await Deno.writeTextFile(join(root, "etc/svc/luks-keys", `${uuid}.key`), INITIAL, { mode: 0o600 });
+    const { root, image, uuid } = await luksNode(runner, base, INITIAL);
 
-    const dataDir = join(base, "agent-data");
-    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
-    await writeEnrollment(dataDir, {
-      keyPem: agent.keyPem,
-      certPem: agent.certPem,
-      caPem: server.ctx.ca.certPem,
-    });
+    const dataDir = await enrolledDataDir(base, agent, server);
     const { config } = buildAgentConfig({
       server: { address: "localhost", policy_port: server.policyPort },
       agent: { client_id: "pc-1", root_dir: root },

@@ -12,7 +12,7 @@ import { checkDiskEncryption, protectorsInForce } from "../../agent/disk_encrypt
 import { SILENT_LOGGER } from "../../agent/log.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy, EnforcerIO } from "../../agent/sync/types.ts";
-import { tempNode } from "./helpers.ts";
+import { nodeTest, tempNode } from "./helpers.ts";
 
 const haveCryptsetup = await Deno.stat("/usr/sbin/cryptsetup").then(() => true, () => false);
 const THP_A = "thumbprint-of-server-a";
@@ -64,60 +64,55 @@ Deno.test("the protectors in force: first valid policy in the engine's order per
   assert.deepEqual(winners.ids(), ["tpm2", "tang"]);
 });
 
-Deno.test({
-  name: "a lower-priority policy asking for a protector differently is overridden; asking the same is judged",
-  ignore: !haveCryptsetup,
-  async fn() {
-    const node = await tempNode({ firefox: false, original: null });
-    try {
-      const image = join(node.root, "disk.img");
-      await Deno.writeFile(image, new Uint8Array(20 * 1024 * 1024));
-      const runner = new Runner();
-      const format = await runner.run("cryptsetup", [
-        ...["luksFormat", "--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "-q"],
-        ...[image, "--key-file=-"],
-      ], { stdin: "unlock" });
-      assert.ok(format.success, format.stderr);
-      node.config.diskEncryption.devices = ["/disk.img"];
-      const io = { fs: node.fs, runner, logger: SILENT_LOGGER, config: node.config, managedPaths: () => [] };
-      const servers = (thumbprint: string) => [{ url: "http://tang.example", thumbprint }];
-      const { policies } = await diskEncryptionEnforcer.sync([
-        policy("top", 9, { tpm2: { enroll: true, pcrs: [7] }, tang: { servers: servers(THP_A) } }),
-        policy("same", 5, { tpm2: { enroll: true }, require_encryption: true }),
-        policy("other", 1, { tpm2: { enroll: true, pcrs: [7, 11] }, tang: { servers: servers(THP_B) } }),
-      ], io as unknown as EnforcerIO);
-      const item = (id: string, key: string) => {
-        const found = policies.find((p) => p.policyId === id)!.items.find((i) => i.key === key)!;
-        return [found.status, found.message];
-      };
-      // The temp root has no TPM: the protector the winner enrolls is INAPPLICABLE for the node, not overridden.
-      const noTpm = ["INAPPLICABLE", "no TPM 2.0 device or systemd-cryptenroll on this node"];
-      assert.deepEqual(item("top", "tpm2"), noTpm);
-      assert.deepEqual(item("same", "tpm2"), noTpm, "no PCRs means PCR 7, as the winner's");
-      assert.deepEqual(item("other", "tpm2"), [
-        "INAPPLICABLE",
-        'overridden by higher-priority policy "top"; applied value: TPM2 sealed to PCRs 7',
-      ]);
-      assert.deepEqual(item("other", "tang"), [
-        "INAPPLICABLE",
-        'overridden by higher-priority policy "top"; applied value: Tang http://tang.example (1 of 1)',
-      ]);
-      assert.equal(
-        item("top", "tang")[1],
-        (await runner.which("clevis")) ? "no Tang keyslot" : "clevis is not installed",
-      );
-      // Requirements are each policy's own, never merged.
-      assert.deepEqual(item("same", "requirements"), ["COMPLIANT", "LUKS2 aes-xts-plain64 512 bits"]);
-      // An overridden protector does not count against its policy.
-      for (const id of ["same", "other"]) {
-        const { status, message } = policies.find((p) => p.policyId === id)!;
-        assert.deepEqual([status, message], ["COMPLIANT", "1 volume(s) checked"]);
-      }
-    } finally {
-      await node.cleanup();
+nodeTest(
+  "a lower-priority policy asking for a protector differently is overridden; asking the same is judged",
+  { make: () => tempNode({ firefox: false, original: null }), ignore: !haveCryptsetup },
+  async (node) => {
+    const image = join(node.root, "disk.img");
+    await Deno.writeFile(image, new Uint8Array(20 * 1024 * 1024));
+    const runner = new Runner();
+    const format = await runner.run("cryptsetup", [
+      ...["luksFormat", "--type", "luks2", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000", "-q"],
+      ...[image, "--key-file=-"],
+    ], { stdin: "unlock" });
+    assert.ok(format.success, format.stderr);
+    node.config.diskEncryption.devices = ["/disk.img"];
+    const io = { fs: node.fs, runner, logger: SILENT_LOGGER, config: node.config, managedPaths: () => [] };
+    const servers = (thumbprint: string) => [{ url: "http://tang.example", thumbprint }];
+    const { policies } = await diskEncryptionEnforcer.sync([
+      policy("top", 9, { tpm2: { enroll: true, pcrs: [7] }, tang: { servers: servers(THP_A) } }),
+      policy("same", 5, { tpm2: { enroll: true }, require_encryption: true }),
+      policy("other", 1, { tpm2: { enroll: true, pcrs: [7, 11] }, tang: { servers: servers(THP_B) } }),
+    ], io as unknown as EnforcerIO);
+    const item = (id: string, key: string) => {
+      const found = policies.find((p) => p.policyId === id)!.items.find((i) => i.key === key)!;
+      return [found.status, found.message];
+    };
+    // The temp root has no TPM: the protector the winner enrolls is INAPPLICABLE for the node, not overridden.
+    const noTpm = ["INAPPLICABLE", "no TPM 2.0 device or systemd-cryptenroll on this node"];
+    assert.deepEqual(item("top", "tpm2"), noTpm);
+    assert.deepEqual(item("same", "tpm2"), noTpm, "no PCRs means PCR 7, as the winner's");
+    assert.deepEqual(item("other", "tpm2"), [
+      "INAPPLICABLE",
+      'overridden by higher-priority policy "top"; applied value: TPM2 sealed to PCRs 7',
+    ]);
+    assert.deepEqual(item("other", "tang"), [
+      "INAPPLICABLE",
+      'overridden by higher-priority policy "top"; applied value: Tang http://tang.example (1 of 1)',
+    ]);
+    assert.equal(
+      item("top", "tang")[1],
+      (await runner.which("clevis")) ? "no Tang keyslot" : "clevis is not installed",
+    );
+    // Requirements are each policy's own, never merged.
+    assert.deepEqual(item("same", "requirements"), ["COMPLIANT", "LUKS2 aes-xts-plain64 512 bits"]);
+    // An overridden protector does not count against its policy.
+    for (const id of ["same", "other"]) {
+      const { status, message } = policies.find((p) => p.policyId === id)!;
+      assert.deepEqual([status, message], ["COMPLIANT", "1 volume(s) checked"]);
     }
   },
-});
+);
 
 Deno.test("every module of agent/disk_encryption/ is at most 250 lines", async () => {
   const sizes: Record<string, number> = {};

@@ -11,7 +11,7 @@ import { dbTest } from "../helpers/db.ts";
 import { bind, createGroup, enrollAgent, releasedPolicy, startAgentServer } from "../helpers/agents.ts";
 import { freePort } from "../helpers/process.ts";
 import { RootFs } from "../../agent/fs.ts";
-import { agentPolicyClient } from "./helpers.ts";
+import { agentPolicyClient, luksNode } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 import { createLogger } from "../../agent/log.ts";
 import { DiskEncryptionManager } from "../../agent/disk_encryption/manager.ts";
@@ -141,29 +141,7 @@ dbTest(
       await bind(db, policyId, group);
       const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
       const client = agentPolicyClient(server, agent);
-      const root = join(base, "node");
-      await Deno.mkdir(join(root, "images"), { recursive: true });
-      await Deno.mkdir(join(root, "etc/svc/luks-keys"), { recursive: true, mode: 0o700 });
-      const image = join(root, "images/disk.img");
-      const f = await Deno.open(image, { create: true, write: true });
-      await f.truncate(20 * 1024 * 1024);
-      f.close();
-      assert.ok(
-        (await runner.run("cryptsetup", [
-          "luksFormat",
-          "--type",
-          "luks2",
-          "--pbkdf",
-          "pbkdf2",
-          "--pbkdf-force-iterations",
-          "1000",
-          "-q",
-          image,
-          "--key-file=-",
-        ], { stdin: "unlock" })).success,
-      );
-      const uuid = (await runner.run("cryptsetup", ["luksUUID", image])).stdout.trim();
-      await Deno.writeTextFile(join(root, "etc/svc/luks-keys", `${uuid}.key`), "unlock", { mode: 0o600 });
+      const { root, image, uuid } = await luksNode(runner, base, "unlock");
 
       let policyContent = content;
       const cached = (): CachedPolicy[] => [{

@@ -5,13 +5,12 @@
  * back with nothing changed; hostile values forced past the server never reach a file.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
 import { FirewalldPolicySchema } from "../../shared/gen/svc/policy/v1/firewalld_pb.ts";
 import { firewalldType } from "../../shared/policy_types/firewalld.ts";
 import { firewalldEnforcer, isOwnZone } from "../../agent/enforcers/firewalld.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { parseXml } from "../../agent/xml.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 const TOOL = new Deno.Command("firewall-offline-cmd", { args: ["--version"] }).outputSync().success;
@@ -20,23 +19,7 @@ if (skip) {
   console.warn("firewalld tests skipped: firewall-offline-cmd is not installed (apt-get install firewalld)");
 }
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof FirewalldPolicySchema>,
-  options: { id?: string; priority?: number; typed?: boolean; content?: string } = {},
-): CachedPolicy {
-  const message = create(FirewalldPolicySchema, init);
-  const id = options.id ?? `fw-${++counter}`;
-  return {
-    id,
-    name: `firewall ${id}`,
-    type: "Firewalld",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: options.content ?? toJsonString(FirewalldPolicySchema, message),
-    typed: options.typed === false ? undefined : message,
-  };
-}
+const policy = policyMaker(FirewalldPolicySchema, "Firewalld", "fw", (id) => `firewall ${id}`);
 
 async function firewalldNode(options: { stockZones?: boolean } = {}): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });
@@ -57,15 +40,7 @@ async function firewalldNode(options: { stockZones?: boolean } = {}): Promise<Te
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[firewalldEnforcer.type, firewalldEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [firewalldEnforcer], policies);
 
 async function offline(node: TempNode, ...args: string[]): Promise<{ ok: boolean; out: string }> {
   const out = await new Deno.Command("firewall-offline-cmd", {
@@ -89,124 +64,110 @@ async function snapshotTree(dir: string): Promise<Map<string, string>> {
   return files;
 }
 
-Deno.test({
-  name: "firewalld: zone written, passes --check-config and lists back item by item",
+nodeTest("firewalld: zone written, passes --check-config and lists back item by item", {
+  make: firewalldNode,
   ignore: skip,
-  async fn() {
-    const node = await firewalldNode();
-    try {
-      const p = policy({
-        zones: [{
-          name: "svcwork",
-          target: 4,
-          services: ["ssh", "https"],
-          ports: [{ port: "443", protocol: "tcp" }, { port: "5000-6000", protocol: "udp" }],
-          sourcePorts: [{ port: "53", protocol: "udp" }],
-          protocols: ["gre"],
-          icmpBlocks: ["echo-request"],
-          icmpBlockInversion: true,
-          masquerade: true,
-          forwardPorts: [{ port: "80", protocol: "tcp", toPort: "8080" }],
-          richRules: [
-            'rule family="ipv4" source address="10.0.0.0/8" service name="ssh" log prefix="ssh in" level="info" limit value="3/m" accept',
-          ],
-          sources: ["10.20.0.0/16"],
-          interfaces: ["eth7"],
-          short: "Work & <more>",
-          description: 'Line one "quoted" </zone>',
-        }],
-      });
-      const { reports } = await run(node, [p]);
-      const report = reports.get(p.id)!;
-      assert.equal(report.status, "COMPLIANT", JSON.stringify(report, null, 1));
-      assert.ok(report.message.includes("not running"), report.message);
-      const keys = report.items.map((i) => i.key);
-      for (
-        const k of [
-          "target",
-          "service:ssh",
-          "port:5000-6000/udp",
-          "source-port:53/udp",
-          "protocol:gre",
-          "icmp-block:echo-request",
-          "masquerade",
-          "icmp-block-inversion",
-          "forward-port:port=80:proto=tcp:toport=8080:toaddr=",
-          "source:10.20.0.0/16",
-          "interface:eth7",
-          "short",
-          "description",
-        ]
-      ) assert.ok(keys.includes(k), `missing item ${k}: ${keys}`);
-      assert.ok(keys.some((k) => k.startsWith('rich rule:rule family="ipv4"')));
+}, async (node) => {
+  const p = policy({
+    zones: [{
+      name: "svcwork",
+      target: 4,
+      services: ["ssh", "https"],
+      ports: [{ port: "443", protocol: "tcp" }, { port: "5000-6000", protocol: "udp" }],
+      sourcePorts: [{ port: "53", protocol: "udp" }],
+      protocols: ["gre"],
+      icmpBlocks: ["echo-request"],
+      icmpBlockInversion: true,
+      masquerade: true,
+      forwardPorts: [{ port: "80", protocol: "tcp", toPort: "8080" }],
+      richRules: [
+        'rule family="ipv4" source address="10.0.0.0/8" service name="ssh" log prefix="ssh in" level="info" limit value="3/m" accept',
+      ],
+      sources: ["10.20.0.0/16"],
+      interfaces: ["eth7"],
+      short: "Work & <more>",
+      description: 'Line one "quoted" </zone>',
+    }],
+  });
+  const { reports } = await run(node, [p]);
+  const report = reports.get(p.id)!;
+  assert.equal(report.status, "COMPLIANT", JSON.stringify(report, null, 1));
+  assert.ok(report.message.includes("not running"), report.message);
+  const keys = report.items.map((i) => i.key);
+  for (
+    const k of [
+      "target",
+      "service:ssh",
+      "port:5000-6000/udp",
+      "source-port:53/udp",
+      "protocol:gre",
+      "icmp-block:echo-request",
+      "masquerade",
+      "icmp-block-inversion",
+      "forward-port:port=80:proto=tcp:toport=8080:toaddr=",
+      "source:10.20.0.0/16",
+      "interface:eth7",
+      "short",
+      "description",
+    ]
+  ) assert.ok(keys.includes(k), `missing item ${k}: ${keys}`);
+  assert.ok(keys.some((k) => k.startsWith('rich rule:rule family="ipv4"')));
 
-      const text = await Deno.readTextFile(`${node.root}/etc/firewalld/zones/svcwork.xml`);
-      assert.ok(isOwnZone(text));
-      const zone = parseXml(text);
-      assert.equal(zone.attrs.target, "DROP");
-      assert.equal(zone.children.find((c) => c.name === "short")?.text, "Work & <more>");
-      assert.equal(zone.children.find((c) => c.name === "description")?.text, 'Line one "quoted" </zone>');
-      assert.ok((await offline(node, "--check-config")).ok);
-      const listed = (await offline(node, "--zone=svcwork", "--list-all")).out;
-      assert.match(listed, /target: DROP/);
-      assert.match(listed, /services: https ssh\n/);
-      assert.match(
-        listed,
-        /rule family="ipv4" source address="10.0.0.0\/8" service name="ssh" log prefix="ssh in"/,
-      );
+  const text = await Deno.readTextFile(`${node.root}/etc/firewalld/zones/svcwork.xml`);
+  assert.ok(isOwnZone(text));
+  const zone = parseXml(text);
+  assert.equal(zone.attrs.target, "DROP");
+  assert.equal(zone.children.find((c) => c.name === "short")?.text, "Work & <more>");
+  assert.equal(zone.children.find((c) => c.name === "description")?.text, 'Line one "quoted" </zone>');
+  assert.ok((await offline(node, "--check-config")).ok);
+  const listed = (await offline(node, "--zone=svcwork", "--list-all")).out;
+  assert.match(listed, /target: DROP/);
+  assert.match(listed, /services: https ssh\n/);
+  assert.match(
+    listed,
+    /rule family="ipv4" source address="10.0.0.0\/8" service name="ssh" log prefix="ssh in"/,
+  );
 
-      // Someone edits the zone behind svc's back: the next read-back sees it.
-      await Deno.writeTextFile(
-        `${node.root}/etc/firewalld/zones/svcwork.xml`,
-        text.replace('<service name="https"/>', ""),
-      );
-      const listedAfter = (await offline(node, "--zone=svcwork", "--list-all")).out;
-      assert.doesNotMatch(listedAfter, /https/);
-    } finally {
-      await node.cleanup();
-    }
-  },
+  // Someone edits the zone behind svc's back: the next read-back sees it.
+  await Deno.writeTextFile(
+    `${node.root}/etc/firewalld/zones/svcwork.xml`,
+    text.replace('<service name="https"/>', ""),
+  );
+  const listedAfter = (await offline(node, "--zone=svcwork", "--list-all")).out;
+  assert.doesNotMatch(listedAfter, /https/);
 });
 
-Deno.test({
-  name: "firewalld: several policies of one zone combine (union, OR, target by priority) and losers are told",
-  ignore: skip,
-  async fn() {
-    const node = await firewalldNode();
-    try {
-      const high = policy({ zones: [{ name: "office", target: 4, services: ["ssh"], richRules: [] }] }, {
-        id: "high",
-        priority: 50,
-      });
-      const low = policy({
-        zones: [{ name: "office", target: 2, services: ["ssh", "http"], masquerade: true }],
-      }, { id: "low", priority: 10 });
-      const { reports } = await run(node, [low, high]);
-      const listed = (await offline(node, "--zone=office", "--list-all")).out;
-      assert.match(listed, /target: DROP/);
-      assert.match(listed, /services: http ssh\n/);
-      assert.match(listed, /masquerade: yes/);
-      assert.equal(reports.get("high")!.status, "COMPLIANT");
-      const lowReport = reports.get("low")!;
-      assert.equal(lowReport.status, "COMPLIANT", JSON.stringify(lowReport));
-      const target = lowReport.items.find((i) => i.key === "target")!;
-      assert.equal(target.status, "INAPPLICABLE");
-      assert.match(target.message, /overridden by higher-priority policy .*\(high\).*DROP/);
-      assert.equal(lowReport.items.find((i) => i.key === "service:http")!.status, "COMPLIANT");
-    } finally {
-      await node.cleanup();
-    }
+nodeTest(
+  "firewalld: several policies of one zone combine (union, OR, target by priority) and losers are told",
+  { make: firewalldNode, ignore: skip },
+  async (node) => {
+    const high = policy({ zones: [{ name: "office", target: 4, services: ["ssh"], richRules: [] }] }, {
+      id: "high",
+      priority: 50,
+    });
+    const low = policy({
+      zones: [{ name: "office", target: 2, services: ["ssh", "http"], masquerade: true }],
+    }, { id: "low", priority: 10 });
+    const { reports } = await run(node, [low, high]);
+    const listed = (await offline(node, "--zone=office", "--list-all")).out;
+    assert.match(listed, /target: DROP/);
+    assert.match(listed, /services: http ssh\n/);
+    assert.match(listed, /masquerade: yes/);
+    assert.equal(reports.get("high")!.status, "COMPLIANT");
+    const lowReport = reports.get("low")!;
+    assert.equal(lowReport.status, "COMPLIANT", JSON.stringify(lowReport));
+    const target = lowReport.items.find((i) => i.key === "target")!;
+    assert.equal(target.status, "INAPPLICABLE");
+    assert.match(target.message, /overridden by higher-priority policy .*\(high\).*DROP/);
+    assert.equal(lowReport.items.find((i) => i.key === "service:http")!.status, "COMPLIANT");
   },
-});
+);
 
-Deno.test({
-  name:
-    "firewalld: parts of an existing zone svc does not manage survive; the original returns when the policy goes",
-  ignore: skip,
-  async fn() {
-    const node = await firewalldNode({ stockZones: true });
-    try {
-      const original = `<?xml version="1.0" encoding="utf-8"?>
+nodeTest(
+  "firewalld: parts of an existing zone svc does not manage survive; the original returns when the policy goes",
+  { make: () => firewalldNode({ stockZones: true }), ignore: skip },
+  async (node) => {
+    const original = `<?xml version="1.0" encoding="utf-8"?>
 <zone>
   <short>Home</short>
   <description>Admin's own home zone</description>
@@ -215,164 +176,138 @@ Deno.test({
   <forward/>
 </zone>
 `;
-      const path = `${node.root}/etc/firewalld/zones/home.xml`;
-      await Deno.writeTextFile(path, original);
-      const p = policy({ zones: [{ name: "home", services: ["ssh"] }] });
-      const { reports } = await run(node, [p]);
-      assert.equal(reports.get(p.id)!.status, "COMPLIANT", JSON.stringify(reports.get(p.id)));
-      const listed = (await offline(node, "--zone=home", "--list-all")).out;
-      assert.match(listed, /services: ssh\n/, "svc owns the services of the zone");
-      assert.match(listed, /interfaces: wlan0/, "interfaces svc does not set are kept");
-      assert.match(listed, /forward: yes/);
-      const zone = parseXml(await Deno.readTextFile(path));
-      assert.equal(zone.children.find((c) => c.name === "short")?.text, "Home");
+    const path = `${node.root}/etc/firewalld/zones/home.xml`;
+    await Deno.writeTextFile(path, original);
+    const p = policy({ zones: [{ name: "home", services: ["ssh"] }] });
+    const { reports } = await run(node, [p]);
+    assert.equal(reports.get(p.id)!.status, "COMPLIANT", JSON.stringify(reports.get(p.id)));
+    const listed = (await offline(node, "--zone=home", "--list-all")).out;
+    assert.match(listed, /services: ssh\n/, "svc owns the services of the zone");
+    assert.match(listed, /interfaces: wlan0/, "interfaces svc does not set are kept");
+    assert.match(listed, /forward: yes/);
+    const zone = parseXml(await Deno.readTextFile(path));
+    assert.equal(zone.children.find((c) => c.name === "short")?.text, "Home");
 
-      // A second run over svc's own file keeps the original's parts (taken from the backup, not the file).
-      const again = policy({ zones: [{ name: "home", services: ["https"] }] }, { id: p.id });
-      await run(node, [again]);
-      const listed2 = (await offline(node, "--zone=home", "--list-all")).out;
-      assert.match(listed2, /services: https\n/);
-      assert.match(listed2, /interfaces: wlan0/);
+    // A second run over svc's own file keeps the original's parts (taken from the backup, not the file).
+    const again = policy({ zones: [{ name: "home", services: ["https"] }] }, { id: p.id });
+    await run(node, [again]);
+    const listed2 = (await offline(node, "--zone=home", "--list-all")).out;
+    assert.match(listed2, /services: https\n/);
+    assert.match(listed2, /interfaces: wlan0/);
 
-      await run(node, []);
-      assert.equal(await Deno.readTextFile(path), original, "original restored byte for byte");
-    } finally {
-      await node.cleanup();
-    }
+    await run(node, []);
+    assert.equal(await Deno.readTextFile(path), original, "original restored byte for byte");
   },
+);
+
+nodeTest(
+  "firewalld: a combination firewalld refuses is rolled back with nothing changed, ERROR with the tool's output",
+  { make: firewalldNode, ignore: skip },
+  async (node) => {
+    const good = policy({ zones: [{ name: "lab", services: ["ssh"] }] }, { id: "good" });
+    await run(node, [good]);
+    const before = await snapshotTree(`${node.root}/etc/firewalld`);
+    // A service name that is well-formed but unknown to firewalld: only firewalld itself can refuse it.
+    const broken = policy({
+      zones: [{ name: "lab", services: ["no-such-service-xyz"] }, { name: "lab2", services: ["ssh"] }],
+    }, {
+      id: "broken",
+      priority: 5,
+    });
+    const { reports } = await run(node, [good, broken]);
+    for (const id of ["good", "broken"]) {
+      const r = reports.get(id)!;
+      assert.equal(r.status, "ERROR", JSON.stringify(r));
+      assert.match(r.message, /INVALID_SERVICE.*no-such-service-xyz/);
+      assert.match(r.message, /previous files restored/);
+    }
+    assert.deepEqual(await snapshotTree(`${node.root}/etc/firewalld`), before, "nothing changed on disk");
+    assert.ok((await offline(node, "--check-config")).ok);
+  },
+);
+
+nodeTest(
+  "firewalld: default zone set through firewalld.conf and restored; zone without name means that zone",
+  { make: firewalldNode, ignore: skip },
+  async (node) => {
+    const conf = await Deno.readTextFile(`${node.root}/etc/firewalld/firewalld.conf`);
+    const p = policy({ defaultZone: "svcdef", zones: [{ name: "", services: ["ssh"] }] });
+    const { reports } = await run(node, [p]);
+    assert.equal(reports.get(p.id)!.status, "COMPLIANT", JSON.stringify(reports.get(p.id)));
+    assert.equal((await offline(node, "--get-default-zone")).out.split("\n")[0].trim(), "svcdef");
+    assert.match((await offline(node, "--zone=svcdef", "--list-all")).out, /services: ssh/);
+    await run(node, []);
+    assert.equal(await Deno.readTextFile(`${node.root}/etc/firewalld/firewalld.conf`), conf);
+    assert.equal(
+      await Deno.stat(`${node.root}/etc/firewalld/zones/svcdef.xml`).then(() => true, () => false),
+      false,
+    );
+  },
+);
+
+nodeTest("firewalld: no firewalld on the node → INAPPLICABLE, nothing written", {
+  make: () => tempNode({ firefox: false, original: null }),
+  ignore: skip,
+}, async (node) => {
+  const p = policy({ zones: [{ name: "public", services: ["ssh"] }] });
+  const { reports } = await run(node, [p]);
+  assert.equal(reports.get(p.id)!.status, "INAPPLICABLE");
+  assert.match(reports.get(p.id)!.message, /firewalld is not installed/);
+  assert.equal(await Deno.stat(`${node.root}/etc/firewalld`).then(() => true, () => false), false);
 });
 
-Deno.test({
-  name:
-    "firewalld: a combination firewalld refuses is rolled back with nothing changed, ERROR with the tool's output",
+nodeTest("firewalld: hostile values forced past the server are refused by the agent, nothing written", {
+  make: firewalldNode,
   ignore: skip,
-  async fn() {
-    const node = await firewalldNode();
+}, async (node) => {
+  const hostile = HOSTILE_STRINGS.filter((h) => !h.classes.includes("empty"));
+  const cases: CachedPolicy[] = [];
+  const valueOf = new Map<CachedPolicy, string>();
+  for (const h of hostile) {
+    // Raw content, no typed message: as if a compromised server sent it.
+    const zone = (field: string, value: unknown) =>
+      policy({}, { typed: false, content: JSON.stringify({ zones: [{ name: "pub", [field]: value }] }) });
+    cases.push(zone("services", [`ssh${h.value}`]));
+    cases.push(
+      zone("rich_rules", [`rule family="ipv4" source address="10.0.0.1" log prefix="${h.value}" accept`]),
+    );
+    cases.push(zone("rich_rules", [`rule service name="ssh" accept ${h.value}`]));
+    cases.push(zone("interfaces", [`eth0${h.value}`]));
+    cases.push(
+      policy({}, { typed: false, content: JSON.stringify({ zones: [{ name: `pub${h.value}` }] }) }),
+    );
+    for (const p of cases) if (!valueOf.has(p)) valueOf.set(p, h.value);
+  }
+  cases.push(policy({}, {
+    typed: false,
+    content: JSON.stringify({
+      zones: [{ name: "pub", services: Array.from({ length: 5000 }, (_, i) => `s${i}`).concat("s1") }],
+    }),
+  }));
+  // What the shared validator lets through must be inert: only name characters, nothing that can end
+  // an attribute, an element or a line.
+  const refused = cases.filter((p) => {
+    let issues: unknown[];
     try {
-      const good = policy({ zones: [{ name: "lab", services: ["ssh"] }] }, { id: "good" });
-      await run(node, [good]);
-      const before = await snapshotTree(`${node.root}/etc/firewalld`);
-      // A service name that is well-formed but unknown to firewalld: only firewalld itself can refuse it.
-      const broken = policy({
-        zones: [{ name: "lab", services: ["no-such-service-xyz"] }, { name: "lab2", services: ["ssh"] }],
-      }, {
-        id: "broken",
-        priority: 5,
-      });
-      const { reports } = await run(node, [good, broken]);
-      for (const id of ["good", "broken"]) {
-        const r = reports.get(id)!;
-        assert.equal(r.status, "ERROR", JSON.stringify(r));
-        assert.match(r.message, /INVALID_SERVICE.*no-such-service-xyz/);
-        assert.match(r.message, /previous files restored/);
-      }
-      assert.deepEqual(await snapshotTree(`${node.root}/etc/firewalld`), before, "nothing changed on disk");
-      assert.ok((await offline(node, "--check-config")).ok);
-    } finally {
-      await node.cleanup();
+      issues = firewalldType.validate(firewalldType.parse(p.content, { ignoreUnknownFields: true }));
+    } catch {
+      return true; // the parser's guards (NUL, size) refuse it already
     }
-  },
-});
-
-Deno.test({
-  name: "firewalld: default zone set through firewalld.conf and restored; zone without name means that zone",
-  ignore: skip,
-  async fn() {
-    const node = await firewalldNode();
-    try {
-      const conf = await Deno.readTextFile(`${node.root}/etc/firewalld/firewalld.conf`);
-      const p = policy({ defaultZone: "svcdef", zones: [{ name: "", services: ["ssh"] }] });
-      const { reports } = await run(node, [p]);
-      assert.equal(reports.get(p.id)!.status, "COMPLIANT", JSON.stringify(reports.get(p.id)));
-      assert.equal((await offline(node, "--get-default-zone")).out.split("\n")[0].trim(), "svcdef");
-      assert.match((await offline(node, "--zone=svcdef", "--list-all")).out, /services: ssh/);
-      await run(node, []);
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/firewalld/firewalld.conf`), conf);
-      assert.equal(
-        await Deno.stat(`${node.root}/etc/firewalld/zones/svcdef.xml`).then(() => true, () => false),
-        false,
-      );
-    } finally {
-      await node.cleanup();
+    if (issues.length === 0) {
+      assert.match(valueOf.get(p) ?? "", /^[\x20-\x7e]*$/, `accepted: ${p.content.slice(0, 200)}`);
+      assert.doesNotMatch(valueOf.get(p) ?? "", /[<>&`$\\"']/, `accepted: ${p.content.slice(0, 200)}`);
     }
-  },
-});
-
-Deno.test({
-  name: "firewalld: no firewalld on the node → INAPPLICABLE, nothing written",
-  ignore: skip,
-  async fn() {
-    const node = await tempNode({ firefox: false, original: null });
-    try {
-      const p = policy({ zones: [{ name: "public", services: ["ssh"] }] });
-      const { reports } = await run(node, [p]);
-      assert.equal(reports.get(p.id)!.status, "INAPPLICABLE");
-      assert.match(reports.get(p.id)!.message, /firewalld is not installed/);
-      assert.equal(await Deno.stat(`${node.root}/etc/firewalld`).then(() => true, () => false), false);
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "firewalld: hostile values forced past the server are refused by the agent, nothing written",
-  ignore: skip,
-  async fn() {
-    const node = await firewalldNode();
-    try {
-      const hostile = HOSTILE_STRINGS.filter((h) => !h.classes.includes("empty"));
-      const cases: CachedPolicy[] = [];
-      const valueOf = new Map<CachedPolicy, string>();
-      for (const h of hostile) {
-        // Raw content, no typed message: as if a compromised server sent it.
-        const zone = (field: string, value: unknown) =>
-          policy({}, { typed: false, content: JSON.stringify({ zones: [{ name: "pub", [field]: value }] }) });
-        cases.push(zone("services", [`ssh${h.value}`]));
-        cases.push(
-          zone("rich_rules", [`rule family="ipv4" source address="10.0.0.1" log prefix="${h.value}" accept`]),
-        );
-        cases.push(zone("rich_rules", [`rule service name="ssh" accept ${h.value}`]));
-        cases.push(zone("interfaces", [`eth0${h.value}`]));
-        cases.push(
-          policy({}, { typed: false, content: JSON.stringify({ zones: [{ name: `pub${h.value}` }] }) }),
-        );
-        for (const p of cases) if (!valueOf.has(p)) valueOf.set(p, h.value);
-      }
-      cases.push(policy({}, {
-        typed: false,
-        content: JSON.stringify({
-          zones: [{ name: "pub", services: Array.from({ length: 5000 }, (_, i) => `s${i}`).concat("s1") }],
-        }),
-      }));
-      // What the shared validator lets through must be inert: only name characters, nothing that can end
-      // an attribute, an element or a line.
-      const refused = cases.filter((p) => {
-        let issues: unknown[];
-        try {
-          issues = firewalldType.validate(firewalldType.parse(p.content, { ignoreUnknownFields: true }));
-        } catch {
-          return true; // the parser's guards (NUL, size) refuse it already
-        }
-        if (issues.length === 0) {
-          assert.match(valueOf.get(p) ?? "", /^[\x20-\x7e]*$/, `accepted: ${p.content.slice(0, 200)}`);
-          assert.doesNotMatch(valueOf.get(p) ?? "", /[<>&`$\\"']/, `accepted: ${p.content.slice(0, 200)}`);
-        }
-        return issues.length > 0;
-      });
-      assert.ok(refused.length > cases.length * 0.9, `${refused.length} of ${cases.length} refused`);
-      // One sync over all refused ones: each is judged on its own by the agent.
-      const { reports } = await run(node, refused);
-      for (const p of refused) {
-        const r = reports.get(p.id)!;
-        assert.equal(r.status, "ERROR", `${p.content.slice(0, 120)} → ${r.status} ${r.message}`);
-        assert.match(r.message, /rejected by the agent/);
-      }
-      assert.deepEqual([...(await snapshotTree(`${node.root}/etc/firewalld/zones`)).keys()], []);
-    } finally {
-      await node.cleanup();
-    }
-  },
+    return issues.length > 0;
+  });
+  assert.ok(refused.length > cases.length * 0.9, `${refused.length} of ${cases.length} refused`);
+  // One sync over all refused ones: each is judged on its own by the agent.
+  const { reports } = await run(node, refused);
+  for (const p of refused) {
+    const r = reports.get(p.id)!;
+    assert.equal(r.status, "ERROR", `${p.content.slice(0, 120)} → ${r.status} ${r.message}`);
+    assert.match(r.message, /rejected by the agent/);
+  }
+  assert.deepEqual([...(await snapshotTree(`${node.root}/etc/firewalld/zones`)).keys()], []);
 });
 
 /** Root, unshare, dbus-daemon and firewalld are all here: a real running firewalld in private namespaces. */

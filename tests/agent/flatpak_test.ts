@@ -7,14 +7,13 @@
  * lane: the first report of a policy is "in progress", the final one follows.
  */
 import assert from "node:assert/strict";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import { FlatpakAppState, FlatpakPolicySchema } from "../../shared/gen/svc/policy/v1/flatpak_pb.ts";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createFlatpakEnforcer, parseInstalled, parseRemotes } from "../../agent/enforcers/flatpak.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
-import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+import { cachedPolicy, engineFor, firefoxPolicy, nodeTest, tempNode } from "./helpers.ts";
 import { buildFlatpakRepo, flatpakToolsMissing } from "../helpers/flatpak_repo.ts";
 
 // As another user, `flatpak --system` goes through its D-Bus system helper, which a test machine lacks.
@@ -29,16 +28,7 @@ function flatpakPolicy(
   init: MessageInitShape<typeof FlatpakPolicySchema>,
   options: { priority?: number; version?: number } = {},
 ): CachedPolicy {
-  const message = create(FlatpakPolicySchema, init);
-  return {
-    id,
-    name: `policy ${id}`,
-    type: "Flatpak",
-    version: options.version ?? 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(FlatpakPolicySchema, message),
-    typed: message,
-  };
+  return cachedPolicy(FlatpakPolicySchema, "Flatpak", id, init, { name: `policy ${id}`, ...options });
 }
 
 async function installedRefs(env: Record<string, string>) {
@@ -274,40 +264,37 @@ Deno.test({
   },
 });
 
-Deno.test("Flatpak: hostile remote names and URLs are refused by the agent before any command runs", async () => {
-  const node = await tempNode({ firefox: false });
-  try {
-    const runner = new Runner();
-    const { engine, reports } = await engineFor(node, {
-      runner,
-      enforcers: enforcerRegistry([
-        createFlatpakEnforcer({ env: { FLATPAK_SYSTEM_DIR: `${node.root}/fp` } }),
-      ]),
+nodeTest("Flatpak: hostile remote names and URLs are refused by the agent before any command runs", {
+  make: () => tempNode({ firefox: false }),
+}, async (node) => {
+  const runner = new Runner();
+  const { engine, reports } = await engineFor(node, {
+    runner,
+    enforcers: enforcerRegistry([
+      createFlatpakEnforcer({ env: { FLATPAK_SYSTEM_DIR: `${node.root}/fp` } }),
+    ]),
+  });
+  for (
+    const [id, remote] of [
+      ["n1", { name: "../../etc/passwd", url: "https://example.org/repo/", gpgKey: "AAAA" }],
+      ["n2", { name: "--if-not-exists", url: "https://example.org/repo/", gpgKey: "AAAA" }],
+      ["n3", { name: "plain", url: "http://mirror.example.org/repo/", gpgKey: "AAAA" }],
+      ["n4", { name: "plain", url: "file:///etc/", gpgKey: "AAAA" }],
+    ] as const
+  ) {
+    engine.handleEvent({
+      kind: "SNAPSHOT",
+      policy: flatpakPolicy(id, { remotes: [remote] }),
+      snapshotComplete: false,
     });
-    for (
-      const [id, remote] of [
-        ["n1", { name: "../../etc/passwd", url: "https://example.org/repo/", gpgKey: "AAAA" }],
-        ["n2", { name: "--if-not-exists", url: "https://example.org/repo/", gpgKey: "AAAA" }],
-        ["n3", { name: "plain", url: "http://mirror.example.org/repo/", gpgKey: "AAAA" }],
-        ["n4", { name: "plain", url: "file:///etc/", gpgKey: "AAAA" }],
-      ] as const
-    ) {
-      engine.handleEvent({
-        kind: "SNAPSHOT",
-        policy: flatpakPolicy(id, { remotes: [remote] }),
-        snapshotComplete: false,
-      });
-    }
-    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-    await engine.idle();
-    for (const id of ["n1", "n2", "n3", "n4"]) {
-      assert.equal(reports.get(id)?.status, "ERROR", id);
-      assert.match(reports.get(id)!.message, /rejected by the agent: remotes\[0\]\.(name|url)/);
-    }
-    assert.ok(!runner.history.some((c) => c.args.includes("remote-add")), "nothing was added");
-  } finally {
-    await node.cleanup();
   }
+  engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
+  for (const id of ["n1", "n2", "n3", "n4"]) {
+    assert.equal(reports.get(id)?.status, "ERROR", id);
+    assert.match(reports.get(id)!.message, /rejected by the agent: remotes\[0\]\.(name|url)/);
+  }
+  assert.ok(!runner.history.some((c) => c.args.includes("remote-add")), "nothing was added");
 });
 
 Deno.test({

@@ -12,7 +12,14 @@ import { FirefoxPolicySchema } from "../../shared/gen/svc/policy/v1/firefox_pb.t
 import type { Logger } from "../../agent/log.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
 import { eventually } from "../helpers/agent_process.ts";
-import { engineFor, firefoxPolicy, ORIGINAL_POLICIES, readFirefoxFile, tempNode } from "./helpers.ts";
+import {
+  engineFor,
+  firefoxPolicy,
+  nodeTest,
+  ORIGINAL_POLICIES,
+  readFirefoxFile,
+  tempNode,
+} from "./helpers.ts";
 
 function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
@@ -145,36 +152,34 @@ function policiesOf(file: Record<string, unknown> | undefined): Record<string, u
   return file?.policies as Record<string, unknown> | undefined;
 }
 
-Deno.test("engine restored from a stored set enforces at once; a snapshot then replaces it", async () => {
-  const node = await tempNode({ original: null });
-  try {
-    const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry() });
-    const stored = firefoxPolicy({ disableTelemetry: true }, { id: "stored" });
-    engine.restore([stored]);
-    await engine.idle();
-    assert.equal(policiesOf(await readFirefoxFile(node))?.DisableTelemetry, true);
-    assert.equal(reports.get("stored")?.status, "COMPLIANT");
-    // A restore after the server's snapshot does nothing: the server's set wins.
-    engine.handleEvent({
-      kind: "SNAPSHOT",
-      policy: firefoxPolicy({ disablePocket: true }, { id: "live" }),
-      snapshotComplete: true,
-    });
-    await engine.idle();
-    engine.restore([stored]);
-    await engine.idle();
-    assert.deepEqual(engine.cached().map((p) => p.id), ["live"]);
-    const file = policiesOf(await readFirefoxFile(node));
-    assert.equal(file?.DisablePocket, true);
-    assert.equal(file?.DisableTelemetry, undefined);
-  } finally {
-    await node.cleanup();
-  }
+nodeTest("engine restored from a stored set enforces at once; a snapshot then replaces it", {
+  make: () => tempNode({ original: null }),
+}, async (node) => {
+  const { engine, reports } = await engineFor(node, { enforcers: enforcerRegistry() });
+  const stored = firefoxPolicy({ disableTelemetry: true }, { id: "stored" });
+  engine.restore([stored]);
+  await engine.idle();
+  assert.equal(policiesOf(await readFirefoxFile(node))?.DisableTelemetry, true);
+  assert.equal(reports.get("stored")?.status, "COMPLIANT");
+  // A restore after the server's snapshot does nothing: the server's set wins.
+  engine.handleEvent({
+    kind: "SNAPSHOT",
+    policy: firefoxPolicy({ disablePocket: true }, { id: "live" }),
+    snapshotComplete: true,
+  });
+  await engine.idle();
+  engine.restore([stored]);
+  await engine.idle();
+  assert.deepEqual(engine.cached().map((p) => p.id), ["live"]);
+  const file = policiesOf(await readFirefoxFile(node));
+  assert.equal(file?.DisablePocket, true);
+  assert.equal(file?.DisableTelemetry, undefined);
 });
 
-Deno.test("svc-agent release takes back every managed file and the stored set", async () => {
-  const node = await tempNode();
-  try {
+nodeTest(
+  "svc-agent release takes back every managed file and the stored set",
+  { make: tempNode },
+  async (node) => {
     const { engine, managed } = await engineFor(node);
     engine.handleEvent({
       kind: "SNAPSHOT",
@@ -196,7 +201,5 @@ Deno.test("svc-agent release takes back every managed file and the stored set", 
       ORIGINAL_POLICIES,
     );
     assert.equal(await store.load(), undefined, "a later start does not enforce the old set");
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);

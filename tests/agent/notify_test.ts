@@ -94,48 +94,24 @@ Deno.test("switched off locally or by the server: no command runs at all", async
 
 // --- the session path, with stand-ins for loginctl, runuser and notify-send ------------------------
 
+/** One session as systemd 252's `loginctl list-sessions -o json` lists it. */
+function listed(
+  session: string,
+  uid: number,
+  user: string,
+  seat: string | null,
+  tty: string | null,
+  active: boolean,
+) {
+  return { session, uid, user, seat, tty, state: active ? "active" : "online", idle: false, since: null };
+}
+
 /** `loginctl list-sessions --no-legend -o json` of systemd 252 (one line, sorted by session id). */
 const SESSION_LIST_JSON = JSON.stringify([
-  {
-    session: "2",
-    uid: 1000,
-    user: "alice",
-    seat: "seat0",
-    tty: "tty2",
-    state: "active",
-    idle: false,
-    since: null,
-  },
-  {
-    session: "3",
-    uid: 1003,
-    user: "dave",
-    seat: "seat0",
-    tty: "tty7",
-    state: "online",
-    idle: false,
-    since: null,
-  },
-  {
-    session: "4",
-    uid: 1001,
-    user: "bob",
-    seat: "seat1",
-    tty: null,
-    state: "active",
-    idle: false,
-    since: null,
-  },
-  {
-    session: "5",
-    uid: 1002,
-    user: "carol",
-    seat: null,
-    tty: "ttyS0",
-    state: "active",
-    idle: false,
-    since: null,
-  },
+  listed("2", 1000, "alice", "seat0", "tty2", true),
+  listed("3", 1003, "dave", "seat0", "tty7", false),
+  listed("4", 1001, "bob", "seat1", null, true),
+  listed("5", 1002, "carol", null, "ttyS0", true),
 ]);
 
 /** The same sessions as a loginctl without JSON tables prints them (it ignores `-o json`). */
@@ -145,103 +121,119 @@ const SESSION_LIST_TEXT = `      2 1000 alice seat0 tty2
       5 1002 carol       ttyS0
 `;
 
+/**
+ * `loginctl show-session ID` of systemd 252 for a local session of class user: its properties in the order
+ * loginctl prints them, those a session lacks (seat, terminal, display, desktop) left out as it leaves them.
+ */
+function showSession(s: {
+  id: string;
+  uid: number;
+  name: string;
+  timestamp: string;
+  monotonic: number;
+  vt: number;
+  seat?: string;
+  tty?: string;
+  display?: string;
+  service: string;
+  desktop?: string;
+  leader: number;
+  type: string;
+  active: boolean;
+}): string {
+  const lines = [
+    `Id=${s.id}`,
+    `User=${s.uid}`,
+    `Name=${s.name}`,
+    `Timestamp=${s.timestamp}`,
+    `TimestampMonotonic=${s.monotonic}`,
+    `VTNr=${s.vt}`,
+    s.seat && `Seat=${s.seat}`,
+    s.tty && `TTY=${s.tty}`,
+    s.display && `Display=${s.display}`,
+    "Remote=no",
+    `Service=${s.service}`,
+    s.desktop && `Desktop=${s.desktop}`,
+    `Scope=session-${s.id}.scope`,
+    `Leader=${s.leader}`,
+    `Audit=${s.id}`,
+    `Type=${s.type}`,
+    "Class=user",
+    `Active=${s.active ? "yes" : "no"}`,
+    `State=${s.active ? "active" : "online"}`,
+    "IdleHint=no",
+    "IdleSinceHint=0",
+    "IdleSinceHintMonotonic=0",
+    "LockedHint=no",
+  ];
+  return lines.filter((line) => line).join("\n") + "\n";
+}
+
 /** `loginctl show-session ID` per session: X11 and Wayland active, a serial console, a switched-away X11. */
 const SHOW_SESSION: Record<string, string> = {
   // alice: X11 on seat0, in front.
-  "2": `Id=2
-User=1000
-Name=alice
-Timestamp=Mon 2025-03-03 08:12:41 CET
-TimestampMonotonic=14627353
-VTNr=2
-Seat=seat0
-TTY=tty2
-Display=:0
-Remote=no
-Service=gdm-password
-Desktop=gnome-xorg
-Scope=session-2.scope
-Leader=1436
-Audit=2
-Type=x11
-Class=user
-Active=yes
-State=active
-IdleHint=no
-IdleSinceHint=0
-IdleSinceHintMonotonic=0
-LockedHint=no
-`,
+  "2": showSession({
+    id: "2",
+    uid: 1000,
+    name: "alice",
+    timestamp: "Mon 2025-03-03 08:12:41 CET",
+    monotonic: 14627353,
+    vt: 2,
+    seat: "seat0",
+    tty: "tty2",
+    display: ":0",
+    service: "gdm-password",
+    desktop: "gnome-xorg",
+    leader: 1436,
+    type: "x11",
+    active: true,
+  }),
   // dave: X11 on seat0 too, but the user switched away from it.
-  "3": `Id=3
-User=1003
-Name=dave
-Timestamp=Mon 2025-03-03 07:58:02 CET
-TimestampMonotonic=9871233
-VTNr=7
-Seat=seat0
-TTY=tty7
-Display=:1
-Remote=no
-Service=lightdm
-Desktop=xfce
-Scope=session-3.scope
-Leader=1201
-Audit=3
-Type=x11
-Class=user
-Active=no
-State=online
-IdleHint=no
-IdleSinceHint=0
-IdleSinceHintMonotonic=0
-LockedHint=no
-`,
+  "3": showSession({
+    id: "3",
+    uid: 1003,
+    name: "dave",
+    timestamp: "Mon 2025-03-03 07:58:02 CET",
+    monotonic: 9871233,
+    vt: 7,
+    seat: "seat0",
+    tty: "tty7",
+    display: ":1",
+    service: "lightdm",
+    desktop: "xfce",
+    leader: 1201,
+    type: "x11",
+    active: false,
+  }),
   // bob: Wayland on a second seat (no virtual terminals there).
-  "4": `Id=4
-User=1001
-Name=bob
-Timestamp=Mon 2025-03-03 08:20:17 CET
-TimestampMonotonic=19201555
-VTNr=0
-Seat=seat1
-Remote=no
-Service=sddm
-Desktop=KDE
-Scope=session-4.scope
-Leader=2210
-Audit=4
-Type=wayland
-Class=user
-Active=yes
-State=active
-IdleHint=no
-IdleSinceHint=0
-IdleSinceHintMonotonic=0
-LockedHint=no
-`,
+  "4": showSession({
+    id: "4",
+    uid: 1001,
+    name: "bob",
+    timestamp: "Mon 2025-03-03 08:20:17 CET",
+    monotonic: 19201555,
+    vt: 0,
+    seat: "seat1",
+    service: "sddm",
+    desktop: "KDE",
+    leader: 2210,
+    type: "wayland",
+    active: true,
+  }),
   // carol: a login on the serial console, local and active, but not graphical.
-  "5": `Id=5
-User=1002
-Name=carol
-Timestamp=Mon 2025-03-03 08:31:50 CET
-TimestampMonotonic=26134982
-VTNr=0
-TTY=ttyS0
-Remote=no
-Service=login
-Scope=session-5.scope
-Leader=2514
-Audit=5
-Type=tty
-Class=user
-Active=yes
-State=active
-IdleHint=no
-IdleSinceHint=0
-IdleSinceHintMonotonic=0
-LockedHint=no
-`,
+  "5": showSession({
+    id: "5",
+    uid: 1002,
+    name: "carol",
+    timestamp: "Mon 2025-03-03 08:31:50 CET",
+    monotonic: 26134982,
+    vt: 0,
+    tty: "ttyS0",
+    service: "login",
+    leader: 2514,
+    type: "tty",
+    active: true,
+  }),
 };
 
 /** One recorded run of a stand-in: its argv and the session variables it saw. */

@@ -6,7 +6,7 @@
  * namespace) answers pkcheck as the rules say and pkaction lists the catalogue's actions.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { type PolkitPolicy, PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { POLKIT_MARKER, polkitFileName, renderPolkitRules } from "../../shared/polkit_js.ts";
 import { pkcheckAs, pkcheckSubject, polkitEnforcer } from "../../agent/enforcers/polkit.ts";
@@ -14,26 +14,10 @@ import { checkPolkitScript, PolkitScriptError } from "../../agent/enforcers/polk
 import { parsePkactionVerbose, PolkitCatalogueReporter, scanPolkitActions } from "../../agent/catalogue.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof PolkitPolicySchema>,
-  options: { id?: string; priority?: number; typed?: boolean; content?: string; name?: string } = {},
-): CachedPolicy {
-  const message = create(PolkitPolicySchema, init);
-  const id = options.id ?? `pk-${++counter}`;
-  return {
-    id,
-    name: options.name ?? `polkit ${id}`,
-    type: "Polkit",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: options.content ?? toJsonString(PolkitPolicySchema, message),
-    typed: options.typed === false ? undefined : message,
-  };
-}
+const policy = policyMaker(PolkitPolicySchema, "Polkit", "pk", (id) => `polkit ${id}`);
 
 async function polkitNode(): Promise<TempNode> {
   const node = await tempNode({ firefox: false, original: null });
@@ -50,15 +34,7 @@ async function polkitNode(): Promise<TempNode> {
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[polkitEnforcer.type, polkitEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [polkitEnforcer], policies);
 
 interface Subject {
   user: string;
@@ -106,98 +82,92 @@ const ALICE: Subject = { user: "alice", groups: ["users", "wheel"], local: true,
 const BOB: Subject = { user: "bob", groups: ["users"], local: true, active: true };
 const REMOTE_BOB: Subject = { ...BOB, local: false };
 
-Deno.test("polkit: generated rules decide as intended in a polkit stand-in; higher priority evaluated first", async () => {
-  const node = await polkitNode();
-  try {
-    const high = policy({
-      rules: [{
-        name: "admins-mount",
-        description: "Wheel may mount without a password",
-        actionPrefixes: ["org.freedesktop.udisks2."],
-        match: { unixGroups: ["wheel"] },
-        result: 2,
-      }, {
-        name: "no-remote-reboot",
-        actionIds: ["org.freedesktop.login1.reboot"],
-        match: { requireLocal: true, excludeUnixUsers: ["alice"] },
-        result: 5,
-      }],
-    }, { id: "high", priority: 100 });
-    const low = policy({
-      rules: [{
-        name: "deny-mount",
-        actionIds: ["org.freedesktop.udisks2.filesystem-mount"],
-        result: 1,
-      }, {
-        name: "fs-kind",
-        actionIds: ["org.freedesktop.udisks2.filesystem-mount-other-seat"],
-        actionConditions: [{ key: "drive.removable", value: "true" }],
-        result: 6,
-      }],
-    }, { id: "low", priority: -3 });
-    const { reports } = await run(node, [low, high]);
-    assert.equal(reports.get("high")!.status, "COMPLIANT", JSON.stringify(reports.get("high")));
-    assert.equal(reports.get("low")!.status, "COMPLIANT", JSON.stringify(reports.get("low")));
-    const dir = `${node.root}/etc/polkit-1/rules.d`;
-    const files = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
-    assert.deepEqual(files, [polkitFileName("high", 100), polkitFileName("low", -3)]);
-    for (const f of files) {
-      const text = await Deno.readTextFile(`${dir}/${f}`);
-      assert.ok(text.startsWith(POLKIT_MARKER));
-      checkPolkitScript(text, 2);
-    }
-    // The higher-priority file is evaluated first: wheel may mount although the lower one says NO.
-    assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", ALICE), "yes");
-    assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", BOB), "no");
-    assert.equal(await decide(dir, "org.freedesktop.login1.reboot", BOB), "auth_admin");
-    assert.equal(await decide(dir, "org.freedesktop.login1.reboot", REMOTE_BOB), undefined);
-    assert.equal(await decide(dir, "org.freedesktop.login1.reboot", ALICE), undefined);
-    assert.equal(
-      await decide(dir, "org.freedesktop.udisks2.filesystem-mount-other-seat", BOB, {
-        "drive.removable": "true",
-      }),
-      "auth_admin_keep",
-    );
-    assert.equal(
-      await decide(dir, "org.freedesktop.udisks2.filesystem-mount-other-seat", BOB, {
-        "drive.removable": "false",
-      }),
-      undefined,
-    );
-
-    // Swapping the priorities swaps the order and the decision.
-    const { reports: r2 } = await run(node, [{ ...low, priority: 200 }, high]);
-    assert.equal(r2.get("low")!.status, "COMPLIANT");
-    assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", ALICE), "no");
-    assert.equal([...Deno.readDirSync(dir)].length, 2, "the file of the old priority is gone");
-  } finally {
-    await node.cleanup();
+nodeTest("polkit: generated rules decide as intended in a polkit stand-in; higher priority evaluated first", {
+  make: polkitNode,
+}, async (node) => {
+  const high = policy({
+    rules: [{
+      name: "admins-mount",
+      description: "Wheel may mount without a password",
+      actionPrefixes: ["org.freedesktop.udisks2."],
+      match: { unixGroups: ["wheel"] },
+      result: 2,
+    }, {
+      name: "no-remote-reboot",
+      actionIds: ["org.freedesktop.login1.reboot"],
+      match: { requireLocal: true, excludeUnixUsers: ["alice"] },
+      result: 5,
+    }],
+  }, { id: "high", priority: 100 });
+  const low = policy({
+    rules: [{
+      name: "deny-mount",
+      actionIds: ["org.freedesktop.udisks2.filesystem-mount"],
+      result: 1,
+    }, {
+      name: "fs-kind",
+      actionIds: ["org.freedesktop.udisks2.filesystem-mount-other-seat"],
+      actionConditions: [{ key: "drive.removable", value: "true" }],
+      result: 6,
+    }],
+  }, { id: "low", priority: -3 });
+  const { reports } = await run(node, [low, high]);
+  assert.equal(reports.get("high")!.status, "COMPLIANT", JSON.stringify(reports.get("high")));
+  assert.equal(reports.get("low")!.status, "COMPLIANT", JSON.stringify(reports.get("low")));
+  const dir = `${node.root}/etc/polkit-1/rules.d`;
+  const files = [...Deno.readDirSync(dir)].map((e) => e.name).sort();
+  assert.deepEqual(files, [polkitFileName("high", 100), polkitFileName("low", -3)]);
+  for (const f of files) {
+    const text = await Deno.readTextFile(`${dir}/${f}`);
+    assert.ok(text.startsWith(POLKIT_MARKER));
+    checkPolkitScript(text, 2);
   }
+  // The higher-priority file is evaluated first: wheel may mount although the lower one says NO.
+  assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", ALICE), "yes");
+  assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", BOB), "no");
+  assert.equal(await decide(dir, "org.freedesktop.login1.reboot", BOB), "auth_admin");
+  assert.equal(await decide(dir, "org.freedesktop.login1.reboot", REMOTE_BOB), undefined);
+  assert.equal(await decide(dir, "org.freedesktop.login1.reboot", ALICE), undefined);
+  assert.equal(
+    await decide(dir, "org.freedesktop.udisks2.filesystem-mount-other-seat", BOB, {
+      "drive.removable": "true",
+    }),
+    "auth_admin_keep",
+  );
+  assert.equal(
+    await decide(dir, "org.freedesktop.udisks2.filesystem-mount-other-seat", BOB, {
+      "drive.removable": "false",
+    }),
+    undefined,
+  );
+
+  // Swapping the priorities swaps the order and the decision.
+  const { reports: r2 } = await run(node, [{ ...low, priority: 200 }, high]);
+  assert.equal(r2.get("low")!.status, "COMPLIANT");
+  assert.equal(await decide(dir, "org.freedesktop.udisks2.filesystem-mount", ALICE), "no");
+  assert.equal([...Deno.readDirSync(dir)].length, 2, "the file of the old priority is gone");
 });
 
-Deno.test("polkit: stale svc files removed, foreign files never touched; empty set removes svc's files", async () => {
-  const node = await polkitNode();
-  try {
-    const dir = `${node.root}/etc/polkit-1/rules.d`;
-    const foreign = "polkit.addRule(function (action, subject) { return polkit.Result.NOT_HANDLED; });\n";
-    await Deno.writeTextFile(`${dir}/49-admin.rules`, foreign);
-    // An svc file the agent's state does not know (state lost).
-    await Deno.writeTextFile(`${dir}/10-svc-0000000000-orphan.rules`, `${POLKIT_MARKER}\n`);
-    const p = policy({ rules: [{ name: "r", actionIds: ["org.freedesktop.login1.reboot"], result: 1 }] });
-    await run(node, [p]);
-    assert.deepEqual(
-      [...Deno.readDirSync(dir)].map((e) => e.name).sort(),
-      [
-        polkitFileName(p.id, 0),
-        "49-admin.rules",
-      ].sort(),
-    );
-    await run(node, []);
-    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["49-admin.rules"]);
-    assert.equal(await Deno.readTextFile(`${dir}/49-admin.rules`), foreign);
-  } finally {
-    await node.cleanup();
-  }
+nodeTest("polkit: stale svc files removed, foreign files never touched; empty set removes svc's files", {
+  make: polkitNode,
+}, async (node) => {
+  const dir = `${node.root}/etc/polkit-1/rules.d`;
+  const foreign = "polkit.addRule(function (action, subject) { return polkit.Result.NOT_HANDLED; });\n";
+  await Deno.writeTextFile(`${dir}/49-admin.rules`, foreign);
+  // An svc file the agent's state does not know (state lost).
+  await Deno.writeTextFile(`${dir}/10-svc-0000000000-orphan.rules`, `${POLKIT_MARKER}\n`);
+  const p = policy({ rules: [{ name: "r", actionIds: ["org.freedesktop.login1.reboot"], result: 1 }] });
+  await run(node, [p]);
+  assert.deepEqual(
+    [...Deno.readDirSync(dir)].map((e) => e.name).sort(),
+    [
+      polkitFileName(p.id, 0),
+      "49-admin.rules",
+    ].sort(),
+  );
+  await run(node, []);
+  assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["49-admin.rules"]);
+  assert.equal(await Deno.readTextFile(`${dir}/49-admin.rules`), foreign);
 });
 
 Deno.test("polkit: an action id the node lacks is INAPPLICABLE for that rule only; no polkit → INAPPLICABLE", async () => {
@@ -266,9 +236,10 @@ Deno.test("polkit: the script check refuses anything but the expected addRule ca
   }
 });
 
-Deno.test("polkit: hostile strings forced past the server are refused or inert; the file stays exactly the addRule calls", async () => {
-  const node = await polkitNode();
-  try {
+nodeTest(
+  "polkit: hostile strings forced past the server are refused or inert; the file stays exactly the addRule calls",
+  { make: polkitNode },
+  async (node) => {
     const cases: { p: CachedPolicy; value: string }[] = [];
     for (const h of HOSTILE_STRINGS) {
       const raw = (rule: Record<string, unknown>) =>
@@ -314,10 +285,8 @@ Deno.test("polkit: hostile strings forced past the server are refused or inert; 
     // Every file together still decides only what the rules say: nothing injected runs.
     const d = await decide(dir, "a.b", BOB);
     assert.ok(d === "yes" || d === undefined);
-  } finally {
-    await node.cleanup();
-  }
-});
+  },
+);
 
 /** Root, unshare, dbus-daemon and polkitd are all here: run the real authority. */
 async function realPolkitAvailable(): Promise<string | undefined> {

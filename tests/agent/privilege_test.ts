@@ -8,7 +8,7 @@
  * file back and reports visudo's words.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { PrivilegePolicySchema } from "../../shared/gen/svc/policy/v1/privilege_pb.ts";
 import { PolkitPolicySchema } from "../../shared/gen/svc/policy/v1/polkit_pb.ts";
 import { privilegeEnforcer } from "../../agent/enforcers/privilege.ts";
@@ -16,33 +16,17 @@ import { parseOfferedAdmins } from "../../agent/enforcers/privilege/polkit_admin
 import { vetSudoers } from "../../agent/enforcers/privilege/sudoers.ts";
 import { polkitEnforcer } from "../../agent/enforcers/polkit.ts";
 import { Runner } from "../../agent/runner.ts";
-import type { CachedPolicy } from "../../agent/sync/types.ts";
+import type { CachedPolicy, Enforcer } from "../../agent/sync/types.ts";
 import { POLKIT_ADMIN_RULES_PATH } from "../../shared/polkit_js.ts";
 import { SUDOERS_PATH } from "../../shared/privilege_rules.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { nodeTest, policyMaker, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS, SUDOERS_HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 import type { PrivilegeStepResult } from "../helpers/privilege_child.ts";
 
 const HAS_VISUDO = (await new Runner().which("visudo")) !== undefined;
 if (!HAS_VISUDO) console.warn("privilege tests skipped: visudo is missing (apt-get install sudo)");
 
-let counter = 0;
-function policy(
-  init: MessageInitShape<typeof PrivilegePolicySchema>,
-  options: { id?: string; priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(PrivilegePolicySchema, init);
-  const id = options.id ?? `pv-${++counter}`;
-  return {
-    id,
-    name: options.name ?? `privilege ${id}`,
-    type: "Privilege",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(PrivilegePolicySchema, message),
-    typed: message,
-  };
-}
+const policy = policyMaker(PrivilegePolicySchema, "Privilege", "pv", (id) => `privilege ${id}`);
 
 const DEBIAN_SUDOERS =
   "Defaults\tenv_reset\nroot\tALL=(ALL:ALL) ALL\n%sudo\tALL=(ALL:ALL) ALL\n@includedir /etc/sudoers.d\n";
@@ -55,84 +39,71 @@ async function privilegeNode(options: { sudo?: boolean } = {}): Promise<TempNode
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[], enforcers = [privilegeEnforcer]) {
-  const ctx = await engineFor(node, { enforcers: new Map(enforcers.map((e) => [e.type, e])) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[], enforcers: Enforcer[] = [privilegeEnforcer]) =>
+  syncWith(node, enforcers, policies);
 
 const read = (node: TempNode, path: string) =>
   Deno.readTextFile(`${node.root}${path}`).catch(() => undefined);
 
-Deno.test({
-  name:
-    "privilege: sudoers (0440, visudo-checked) and the polkit admin rule land merged; the last policy removes them",
-  ignore: !HAS_VISUDO,
-  async fn() {
-    const node = await privilegeNode();
-    try {
-      const high = policy({
-        entries: [{ name: "alice", user: "alice", effect: 2 }, {
-          group: "helpdesk",
-          effect: 1,
-          sudoNopasswd: true,
-        }],
-      }, { priority: 10, name: "high" });
-      const low = policy({ entries: [{ user: "alice", effect: 1 }, { user: "bob", effect: 1 }] }, {
-        priority: 1,
-      });
-      const { reports } = await run(node, [high, low]);
-      const sudoers = await read(node, SUDOERS_PATH);
-      assert.ok(sudoers, "the sudoers file is written");
-      assert.deepEqual(sudoers.split("\n").filter((l) => l && !l.startsWith("#")), [
-        "%helpdesk ALL=(ALL:ALL) NOPASSWD: ALL",
-        "bob ALL=(ALL:ALL) ALL",
-        "alice ALL=(ALL:ALL) !ALL",
-      ]);
-      assert.equal((await Deno.stat(`${node.root}${SUDOERS_PATH}`)).mode! & 0o777, 0o440);
-      const polkit = await read(node, POLKIT_ADMIN_RULES_PATH);
-      assert.match(polkit ?? "", /return \["unix-group:helpdesk", "unix-user:bob", "unix-group:sudo"\];/);
-      assert.equal(reports.get(high.id)?.status, "COMPLIANT", JSON.stringify(reports.get(high.id)));
-      const lowReport = reports.get(low.id)!;
-      const aliceItem = lowReport.items.find((i) => i.key === "entries[0]")!;
-      assert.equal(aliceItem.status, "INAPPLICABLE");
-      assert.match(
-        aliceItem.message,
-        /overridden by policy "high" \(priority 10\), which revokes user alice/,
-      );
+nodeTest(
+  "privilege: sudoers (0440, visudo-checked) and the polkit admin rule land merged; the last policy removes them",
+  { make: privilegeNode, ignore: !HAS_VISUDO },
+  async (node) => {
+    const high = policy({
+      entries: [{ name: "alice", user: "alice", effect: 2 }, {
+        group: "helpdesk",
+        effect: 1,
+        sudoNopasswd: true,
+      }],
+    }, { priority: 10, name: "high" });
+    const low = policy({ entries: [{ user: "alice", effect: 1 }, { user: "bob", effect: 1 }] }, {
+      priority: 1,
+    });
+    const { reports } = await run(node, [high, low]);
+    const sudoers = await read(node, SUDOERS_PATH);
+    assert.ok(sudoers, "the sudoers file is written");
+    assert.deepEqual(sudoers.split("\n").filter((l) => l && !l.startsWith("#")), [
+      "%helpdesk ALL=(ALL:ALL) NOPASSWD: ALL",
+      "bob ALL=(ALL:ALL) ALL",
+      "alice ALL=(ALL:ALL) !ALL",
+    ]);
+    assert.equal((await Deno.stat(`${node.root}${SUDOERS_PATH}`)).mode! & 0o777, 0o440);
+    const polkit = await read(node, POLKIT_ADMIN_RULES_PATH);
+    assert.match(polkit ?? "", /return \["unix-group:helpdesk", "unix-user:bob", "unix-group:sudo"\];/);
+    assert.equal(reports.get(high.id)?.status, "COMPLIANT", JSON.stringify(reports.get(high.id)));
+    const lowReport = reports.get(low.id)!;
+    const aliceItem = lowReport.items.find((i) => i.key === "entries[0]")!;
+    assert.equal(aliceItem.status, "INAPPLICABLE");
+    assert.match(
+      aliceItem.message,
+      /overridden by policy "high" \(priority 10\), which revokes user alice/,
+    );
 
-      // The Polkit type's stray sweep leaves the Privilege file alone, and this type leaves the Polkit type's.
-      const pk = create(PolkitPolicySchema, {
-        rules: [{ name: "r", actionIds: ["org.example.a"], result: 2 }],
-      });
-      const polkitPolicy: CachedPolicy = {
-        id: "pk-1",
-        name: "pk",
-        type: "Polkit",
-        version: 1,
-        priority: 0,
-        content: toJsonString(PolkitPolicySchema, pk),
-        typed: pk,
-      };
-      await run(node, [high, low, polkitPolicy], [privilegeEnforcer, polkitEnforcer]);
-      await run(node, [polkitPolicy], [privilegeEnforcer, polkitEnforcer]);
-      assert.equal(
-        await read(node, SUDOERS_PATH),
-        undefined,
-        "the last Privilege policy gone: sudoers file removed",
-      );
-      assert.equal(await read(node, POLKIT_ADMIN_RULES_PATH), undefined);
-      const left = [...Deno.readDirSync(`${node.root}/etc/polkit-1/rules.d`)].map((e) => e.name);
-      assert.equal(left.length, 1, `the Polkit policy's own file stays: ${left}`);
-    } finally {
-      await node.cleanup();
-    }
+    // The Polkit type's stray sweep leaves the Privilege file alone, and this type leaves the Polkit type's.
+    const pk = create(PolkitPolicySchema, {
+      rules: [{ name: "r", actionIds: ["org.example.a"], result: 2 }],
+    });
+    const polkitPolicy: CachedPolicy = {
+      id: "pk-1",
+      name: "pk",
+      type: "Polkit",
+      version: 1,
+      priority: 0,
+      content: toJsonString(PolkitPolicySchema, pk),
+      typed: pk,
+    };
+    await run(node, [high, low, polkitPolicy], [privilegeEnforcer, polkitEnforcer]);
+    await run(node, [polkitPolicy], [privilegeEnforcer, polkitEnforcer]);
+    assert.equal(
+      await read(node, SUDOERS_PATH),
+      undefined,
+      "the last Privilege policy gone: sudoers file removed",
+    );
+    assert.equal(await read(node, POLKIT_ADMIN_RULES_PATH), undefined);
+    const left = [...Deno.readDirSync(`${node.root}/etc/polkit-1/rules.d`)].map((e) => e.name);
+    assert.equal(left.length, 1, `the Polkit policy's own file stays: ${left}`);
   },
-});
+);
 
 Deno.test({
   name: "privilege: an original drop-in of the same name is backed up and put back; no sudo is INAPPLICABLE",
@@ -161,45 +132,39 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "privilege: hostile names forced past the server are refused by the agent; nothing lands",
+nodeTest("privilege: hostile names forced past the server are refused by the agent; nothing lands", {
+  make: privilegeNode,
   ignore: !HAS_VISUDO,
-  async fn() {
-    const node = await privilegeNode();
-    try {
-      const policies: CachedPolicy[] = [];
-      for (const h of [...HOSTILE_STRINGS, ...SUDOERS_HOSTILE_STRINGS]) {
-        for (const value of [h.value, `alice${h.value}`]) {
-          if (/^[A-Za-z0-9_][A-Za-z0-9_.@-]*$/.test(value) && !/^[A-Z][A-Z0-9_]*$/.test(value)) continue;
-          // The server's parse, as the stream would carry it, bypassing the server's checks.
-          const message = create(PrivilegePolicySchema, { entries: [{ user: value, effect: 1 }] });
-          policies.push({
-            id: `h-${policies.length}`,
-            name: h.name,
-            type: "Privilege",
-            version: 1,
-            priority: 0,
-            content: "{}",
-            typed: message,
-          });
-        }
-      }
-      const { reports } = await run(node, policies);
-      const notRefused = policies.filter((p) => reports.get(p.id)?.status !== "ERROR");
-      assert.deepEqual(notRefused.map((p) => `${p.name}: ${JSON.stringify(reports.get(p.id))}`), []);
-      for (const p of policies) {
-        assert.match(reports.get(p.id)!.message, /policy content rejected by the agent/);
-      }
-      assert.equal(await read(node, SUDOERS_PATH), undefined, "no sudoers file from refused content");
-      const vetted = await vetSudoers(
-        { runner: new Runner() },
-        "alice ALL=(ALL:ALL) ALL\nbob, ALL=(ALL) ALL\n",
-      );
-      assert.match(vetted ?? "", /visudo refused the sudoers file, nothing was written: .*syntax error/);
-    } finally {
-      await node.cleanup();
+}, async (node) => {
+  const policies: CachedPolicy[] = [];
+  for (const h of [...HOSTILE_STRINGS, ...SUDOERS_HOSTILE_STRINGS]) {
+    for (const value of [h.value, `alice${h.value}`]) {
+      if (/^[A-Za-z0-9_][A-Za-z0-9_.@-]*$/.test(value) && !/^[A-Z][A-Z0-9_]*$/.test(value)) continue;
+      // The server's parse, as the stream would carry it, bypassing the server's checks.
+      const message = create(PrivilegePolicySchema, { entries: [{ user: value, effect: 1 }] });
+      policies.push({
+        id: `h-${policies.length}`,
+        name: h.name,
+        type: "Privilege",
+        version: 1,
+        priority: 0,
+        content: "{}",
+        typed: message,
+      });
     }
-  },
+  }
+  const { reports } = await run(node, policies);
+  const notRefused = policies.filter((p) => reports.get(p.id)?.status !== "ERROR");
+  assert.deepEqual(notRefused.map((p) => `${p.name}: ${JSON.stringify(reports.get(p.id))}`), []);
+  for (const p of policies) {
+    assert.match(reports.get(p.id)!.message, /policy content rejected by the agent/);
+  }
+  assert.equal(await read(node, SUDOERS_PATH), undefined, "no sudoers file from refused content");
+  const vetted = await vetSudoers(
+    { runner: new Runner() },
+    "alice ALL=(ALL:ALL) ALL\nbob, ALL=(ALL) ALL\n",
+  );
+  assert.match(vetted ?? "", /visudo refused the sudoers file, nothing was written: .*syntax error/);
 });
 
 Deno.test("privilege: pkcheck's text agent output names the offered administrators", () => {

@@ -10,13 +10,21 @@
  * 0644 and holds no credentials (the rules refuse them).
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { ProxyPolicySchema } from "../../shared/gen/svc/policy/v1/proxy_pb.ts";
 import { DconfPolicySchema } from "../../shared/gen/svc/policy/v1/dconf_pb.ts";
 import type { CachedPolicy, PolicyResult } from "../../agent/sync/types.ts";
 import { Runner } from "../../agent/runner.ts";
 import { parseEnvironment } from "../../agent/enforcers/proxy/system_files.ts";
-import { engineFor, firefoxPolicy, readFirefoxFile, type TempNode, tempNode } from "./helpers.ts";
+import {
+  engineFor,
+  firefoxPolicy,
+  nodeTest,
+  policyMaker,
+  readFirefoxFile,
+  type TempNode,
+  tempNode,
+} from "./helpers.ts";
 
 const HOST_SCHEMAS = "/usr/share/glib-2.0/schemas";
 const have = async (cmd: string) =>
@@ -35,23 +43,7 @@ const ORIGINAL_ENV = 'LANG=C.UTF-8\nhttp_proxy="http://old.example:1/"\n';
 const ORIGINAL_DNF =
   "[main]\ngpgcheck=1\nproxy=http://old.example:1\ninstallonly_limit=3\n\n[extra]\nproxy=http://repo.example:2\n";
 
-let counter = 0;
-function proxyPolicy(
-  init: MessageInitShape<typeof ProxyPolicySchema>,
-  options: { priority?: number; name?: string } = {},
-): CachedPolicy {
-  const message = create(ProxyPolicySchema, init);
-  const id = `proxy-${++counter}`;
-  return {
-    id,
-    name: options.name ?? id,
-    type: "Proxy",
-    version: 1,
-    priority: options.priority ?? 0,
-    content: toJsonString(ProxyPolicySchema, message),
-    typed: message,
-  };
-}
+const proxyPolicy = policyMaker(ProxyPolicySchema, "Proxy", "proxy");
 
 const MANUAL = {
   config: {
@@ -166,329 +158,299 @@ async function modes(node: TempNode, paths: string[]): Promise<number[]> {
   return await Promise.all(paths.map(async (p) => (await Deno.stat(`${node.root}${p}`)).mode! & 0o777));
 }
 
-Deno.test({
-  name:
-    "proxy: a manual proxy reaches the environment, apt, dnf, GNOME, KDE and the browsers; release restores all",
-  ignore: !HAVE_TOOLS,
-  async fn() {
-    const node = await desktopNode();
-    try {
-      const { engine, reports } = await engineFor(node);
-      const policy = proxyPolicy(MANUAL, { name: "corp proxy" });
-      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
-      await engine.idle();
-      const result = reports.get(policy.id)!;
-      assert.equal(result.status, "COMPLIANT", JSON.stringify(result, null, 2));
-      assert.deepEqual(statuses(result), {
-        environment: "COMPLIANT",
-        apt: "COMPLIANT",
-        dnf: "COMPLIANT",
-        GNOME: "COMPLIANT",
-        KDE: "COMPLIANT",
-        Firefox: "COMPLIANT",
-        Chromium: "COMPLIANT",
-      });
-
-      const env = await Deno.readTextFile(`${node.root}/etc/environment`);
-      assert.ok(env.startsWith(ORIGINAL_ENV), "the original lines stay, before svc's block");
-      const vars = parseEnvironment(env);
-      assert.equal(vars.get("http_proxy"), "http://proxy.example.com:3128/");
-      assert.equal(vars.get("HTTPS_PROXY"), "http://secure.example.com:8443/");
-      assert.equal(
-        vars.get("no_proxy"),
-        "localhost,127.0.0.0/8,::1,.corp.example,intranet.example.com,10.0.0.0/8",
-      );
-      assert.equal(vars.get("LANG"), "C.UTF-8");
-
-      assert.equal(await aptConfig(node, "Acquire::http::Proxy"), "V='http://proxy.example.com:3128/'");
-      assert.equal(await aptConfig(node, "Acquire::https::Proxy"), "V='http://secure.example.com:8443/'");
-      assert.equal(await aptConfig(node, "Acquire::http::Proxy::intranet.example.com"), "V='DIRECT'");
-
-      const dnfConf = await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`);
-      assert.match(dnfConf, /# replaced by svc's Proxy policy: proxy=http:\/\/old.example:1/);
-      assert.match(dnfConf, /\[extra\]\nproxy=http:\/\/repo.example:2\n/, "other sections untouched");
-      if (HAVE_DNF) assert.equal(await dnfProxy(node), "http://proxy.example.com:3128");
-
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'manual'");
-      assert.equal(
-        await gsettings(node, "get", "org.gnome.system.proxy.http", "host"),
-        "'proxy.example.com'",
-      );
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy.https", "port"), "8443");
-      assert.equal(
-        await gsettings(node, "get", "org.gnome.system.proxy", "ignore-hosts"),
-        "['localhost', '127.0.0.0/8', '::1', '*.corp.example', 'intranet.example.com', '10.0.0.0/8']",
-      );
-      assert.equal(await gsettings(node, "writable", "org.gnome.system.proxy", "mode"), "false", "locked");
-
-      assert.equal(await kread(node, "ProxyType"), "1");
-      assert.equal(await kread(node, "httpProxy"), "http://proxy.example.com 3128");
-      assert.equal(
-        await kread(node, "NoProxyFor"),
-        "localhost,127.0.0.0/8,::1,.corp.example,intranet.example.com,10.0.0.0/8",
-      );
-
-      const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
-      assert.deepEqual(firefox.policies.Proxy, {
-        Locked: true,
-        Mode: "manual",
-        HTTPProxy: "proxy.example.com:3128",
-        SSLProxy: "secure.example.com:8443",
-        Passthrough: "localhost, 127.0.0.0/8, ::1, .corp.example, intranet.example.com, 10.0.0.0/8",
-      });
-      const chromium = JSON.parse(
-        await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
-      );
-      assert.deepEqual(chromium, {
-        ProxyMode: "fixed_servers",
-        ProxyServer: "http=proxy.example.com:3128;https=secure.example.com:8443",
-        ProxyBypassList: "localhost,127.0.0.0/8,[::1],*.corp.example,intranet.example.com,10.0.0.0/8",
-      });
-
-      const written = [
-        "/etc/environment",
-        "/etc/apt/apt.conf.d/80svc-proxy",
-        "/etc/dnf/dnf.conf",
-        "/etc/dconf/db/local.d/svc-proxy",
-        "/etc/dconf/db/local.d/locks/svc-proxy",
-        "/etc/dconf/profile/user",
-        "/etc/xdg/kioslaverc",
-      ];
-      assert.deepEqual(await modes(node, written), written.map(() => 0o644));
-
-      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-      await engine.idle();
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
-      for (const path of written.filter((p) => p !== "/etc/environment" && p !== "/etc/dnf/dnf.conf")) {
-        assert.equal(await Deno.stat(`${node.root}${path}`).catch(() => null), null, `${path} removed`);
-      }
-      assert.equal(await aptConfig(node, "Acquire::http::Proxy"), "");
-      assert.equal(await readFirefoxFile(node), undefined);
-      // svc made the local database for its keys alone: the compiled database goes with them.
-      assert.equal(await Deno.stat(`${node.root}/etc/dconf/db/local`).catch(() => null), null);
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "proxy: a PAC URL reaches GNOME, KDE and the browsers; the environment, apt and dnf are left alone",
-  ignore: !HAVE_TOOLS,
-  async fn() {
-    const node = await desktopNode();
-    try {
-      const { engine, reports } = await engineFor(node);
-      const url = "https://wpad.example.com/proxy.pac?site=a&x='b'";
-      const policy = proxyPolicy({ config: { case: "pacUrl", value: url } });
-      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
-      await engine.idle();
-      const result = reports.get(policy.id)!;
-      assert.deepEqual(statuses(result), {
-        environment: "INAPPLICABLE",
-        apt: "INAPPLICABLE",
-        dnf: "INAPPLICABLE",
-        GNOME: "COMPLIANT",
-        KDE: "COMPLIANT",
-        Firefox: "COMPLIANT",
-        Chromium: "COMPLIANT",
-      });
-      assert.equal(result.status, "COMPLIANT");
-      assert.match(
-        result.items[0].message,
-        /the session environment cannot read a PAC file: set a manual proxy/,
-      );
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
-      assert.equal(await Deno.stat(`${node.root}/etc/apt/apt.conf.d/80svc-proxy`).catch(() => null), null);
-      // Quotes and '&' in the URL come back literally from every reader.
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'auto'");
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "autoconfig-url"), `"${url}"`);
-      assert.equal(await kread(node, "Proxy Config Script"), url);
-      assert.equal(await kread(node, "ProxyType"), "2");
-      const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
-      assert.deepEqual(firefox.policies.Proxy, { AutoConfigURL: url, Locked: true, Mode: "autoConfig" });
-      const chromium = JSON.parse(
-        await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
-      );
-      assert.deepEqual(chromium, { ProxyMode: "pac_script", ProxyPacUrl: url });
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "proxy: the highest priority wins whole; the browser types' own proxy keys merge with it by priority",
-  ignore: !HAVE_TOOLS,
-  async fn() {
-    const node = await desktopNode();
-    try {
-      const { engine, reports } = await engineFor(node);
-      const high = proxyPolicy(MANUAL, { priority: 10, name: "high" });
-      const low = proxyPolicy({ config: { case: "pacUrl", value: "https://wpad.example.com/p.pac" } }, {
-        priority: 1,
-        name: "low",
-      });
-      const twin = proxyPolicy(MANUAL, { priority: 2, name: "twin" });
-      // Firefox's own Proxy setting outranks the Proxy type in Firefox's file.
-      const ff = firefoxPolicy({ proxy: { mode: "system", locked: true } }, { priority: 20, name: "ff" });
-      for (const policy of [high, low, twin, ff]) {
-        engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: false });
-      }
-      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-      await engine.idle();
-
-      const lowResult = reports.get(low.id)!;
-      assert.equal(lowResult.status, "INAPPLICABLE");
-      assert.match(lowResult.message, /overridden by higher-priority policy "high"/);
-      const highResult = reports.get(high.id)!;
-      assert.equal(statuses(highResult).Firefox, "INAPPLICABLE");
-      assert.match(
-        highResult.items.find((i) => i.key === "Firefox")!.message,
-        /a higher-priority Firefox policy sets Proxy/,
-      );
-      assert.equal(highResult.status, "COMPLIANT", JSON.stringify(highResult));
-      assert.deepEqual(
-        statuses(reports.get(twin.id)!),
-        statuses(highResult),
-        "the same configuration shares the results",
-      );
-      assert.equal(reports.get(ff.id)!.status, "COMPLIANT");
-      const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
-      assert.deepEqual(firefox.policies.Proxy, { Locked: true, Mode: "system" });
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "proxy: content forced past the server is refused by the agent; nothing is written, no tool runs",
-  ignore: !HAVE_TOOLS,
-  async fn() {
-    const node = await desktopNode();
-    try {
-      const runner = new Runner();
-      const { engine, reports } = await engineFor(node, { runner });
-      const hostile = [
-        { manual: { http: { host: "user:secret@proxy.example.com", port: 3128 } } },
-        { manual: { http: { host: "proxy.example.com\nhttp_proxy=http://evil", port: 3128 } } },
-        { manual: { http: { host: "proxy.example.com", port: 3128 } }, no_proxy: ['a"; rm -rf /'] },
-        { pac_url: "https://wpad.example.com/p.pac\n[Proxy Settings]\nProxyType=0" },
-        { pac_url: "https://u:p@wpad.example.com/p.pac" },
-      ];
-      for (const [i, content] of hostile.entries()) {
-        const policy: CachedPolicy = {
-          id: `hostile-${i}`,
-          name: "hostile",
-          type: "Proxy",
-          version: 1,
-          priority: 0,
-          content: JSON.stringify(content),
-        };
-        engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
-        await engine.idle();
-        const result = reports.get(policy.id)!;
-        assert.equal(result.status, "ERROR", JSON.stringify(content));
-        assert.match(
-          result.message,
-          /^policy content rejected by the agent: (manual\.http\.host|no_proxy\[0\]|pac_url): /,
-        );
-      }
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
-      assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
-      for (const path of ["/etc/apt/apt.conf.d/80svc-proxy", "/etc/xdg/kioslaverc", "/etc/dconf"]) {
-        assert.equal(await Deno.stat(`${node.root}${path}`).catch(() => null), null, path);
-      }
-      assert.deepEqual(
-        runner.history.map((c) => c.cmd).filter((c) => /dconf|kreadconfig|apt-config/.test(c)),
-        [],
-      );
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test({
-  name: "proxy: a Dconf policy and the Proxy policy share GNOME's local database; each comes and goes alone",
-  ignore: !HAVE_TOOLS,
-  async fn() {
-    const node = await desktopNode();
-    try {
-      for await (const entry of Deno.readDir(HOST_SCHEMAS)) {
-        if (entry.name.endsWith(".xml")) {
-          await Deno.copyFile(`${HOST_SCHEMAS}/${entry.name}`, `${node.root}${HOST_SCHEMAS}/${entry.name}`);
-        }
-      }
-      const { engine, reports } = await engineFor(node);
-      const dconfMessage = create(DconfPolicySchema, {
-        entries: [{
-          schemaId: "org.gnome.desktop.screensaver",
-          key: "lock-delay",
-          value: "uint32 42",
-          lock: true,
-        }],
-      });
-      const dconf: CachedPolicy = {
-        id: "dconf-1",
-        name: "screensaver",
-        type: "Dconf",
-        version: 1,
-        priority: 0,
-        content: toJsonString(DconfPolicySchema, dconfMessage),
-        typed: dconfMessage,
-      };
-      const proxy = proxyPolicy(MANUAL);
-      // The Proxy type comes first and adds the profile line; the Dconf policy then relies on it.
-      engine.handleEvent({ kind: "SNAPSHOT", policy: proxy, snapshotComplete: true });
-      await engine.idle();
-      engine.handleEvent({ kind: "SNAPSHOT", policy: dconf, snapshotComplete: false });
-      engine.handleEvent({ kind: "SNAPSHOT", policy: proxy, snapshotComplete: true });
-      await engine.idle();
-      assert.equal(reports.get(dconf.id)!.status, "COMPLIANT", JSON.stringify(reports.get(dconf.id)));
-      assert.equal(reports.get(proxy.id)!.status, "COMPLIANT", JSON.stringify(reports.get(proxy.id)));
-      assert.equal(await gsettings(node, "get", "org.gnome.desktop.screensaver", "lock-delay"), "uint32 42");
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'manual'");
-
-      engine.handleEvent({ kind: "SNAPSHOT", policy: dconf, snapshotComplete: true });
-      await engine.idle();
-      assert.equal(reports.get(dconf.id)!.status, "COMPLIANT", JSON.stringify(reports.get(dconf.id)));
-      assert.equal(await gsettings(node, "get", "org.gnome.desktop.screensaver", "lock-delay"), "uint32 42");
-      assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'none'");
-      // And once the Dconf policy goes too, the profile is the node's own again (there was none).
-      engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-      await engine.idle();
-      assert.equal(await Deno.stat(`${node.root}/etc/dconf/profile/user`).catch(() => null), null);
-    } finally {
-      await node.cleanup();
-    }
-  },
-});
-
-Deno.test("proxy: without apt, dnf, GNOME, KDE or browsers only the environment applies", async () => {
-  const node = await tempNode({ firefox: false, original: null });
-  try {
+nodeTest(
+  "proxy: a manual proxy reaches the environment, apt, dnf, GNOME, KDE and the browsers; release restores all",
+  { make: desktopNode, ignore: !HAVE_TOOLS },
+  async (node) => {
     const { engine, reports } = await engineFor(node);
-    const policy = proxyPolicy(MANUAL);
+    const policy = proxyPolicy(MANUAL, { name: "corp proxy" });
+    engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
+    await engine.idle();
+    const result = reports.get(policy.id)!;
+    assert.equal(result.status, "COMPLIANT", JSON.stringify(result, null, 2));
+    assert.deepEqual(statuses(result), {
+      environment: "COMPLIANT",
+      apt: "COMPLIANT",
+      dnf: "COMPLIANT",
+      GNOME: "COMPLIANT",
+      KDE: "COMPLIANT",
+      Firefox: "COMPLIANT",
+      Chromium: "COMPLIANT",
+    });
+
+    const env = await Deno.readTextFile(`${node.root}/etc/environment`);
+    assert.ok(env.startsWith(ORIGINAL_ENV), "the original lines stay, before svc's block");
+    const vars = parseEnvironment(env);
+    assert.equal(vars.get("http_proxy"), "http://proxy.example.com:3128/");
+    assert.equal(vars.get("HTTPS_PROXY"), "http://secure.example.com:8443/");
+    assert.equal(
+      vars.get("no_proxy"),
+      "localhost,127.0.0.0/8,::1,.corp.example,intranet.example.com,10.0.0.0/8",
+    );
+    assert.equal(vars.get("LANG"), "C.UTF-8");
+
+    assert.equal(await aptConfig(node, "Acquire::http::Proxy"), "V='http://proxy.example.com:3128/'");
+    assert.equal(await aptConfig(node, "Acquire::https::Proxy"), "V='http://secure.example.com:8443/'");
+    assert.equal(await aptConfig(node, "Acquire::http::Proxy::intranet.example.com"), "V='DIRECT'");
+
+    const dnfConf = await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`);
+    assert.match(dnfConf, /# replaced by svc's Proxy policy: proxy=http:\/\/old.example:1/);
+    assert.match(dnfConf, /\[extra\]\nproxy=http:\/\/repo.example:2\n/, "other sections untouched");
+    if (HAVE_DNF) assert.equal(await dnfProxy(node), "http://proxy.example.com:3128");
+
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'manual'");
+    assert.equal(
+      await gsettings(node, "get", "org.gnome.system.proxy.http", "host"),
+      "'proxy.example.com'",
+    );
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy.https", "port"), "8443");
+    assert.equal(
+      await gsettings(node, "get", "org.gnome.system.proxy", "ignore-hosts"),
+      "['localhost', '127.0.0.0/8', '::1', '*.corp.example', 'intranet.example.com', '10.0.0.0/8']",
+    );
+    assert.equal(await gsettings(node, "writable", "org.gnome.system.proxy", "mode"), "false", "locked");
+
+    assert.equal(await kread(node, "ProxyType"), "1");
+    assert.equal(await kread(node, "httpProxy"), "http://proxy.example.com 3128");
+    assert.equal(
+      await kread(node, "NoProxyFor"),
+      "localhost,127.0.0.0/8,::1,.corp.example,intranet.example.com,10.0.0.0/8",
+    );
+
+    const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
+    assert.deepEqual(firefox.policies.Proxy, {
+      Locked: true,
+      Mode: "manual",
+      HTTPProxy: "proxy.example.com:3128",
+      SSLProxy: "secure.example.com:8443",
+      Passthrough: "localhost, 127.0.0.0/8, ::1, .corp.example, intranet.example.com, 10.0.0.0/8",
+    });
+    const chromium = JSON.parse(
+      await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
+    );
+    assert.deepEqual(chromium, {
+      ProxyMode: "fixed_servers",
+      ProxyServer: "http=proxy.example.com:3128;https=secure.example.com:8443",
+      ProxyBypassList: "localhost,127.0.0.0/8,[::1],*.corp.example,intranet.example.com,10.0.0.0/8",
+    });
+
+    const written = [
+      "/etc/environment",
+      "/etc/apt/apt.conf.d/80svc-proxy",
+      "/etc/dnf/dnf.conf",
+      "/etc/dconf/db/local.d/svc-proxy",
+      "/etc/dconf/db/local.d/locks/svc-proxy",
+      "/etc/dconf/profile/user",
+      "/etc/xdg/kioslaverc",
+    ];
+    assert.deepEqual(await modes(node, written), written.map(() => 0o644));
+
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+    assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
+    assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
+    for (const path of written.filter((p) => p !== "/etc/environment" && p !== "/etc/dnf/dnf.conf")) {
+      assert.equal(await Deno.stat(`${node.root}${path}`).catch(() => null), null, `${path} removed`);
+    }
+    assert.equal(await aptConfig(node, "Acquire::http::Proxy"), "");
+    assert.equal(await readFirefoxFile(node), undefined);
+    // svc made the local database for its keys alone: the compiled database goes with them.
+    assert.equal(await Deno.stat(`${node.root}/etc/dconf/db/local`).catch(() => null), null);
+  },
+);
+
+nodeTest(
+  "proxy: a PAC URL reaches GNOME, KDE and the browsers; the environment, apt and dnf are left alone",
+  { make: desktopNode, ignore: !HAVE_TOOLS },
+  async (node) => {
+    const { engine, reports } = await engineFor(node);
+    const url = "https://wpad.example.com/proxy.pac?site=a&x='b'";
+    const policy = proxyPolicy({ config: { case: "pacUrl", value: url } });
     engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
     await engine.idle();
     const result = reports.get(policy.id)!;
     assert.deepEqual(statuses(result), {
-      environment: "COMPLIANT",
+      environment: "INAPPLICABLE",
       apt: "INAPPLICABLE",
       dnf: "INAPPLICABLE",
-      GNOME: "INAPPLICABLE",
-      KDE: "INAPPLICABLE",
+      GNOME: "COMPLIANT",
+      KDE: "COMPLIANT",
+      Firefox: "COMPLIANT",
+      Chromium: "COMPLIANT",
     });
     assert.equal(result.status, "COMPLIANT");
-    // There was no /etc/environment: svc's file is removed again on release.
+    assert.match(
+      result.items[0].message,
+      /the session environment cannot read a PAC file: set a manual proxy/,
+    );
+    assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
+    assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
+    assert.equal(await Deno.stat(`${node.root}/etc/apt/apt.conf.d/80svc-proxy`).catch(() => null), null);
+    // Quotes and '&' in the URL come back literally from every reader.
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'auto'");
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "autoconfig-url"), `"${url}"`);
+    assert.equal(await kread(node, "Proxy Config Script"), url);
+    assert.equal(await kread(node, "ProxyType"), "2");
+    const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
+    assert.deepEqual(firefox.policies.Proxy, { AutoConfigURL: url, Locked: true, Mode: "autoConfig" });
+    const chromium = JSON.parse(
+      await Deno.readTextFile(`${node.root}/etc/chromium/policies/managed/svc_policies.json`),
+    );
+    assert.deepEqual(chromium, { ProxyMode: "pac_script", ProxyPacUrl: url });
+  },
+);
+
+nodeTest(
+  "proxy: the highest priority wins whole; the browser types' own proxy keys merge with it by priority",
+  { make: desktopNode, ignore: !HAVE_TOOLS },
+  async (node) => {
+    const { engine, reports } = await engineFor(node);
+    const high = proxyPolicy(MANUAL, { priority: 10, name: "high" });
+    const low = proxyPolicy({ config: { case: "pacUrl", value: "https://wpad.example.com/p.pac" } }, {
+      priority: 1,
+      name: "low",
+    });
+    const twin = proxyPolicy(MANUAL, { priority: 2, name: "twin" });
+    // Firefox's own Proxy setting outranks the Proxy type in Firefox's file.
+    const ff = firefoxPolicy({ proxy: { mode: "system", locked: true } }, { priority: 20, name: "ff" });
+    for (const policy of [high, low, twin, ff]) {
+      engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: false });
+    }
     engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
     await engine.idle();
-    assert.equal(await Deno.stat(`${node.root}/etc/environment`).catch(() => null), null);
-  } finally {
-    await node.cleanup();
+
+    const lowResult = reports.get(low.id)!;
+    assert.equal(lowResult.status, "INAPPLICABLE");
+    assert.match(lowResult.message, /overridden by higher-priority policy "high"/);
+    const highResult = reports.get(high.id)!;
+    assert.equal(statuses(highResult).Firefox, "INAPPLICABLE");
+    assert.match(
+      highResult.items.find((i) => i.key === "Firefox")!.message,
+      /a higher-priority Firefox policy sets Proxy/,
+    );
+    assert.equal(highResult.status, "COMPLIANT", JSON.stringify(highResult));
+    assert.deepEqual(
+      statuses(reports.get(twin.id)!),
+      statuses(highResult),
+      "the same configuration shares the results",
+    );
+    assert.equal(reports.get(ff.id)!.status, "COMPLIANT");
+    const firefox = await readFirefoxFile(node) as { policies: { Proxy: Record<string, unknown> } };
+    assert.deepEqual(firefox.policies.Proxy, { Locked: true, Mode: "system" });
+  },
+);
+
+nodeTest("proxy: content forced past the server is refused by the agent; nothing is written, no tool runs", {
+  make: desktopNode,
+  ignore: !HAVE_TOOLS,
+}, async (node) => {
+  const runner = new Runner();
+  const { engine, reports } = await engineFor(node, { runner });
+  const hostile = [
+    { manual: { http: { host: "user:secret@proxy.example.com", port: 3128 } } },
+    { manual: { http: { host: "proxy.example.com\nhttp_proxy=http://evil", port: 3128 } } },
+    { manual: { http: { host: "proxy.example.com", port: 3128 } }, no_proxy: ['a"; rm -rf /'] },
+    { pac_url: "https://wpad.example.com/p.pac\n[Proxy Settings]\nProxyType=0" },
+    { pac_url: "https://u:p@wpad.example.com/p.pac" },
+  ];
+  for (const [i, content] of hostile.entries()) {
+    const policy: CachedPolicy = {
+      id: `hostile-${i}`,
+      name: "hostile",
+      type: "Proxy",
+      version: 1,
+      priority: 0,
+      content: JSON.stringify(content),
+    };
+    engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
+    await engine.idle();
+    const result = reports.get(policy.id)!;
+    assert.equal(result.status, "ERROR", JSON.stringify(content));
+    assert.match(
+      result.message,
+      /^policy content rejected by the agent: (manual\.http\.host|no_proxy\[0\]|pac_url): /,
+    );
   }
+  assert.equal(await Deno.readTextFile(`${node.root}/etc/environment`), ORIGINAL_ENV);
+  assert.equal(await Deno.readTextFile(`${node.root}/etc/dnf/dnf.conf`), ORIGINAL_DNF);
+  for (const path of ["/etc/apt/apt.conf.d/80svc-proxy", "/etc/xdg/kioslaverc", "/etc/dconf"]) {
+    assert.equal(await Deno.stat(`${node.root}${path}`).catch(() => null), null, path);
+  }
+  assert.deepEqual(
+    runner.history.map((c) => c.cmd).filter((c) => /dconf|kreadconfig|apt-config/.test(c)),
+    [],
+  );
+});
+
+nodeTest(
+  "proxy: a Dconf policy and the Proxy policy share GNOME's local database; each comes and goes alone",
+  { make: desktopNode, ignore: !HAVE_TOOLS },
+  async (node) => {
+    for await (const entry of Deno.readDir(HOST_SCHEMAS)) {
+      if (entry.name.endsWith(".xml")) {
+        await Deno.copyFile(`${HOST_SCHEMAS}/${entry.name}`, `${node.root}${HOST_SCHEMAS}/${entry.name}`);
+      }
+    }
+    const { engine, reports } = await engineFor(node);
+    const dconfMessage = create(DconfPolicySchema, {
+      entries: [{
+        schemaId: "org.gnome.desktop.screensaver",
+        key: "lock-delay",
+        value: "uint32 42",
+        lock: true,
+      }],
+    });
+    const dconf: CachedPolicy = {
+      id: "dconf-1",
+      name: "screensaver",
+      type: "Dconf",
+      version: 1,
+      priority: 0,
+      content: toJsonString(DconfPolicySchema, dconfMessage),
+      typed: dconfMessage,
+    };
+    const proxy = proxyPolicy(MANUAL);
+    // The Proxy type comes first and adds the profile line; the Dconf policy then relies on it.
+    engine.handleEvent({ kind: "SNAPSHOT", policy: proxy, snapshotComplete: true });
+    await engine.idle();
+    engine.handleEvent({ kind: "SNAPSHOT", policy: dconf, snapshotComplete: false });
+    engine.handleEvent({ kind: "SNAPSHOT", policy: proxy, snapshotComplete: true });
+    await engine.idle();
+    assert.equal(reports.get(dconf.id)!.status, "COMPLIANT", JSON.stringify(reports.get(dconf.id)));
+    assert.equal(reports.get(proxy.id)!.status, "COMPLIANT", JSON.stringify(reports.get(proxy.id)));
+    assert.equal(await gsettings(node, "get", "org.gnome.desktop.screensaver", "lock-delay"), "uint32 42");
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'manual'");
+
+    engine.handleEvent({ kind: "SNAPSHOT", policy: dconf, snapshotComplete: true });
+    await engine.idle();
+    assert.equal(reports.get(dconf.id)!.status, "COMPLIANT", JSON.stringify(reports.get(dconf.id)));
+    assert.equal(await gsettings(node, "get", "org.gnome.desktop.screensaver", "lock-delay"), "uint32 42");
+    assert.equal(await gsettings(node, "get", "org.gnome.system.proxy", "mode"), "'none'");
+    // And once the Dconf policy goes too, the profile is the node's own again (there was none).
+    engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+    await engine.idle();
+    assert.equal(await Deno.stat(`${node.root}/etc/dconf/profile/user`).catch(() => null), null);
+  },
+);
+
+nodeTest("proxy: without apt, dnf, GNOME, KDE or browsers only the environment applies", {
+  make: () => tempNode({ firefox: false, original: null }),
+}, async (node) => {
+  const { engine, reports } = await engineFor(node);
+  const policy = proxyPolicy(MANUAL);
+  engine.handleEvent({ kind: "SNAPSHOT", policy, snapshotComplete: true });
+  await engine.idle();
+  const result = reports.get(policy.id)!;
+  assert.deepEqual(statuses(result), {
+    environment: "COMPLIANT",
+    apt: "INAPPLICABLE",
+    dnf: "INAPPLICABLE",
+    GNOME: "INAPPLICABLE",
+    KDE: "INAPPLICABLE",
+  });
+  assert.equal(result.status, "COMPLIANT");
+  // There was no /etc/environment: svc's file is removed again on release.
+  engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
+  await engine.idle();
+  assert.equal(await Deno.stat(`${node.root}/etc/environment`).catch(() => null), null);
 });

@@ -9,7 +9,7 @@
  * systemd.
  */
 import assert from "node:assert/strict";
-import { create, type MessageInitShape, toJsonString } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   type ScriptsPolicy,
   ScriptsPolicySchema,
@@ -30,7 +30,7 @@ import {
 import { unitBase } from "../../agent/enforcers/scripts/units.ts";
 import { Runner } from "../../agent/runner.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, syncWith, type TempNode, tempNode } from "./helpers.ts";
 import { HOSTILE_STRINGS } from "../helpers/hostile_strings.ts";
 
 interface TestCa {
@@ -82,15 +82,7 @@ async function signed(
     });
   }
   if (options.tamper !== undefined) message.scripts[0].body = options.tamper;
-  return {
-    id,
-    name: `scripts ${id}`,
-    type: "Scripts",
-    version,
-    priority: 0,
-    content: toJsonString(ScriptsPolicySchema, message),
-    typed: message,
-  };
+  return cachedPolicy(ScriptsPolicySchema, "Scripts", id, message, { name: `scripts ${id}`, version });
 }
 
 async function scriptsNode(ca: TestCa): Promise<TempNode> {
@@ -101,15 +93,7 @@ async function scriptsNode(ca: TestCa): Promise<TempNode> {
   return node;
 }
 
-async function run(node: TempNode, policies: CachedPolicy[]) {
-  const ctx = await engineFor(node, { enforcers: new Map([[scriptsEnforcer.type, scriptsEnforcer]]) });
-  policies.forEach((p, i) =>
-    ctx.engine.handleEvent({ kind: "SNAPSHOT", policy: p, snapshotComplete: i === policies.length - 1 })
-  );
-  if (policies.length === 0) ctx.engine.handleEvent({ kind: "SNAPSHOT", snapshotComplete: true });
-  await ctx.engine.idle();
-  return ctx;
-}
+const run = (node: TempNode, policies: CachedPolicy[]) => syncWith(node, [scriptsEnforcer], policies);
 
 const HELLO = { name: "hello", trigger: 1, body: "echo hello from svc\n" };
 const units = (node: TempNode, dir = "/etc/systemd/system") =>

@@ -15,7 +15,6 @@
  * only those fixed paths, and pamtester has no option to point it elsewhere).
  */
 import assert from "node:assert/strict";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import {
   SessionAccessEffect,
@@ -30,7 +29,7 @@ import {
 } from "../../agent/enforcers/session_access.ts";
 import { enforcerRegistry } from "../../agent/enforcers/mod.ts";
 import type { CachedPolicy } from "../../agent/sync/types.ts";
-import { engineFor, type TempNode, tempNode } from "./helpers.ts";
+import { cachedPolicy, engineFor, type TempNode, tempNode } from "./helpers.ts";
 import { Runner } from "../../agent/runner.ts";
 import { windowMinutes } from "../../shared/session_access_rules.ts";
 
@@ -42,16 +41,10 @@ function accessPolicy(
   init: MessageInitShape<typeof SessionAccessPolicySchema>,
   version = 1,
 ): CachedPolicy {
-  const message = create(SessionAccessPolicySchema, init);
-  return {
-    id,
+  return cachedPolicy(SessionAccessPolicySchema, "SessionAccess", id, init, {
     name: `policy ${id}`,
-    type: "SessionAccess",
     version,
-    priority: 0,
-    content: toJsonString(SessionAccessPolicySchema, message),
-    typed: message,
-  };
+  });
 }
 
 /** Why the pam_time test cannot run here, logged; false when it can. */

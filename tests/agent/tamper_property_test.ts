@@ -7,9 +7,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { SILENT_LOGGER } from "../../agent/log.ts";
-import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
-import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+import { firefoxPolicy, tempNode, watchedEngine } from "./helpers.ts";
 
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 const SETTLE_MS = 300;
@@ -73,20 +71,7 @@ async function external(path: string, op: ExternalOp): Promise<void> {
 
 async function runSequence(steps: Step[]): Promise<void> {
   const node = await tempNode();
-  const events: TamperEvent[] = [];
-  // deno-lint-ignore prefer-const
-  let watcher: TamperWatcher;
-  const { engine, managed } = await engineFor(node, {
-    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
-    onSynced: (summary) => watcher.setWatched(summary.managed),
-  });
-  watcher = new TamperWatcher({
-    fs: node.fs,
-    logger: SILENT_LOGGER,
-    settleMs: SETTLE_MS,
-    verify: (path) => managed.verify(node.fs, path),
-    onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
-  });
+  const { engine, managed, watcher, events } = await watchedEngine(node, { settleMs: SETTLE_MS });
   const hostPath = `${node.root}${POLICIES_JSON}`;
   const intact = () => managed.isIntact(node.fs, POLICIES_JSON);
   try {

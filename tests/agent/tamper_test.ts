@@ -6,10 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { findFileHolders } from "../../agent/procs.ts";
-import { SILENT_LOGGER } from "../../agent/log.ts";
-import { type TamperEvent, TamperWatcher } from "../../agent/tamper.ts";
+import { type TamperEvent } from "../../agent/tamper.ts";
 import type { Enforcer } from "../../agent/sync/types.ts";
-import { engineFor, firefoxPolicy, tempNode } from "./helpers.ts";
+import { firefoxPolicy, tempNode, watchedEngine } from "./helpers.ts";
 
 const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 
@@ -72,21 +71,14 @@ Deno.test("an external edit is restored within seconds, reported with its holder
   let reportsAtTamper = -1;
   let reportCount = 0;
   let holder: Deno.ChildProcess | undefined;
-  // deno-lint-ignore prefer-const
-  let watcher: TamperWatcher;
-  const { engine, reports, managed } = await engineFor(node, {
-    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
-    onSynced: (summary) => watcher.setWatched(summary.managed),
-    reportCompliance: () => {
-      reportCount++;
-      return Promise.resolve();
+  const { engine, reports, watcher } = await watchedEngine(node, {
+    extra: {
+      reportCompliance: () => {
+        reportCount++;
+        return Promise.resolve();
+      },
     },
-  });
-  watcher = new TamperWatcher({
-    fs: node.fs,
-    logger: SILENT_LOGGER,
-    verify: (path) => managed.verify(node.fs, path),
-    onTamper: (event) =>
+    onTamper: (event, engine) =>
       engine.requestSync(() => {
         events.push(event);
         reportsAtTamper = reportCount;
@@ -151,19 +143,7 @@ Deno.test("an external edit is restored within seconds, reported with its holder
 
 Deno.test("deleting a managed file is noticed and it comes back", async () => {
   const node = await tempNode({ original: null });
-  // deno-lint-ignore prefer-const
-  let watcher: TamperWatcher;
-  const { engine, managed } = await engineFor(node, {
-    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
-    onSynced: (summary) => watcher.setWatched(summary.managed),
-  });
-  const events: TamperEvent[] = [];
-  watcher = new TamperWatcher({
-    fs: node.fs,
-    logger: SILENT_LOGGER,
-    verify: (path) => managed.verify(node.fs, path),
-    onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
-  });
+  const { engine, watcher, events } = await watchedEngine(node);
   try {
     engine.handleEvent({
       kind: "SNAPSHOT",
@@ -210,20 +190,9 @@ Deno.test("a file whose restore keeps failing is reported once per change, not i
       };
     },
   };
-  // deno-lint-ignore prefer-const
-  let watcher: TamperWatcher;
-  const { engine, managed } = await engineFor(node, {
-    enforcers: new Map([["Flaky", flaky]]),
-    onOwnWrite: (path, phase) => watcher.ownWrite(path, phase),
-    onSynced: (summary) => watcher.setWatched(summary.managed),
-  });
-  const events: TamperEvent[] = [];
-  watcher = new TamperWatcher({
-    fs: node.fs,
-    logger: SILENT_LOGGER,
+  const { engine, watcher, events } = await watchedEngine(node, {
+    extra: { enforcers: new Map([["Flaky", flaky]]) },
     settleMs: 100,
-    verify: (path) => managed.verify(node.fs, path),
-    onTamper: (event) => engine.requestSync(() => Promise.resolve(void events.push(event))),
   });
   try {
     engine.handleEvent({

@@ -8,6 +8,13 @@
  * expiring in 10 days is renewed at start → a revoked agent cannot connect.
  */
 import assert from "node:assert/strict";
+import {
+  e2eNode,
+  e2eServer,
+  endE2e,
+  ORIGINAL_POLICIES as ORIGINAL,
+  POLICIES_JSON,
+} from "../helpers/agent_fixtures.ts";
 import { join } from "node:path";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
@@ -18,7 +25,6 @@ import {
   type Json,
   runAgentOnce,
   spawnAgent,
-  writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import { openPglite } from "../../server/db/mod.ts";
 import type { Ca } from "../../server/pki/mod.ts";
@@ -32,8 +38,6 @@ import { VERSION } from "../../shared/version.ts";
 import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "e2e-node-1";
-const POLICIES_JSON = "/etc/firefox/policies/policies.json";
-const ORIGINAL = `{"policies": {"DisableAppUpdate": false}}\n`;
 const DAY_MS = 86_400_000;
 
 async function readText(path: string): Promise<string | undefined> {
@@ -66,17 +70,9 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    const base = await Deno.makeTempDir({ prefix: "svc-e2e-agent-" });
-    const root = join(base, "root");
-    const agentData = join(base, "agent-data");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
-    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
-    await Deno.writeTextFile(policiesFile, ORIGINAL);
-    await Deno.writeTextFile(
-      `${root}/etc/os-release`,
-      'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
-    );
+    const { base, root, agentData, configPath, policiesFile } = await e2eNode("svc-e2e-agent-", {
+      original: ORIGINAL,
+    });
     await Deno.writeTextFile(`${root}/etc/machine-id`, "0123456789abcdef0123456789abcdef\n");
     // This machine's real polkit actions and GSettings schemas, when it has them, feed the catalogues.
     const catalogues: string[] = [];
@@ -101,13 +97,11 @@ Deno.test({
       "[Desktop Entry]\nName=GNOME\nDesktopNames=GNOME\n",
     );
 
-    let server: ServerProcess | undefined = await startServerProcess();
-    let api: Api | undefined = await Api.login(server);
+    const started = await e2eServer({ base, root, agentData, configPath, policiesFile }, { clientId: NODE });
+    let server: ServerProcess | undefined = started.server;
+    let api: Api | undefined = started.api;
     let agent: AgentProcess | undefined;
-    const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
-    const dataDir = server.dataDir;
-    const configPath = join(base, "agent.yaml");
-    const agentEnv = await writeAgentConfig(configPath, server, { clientId: NODE, root, dataDir: agentData });
+    const { ports, dataDir, agentEnv } = started;
     const restartServer = async () => {
       api?.close();
       server = await startServerProcess({ dataDir, ports });
@@ -441,13 +435,7 @@ Deno.test({
         }
       });
     } finally {
-      await agent?.stop("SIGKILL").catch(() => {});
-      api?.close();
-      await server?.stop("SIGKILL").catch(() => {});
-      if (Deno.env.get("SVC_E2E_KEEP") !== "1") {
-        await Deno.remove(base, { recursive: true }).catch(() => {});
-        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-      }
+      await endE2e({ agent, api, server }, { base }, dataDir);
     }
   },
 });

@@ -10,23 +10,21 @@
  * - when the server is back the agent reconnects and reports.
  */
 import assert from "node:assert/strict";
+import { e2eNode, e2eServer, enrollE2eNode, POLICIES_JSON } from "../helpers/agent_fixtures.ts";
 import { join } from "node:path";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
 import {
   type AgentProcess,
   Api,
   bindReleasedPolicy,
-  enrollIntoNewGroup,
   eventually,
   type Json,
   spawnAgent,
-  writeAgentConfig,
 } from "../helpers/agent_process.ts";
 import type { AgentStatus } from "../../agent/status.ts";
 import { storySteps } from "../helpers/steps.ts";
 
 const NODE = "life-node-1";
-const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 
 async function readText(path: string): Promise<string | undefined> {
   return await Deno.readTextFile(path).catch(() => undefined);
@@ -37,31 +35,18 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    const base = await Deno.makeTempDir({ prefix: "svc-e2e-life-" });
-    const root = join(base, "root");
-    const agentData = join(base, "agent-data");
+    const node = await e2eNode("svc-e2e-life-", { firefox: false });
+    const { base, root, configPath, policiesFile } = node;
     const statusFile = join(base, "run", "status.json");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib`, { recursive: true });
-    await Deno.mkdir(`${root}/etc`, { recursive: true });
-    await Deno.writeTextFile(
-      `${root}/etc/os-release`,
-      'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
-    );
-
-    let server: ServerProcess | undefined = await startServerProcess();
-    let api: Api | undefined = await Api.login(server);
-    let agent: AgentProcess | undefined;
-    const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
-    const dataDir = server.dataDir;
-    const configPath = join(base, "agent.yaml");
-    const agentEnv = await writeAgentConfig(configPath, server, {
+    const started = await e2eServer(node, {
       clientId: NODE,
-      root,
-      dataDir: agentData,
       // Only the node watcher can notice the install within this test: the safety net runs once a day here.
       agent: { reevaluate_interval_seconds: 86_400, status_file: statusFile },
     });
+    let server: ServerProcess | undefined = started.server;
+    let api: Api | undefined = started.api;
+    let agent: AgentProcess | undefined;
+    const { ports, dataDir, agentEnv } = started;
     const status = async () => JSON.parse(await Deno.readTextFile(statusFile)) as AgentStatus;
     const compliance = async (policyId: string) => {
       const page = await api!.call("GET", `/api/v1/compliance?policy_id=${policyId}`);
@@ -72,12 +57,7 @@ Deno.test({
     let policyId = "";
     try {
       await step("a Firefox policy before Firefox is installed: INAPPLICABLE, nothing written", async () => {
-        const groupId = await enrollIntoNewGroup(api!, {
-          groupName: "life desktops",
-          configPath,
-          env: agentEnv,
-          tokenFile: join(base, "token"),
-        });
+        const groupId = await enrollE2eNode(api!, node, agentEnv, "life desktops");
         ({ policyId } = await bindReleasedPolicy(api!, {
           groupId,
           name: "life firefox",

@@ -16,17 +16,17 @@
  * set without rewriting what is already in place, and every report reaches the server.
  */
 import assert from "node:assert/strict";
+import { storySteps } from "../helpers/steps.ts";
+import {
+  e2eNode,
+  e2eServer,
+  endE2e,
+  enrollE2eNode,
+  ORIGINAL_POLICIES as ORIGINAL,
+} from "../helpers/agent_fixtures.ts";
 import { join } from "node:path";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
-import {
-  type AgentProcess,
-  Api,
-  eventually,
-  type Json,
-  runAgentOnce,
-  spawnAgent,
-  writeAgentConfig,
-} from "../helpers/agent_process.ts";
+import { type AgentProcess, Api, eventually, type Json, spawnAgent } from "../helpers/agent_process.ts";
 import {
   parseUnit,
   superviseAgent,
@@ -36,8 +36,6 @@ import {
 } from "../helpers/agent_supervisor.ts";
 
 const NODE = "restart-node-1";
-const POLICIES_JSON = "/etc/firefox/policies/policies.json";
-const ORIGINAL = `{"policies": {"DisableAppUpdate": false}}\n`;
 const KILLS = 5;
 
 async function managedPolicies(path: string): Promise<Record<string, unknown> | undefined> {
@@ -88,35 +86,15 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    const base = await Deno.makeTempDir({ prefix: "svc-e2e-restart-" });
-    const root = join(base, "root");
-    const agentData = join(base, "agent-data");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
-    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
-    await Deno.writeTextFile(policiesFile, ORIGINAL);
-    await Deno.writeTextFile(
-      `${root}/etc/os-release`,
-      'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
-    );
-
-    let server: ServerProcess | undefined = await startServerProcess();
-    let api: Api | undefined = await Api.login(server);
+    const node = await e2eNode("svc-e2e-restart-", { original: ORIGINAL });
+    const { base, agentData, configPath, policiesFile } = node;
+    const started = await e2eServer(node, { clientId: NODE });
+    let server: ServerProcess | undefined = started.server;
+    let api: Api | undefined = started.api;
     let agent: AgentProcess | undefined;
-    const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
-    const dataDir = server.dataDir;
-    const configPath = join(base, "agent.yaml");
-    const agentEnv = await writeAgentConfig(configPath, server, {
-      clientId: NODE,
-      root,
-      dataDir: agentData,
-    });
+    const { ports, dataDir, agentEnv } = started;
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     /** Keys of the policies bound so far, in order: policy i sets `Preferences` key `svc.restart.i`. */
     const bound: string[] = [];
     let groupId = "";
@@ -132,11 +110,7 @@ Deno.test({
     };
     try {
       await step("enrolled agent enforces the first policy and stores it", async () => {
-        groupId = (await api!.call("POST", "/api/v1/node-groups", { name: "restart desktops" })).id;
-        const { token } = await api!.call("POST", `/api/v1/node-groups/${groupId}/tokens`);
-        await Deno.writeTextFile(join(base, "token"), token);
-        const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", join(base, "token")]);
-        assert.equal(enrolled.code, 0, enrolled.stderr);
+        groupId = await enrollE2eNode(api!, node, agentEnv, "restart desktops");
         await bind(0);
         agent = spawnAgent(configPath, agentEnv);
         await eventually(
@@ -219,13 +193,7 @@ Deno.test({
         );
       });
     } finally {
-      await agent?.stop("SIGKILL").catch(() => {});
-      api?.close();
-      await server?.stop("SIGKILL").catch(() => {});
-      if (Deno.env.get("SVC_E2E_KEEP") !== "1") {
-        await Deno.remove(base, { recursive: true }).catch(() => {});
-        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-      }
+      await endE2e({ agent, api, server }, { base }, dataDir);
     }
   },
 });
@@ -290,36 +258,18 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    const base = await Deno.makeTempDir({ prefix: "svc-e2e-crash-" });
-    const root = join(base, "root");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
-    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
-    await Deno.writeTextFile(
-      `${root}/etc/os-release`,
-      'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
-    );
-
-    let server: ServerProcess | undefined = await startServerProcess();
-    let api: Api | undefined = await Api.login(server);
-    const ports = { web: server.webPort, policy: server.policyPort, metrics: server.metricsPort };
-    const dataDir = server.dataDir;
-    const configPath = join(base, "agent.yaml");
-    const agentEnv = await writeAgentConfig(configPath, server, {
-      clientId: "crash-node-1",
-      root,
-      dataDir: join(base, "agent-data"),
-    });
+    const node = await e2eNode("svc-e2e-crash-");
+    const { base, configPath, policiesFile } = node;
+    const started = await e2eServer(node, { clientId: "crash-node-1" });
+    let server: ServerProcess | undefined = started.server;
+    let api: Api | undefined = started.api;
+    const { ports, dataDir, agentEnv } = started;
     const { restart, restartSecMs } = await unitRestartSettings();
     // The unit's own settings decide whether the agent comes back; its 30 s delay is scaled to 1 s here (the
     // delay itself is checked on the unit above).
     const agent = superviseAgent({ configPath, env: agentEnv, restart, restartDelayMs: restartSecMs / 30 });
 
-    let failed = false;
-    const step = async (name: string, fn: () => Promise<void>) => {
-      if (failed) return;
-      if (!(await t.step(name, fn))) failed = true;
-    };
+    const step = storySteps(t);
     let groupId = "";
     let nodeId = "";
     /** Bound policies: id and version. */
@@ -351,11 +301,7 @@ Deno.test({
     };
     try {
       await step("enrolled agent under the supervisor enforces and reports a first policy", async () => {
-        groupId = (await api!.call("POST", "/api/v1/node-groups", { name: "crash desktops" })).id;
-        const { token } = await api!.call("POST", `/api/v1/node-groups/${groupId}/tokens`);
-        await Deno.writeTextFile(join(base, "token"), token);
-        const enrolled = await runAgentOnce(configPath, agentEnv, ["--token-file", join(base, "token")]);
-        assert.equal(enrolled.code, 0, enrolled.stderr);
+        groupId = await enrollE2eNode(api!, node, agentEnv, "crash desktops");
         const page = await api!.call("GET", "/api/v1/nodes?search=crash-node-1");
         nodeId = page.items.find((n: Json) => n.name === "crash-node-1").id;
         await bind(0);
@@ -438,7 +384,7 @@ Deno.test({
       );
     } finally {
       await agent.stop();
-      if (failed) {
+      if (step.failed) {
         const file = `${base}.agent.log`;
         await Deno.writeTextFile(file, agent.output());
         console.log(`the agent's output of every start: ${file}`);

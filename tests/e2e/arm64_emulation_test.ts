@@ -10,6 +10,7 @@
  * runtime under qemu with exactly the arguments the package's launcher would pass it.
  */
 import assert from "node:assert/strict";
+import { e2eNode } from "../helpers/agent_fixtures.ts";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { type ServerProcess, startServerProcess } from "../helpers/process.ts";
@@ -26,7 +27,6 @@ const ARM64_LOADER = "/lib/ld-linux-aarch64.so.1";
 /** One emulated step (a cold start of the runtime, an enrollment, a policy applied) on a loaded machine. */
 const EMULATED_DEADLINE_MS = 900_000;
 const NODE = "arm64-node-1";
-const POLICIES_JSON = "/etc/firefox/policies/policies.json";
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
 
@@ -177,15 +177,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    const base = await Deno.makeTempDir({ prefix: "svc-arm64-agent-" });
-    const root = join(base, "root");
-    const policiesFile = `${root}${POLICIES_JSON}`;
-    await Deno.mkdir(`${root}/usr/lib/firefox`, { recursive: true });
-    await Deno.mkdir(`${root}/etc/firefox/policies`, { recursive: true });
-    await Deno.writeTextFile(
-      `${root}/etc/os-release`,
-      'NAME="Debian GNU/Linux"\nVERSION_ID="12"\nID=debian\n',
-    );
+    const { base, root, policiesFile } = await e2eNode("svc-arm64-agent-");
     await Deno.writeTextFile(`${root}/etc/machine-id`, "fedcba9876543210fedcba9876543210\n");
     await unpack("svc-agent", `${base}/agent`);
 

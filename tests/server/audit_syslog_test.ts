@@ -164,7 +164,7 @@ async function produceEvents(server: TestServer) {
 }
 
 async function withServer(
-  syslog: { network: string; addr: string; format: string; tlsCaFile?: string },
+  syslog: SyslogConfig,
   fn: (server: TestServer) => Promise<void>,
 ) {
   const test = await freshDb("pglite");
@@ -180,66 +180,87 @@ async function withServer(
   }
 }
 
+type SyslogConfig = { network: string; addr: string; format: string; tlsCaFile?: string };
+
+/** Runs `fn` with a server sending its audit events to `collector` as `syslog` says; closes the collector. */
+async function withCollector<C extends { addr: string; close(): Promise<void> }>(
+  collector: C,
+  syslog: Omit<SyslogConfig, "addr">,
+  fn: (server: TestServer, collector: C) => Promise<void>,
+): Promise<void> {
+  try {
+    await withServer({ ...syslog, addr: collector.addr }, (server) => fn(server, collector));
+  } finally {
+    await collector.close();
+  }
+}
+
+/** The shared test CA and the web certificate (for localhost) it issues to a test server. */
+async function testServerCert(): Promise<{ caPem: string; certPem: string; keyPem: string }> {
+  const probe = await freshDb("pglite");
+  const bootstrap = await createTestServer({ db: probe.db });
+  const { certPem, keyPem } = bootstrap.ctx.webCert;
+  const caPem = bootstrap.ctx.ca.certPem;
+  await bootstrap.close();
+  await probe.dispose();
+  return { caPem, certPem, keyPem };
+}
+
 Deno.test({
   name: "CEF over UDP: every field survives, including hostile text",
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const collector = await udpCollector();
-  try {
-    await withServer({ network: "udp", addr: collector.addr, format: "cef" }, async (server) => {
-      const { admin, groupId, weak } = await produceEvents(server);
-      await waitFor(collector.messages, (m) => m.length >= 5, "5 CEF events");
-      const parsed = collector.messages.map((line) => {
-        const s = parseRfc5424(line);
-        return { s, cef: parseCef(s.msg) };
-      });
-      for (const { s, cef } of parsed) {
-        assert.equal(s.app, "svc-server");
-        assert.equal(s.msgId, "audit");
-        assert.ok(!Number.isNaN(Date.parse(s.timestamp)));
-        assert.equal(cef.header[0], "CEF:0");
-        assert.equal(cef.header[1], "svc");
-        assert.equal(cef.header[2], "svc-server");
-        assert.equal(cef.header[3], server.ctx.version);
-        assert.equal(Math.floor(s.pri / 8), 16, "facility local0");
-      }
-      const create = parsed.find((p) => p.cef.ext.act === "create" && p.cef.ext.cs1 === "user_group")!;
-      assert.ok(create, "group creation event");
-      assert.equal(create.cef.header[4], "create");
-      assert.equal(create.cef.header[5], "user_group create success");
-      assert.equal(create.cef.header[6], "3");
-      assert.equal(create.s.pri % 8, 6, "informational");
-      assert.equal(create.cef.ext.outcome, "success");
-      assert.equal(create.cef.ext.suser, "sysadmin");
-      assert.equal(create.cef.ext.suid, admin.user.id);
-      assert.equal(create.cef.ext.src, "192.0.2.33");
-      assert.equal(create.cef.ext.cs1Label, "resourceType");
-      assert.equal(create.cef.ext.cs2Label, "resourceId");
-      assert.equal(create.cef.ext.cs2, groupId);
-      assert.equal(create.cef.ext.cs3, HOSTILE, "pipes, equals signs, backslashes and newlines round-trip");
-      assert.equal(create.cef.ext.requestMethod, "POST");
-      assert.equal(create.cef.ext.request, "/api/v1/user-groups");
-      assert.deepEqual(JSON.parse(create.cef.ext.msg).body, { name: HOSTILE });
-      assert.ok(Math.abs(Number(create.cef.ext.rt) - Date.now()) < 60_000);
-      assert.ok(Number(create.cef.ext.externalId) > 0);
-
-      const denied = parsed.find((p) => p.cef.ext.act === "access_denied")!;
-      assert.equal(denied.cef.ext.outcome, "denied");
-      assert.equal(denied.cef.ext.suser, weak.user.username);
-      assert.equal(denied.cef.ext.src, "192.0.2.34");
-      assert.equal(denied.cef.ext.cs2, groupId);
-      assert.equal(denied.cef.header[6], "5");
-      assert.equal(denied.s.pri % 8, 5, "notice");
-
-      const userCreate = parsed.find((p) => p.cef.ext.cs1 === "user" && p.cef.ext.act === "create")!;
-      assert.equal(JSON.parse(userCreate.cef.ext.msg).body.password, "[REDACTED]");
-      assert.ok(!collector.messages.join("\n").includes("newbie-password"), "no secret on the wire");
-      assert.equal(parsed.filter((p) => p.cef.ext.act === "auth.login").length, 2);
+  await withCollector(await udpCollector(), { network: "udp", format: "cef" }, async (server, collector) => {
+    const { admin, groupId, weak } = await produceEvents(server);
+    await waitFor(collector.messages, (m) => m.length >= 5, "5 CEF events");
+    const parsed = collector.messages.map((line) => {
+      const s = parseRfc5424(line);
+      return { s, cef: parseCef(s.msg) };
     });
-  } finally {
-    await collector.close();
-  }
+    for (const { s, cef } of parsed) {
+      assert.equal(s.app, "svc-server");
+      assert.equal(s.msgId, "audit");
+      assert.ok(!Number.isNaN(Date.parse(s.timestamp)));
+      assert.equal(cef.header[0], "CEF:0");
+      assert.equal(cef.header[1], "svc");
+      assert.equal(cef.header[2], "svc-server");
+      assert.equal(cef.header[3], server.ctx.version);
+      assert.equal(Math.floor(s.pri / 8), 16, "facility local0");
+    }
+    const create = parsed.find((p) => p.cef.ext.act === "create" && p.cef.ext.cs1 === "user_group")!;
+    assert.ok(create, "group creation event");
+    assert.equal(create.cef.header[4], "create");
+    assert.equal(create.cef.header[5], "user_group create success");
+    assert.equal(create.cef.header[6], "3");
+    assert.equal(create.s.pri % 8, 6, "informational");
+    assert.equal(create.cef.ext.outcome, "success");
+    assert.equal(create.cef.ext.suser, "sysadmin");
+    assert.equal(create.cef.ext.suid, admin.user.id);
+    assert.equal(create.cef.ext.src, "192.0.2.33");
+    assert.equal(create.cef.ext.cs1Label, "resourceType");
+    assert.equal(create.cef.ext.cs2Label, "resourceId");
+    assert.equal(create.cef.ext.cs2, groupId);
+    assert.equal(create.cef.ext.cs3, HOSTILE, "pipes, equals signs, backslashes and newlines round-trip");
+    assert.equal(create.cef.ext.requestMethod, "POST");
+    assert.equal(create.cef.ext.request, "/api/v1/user-groups");
+    assert.deepEqual(JSON.parse(create.cef.ext.msg).body, { name: HOSTILE });
+    assert.ok(Math.abs(Number(create.cef.ext.rt) - Date.now()) < 60_000);
+    assert.ok(Number(create.cef.ext.externalId) > 0);
+
+    const denied = parsed.find((p) => p.cef.ext.act === "access_denied")!;
+    assert.equal(denied.cef.ext.outcome, "denied");
+    assert.equal(denied.cef.ext.suser, weak.user.username);
+    assert.equal(denied.cef.ext.src, "192.0.2.34");
+    assert.equal(denied.cef.ext.cs2, groupId);
+    assert.equal(denied.cef.header[6], "5");
+    assert.equal(denied.s.pri % 8, 5, "notice");
+
+    const userCreate = parsed.find((p) => p.cef.ext.cs1 === "user" && p.cef.ext.act === "create")!;
+    assert.equal(JSON.parse(userCreate.cef.ext.msg).body.password, "[REDACTED]");
+    assert.ok(!collector.messages.join("\n").includes("newbie-password"), "no secret on the wire");
+    assert.equal(parsed.filter((p) => p.cef.ext.act === "auth.login").length, 2);
+  });
 });
 
 Deno.test({
@@ -248,56 +269,52 @@ Deno.test({
   sanitizeResources: false,
 }, async () => {
   const collector = streamCollector(Deno.listen({ hostname: "127.0.0.1", port: 0 }));
-  try {
-    await withServer({ network: "tcp", addr: collector.addr, format: "ocsf" }, async (server) => {
-      const { admin, groupId, userId, weak } = await produceEvents(server);
-      await waitFor(collector.messages, (m) => m.length >= 5, "5 OCSF events");
-      const events = collector.messages.map((line) => JSON.parse(parseRfc5424(line).msg));
-      for (const e of events) {
-        assert.equal(e.metadata.version, "1.3.0");
-        assert.equal(e.metadata.product.name, "svc-server");
-        assert.equal(e.type_uid, e.class_uid * 100 + e.activity_id);
-        assert.equal(typeof e.time, "number");
-        assert.ok([1, 2].includes(e.status_id));
-      }
-      const login = events.find((e) =>
-        e.metadata.event_code === "auth.login" && e.actor.user.name === "sysadmin"
-      );
-      assert.equal(login.class_uid, 3002);
-      assert.equal(login.category_uid, 3);
-      assert.equal(login.activity_id, 1);
-      assert.equal(login.status_id, 1);
-      assert.equal(login.user.uid, admin.user.id);
-      assert.equal(login.src_endpoint.ip, "192.0.2.33");
+  await withCollector(collector, { network: "tcp", format: "ocsf" }, async (server) => {
+    const { admin, groupId, userId, weak } = await produceEvents(server);
+    await waitFor(collector.messages, (m) => m.length >= 5, "5 OCSF events");
+    const events = collector.messages.map((line) => JSON.parse(parseRfc5424(line).msg));
+    for (const e of events) {
+      assert.equal(e.metadata.version, "1.3.0");
+      assert.equal(e.metadata.product.name, "svc-server");
+      assert.equal(e.type_uid, e.class_uid * 100 + e.activity_id);
+      assert.equal(typeof e.time, "number");
+      assert.ok([1, 2].includes(e.status_id));
+    }
+    const login = events.find((e) =>
+      e.metadata.event_code === "auth.login" && e.actor.user.name === "sysadmin"
+    );
+    assert.equal(login.class_uid, 3002);
+    assert.equal(login.category_uid, 3);
+    assert.equal(login.activity_id, 1);
+    assert.equal(login.status_id, 1);
+    assert.equal(login.user.uid, admin.user.id);
+    assert.equal(login.src_endpoint.ip, "192.0.2.33");
 
-      const group = events.find((e) =>
-        e.metadata.event_code === "create" && e.resources?.[0]?.type === "user_group"
-      );
-      assert.equal(group.class_uid, 6003);
-      assert.equal(group.activity_id, 1);
-      assert.equal(group.resources[0].uid, groupId);
-      assert.equal(group.resources[0].name, HOSTILE);
-      assert.equal(group.actor.user.uid, admin.user.id);
-      assert.equal(group.http_request.http_method, "POST");
-      assert.equal(group.severity_id, 2);
+    const group = events.find((e) =>
+      e.metadata.event_code === "create" && e.resources?.[0]?.type === "user_group"
+    );
+    assert.equal(group.class_uid, 6003);
+    assert.equal(group.activity_id, 1);
+    assert.equal(group.resources[0].uid, groupId);
+    assert.equal(group.resources[0].name, HOSTILE);
+    assert.equal(group.actor.user.uid, admin.user.id);
+    assert.equal(group.http_request.http_method, "POST");
+    assert.equal(group.severity_id, 2);
 
-      const account = events.find((e) => e.class_uid === 3001);
-      assert.equal(account.activity_id, 1, "Account Change: Create");
-      assert.equal(account.user.uid, userId);
-      assert.equal(account.user.name, "newbie");
-      assert.equal(account.unmapped.details.body.password, "[REDACTED]");
+    const account = events.find((e) => e.class_uid === 3001);
+    assert.equal(account.activity_id, 1, "Account Change: Create");
+    assert.equal(account.user.uid, userId);
+    assert.equal(account.user.name, "newbie");
+    assert.equal(account.unmapped.details.body.password, "[REDACTED]");
 
-      const denied = events.find((e) => e.metadata.event_code === "access_denied");
-      assert.equal(denied.status_id, 2);
-      assert.equal(denied.status, "Failure");
-      assert.equal(denied.status_detail, "denied");
-      assert.equal(denied.actor.user.uid, weak.user.id);
-      assert.equal(denied.activity_id, 99);
-      assert.equal(denied.severity_id, 3);
-    });
-  } finally {
-    await collector.close();
-  }
+    const denied = events.find((e) => e.metadata.event_code === "access_denied");
+    assert.equal(denied.status_id, 2);
+    assert.equal(denied.status, "Failure");
+    assert.equal(denied.status_detail, "denied");
+    assert.equal(denied.actor.user.uid, weak.user.id);
+    assert.equal(denied.activity_id, 99);
+    assert.equal(denied.severity_id, 3);
+  });
 });
 
 Deno.test({
@@ -306,14 +323,10 @@ Deno.test({
   sanitizeResources: false,
 }, async () => {
   const dir = await Deno.makeTempDir();
-  const probe = await freshDb("pglite");
   // The shared test CA signs a certificate for localhost; the sink trusts only that CA file.
-  const bootstrap = await createTestServer({ db: probe.db });
+  const { caPem, certPem, keyPem } = await testServerCert();
   const caFile = join(dir, "ca.pem");
-  await Deno.writeTextFile(caFile, bootstrap.ctx.ca.certPem);
-  const { certPem, keyPem } = bootstrap.ctx.webCert;
-  await bootstrap.close();
-  await probe.dispose();
+  await Deno.writeTextFile(caFile, caPem);
   let listener = Deno.listenTls({ hostname: "127.0.0.1", port: 0, cert: certPem, key: keyPem });
   const port = (listener.addr as Deno.NetAddr).port;
   let collector = streamCollector(listener);
@@ -362,11 +375,7 @@ Deno.test({
   sanitizeResources: false,
 }, async () => {
   const dir = await Deno.makeTempDir();
-  const probe = await freshDb("pglite");
-  const bootstrap = await createTestServer({ db: probe.db });
-  const { certPem, keyPem } = bootstrap.ctx.webCert;
-  await bootstrap.close();
-  await probe.dispose();
+  const { certPem, keyPem } = await testServerCert();
   // Trust a different CA than the one that signed the collector's certificate.
   const otherCa = join(dir, "other-ca.pem");
   await Deno.writeTextFile(otherCa, (await loadOrCreateCa({ dataDir: join(dir, "other") })).certPem);

@@ -4,42 +4,33 @@
  * a cursor that was not returned, or one on a list it cannot page, is refused naming the parameter.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
-dbTest("the compliance list pages by cursor through the same rows as by page number", async (db) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "fleet");
+domain.domainTest(
+  "the compliance list pages by cursor through the same rows as by page number",
+  async ({ db, admin }) => {
+    const group = await domain.createGroup(admin, "fleet");
     const policies = [];
     for (const name of ["browser", "screen"]) {
-      const p = await createPolicy(admin, { name });
-      await setState(admin, p.id, "released");
-      await bind(admin, p.id, group, { enabled: true });
+      const p = await domain.createPolicy(admin, { name });
+      await domain.setState(admin, p.id, "released");
+      await domain.bind(admin, p.id, group, { enabled: true });
       policies.push(p.id);
     }
     const nodes = [];
-    for (let i = 0; i < 6; i++) nodes.push(await seedNode(db, { name: `pc-${i}`, groups: [group] }));
+    for (let i = 0; i < 6; i++) nodes.push(await domain.seedNode(db, { name: `pc-${i}`, groups: [group] }));
     for (const [i, n] of nodes.entries()) {
-      for (const p of policies) await report(db, n, p, i % 3 === 0 ? "non_compliant" : "compliant");
+      for (const p of policies) await domain.report(db, n, p, i % 3 === 0 ? "non_compliant" : "compliant");
     }
     // Three distinct times, four results on each (ties broken by the pair), microseconds apart.
     await db.query(
       `UPDATE compliance_results SET reported_at = timestamptz '2026-01-01 00:00:00.000001+00'
-         + (abs(hashtext(node_id::text)) % 3) * interval '1 microsecond'`,
+       + (abs(hashtext(node_id::text)) % 3) * interval '1 microsecond'`,
     );
     // A result of a policy that no longer reaches its node is not listed.
-    const gone = await createPolicy(admin, { name: "gone" });
-    await report(db, nodes[0], gone.id, "error");
+    const gone = await domain.createPolicy(admin, { name: "gone" });
+    await domain.report(db, nodes[0], gone.id, "error");
 
     for (
       const query of ["", "&status=compliant", "&sort=reported_at&order=asc", "&sort=reported_at&order=desc"]
@@ -86,7 +77,5 @@ dbTest("the compliance list pages by cursor through the same rows as by page num
       200,
     );
     assert.equal(unreported.next_cursor, null);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

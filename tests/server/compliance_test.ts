@@ -3,41 +3,32 @@
  * enabled binding, node in the group); per node, per policy and fleet views agree.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
-dbTest("compliance views count only results whose policy still reaches the node", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const office = await createGroup(admin, "office");
-    const lab = await createGroup(admin, "lab");
-    const n1 = await seedNode(db, { name: "n1", groups: [office] });
-    const n2 = await seedNode(db, { name: "n2", groups: [office, lab] });
-    const n3 = await seedNode(db, { name: "n3" });
-    const browser = await createPolicy(admin, { name: "browser" });
-    const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-    const labOnly = await createPolicy(admin, { name: "lab-only", type: "Polkit" });
-    for (const p of [browser, screen, labOnly]) await setState(admin, p.id, "released");
-    await bind(admin, browser.id, office, { enabled: true });
-    await bind(admin, screen.id, office, { enabled: true });
-    const labBinding = await bind(admin, labOnly.id, lab, { enabled: true });
+domain.domainTest(
+  "compliance views count only results whose policy still reaches the node",
+  async ({ db, server, admin }, t) => {
+    const office = await domain.createGroup(admin, "office");
+    const lab = await domain.createGroup(admin, "lab");
+    const n1 = await domain.seedNode(db, { name: "n1", groups: [office] });
+    const n2 = await domain.seedNode(db, { name: "n2", groups: [office, lab] });
+    const n3 = await domain.seedNode(db, { name: "n3" });
+    const browser = await domain.createPolicy(admin, { name: "browser" });
+    const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+    const labOnly = await domain.createPolicy(admin, { name: "lab-only", type: "Polkit" });
+    for (const p of [browser, screen, labOnly]) await domain.setState(admin, p.id, "released");
+    await domain.bind(admin, browser.id, office, { enabled: true });
+    await domain.bind(admin, screen.id, office, { enabled: true });
+    const labBinding = await domain.bind(admin, labOnly.id, lab, { enabled: true });
 
-    await report(db, n1, browser.id, "compliant");
-    await report(db, n1, screen.id, "non_compliant", { message: "lock-delay differs" });
-    await report(db, n2, browser.id, "compliant");
-    await report(db, n2, labOnly.id, "error");
+    await domain.report(db, n1, browser.id, "compliant");
+    await domain.report(db, n1, screen.id, "non_compliant", { message: "lock-delay differs" });
+    await domain.report(db, n2, browser.id, "compliant");
+    await domain.report(db, n2, labOnly.id, "error");
     // A leftover: n1 once had lab-only but is not in the lab group.
-    await report(db, n1, labOnly.id, "compliant");
-    await report(db, n3, browser.id, "compliant");
+    await domain.report(db, n1, labOnly.id, "compliant");
+    await domain.report(db, n3, browser.id, "compliant");
 
     await t.step("fleet list: reported results that still apply, with counts per status", async () => {
       const list = expectStatus(await admin.request("GET", "/api/v1/compliance?sort=node&order=asc"), 200);
@@ -119,11 +110,8 @@ dbTest("compliance views count only results whose policy still reaches the node"
     });
 
     await t.step("disabling a binding or archiving a policy removes its results from the views", async () => {
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${labBinding}`, { state: "disabled" }),
-        200,
-      );
-      await setState(admin, screen.id, "archived");
+      await putBinding(admin, labBinding, { state: "disabled" });
+      await domain.setState(admin, screen.id, "archived");
       const list = expectStatus(await admin.request("GET", "/api/v1/compliance"), 200);
       assert.equal(list.total, 2);
       assert.deepEqual(list.status_counts.compliant, 2);
@@ -137,7 +125,5 @@ dbTest("compliance views count only results whose policy still reaches the node"
       expectStatus(await viewer.request("GET", "/api/v1/compliance"), 403);
       expectStatus(await viewer.request("GET", `/api/v1/nodes/${n1}/compliance`), 403);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import type { Db, Queryable } from "../../server/db/db.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
+import { dbTest } from "../helpers/db.ts";
 import { createTestServer, type TestClient, type TestResponse, type TestServer } from "../helpers/app.ts";
 
 /** Valid content for a few types. */
@@ -20,6 +21,52 @@ export async function domainServer(db: Db): Promise<{ server: TestServer; admin:
   const server = await createTestServer({ db, routes: (ctx) => domainRoutes(ctx) });
   const admin = await server.loginAs({ superAdmin: true });
   return { server, admin };
+}
+
+/**
+ * A {@linkcode dbTest} run with a domain server on the test's database and its Super Admin client; the server
+ * is closed after `fn`, however it ends.
+ */
+export function domainTest(
+  name: string,
+  fn: (fixture: { db: Db; server: TestServer; admin: TestClient }, t: Deno.TestContext) => Promise<void>,
+  options?: Parameters<typeof dbTest>[2],
+): void {
+  dbTest(name, async (db, t) => {
+    const { server, admin } = await domainServer(db);
+    try {
+      await fn({ db, server, admin }, t);
+    } finally {
+      await server.close();
+    }
+  }, options);
+}
+
+/**
+ * A Db that counts the statements run in its transactions and, with `outside`, those run outside one too:
+ * how tests show that a query count does not grow with the fleet.
+ */
+export function countingDb(db: Db, options: { outside: boolean }): { db: Db; count: () => number } {
+  let n = 0;
+  const counted: Db = {
+    ...db,
+    query: options.outside
+      ? (sql, params) => {
+        n++;
+        return db.query(sql, params);
+      }
+      : db.query.bind(db),
+    transaction: (fn) =>
+      db.transaction((tx) =>
+        fn({
+          query(sql, params) {
+            n++;
+            return tx.query(sql, params);
+          },
+        })
+      ),
+  };
+  return { db: counted, count: () => n };
 }
 
 /** Asserts a status and returns the JSON body; the message shows the body on failure. */
@@ -80,6 +127,12 @@ export async function bind(
     );
   }
   return binding.id;
+}
+
+/** Changes a binding over HTTP (`state`, `priority`; must succeed) and returns it. */
+// deno-lint-ignore no-explicit-any
+export async function putBinding(client: TestClient, id: string, body: unknown): Promise<any> {
+  return expectStatus(await client.request("PUT", `/api/v1/policy-bindings/${id}`, body), 200);
 }
 
 /** Inserts a node directly (enrollment is another area); returns its id. */

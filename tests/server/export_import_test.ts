@@ -5,8 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { TestClient } from "../helpers/app.ts";
-import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, setState } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const POLICIES: { name: string; type: string; content: unknown; description?: string }[] = [
   {
@@ -71,15 +71,15 @@ const POLICIES: { name: string; type: string; content: unknown; description?: st
 ];
 
 async function seed(admin: TestClient): Promise<void> {
-  const office = await createGroup(admin, "office");
-  const lab = await createGroup(admin, "lab");
+  const office = await domain.createGroup(admin, "office");
+  const lab = await domain.createGroup(admin, "lab");
   const ids: string[] = [];
   for (const p of POLICIES) {
-    ids.push((await createPolicy(admin, { ...p, content: JSON.stringify(p.content) })).id);
+    ids.push((await domain.createPolicy(admin, { ...p, content: JSON.stringify(p.content) })).id);
   }
-  await bind(admin, ids[0], office, { priority: 10 });
-  await bind(admin, ids[0], lab, { priority: -3 });
-  await bind(admin, ids[4], lab);
+  await domain.bind(admin, ids[0], office, { priority: 10 });
+  await domain.bind(admin, ids[0], lab, { priority: -3 });
+  await domain.bind(admin, ids[4], lab);
 }
 
 async function exportText(admin: TestClient, query: string): Promise<string> {
@@ -99,9 +99,9 @@ async function wipe(admin: TestClient): Promise<void> {
   }
 }
 
-dbTest("export → import → export is byte-identical, in YAML and JSON", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
+domain.domainTest(
+  "export → import → export is byte-identical, in YAML and JSON",
+  async ({ db, admin }, t) => {
     await seed(admin);
     for (const format of ["yaml", "json"]) {
       await t.step(format, async () => {
@@ -171,14 +171,23 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
     await t.step(
       "a policy of an unknown type is exported as stored and never blocks the export or its import",
       async () => {
-        const future = await createPolicy(admin, {
-          name: "future",
-          type: "FutureType",
-          content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
-        });
-        await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
-        const groupId = await createGroup(admin, "future-group");
-        await bind(admin, future.id, groupId);
+        /** Two policies of a type this server does not know: JSON content and plain text. Answers the first. */
+        const createFuture = async () => {
+          const future = await domain.createPolicy(admin, {
+            name: "future",
+            type: "FutureType",
+            content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
+          });
+          await domain.createPolicy(admin, {
+            name: "future text",
+            type: "FutureType",
+            content: "not json at all",
+          });
+          return future;
+        };
+        const future = await createFuture();
+        const groupId = await domain.createGroup(admin, "future-group");
+        await domain.bind(admin, future.id, groupId);
         for (const format of ["yaml", "json"]) {
           const first = await exportText(admin, `include_bindings=true&format=${format}`);
           const docs = format === "json" ? JSON.parse(first) : undefined;
@@ -215,26 +224,19 @@ dbTest("export → import → export is byte-identical, in YAML and JSON", async
           assert.match(refused[0].message, /policy type "FutureType" is unknown to this server/);
           const knownOnly = await exportText(admin, `include_bindings=true&format=${format}`);
           assert.ok(!knownOnly.includes("FutureType"));
-          const recreated = await createPolicy(admin, {
-            name: "future",
-            type: "FutureType",
-            content: '{"zeta": {"on": true}, "alpha": [1, "x"]}',
-          });
-          await createPolicy(admin, { name: "future text", type: "FutureType", content: "not json at all" });
-          await bind(admin, recreated.id, groupId);
+          const recreated = await createFuture();
+          await domain.bind(admin, recreated.id, groupId);
           assert.equal(await exportText(admin, `include_bindings=true&format=${format}`), first);
         }
       },
     );
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissions", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    await createGroup(admin, "office");
+domain.domainTest(
+  "import: dry run, all or nothing, conflict modes, unknown types, permissions",
+  async ({ db, server, admin }, t) => {
+    await domain.createGroup(admin, "office");
     const doc = (name: string, content: unknown = { DisableTelemetry: true }, type = "Firefox") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: ${name}\n  displayName: ${name}\nspec:\n  type: ${type}\n  content: ${
         JSON.stringify(content)
@@ -317,7 +319,7 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
       );
       assert.match(retype.error.message, /types never change/);
       const [c] = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=c"), 200).items;
-      await setState(admin, c.id, "released");
+      await domain.setState(admin, c.id, "released");
       const released = expectStatus(
         await importBundle(admin, doc("c", { DisableTelemetry: true }), "on_conflict=new-version"),
         422,
@@ -337,14 +339,12 @@ dbTest("import: dry run, all or nothing, conflict modes, unknown types, permissi
       const viewer = await server.loginAs({ permissions: ["policy:view"] });
       expectStatus(await importBundle(viewer, doc("f")), 403);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("import refuses hostile bundles with a message naming the problem", async (db) => {
-  const { server, admin } = await domainServer(db);
-  try {
+domain.domainTest(
+  "import refuses hostile bundles with a message naming the problem",
+  async ({ db, admin }) => {
     const policy = (extra = "", content = "{DisableTelemetry: true}") =>
       `apiVersion: svc.dev/v1\nkind: Policy\nmetadata:\n  name: p\nspec:\n  type: Firefox\n  content: ${content}\n${extra}`;
     const cases: [string, string, RegExp, number?][] = [
@@ -394,7 +394,5 @@ dbTest("import refuses hostile bundles with a message naming the problem", async
     assert.equal(big.status, 413);
     const count = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policies");
     assert.equal(count[0].n, 0);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

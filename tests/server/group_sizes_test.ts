@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
 import { foldGroupSizes } from "../../server/domain/node_groups.ts";
-import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 /** Sizes as the lists read them, and as counted from the memberships. */
 async function sizes(q: Queryable): Promise<{ kept: string[]; counted: string[] }> {
@@ -27,50 +27,47 @@ async function assertSizes(q: Queryable, label: string): Promise<void> {
   assert.deepEqual(kept, counted, label);
 }
 
-dbTest(
+domain.domainTest(
   "group sizes follow members added, removed, nodes and groups deleted, and survive folding",
-  async (db) => {
-    const { server, admin } = await domainServer(db);
-    try {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
-      const nodes = [];
-      for (let i = 0; i < 5; i++) nodes.push(await seedNode(db, { name: `pc-${i}`, groups: [office] }));
-      expectStatus(
-        await admin.request("POST", `/api/v1/node-groups/${lab}/members`, { node_ids: nodes.slice(0, 3) }),
-        200,
-      );
-      await assertSizes(db, "after adding");
-      const policy = await createPolicy(admin, { name: "browser" });
-      const binding = await bind(admin, policy.id, lab);
-      assert.equal(
-        expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 200).node_count,
-        3,
-      );
-      const list = expectStatus(
-        await admin.request("GET", "/api/v1/node-groups?sort=node_count&order=desc"),
-        200,
-      );
-      assert.deepEqual(list.items.map((g: { name: string; node_count: number }) => [g.name, g.node_count]), [
-        ["office", 5],
-        ["lab", 3],
-      ]);
-      await foldGroupSizes(db);
-      const [{ rows }] = await db.query<{ rows: number }>(
-        "SELECT count(*)::int AS rows FROM node_group_sizes",
-      );
-      assert.equal(rows, 2, "one row per group once folded");
-      await assertSizes(db, "after folding");
-      const removed = await admin.request("DELETE", `/api/v1/node-groups/${lab}/members/${nodes[0]}`);
-      assert.ok(removed.status === 200 || removed.status === 204, removed.text);
-      await db.query("DELETE FROM nodes WHERE id = $1", [nodes[1]]);
-      await assertSizes(db, "after a removal and a node deletion");
-      const gone = await admin.request("DELETE", `/api/v1/node-groups/${office}?force=true`);
-      assert.ok(gone.status === 200 || gone.status === 204, gone.text);
-      await foldGroupSizes(db);
-      await assertSizes(db, "after deleting a group and folding");
-    } finally {
-      await server.close();
+  async ({ db, admin }) => {
+    const office = await domain.createGroup(admin, "office");
+    const lab = await domain.createGroup(admin, "lab");
+    const nodes = [];
+    for (let i = 0; i < 5; i++) {
+      nodes.push(await domain.seedNode(db, { name: `pc-${i}`, groups: [office] }));
     }
+    expectStatus(
+      await admin.request("POST", `/api/v1/node-groups/${lab}/members`, { node_ids: nodes.slice(0, 3) }),
+      200,
+    );
+    await assertSizes(db, "after adding");
+    const policy = await domain.createPolicy(admin, { name: "browser" });
+    const binding = await domain.bind(admin, policy.id, lab);
+    assert.equal(
+      expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 200).node_count,
+      3,
+    );
+    const list = expectStatus(
+      await admin.request("GET", "/api/v1/node-groups?sort=node_count&order=desc"),
+      200,
+    );
+    assert.deepEqual(list.items.map((g: { name: string; node_count: number }) => [g.name, g.node_count]), [
+      ["office", 5],
+      ["lab", 3],
+    ]);
+    await foldGroupSizes(db);
+    const [{ rows }] = await db.query<{ rows: number }>(
+      "SELECT count(*)::int AS rows FROM node_group_sizes",
+    );
+    assert.equal(rows, 2, "one row per group once folded");
+    await assertSizes(db, "after folding");
+    const removed = await admin.request("DELETE", `/api/v1/node-groups/${lab}/members/${nodes[0]}`);
+    assert.ok(removed.status === 200 || removed.status === 204, removed.text);
+    await db.query("DELETE FROM nodes WHERE id = $1", [nodes[1]]);
+    await assertSizes(db, "after a removal and a node deletion");
+    const gone = await admin.request("DELETE", `/api/v1/node-groups/${office}?force=true`);
+    assert.ok(gone.status === 200 || gone.status === 204, gone.text);
+    await foldGroupSizes(db);
+    await assertSizes(db, "after deleting a group and folding");
   },
 );

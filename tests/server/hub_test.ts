@@ -7,18 +7,8 @@
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
-import {
-  type AgentServer,
-  bind,
-  createGroup,
-  enrollAgent,
-  eventually,
-  nodeStatus,
-  releasedPolicy,
-  startAgentServer,
-  subscribe,
-  withAgentServer,
-} from "../helpers/agents.ts";
+import { type AgentServer } from "../helpers/agents.ts";
+import * as kit from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
 import type { HubOptions } from "../../server/hub/hub.ts";
 import { changePolicyState, createPolicy } from "../../server/domain/policies.ts";
@@ -35,7 +25,7 @@ import { metricsRegistry } from "../../server/metrics/counters.ts";
 const LOADED_MACHINE_DEADLINE_MS = 120_000;
 
 function withServer(db: Db, hub: HubOptions, fn: (server: AgentServer) => Promise<void>): Promise<void> {
-  return withAgentServer(db, fn, { hub });
+  return kit.withAgentServer(db, fn, { hub });
 }
 
 /** Observations in the `svc_policy_propagation_seconds` histogram of this process. */
@@ -59,11 +49,11 @@ async function streamRows(db: Db, nodeId: string): Promise<number> {
 
 dbTest("snapshots are built once per distinct node-group set", async (db) => {
   await withServer(db, {}, async (server) => {
-    const a = await createGroup(db, "a");
-    const b = await createGroup(db, "b");
-    const c = await createGroup(db, "c");
-    await bind(db, await releasedPolicy(db, { name: "pa" }), a);
-    await bind(db, await releasedPolicy(db, { name: "pb" }), b);
+    const a = await kit.createGroup(db, "a");
+    const b = await kit.createGroup(db, "b");
+    const c = await kit.createGroup(db, "c");
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "pa" }), a);
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "pb" }), b);
     const layout: [string, string[]][] = [
       ...Array.from({ length: 6 }, (_, i): [string, string[]] => [`only-a-${i}`, [a]]),
       ...Array.from({ length: 4 }, (_, i): [string, string[]] => [`a-and-b-${i}`, [a, b]]),
@@ -72,12 +62,12 @@ dbTest("snapshots are built once per distinct node-group set", async (db) => {
     ];
     const agents = [];
     for (const [name, groups] of layout) {
-      const agent = await enrollAgent(server, { name, groupId: groups[0] });
+      const agent = await kit.enrollAgent(server, { name, groupId: groups[0] });
       for (const g of groups.slice(1)) await db.transaction((tx) => addMembers(tx, g, [agent.nodeId]));
       agents.push(agent);
     }
     const before = server.hub.stats().snapshotBuilds;
-    const streams = agents.map((agent) => subscribe(agent.policy));
+    const streams = agents.map((agent) => kit.subscribe(agent.policy));
     const initial = await Promise.all(streams.map((s) => s.nextSnapshot()));
     assert.equal(
       server.hub.stats().snapshotBuilds - before,
@@ -96,7 +86,7 @@ dbTest("snapshots are built once per distinct node-group set", async (db) => {
     await db.transaction((tx) => publishResync(tx, [a, b]));
     await Promise.all(streams.slice(0, 12).map((s) => s.nextSnapshot()));
     assert.equal(server.hub.stats().snapshotBuilds - mid, 3, "{c} is not affected and not rebuilt");
-    await eventually(async () => (await propagationCount()) - propagated === 12, {
+    await kit.eventually(async () => (await propagationCount()) - propagated === 12, {
       what: "one propagation time per delivered snapshot in svc_policy_propagation_seconds",
     });
     await new Promise((r) => setTimeout(r, 100));
@@ -110,7 +100,7 @@ dbTest(
   "a stuck stream does not delay others and receives the latest snapshot when it reads again",
   async (db) => {
     await withServer(db, {}, async (server) => {
-      const group = await createGroup(db, "lab");
+      const group = await kit.createGroup(db, "lab");
       // Enough data per snapshot (60 x 48 KiB) that an agent that stops reading fills its flow-control
       // window.
       const bindingIds = await db.transaction(async (tx) => {
@@ -129,10 +119,10 @@ dbTest(
         }
         return ids;
       });
-      const stuckAgent = await enrollAgent(server, { name: "stuck", groupId: group });
-      const fastAgent = await enrollAgent(server, { name: "fast", groupId: group });
-      const stuck = subscribe(stuckAgent.policy);
-      const fast = subscribe(fastAgent.policy);
+      const stuckAgent = await kit.enrollAgent(server, { name: "stuck", groupId: group });
+      const fastAgent = await kit.enrollAgent(server, { name: "fast", groupId: group });
+      const stuck = kit.subscribe(stuckAgent.policy);
+      const fast = kit.subscribe(fastAgent.policy);
       await stuck.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
       await fast.nextSnapshot(LOADED_MACHINE_DEADLINE_MS);
       stuck.pause();
@@ -166,10 +156,10 @@ dbTest(
 
 dbTest("a resync whose notification was lost is caught up from the event log", async (db) => {
   await withServer(db, { heartbeatIntervalMs: 200 }, async (server) => {
-    const group = await createGroup(db, "lab");
-    const policy = await releasedPolicy(db, { name: "p" });
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const stream = subscribe(agent.policy);
+    const group = await kit.createGroup(db, "lab");
+    const policy = await kit.releasedPolicy(db, { name: "p" });
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = kit.subscribe(agent.policy);
     assert.equal((await stream.nextSnapshot()).policies.length, 0);
     // The binding and its hub event are written without NOTIFY (as if the LISTEN connection was down).
     await db.transaction(async (tx) => {
@@ -197,9 +187,9 @@ dbTest("a resync whose notification was lost is caught up from the event log", a
 
 dbTest("old hub events are compacted", async (db) => {
   await withServer(db, { heartbeatIntervalMs: 100, eventRetention: 5 }, async () => {
-    const group = await createGroup(db, "lab");
+    const group = await kit.createGroup(db, "lab");
     for (let i = 0; i < 12; i++) await db.transaction((tx) => publishResync(tx, [group]));
-    await eventually(async () => {
+    await kit.eventually(async () => {
       const [row] = await db.query<{ n: number; min: number }>(
         "SELECT count(*)::int AS n, min(revision)::int AS min FROM hub_events",
       );
@@ -210,12 +200,12 @@ dbTest("old hub events are compacted", async (db) => {
 
 dbTest("nodes streaming from a replica that stopped updating its liveness row go offline", async (db) => {
   await withServer(db, { heartbeatIntervalMs: 100, replicaTimeoutMs: 1_000 }, async (server) => {
-    const group = await createGroup(db, "lab");
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const local = await enrollAgent(server, { name: "pc-2", groupId: group });
-    const stream = subscribe(local.policy);
+    const group = await kit.createGroup(db, "lab");
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const local = await kit.enrollAgent(server, { name: "pc-2", groupId: group });
+    const stream = kit.subscribe(local.policy);
     await stream.nextSnapshot();
-    await eventually(async () => (await streamRows(db, local.nodeId)) === 1, {
+    await kit.eventually(async () => (await streamRows(db, local.nodeId)) === 1, {
       what: "local stream recorded",
     });
     // Another replica, silent for a minute, holds pc-1's stream. One transaction: the reaper runs every
@@ -229,7 +219,7 @@ dbTest("nodes streaming from a replica that stopped updating its liveness row go
       ]);
       await tx.query("UPDATE nodes SET status = 'online' WHERE id = $1", [agent.nodeId]);
     });
-    await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", {
+    await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "offline", {
       what: "pc-1 offline",
     });
     const [reason] = await db.query<{ status_reason: string }>(
@@ -241,7 +231,7 @@ dbTest("nodes streaming from a replica that stopped updating its liveness row go
     assert.match(reason.status_reason, /replica/);
     assert.equal((await db.query("SELECT 1 FROM server_replicas WHERE id = 'dead-replica'")).length, 0);
     // This replica's own node is untouched.
-    assert.equal(await nodeStatus(db, local.nodeId), "online");
+    assert.equal(await kit.nodeStatus(db, local.nodeId), "online");
     stream.cancel();
     agent.close();
     local.close();
@@ -250,19 +240,21 @@ dbTest("nodes streaming from a replica that stopped updating its liveness row go
 
 dbTest("a replica that was taken for dead records its streams again", async (db) => {
   await withServer(db, { heartbeatIntervalMs: 100, replicaTimeoutMs: 60_000 }, async (server) => {
-    const group = await createGroup(db, "lab");
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const stream = subscribe(agent.policy);
+    const group = await kit.createGroup(db, "lab");
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = kit.subscribe(agent.policy);
     await stream.nextSnapshot();
-    await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, { what: "stream recorded" });
+    await kit.eventually(async () => (await streamRows(db, agent.nodeId)) === 1, { what: "stream recorded" });
     // What a survivor does to a replica it believes dead.
     await db.query("DELETE FROM server_replicas WHERE id = $1", [server.ctx.replicaId]);
     await db.query("UPDATE nodes SET status = 'offline' WHERE id = $1", [agent.nodeId]);
     assert.equal(await streamRows(db, agent.nodeId), 0);
-    await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, {
+    await kit.eventually(async () => (await streamRows(db, agent.nodeId)) === 1, {
       what: "stream recorded again",
     });
-    await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online again" });
+    await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "online", {
+      what: "online again",
+    });
     stream.cancel();
     agent.close();
   });
@@ -271,20 +263,22 @@ dbTest("a replica that was taken for dead records its streams again", async (db)
 dbTest(
   "stopping the hub ends streams with UNAVAILABLE, marks nodes offline and removes the replica",
   async (db) => {
-    const server = await startAgentServer(db);
+    const server = await kit.startAgentServer(db);
     let stopped = false;
     try {
-      const group = await createGroup(db, "lab");
-      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const stream = subscribe(agent.policy);
+      const group = await kit.createGroup(db, "lab");
+      const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = kit.subscribe(agent.policy);
       await stream.nextSnapshot();
-      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online" });
+      await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "online", {
+        what: "online",
+      });
       await server.stop();
       stopped = true;
       const err = await stream.ended;
       assert.ok(err instanceof GrpcError);
       assert.equal(err.code, grpc.status.UNAVAILABLE);
-      assert.equal(await nodeStatus(db, agent.nodeId), "offline");
+      assert.equal(await kit.nodeStatus(db, agent.nodeId), "offline");
       assert.equal(
         (await db.query("SELECT 1 FROM server_replicas WHERE id = $1", [server.ctx.replicaId])).length,
         0,
@@ -331,8 +325,8 @@ dbTest(
         // Another live replica may hold these streams: only the replica timeout may declare it dead.
         assert.deepEqual(replicas, ["previous-process", server.ctx.replicaId].sort());
         assert.equal((await db.query("SELECT 1 FROM node_streams")).length, 2);
-        assert.equal(await nodeStatus(db, online), "online");
-        assert.equal(await nodeStatus(db, degraded), "degraded");
+        assert.equal(await kit.nodeStatus(db, online), "online");
+        assert.equal(await kit.nodeStatus(db, degraded), "degraded");
       }
       assert.deepEqual(await statusOf(db, never), { status: "unknown", status_reason: "" });
       assert.deepEqual(await statusOf(db, gone), {
@@ -341,11 +335,13 @@ dbTest(
       });
 
       // The new process serves agents as usual.
-      const group = await createGroup(db, "lab");
-      const agent = await enrollAgent(server, { name: "pc-new", groupId: group });
-      const stream = subscribe(agent.policy);
+      const group = await kit.createGroup(db, "lab");
+      const agent = await kit.enrollAgent(server, { name: "pc-new", groupId: group });
+      const stream = kit.subscribe(agent.policy);
       await stream.nextSnapshot();
-      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "online", { what: "online" });
+      await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "online", {
+        what: "online",
+      });
       stream.cancel();
       agent.close();
     });
@@ -356,12 +352,14 @@ dbTest(
   "a revoked node is offline at once, and neither its closing stream nor a reconnect flips it back",
   async (db) => {
     await withServer(db, { heartbeatIntervalMs: 100 }, async (server) => {
-      const group = await createGroup(db, "lab");
-      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const stream = subscribe(agent.policy);
+      const group = await kit.createGroup(db, "lab");
+      const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = kit.subscribe(agent.policy);
       await stream.nextSnapshot();
-      await eventually(async () => (await streamRows(db, agent.nodeId)) === 1, { what: "stream recorded" });
-      assert.equal(await nodeStatus(db, agent.nodeId), "online");
+      await kit.eventually(async () => (await streamRows(db, agent.nodeId)) === 1, {
+        what: "stream recorded",
+      });
+      assert.equal(await kit.nodeStatus(db, agent.nodeId), "online");
 
       await db.transaction((tx) => revokeNode(tx, agent.nodeId));
       // Read right after the commit, before the stream's close is recorded: the revocation itself did it.
@@ -372,14 +370,14 @@ dbTest(
       const err = await stream.ended;
       assert.ok(err instanceof GrpcError);
       assert.equal(err.code, grpc.status.UNAUTHENTICATED);
-      await eventually(() => Promise.resolve(server.hub.stats().streams === 0), {
+      await kit.eventually(() => Promise.resolve(server.hub.stats().streams === 0), {
         what: "stream closed on the server",
       });
       // Several hub ticks (close bookkeeping, reconciliation of this replica's streams) have run.
       await new Promise((r) => setTimeout(r, 500));
       assert.deepEqual(await statusOf(db, agent.nodeId), revoked);
 
-      const retry = subscribe(agent.policy);
+      const retry = kit.subscribe(agent.policy);
       const refused = await retry.ended;
       assert.ok(refused instanceof GrpcError);
       assert.equal(refused.code, grpc.status.UNAUTHENTICATED);
@@ -408,6 +406,6 @@ dbTest(
     // Control: a stream with a valid serial is recorded and its node goes online.
     const valid = { id: crypto.randomUUID(), nodeId: other, replicaId: "replica-a", serial: "0c2d" };
     assert.equal(await recordStreamOpen(db, valid), true);
-    assert.equal(await nodeStatus(db, other), "online");
+    assert.equal(await kit.nodeStatus(db, other), "online");
   },
 );

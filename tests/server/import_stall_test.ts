@@ -105,15 +105,30 @@ async function whileAsking(
   return { res: await importing, answered };
 }
 
-dbTest("an import never holds up other requests, however large or hostile", async (db) => {
-  const server = await createTestServer({
-    db,
-    routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
+/**
+ * A dbTest against a test server with the system and domain routes, as a Super Admin (`admin`) and without a
+ * session (`anonymous`); the server is closed after.
+ */
+function importTest(
+  name: string,
+  fn: (clients: { admin: TestClient; anonymous: TestClient }) => Promise<void>,
+): void {
+  dbTest(name, async (db) => {
+    const server = await createTestServer({
+      db,
+      routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
+    });
+    try {
+      await fn({ admin: await server.loginAs({ superAdmin: true }), anonymous: server.anonymous() });
+    } finally {
+      await server.close();
+    }
   });
-  try {
-    const admin = await server.loginAs({ superAdmin: true });
-    const anonymous = server.anonymous();
+}
 
+importTest(
+  "an import never holds up other requests, however large or hostile",
+  async ({ admin, anonymous }) => {
     const accepted = bigPolicy(30_000, { flow: true });
     assert.ok(accepted.length > 280_000 && accepted.length < 330_000, `${accepted.length} bytes`);
     const ok = await importWhileAsking(admin, anonymous, accepted);
@@ -142,18 +157,12 @@ dbTest("an import never holds up other requests, however large or hostile", asyn
       alias.answered >= CONCURRENT_ANSWERS,
       `only ${alias.answered} requests answered while a 1 MB bundle was parsed`,
     );
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("bundles over the pre-parse limits are refused before parsing, naming the limit", async (db) => {
-  const server = await createTestServer({
-    db,
-    routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
-  });
-  try {
-    const admin = await server.loginAs({ superAdmin: true });
+importTest(
+  "bundles over the pre-parse limits are refused before parsing, naming the limit",
+  async ({ admin }) => {
     const flow = `a: [${"1,".repeat(MAX_BUNDLE_NODES + 10)}1]\n`;
     const lines = "- 1\n".repeat(MAX_BUNDLE_NODES + 10);
     for (const text of [flow, lines]) {
@@ -171,10 +180,8 @@ dbTest("bundles over the pre-parse limits are refused before parsing, naming the
       contentType: "application/yaml",
     });
     assert.ok(res.status === 413 || res.status === 422, `${res.status} ${res.text}`);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
 /** The largest Firefox content (as JSON text) whose POST body still fits in the JSON body limit. */
 function largestPostContent(): string {
@@ -189,15 +196,9 @@ function largestPostContent(): string {
   return content(keys);
 }
 
-dbTest("a ~1 MiB policy created by POST or by import never holds up other requests", async (db) => {
-  const server = await createTestServer({
-    db,
-    routes: (ctx) => [...systemRoutes(ctx), ...domainRoutes(ctx)],
-  });
-  try {
-    const admin = await server.loginAs({ superAdmin: true });
-    const anonymous = server.anonymous();
-
+importTest(
+  "a ~1 MiB policy created by POST or by import never holds up other requests",
+  async ({ admin, anonymous }) => {
     const content = largestPostContent();
     assert.ok(content.length > 800_000, `${content.length} characters`);
     const posted = await whileAsking(
@@ -260,10 +261,8 @@ dbTest("a ~1 MiB policy created by POST or by import never holds up other reques
     );
     const stored = await admin.request("GET", "/api/v1/policies/all?name=big");
     assert.equal(stored.json.items.length, 1);
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
 dbTest("no transaction is open while the worker parses an import or checks large content", async (
   db,

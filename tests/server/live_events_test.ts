@@ -8,17 +8,8 @@
  */
 import assert from "node:assert/strict";
 import { dbTest, TEST_DATABASE_URL } from "../helpers/db.ts";
-import {
-  type AgentServer,
-  bind,
-  createGroup,
-  enrollAgent,
-  eventually,
-  releasedPolicy,
-  startAgentServer,
-  subscribe,
-  withAgentServer,
-} from "../helpers/agents.ts";
+import { type AgentServer } from "../helpers/agents.ts";
+import * as kit from "../helpers/agents.ts";
 import type { TestClient } from "../helpers/app.ts";
 import type { ConfigOverrides } from "../helpers/app.ts";
 import { buildRoutes } from "../../server/http/routes/mod.ts";
@@ -141,7 +132,7 @@ async function within<T>(promise: Promise<T>, what: string, timeoutMs = 60_000):
 
 /** Waits until a synchronous condition holds. */
 function until(check: () => boolean, options: { what: string; timeoutMs?: number }): Promise<void> {
-  return eventually(() => Promise.resolve(check()), { timeoutMs: 60_000, ...options });
+  return kit.eventually(() => Promise.resolve(check()), { timeoutMs: 60_000, ...options });
 }
 
 function cookieHeader(client: TestClient): string {
@@ -171,11 +162,11 @@ async function openInProcess(server: AgentServer, client: TestClient): Promise<R
 }
 
 function withServer(
-  db: Parameters<typeof startAgentServer>[0],
+  db: Parameters<typeof kit.startAgentServer>[0],
   config: ConfigOverrides,
   fn: (server: AgentServer) => Promise<void>,
 ): Promise<void> {
-  return withAgentServer(db, fn, { routes: (ctx, identity) => buildRoutes(ctx, identity), config });
+  return kit.withAgentServer(db, fn, { routes: (ctx, identity) => buildRoutes(ctx, identity), config });
 }
 
 const http2 = (server: AgentServer) =>
@@ -190,7 +181,7 @@ dbTest("agent, compliance and policy changes reach console streams over HTTP/2 a
   await withServer(db, {}, async (server) => {
     const clients = [http2(server), http1(server)];
     const streams: SseReader[] = [];
-    let agent: Awaited<ReturnType<typeof enrollAgent>> | undefined;
+    let agent: Awaited<ReturnType<typeof kit.enrollAgent>> | undefined;
     try {
       const admin = await server.test.loginAs({ superAdmin: true });
       for (const c of clients) streams.push(await openRemote(server, admin, c));
@@ -201,17 +192,17 @@ dbTest("agent, compliance and policy changes reach console streams over HTTP/2 a
       await until(() => streams.every((s) => s.text().startsWith("retry: ")), {
         what: "the retry field before any event",
       });
-      const group = await createGroup(db, "lab");
+      const group = await kit.createGroup(db, "lab");
 
       // Enrollment, then the node going online when its policy stream completes its initial sync.
-      agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+      agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
       const nodeId = agent.nodeId;
       for (const s of streams) {
         const e = await s.waitFor(isFor("nodes", nodeId), "the enrollment's nodes event");
         assert.deepEqual(e.data, { topic: "nodes", ids: [nodeId] }, "a hint, not data");
       }
       const seenBefore = streams.map((s) => s.events.length);
-      const watcher = subscribe(agent.policy, { clientId: "pc-1" });
+      const watcher = kit.subscribe(agent.policy, { clientId: "pc-1" });
       await watcher.nextSnapshot();
       for (const [i, s] of streams.entries()) {
         await s.waitFor((e) => s.events.indexOf(e) >= seenBefore[i] && isFor("nodes", nodeId)(e), "online");
@@ -219,8 +210,8 @@ dbTest("agent, compliance and policy changes reach console streams over HTTP/2 a
 
       // A policy release reaching the group (a revision of a bound policy): one `policies` hint with the
       // hub's revision.
-      const policyId = await releasedPolicy(db, { name: "screen-lock" });
-      await bind(db, policyId, group);
+      const policyId = await kit.releasedPolicy(db, { name: "screen-lock" });
+      await kit.bind(db, policyId, group);
       await watcher.nextSnapshot();
       const [{ revision: before }] = await db.query<{ revision: number }>(
         "SELECT revision FROM hub_state WHERE id",
@@ -273,18 +264,18 @@ dbTest("a user without node:view gets compliance events but never node events", 
   await withServer(db, {}, async (server) => {
     const http = http2(server);
     const streams: SseReader[] = [];
-    let agent: Awaited<ReturnType<typeof enrollAgent>> | undefined;
+    let agent: Awaited<ReturnType<typeof kit.enrollAgent>> | undefined;
     try {
       const viewer = await server.test.loginAs({ permissions: ["compliance:view", "policy:view"] });
       const admin = await server.test.loginAs({ superAdmin: true });
       const restricted = await openRemote(server, viewer, http);
       const full = await openRemote(server, admin, http);
       streams.push(restricted, full);
-      const group = await createGroup(db, "lab");
-      const policyId = await releasedPolicy(db, { name: "p" });
-      await bind(db, policyId, group);
-      agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const watcher = subscribe(agent.policy, { clientId: "pc-1" });
+      const group = await kit.createGroup(db, "lab");
+      const policyId = await kit.releasedPolicy(db, { name: "p" });
+      await kit.bind(db, policyId, group);
+      agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const watcher = kit.subscribe(agent.policy, { clientId: "pc-1" });
       await watcher.nextSnapshot();
       await full.waitFor(isFor("nodes", agent.nodeId), "the admin's node event");
       // The node events were published before this report; a stream that could see them would have them first.
@@ -440,7 +431,7 @@ dbTest("a client that never reads is dropped once it has been stuck for two hear
     assert.equal(stuck.status, 200);
     const reading = readSse(await openInProcess(server, admin));
     assert.equal(broker.stats().streams, 2);
-    await eventually(async () => {
+    await kit.eventually(async () => {
       await publishLiveHint(db, {
         topic: "nodes",
         ids: Array.from({ length: 100 }, () => crypto.randomUUID()),
@@ -504,22 +495,22 @@ Deno.test({
     const info = await freshDb("postgres");
     const otherDb = await openPostgres(info.url, { max: 3 });
     const routes = { routes: buildRoutes };
-    const a = await startAgentServer(info.db, routes);
-    const b = await startAgentServer(otherDb, routes);
+    const a = await kit.startAgentServer(info.db, routes);
+    const b = await kit.startAgentServer(otherDb, routes);
     const http = http2(b);
-    let agent: Awaited<ReturnType<typeof enrollAgent>> | undefined;
+    let agent: Awaited<ReturnType<typeof kit.enrollAgent>> | undefined;
     let stream: SseReader | undefined;
     try {
       const admin = await b.test.loginAs({ superAdmin: true });
       stream = await openRemote(b, admin, http);
       assert.equal(stream.status, 200);
-      const group = await createGroup(info.db, "lab");
-      const policyId = await releasedPolicy(info.db, { name: "p" });
-      await bind(info.db, policyId, group);
+      const group = await kit.createGroup(info.db, "lab");
+      const policyId = await kit.releasedPolicy(info.db, { name: "p" });
+      await kit.bind(info.db, policyId, group);
       await stream.waitFor((e) => e.event === "policies", "a binding made through instance A");
       // The agent enrolls, streams and reports through instance A only.
-      agent = await enrollAgent(a, { name: "pc-1", groupId: group });
-      const watcher = subscribe(agent.policy, { clientId: "pc-1" });
+      agent = await kit.enrollAgent(a, { name: "pc-1", groupId: group });
+      const watcher = kit.subscribe(agent.policy, { clientId: "pc-1" });
       await watcher.nextSnapshot();
       await agent.policy.reportCompliance({
         clientId: "pc-1",
@@ -551,7 +542,7 @@ Deno.test({
   async fn() {
     const { freshDb } = await import("../helpers/db.ts");
     const info = await freshDb("postgres");
-    const server = await startAgentServer(info.db, { routes: buildRoutes });
+    const server = await kit.startAgentServer(info.db, { routes: buildRoutes });
     const http = http2(server);
     const killer = await openPostgres(info.url, { max: 1 });
     let stream: SseReader | undefined;
@@ -565,7 +556,7 @@ Deno.test({
         await killer.query<{ pid: number }>(
           "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'listen%'",
         );
-      await eventually(async () => (await listeners()).length > 0, { what: "a LISTEN connection" });
+      await kit.eventually(async () => (await listeners()).length > 0, { what: "a LISTEN connection" });
       for (const { pid } of await listeners()) {
         await killer.query("SELECT pg_terminate_backend($1)", [pid]);
       }

@@ -3,102 +3,97 @@
  * one-time enrollment tokens (plaintext once, only the SHA-256 stored, 5 minutes).
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-dbTest("node groups: CRUD, members and guarded delete", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "classroom");
+domain.domainTest("node groups: CRUD, members and guarded delete", async ({ db, admin }, t) => {
+  const group = await domain.createGroup(admin, "classroom");
 
-    await t.step("create, read, rename; names are unique and free of control characters", async () => {
-      const read = expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}`), 200);
-      assert.deepEqual([read.name, read.node_count, read.bindings_count], ["classroom", 0, 0]);
-      const renamed = expectStatus(
-        await admin.request("PUT", `/api/v1/node-groups/${group}`, {
-          name: "room-1",
-          description: "first floor",
-        }),
-        200,
-      );
-      assert.equal(renamed.name, "room-1");
-      await createGroup(admin, "room-2");
-      const dup = expectStatus(
-        await admin.request("PUT", `/api/v1/node-groups/${group}`, { name: "room-2" }),
-        409,
-      );
-      assert.match(dup.error.message, /a node group named "room-2" already exists/);
-      const bad = expectStatus(await admin.request("POST", "/api/v1/node-groups", { name: "x\u0000y" }), 400);
-      assert.equal(bad.error.fields[0].field, "name");
-    });
+  await t.step("create, read, rename; names are unique and free of control characters", async () => {
+    const read = expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}`), 200);
+    assert.deepEqual([read.name, read.node_count, read.bindings_count], ["classroom", 0, 0]);
+    const renamed = expectStatus(
+      await admin.request("PUT", `/api/v1/node-groups/${group}`, {
+        name: "room-1",
+        description: "first floor",
+      }),
+      200,
+    );
+    assert.equal(renamed.name, "room-1");
+    await domain.createGroup(admin, "room-2");
+    const dup = expectStatus(
+      await admin.request("PUT", `/api/v1/node-groups/${group}`, { name: "room-2" }),
+      409,
+    );
+    assert.match(dup.error.message, /a node group named "room-2" already exists/);
+    const bad = expectStatus(await admin.request("POST", "/api/v1/node-groups", { name: "x\u0000y" }), 400);
+    assert.equal(bad.error.fields[0].field, "name");
+  });
 
-    const node1 = await seedNode(db, { name: "pc-1" });
-    const node2 = await seedNode(db, { name: "pc-2" });
+  const node1 = await domain.seedNode(db, { name: "pc-1" });
+  const node2 = await domain.seedNode(db, { name: "pc-2" });
 
-    await t.step("members: add (idempotent), list, unknown nodes refused, remove", async () => {
-      const added = expectStatus(
-        await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1, node2] }),
-        200,
-      );
-      assert.deepEqual([...added.added].sort(), [node1, node2].sort());
-      const again = expectStatus(
-        await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1] }),
-        200,
-      );
-      assert.deepEqual(again.added, []);
-      const missing = crypto.randomUUID();
-      const refused = expectStatus(
-        await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1, missing] }),
-        422,
-      );
-      assert.equal(refused.error.fields[0].field, "node_ids[1]");
-      const members = expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}/members`), 200);
-      assert.deepEqual(members.items.map((m: { name: string }) => m.name), ["pc-1", "pc-2"]);
-      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node2}`), 204);
-      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node2}`), 404);
-      const list = expectStatus(await admin.request("GET", "/api/v1/node-groups?sort=name"), 200);
-      assert.deepEqual(list.items.map((g: { name: string; node_count: number }) => [g.name, g.node_count]), [
-        ["room-1", 1],
-        ["room-2", 0],
-      ]);
-    });
+  await t.step("members: add (idempotent), list, unknown nodes refused, remove", async () => {
+    const added = expectStatus(
+      await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1, node2] }),
+      200,
+    );
+    assert.deepEqual([...added.added].sort(), [node1, node2].sort());
+    const again = expectStatus(
+      await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1] }),
+      200,
+    );
+    assert.deepEqual(again.added, []);
+    const missing = crypto.randomUUID();
+    const refused = expectStatus(
+      await admin.request("POST", `/api/v1/node-groups/${group}/members`, { node_ids: [node1, missing] }),
+      422,
+    );
+    assert.equal(refused.error.fields[0].field, "node_ids[1]");
+    const members = expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}/members`), 200);
+    assert.deepEqual(members.items.map((m: { name: string }) => m.name), ["pc-1", "pc-2"]);
+    expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node2}`), 204);
+    expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node2}`), 404);
+    const list = expectStatus(await admin.request("GET", "/api/v1/node-groups?sort=name"), 200);
+    assert.deepEqual(list.items.map((g: { name: string; node_count: number }) => [g.name, g.node_count]), [
+      ["room-1", 1],
+      ["room-2", 0],
+    ]);
+  });
 
-    await t.step("delete is refused while members or bindings remain, unless forced", async () => {
-      const refused = expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409);
-      assert.match(refused.error.message, /still has 0 binding\(s\) and 1 member\(s\).*force=true/);
-      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node1}`), 204);
-      const policy = await createPolicy(admin, { name: "p" });
-      await bind(admin, policy.id, group);
-      assert.match(
-        expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409).error.message,
-        /1 binding\(s\) and 0 member\(s\)/,
-      );
-      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}?force=true`), 204);
-      expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}`), 404);
-      const bindings = await db.query("SELECT 1 FROM policy_bindings WHERE node_group_id = $1", [group]);
-      assert.equal(bindings.length, 0);
-      const nodes = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM nodes");
-      assert.equal(nodes[0].n, 2, "nodes outlive their group");
-    });
+  await t.step("delete is refused while members or bindings remain, unless forced", async () => {
+    const refused = expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409);
+    assert.match(refused.error.message, /still has 0 binding\(s\) and 1 member\(s\).*force=true/);
+    expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}/members/${node1}`), 204);
+    const policy = await domain.createPolicy(admin, { name: "p" });
+    await domain.bind(admin, policy.id, group);
+    assert.match(
+      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}`), 409).error.message,
+      /1 binding\(s\) and 0 member\(s\)/,
+    );
+    expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${group}?force=true`), 204);
+    expectStatus(await admin.request("GET", `/api/v1/node-groups/${group}`), 404);
+    const bindings = await db.query("SELECT 1 FROM policy_bindings WHERE node_group_id = $1", [group]);
+    assert.equal(bindings.length, 0);
+    const nodes = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM nodes");
+    assert.equal(nodes[0].n, 2, "nodes outlive their group");
+  });
 
-    await t.step("an empty group deletes without force", async () => {
-      const empty = await createGroup(admin, "empty");
-      expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${empty}`), 204);
-    });
-  } finally {
-    await server.close();
-  }
+  await t.step("an empty group deletes without force", async () => {
+    const empty = await domain.createGroup(admin, "empty");
+    expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${empty}`), 204);
+  });
 });
 
-dbTest("enrollment tokens: plaintext once, only the SHA-256 stored, valid 5 minutes", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "new-machines");
+domain.domainTest(
+  "enrollment tokens: plaintext once, only the SHA-256 stored, valid 5 minutes",
+  async ({ db, server, admin }, t) => {
+    const group = await domain.createGroup(admin, "new-machines");
 
     await t.step("a token is 32 random bytes base64url, returned once with its expiry", async () => {
       const before = Date.now();
@@ -137,7 +132,5 @@ dbTest("enrollment tokens: plaintext once, only the SHA-256 stored, valid 5 minu
       const viewer = await server.loginAs({ permissions: ["node_group:view", "node_group:edit"] });
       expectStatus(await viewer.request("POST", `/api/v1/node-groups/${group}/tokens`), 403);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

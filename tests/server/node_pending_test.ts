@@ -5,17 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const REPLICA = "pending-test-replica";
 
@@ -38,9 +29,9 @@ async function openStream(q: Queryable, nodeId: string, minutesAgo: number): Pro
   );
 }
 
-dbTest("an online node says why it is Pending, one reason per cause", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
+domain.domainTest(
+  "an online node says why it is Pending, one reason per cause",
+  async ({ db, admin }, t) => {
     const online = { status: "online", agentVersion: "0.1.0" };
     const heard = async (id: string) =>
       await db.query("UPDATE nodes SET last_seen = now() - interval '30 minutes' WHERE id = $1", [id]);
@@ -50,23 +41,23 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
       >;
     const codes = async (id: string) => (await reasons(id)).map((r) => r.code);
 
-    const idle = await createGroup(admin, "idle");
-    const office = await createGroup(admin, "office");
-    const firefox = await createPolicy(admin, { name: "Browser", type: "Firefox" });
-    await setState(admin, firefox.id, "released");
-    await bind(admin, firefox.id, office, { enabled: true });
-    const disabledOnly = await createGroup(admin, "disabled-only");
-    await bind(admin, firefox.id, disabledOnly);
+    const idle = await domain.createGroup(admin, "idle");
+    const office = await domain.createGroup(admin, "office");
+    const firefox = await domain.createPolicy(admin, { name: "Browser", type: "Firefox" });
+    await domain.setState(admin, firefox.id, "released");
+    await domain.bind(admin, firefox.id, office, { enabled: true });
+    const disabledOnly = await domain.createGroup(admin, "disabled-only");
+    await domain.bind(admin, firefox.id, disabledOnly);
 
     await t.step("no_group: in no node group", async () => {
-      const id = await seedNode(db, { name: "lonely", ...online });
+      const id = await domain.seedNode(db, { name: "lonely", ...online });
       await openStream(db, id, 5);
       assert.deepEqual(await codes(id), ["no_group"]);
       assert.match((await reasons(id))[0].message, /in no node group.*add it to a group/);
     });
 
     await t.step("no_enabled_binding: its groups have only disabled bindings", async () => {
-      const id = await seedNode(db, { name: "unbound", groups: [idle, disabledOnly], ...online });
+      const id = await domain.seedNode(db, { name: "unbound", groups: [idle, disabledOnly], ...online });
       await openStream(db, id, 5);
       const [r] = await reasons(id);
       assert.equal(r.code, "no_enabled_binding");
@@ -75,12 +66,12 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("bound_policies_not_released: the bound policy was archived", async () => {
-      const archivedGroup = await createGroup(admin, "archived-bound");
-      const old = await createPolicy(admin, { name: "Old rules", type: "Firefox" });
-      await setState(admin, old.id, "released");
-      await bind(admin, old.id, archivedGroup, { enabled: true });
-      await setState(admin, old.id, "archived");
-      const id = await seedNode(db, { name: "archived-node", groups: [archivedGroup], ...online });
+      const archivedGroup = await domain.createGroup(admin, "archived-bound");
+      const old = await domain.createPolicy(admin, { name: "Old rules", type: "Firefox" });
+      await domain.setState(admin, old.id, "released");
+      await domain.bind(admin, old.id, archivedGroup, { enabled: true });
+      await domain.setState(admin, old.id, "archived");
+      const id = await domain.seedNode(db, { name: "archived-node", groups: [archivedGroup], ...online });
       await openStream(db, id, 5);
       const [r] = await reasons(id);
       assert.equal(r.code, "bound_policies_not_released");
@@ -88,7 +79,7 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("not_reported_since_connect: reached, connected, no report since", async () => {
-      const id = await seedNode(db, { name: "quiet", groups: [office], ...online });
+      const id = await domain.seedNode(db, { name: "quiet", groups: [office], ...online });
       await heard(id);
       await openStream(db, id, 10);
       const [r] = await reasons(id);
@@ -98,7 +89,7 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("joined_after_connect: the group came after the stream opened", async () => {
-      const id = await seedNode(db, { name: "late-joiner", ...online });
+      const id = await domain.seedNode(db, { name: "late-joiner", ...online });
       await heard(id);
       await openStream(db, id, 10);
       await db.query("INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2)", [id, office]);
@@ -109,13 +100,13 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("no_heartbeat: connected, never heard", async () => {
-      const id = await seedNode(db, { name: "mute", groups: [office], status: "online" });
+      const id = await domain.seedNode(db, { name: "mute", groups: [office], status: "online" });
       await openStream(db, id, 3);
       assert.deepEqual(await codes(id), ["no_heartbeat", "not_reported_since_connect"]);
     });
 
     await t.step("agent_too_old: the agent predates the oldest supported version", async () => {
-      const id = await seedNode(db, {
+      const id = await domain.seedNode(db, {
         name: "ancient",
         groups: [office],
         status: "online",
@@ -130,15 +121,15 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("type_unsupported: a type this release does not know", async () => {
-      const printers = await createGroup(admin, "printers");
-      const future = await createPolicy(admin, {
+      const printers = await domain.createGroup(admin, "printers");
+      const future = await domain.createPolicy(admin, {
         name: "Printers",
         type: "Printers",
         content: JSON.stringify({ queues: ["a"] }),
       });
-      await setState(admin, future.id, "released");
-      await bind(admin, future.id, printers, { enabled: true });
-      const id = await seedNode(db, { name: "printer-host", groups: [printers], ...online });
+      await domain.setState(admin, future.id, "released");
+      await domain.bind(admin, future.id, printers, { enabled: true });
+      const id = await domain.seedNode(db, { name: "printer-host", groups: [printers], ...online });
       await heard(id);
       await openStream(db, id, 3);
       const all = await reasons(id);
@@ -148,10 +139,10 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("older_version_reported: reported since connecting, on an older version", async () => {
-      const id = await seedNode(db, { name: "behind", groups: [office], ...online });
+      const id = await domain.seedNode(db, { name: "behind", groups: [office], ...online });
       await heard(id);
       await openStream(db, id, 10);
-      await report(db, id, firefox.id, "compliant", { version: 1 });
+      await domain.report(db, id, firefox.id, "compliant", { version: 1 });
       assert.deepEqual(await codes(id), [], "reported on the current version: nothing to explain");
       expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${firefox.id}/revision`, {
@@ -169,7 +160,7 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
     });
 
     await t.step("offline nodes explain nothing; list rows carry the same reasons", async () => {
-      const id = await seedNode(db, { name: "gone", status: "offline" });
+      const id = await domain.seedNode(db, { name: "gone", status: "offline" });
       assert.deepEqual(await codes(id), []);
       const page = expectStatus(await admin.request("GET", "/api/v1/nodes?per_page=100"), 200);
       const byName = Object.fromEntries(
@@ -182,7 +173,5 @@ dbTest("an online node says why it is Pending, one reason per cause", async (db,
       assert.deepEqual(byName.quiet, ["not_reported_since_connect"]);
       assert.deepEqual(byName.gone, []);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

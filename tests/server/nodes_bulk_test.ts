@@ -5,8 +5,8 @@
  * naming it and what changed, plus the request's row with the counts. Permissions are attacked.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import { createGroup, domainServer, expectStatus, seedNode } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 interface Result {
   node_id: string;
@@ -19,19 +19,24 @@ interface Result {
   revoked_serials?: string[];
 }
 
-dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const office = await createGroup(admin, "office");
-    const lab = await createGroup(admin, "lab");
-    const a = await seedNode(db, { name: "bulk-a", groups: [office], status: "online", serials: ["a1"] });
-    const b = await seedNode(db, {
+domain.domainTest(
+  "bulk actions on nodes: per-node outcome, per-node audit, partial failure",
+  async ({ db, server, admin }, t) => {
+    const office = await domain.createGroup(admin, "office");
+    const lab = await domain.createGroup(admin, "lab");
+    const a = await domain.seedNode(db, {
+      name: "bulk-a",
+      groups: [office],
+      status: "online",
+      serials: ["a1"],
+    });
+    const b = await domain.seedNode(db, {
       name: "bulk-b",
       groups: [office, lab],
       status: "offline",
       serials: ["b1"],
     });
-    const c = await seedNode(db, { name: "bulk-c", groups: [], status: "online", serials: ["c1"] });
+    const c = await domain.seedNode(db, { name: "bulk-c", groups: [], status: "online", serials: ["c1"] });
     const ghost = crypto.randomUUID();
     const audit = async (action: string) =>
       await db.query<{ resource_name: string; outcome: string; details: Record<string, unknown> }>(
@@ -65,8 +70,8 @@ dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure
         assert.match(byName[ghost].error.message, /node .* not found/);
         const members = await db.query<{ name: string; groups: string }>(
           `SELECT n.name, string_agg(g.name, ',' ORDER BY g.name) AS groups FROM nodes n
-         JOIN node_group_members m ON m.node_id = n.id JOIN node_groups g ON g.id = m.node_group_id
-         WHERE n.id = ANY($1::uuid[]) GROUP BY n.name ORDER BY n.name`,
+       JOIN node_group_members m ON m.node_id = n.id JOIN node_groups g ON g.id = m.node_group_id
+       WHERE n.id = ANY($1::uuid[]) GROUP BY n.name ORDER BY n.name`,
           [[a, b]],
         );
         assert.deepEqual(members, [{ name: "bulk-a", groups: "lab" }, { name: "bulk-b", groups: "lab" }]);
@@ -168,7 +173,5 @@ dbTest("bulk actions on nodes: per-node outcome, per-node audit, partial failure
       expectStatus(await admin.request("POST", "/api/v1/nodes/bulk/delete", { node_ids: many }), 400);
       expectStatus(await admin.request("POST", "/api/v1/nodes/bulk/delete", { node_ids: ["x"] }), 400);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -6,17 +6,8 @@
 import assert from "node:assert/strict";
 import type { Db } from "../../server/db/db.ts";
 import { HUB_CHANNEL, type HubNotice } from "../../server/events/hub_notice.ts";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 /** Collects hub notices delivered (i.e. committed) while `fn` runs. */
 async function notices(db: Db, fn: () => Promise<void>): Promise<HubNotice[]> {
@@ -32,107 +23,102 @@ async function notices(db: Db, fn: () => Promise<void>): Promise<HubNotice[]> {
   return got;
 }
 
-dbTest("node list: filters, search, sort allow-list and pagination", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const lab = await createGroup(admin, "lab");
-    await seedNode(db, {
-      name: "alpha",
-      status: "online",
-      os: "Debian",
-      agentVersion: "1.2.0",
-      desktops: ["GNOME"],
-      groups: [lab],
-    });
-    await seedNode(db, {
-      name: "beta",
-      status: "offline",
-      os: "Fedora",
-      agentVersion: "1.1.0",
-      desktops: ["KDE"],
-      fqdn: "beta.corp.example",
-    });
-    await seedNode(db, {
-      name: "gamma_1",
-      status: "online",
-      os: "Debian",
-      agentVersion: "1.2.0",
-      groups: [lab],
-    });
-    const names = async (query: string) =>
-      expectStatus(await admin.request("GET", `/api/v1/nodes?${query}`), 200).items.map((
-        n: { name: string },
-      ) => n.name);
+domain.domainTest("node list: filters, search, sort allow-list and pagination", async ({ db, admin }, t) => {
+  const lab = await domain.createGroup(admin, "lab");
+  await domain.seedNode(db, {
+    name: "alpha",
+    status: "online",
+    os: "Debian",
+    agentVersion: "1.2.0",
+    desktops: ["GNOME"],
+    groups: [lab],
+  });
+  await domain.seedNode(db, {
+    name: "beta",
+    status: "offline",
+    os: "Fedora",
+    agentVersion: "1.1.0",
+    desktops: ["KDE"],
+    fqdn: "beta.corp.example",
+  });
+  await domain.seedNode(db, {
+    name: "gamma_1",
+    status: "online",
+    os: "Debian",
+    agentVersion: "1.2.0",
+    groups: [lab],
+  });
+  const names = async (query: string) =>
+    expectStatus(await admin.request("GET", `/api/v1/nodes?${query}`), 200).items.map((
+      n: { name: string },
+    ) => n.name);
 
-    await t.step("filters", async () => {
-      assert.deepEqual(await names("status=online"), ["alpha", "gamma_1"]);
-      assert.deepEqual(await names(`group=${lab}`), ["alpha", "gamma_1"]);
-      assert.deepEqual(await names("group=none"), ["beta"]);
-      assert.deepEqual(await names("os=Debian&agent_version=1.2.0"), ["alpha", "gamma_1"]);
-      assert.deepEqual(await names("desktop=KDE"), ["beta"]);
-      assert.deepEqual(await names("search=CORP.example"), ["beta"]);
-      assert.deepEqual(await names("search=_"), ["gamma_1"], "_ is matched literally");
-      assert.deepEqual(await names("search=ta.CORP"), ["beta"], "within the FQDN");
-      const spanning = await admin.request("GET", "/api/v1/nodes?search=a%1Fbeta");
-      assert.equal(
-        spanning.status,
-        400,
-        "a control character in a search is refused, so no match spans fields",
-      );
-      assert.match(JSON.stringify(spanning.json), /search/);
-      assert.deepEqual(await names("search=abeta.corp"), [], "nor joins them");
-    });
+  await t.step("filters", async () => {
+    assert.deepEqual(await names("status=online"), ["alpha", "gamma_1"]);
+    assert.deepEqual(await names(`group=${lab}`), ["alpha", "gamma_1"]);
+    assert.deepEqual(await names("group=none"), ["beta"]);
+    assert.deepEqual(await names("os=Debian&agent_version=1.2.0"), ["alpha", "gamma_1"]);
+    assert.deepEqual(await names("desktop=KDE"), ["beta"]);
+    assert.deepEqual(await names("search=CORP.example"), ["beta"]);
+    assert.deepEqual(await names("search=_"), ["gamma_1"], "_ is matched literally");
+    assert.deepEqual(await names("search=ta.CORP"), ["beta"], "within the FQDN");
+    const spanning = await admin.request("GET", "/api/v1/nodes?search=a%1Fbeta");
+    assert.equal(
+      spanning.status,
+      400,
+      "a control character in a search is refused, so no match spans fields",
+    );
+    assert.match(JSON.stringify(spanning.json), /search/);
+    assert.deepEqual(await names("search=abeta.corp"), [], "nor joins them");
+  });
 
-    await t.step("sort and pagination", async () => {
-      assert.deepEqual(await names("sort=agent_version&order=asc"), ["beta", "alpha", "gamma_1"]);
-      const page = expectStatus(
-        await admin.request("GET", "/api/v1/nodes?sort=name&order=desc&per_page=2&page=2"),
-        200,
-      );
-      assert.deepEqual([page.total, page.page, page.per_page, page.items.length], [3, 2, 2, 1]);
-      assert.equal(page.items[0].name, "alpha");
-      assert.deepEqual(page.items[0].groups, [{ id: lab, name: "lab" }]);
-      for (
-        const bad of [
-          "status=gone",
-          "group=lab",
-          "sort=machine_id",
-          "per_page=0",
-          "search=" + "x".repeat(201),
-        ]
-      ) {
-        expectStatus(await admin.request("GET", `/api/v1/nodes?${bad}`), 400);
-      }
-    });
+  await t.step("sort and pagination", async () => {
+    assert.deepEqual(await names("sort=agent_version&order=asc"), ["beta", "alpha", "gamma_1"]);
+    const page = expectStatus(
+      await admin.request("GET", "/api/v1/nodes?sort=name&order=desc&per_page=2&page=2"),
+      200,
+    );
+    assert.deepEqual([page.total, page.page, page.per_page, page.items.length], [3, 2, 2, 1]);
+    assert.equal(page.items[0].name, "alpha");
+    assert.deepEqual(page.items[0].groups, [{ id: lab, name: "lab" }]);
+    for (
+      const bad of [
+        "status=gone",
+        "group=lab",
+        "sort=machine_id",
+        "per_page=0",
+        "search=" + "x".repeat(201),
+      ]
+    ) {
+      expectStatus(await admin.request("GET", `/api/v1/nodes?${bad}`), 400);
+    }
+  });
 
-    await t.step("filter options", async () => {
-      const options = expectStatus(await admin.request("GET", "/api/v1/nodes/filter-options"), 200);
-      assert.deepEqual(options, {
-        os: ["Debian", "Fedora"],
-        agent_versions: ["1.1.0", "1.2.0"],
-        desktops: ["GNOME", "KDE"],
-      });
+  await t.step("filter options", async () => {
+    const options = expectStatus(await admin.request("GET", "/api/v1/nodes/filter-options"), 200);
+    assert.deepEqual(options, {
+      os: ["Debian", "Fedora"],
+      agent_versions: ["1.1.0", "1.2.0"],
+      desktops: ["GNOME", "KDE"],
     });
-  } finally {
-    await server.close();
-  }
+  });
 });
 
-dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "fleet");
-    const node = await seedNode(db, { name: "desk-7", groups: [group], serials: ["0a1b", "0c2d"] });
+domain.domainTest(
+  "node detail, notes, revoke, delete and metadata request",
+  async ({ db, server, admin }, t) => {
+    const group = await domain.createGroup(admin, "fleet");
+    const node = await domain.seedNode(db, { name: "desk-7", groups: [group], serials: ["0a1b", "0c2d"] });
 
     await t.step(
       "read shows groups, certificate, connection and a compliance summary of what reaches it",
       async () => {
-        const policy = await createPolicy(admin, { name: "p" });
-        await setState(admin, policy.id, "released");
-        await bind(admin, policy.id, group, { enabled: true });
-        const unbound = await createPolicy(admin, { name: "stale" });
-        await report(db, node, policy.id, "non_compliant");
-        await report(db, node, unbound.id, "compliant");
+        const policy = await domain.createPolicy(admin, { name: "p" });
+        await domain.setState(admin, policy.id, "released");
+        await domain.bind(admin, policy.id, group, { enabled: true });
+        const unbound = await domain.createPolicy(admin, { name: "stale" });
+        await domain.report(db, node, policy.id, "non_compliant");
+        await domain.report(db, node, unbound.id, "compliant");
         const detail = expectStatus(await admin.request("GET", `/api/v1/nodes/${node}`), 200);
         assert.equal(detail.name, "desk-7");
         assert.deepEqual(detail.groups, [{ id: group, name: "fleet" }]);
@@ -210,7 +196,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     await t.step("revoke needs node:revoke and a certificate", async () => {
       const editor = await server.loginAs({ permissions: ["node:view", "node:edit"] });
       expectStatus(await editor.request("POST", `/api/v1/nodes/${node}/revoke`, {}), 403);
-      const bare = await seedNode(db, { name: "no-cert" });
+      const bare = await domain.seedNode(db, { name: "no-cert" });
       assert.match(
         expectStatus(await admin.request("POST", `/api/v1/nodes/${bare}/revoke`, {}), 409).error.message,
         /no certificate/,
@@ -220,7 +206,7 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
     await t.step(
       "delete revokes every serial first, disconnects, and the revocations outlive the node",
       async () => {
-        const other = await seedNode(db, {
+        const other = await domain.seedNode(db, {
           name: "desk-8",
           status: "online",
           groups: [group],
@@ -247,7 +233,5 @@ dbTest("node detail, notes, revoke, delete and metadata request", async (db, t) 
         assert.deepEqual(audit, [{ resource_name: "desk-8" }]);
       },
     );
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

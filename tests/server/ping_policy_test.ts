@@ -10,16 +10,8 @@ import assert from "node:assert/strict";
 import http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { dbTest } from "../helpers/db.ts";
-import {
-  type Agent,
-  type AgentServer,
-  bind,
-  createGroup,
-  enrollAgent,
-  eventually,
-  releasedPolicy,
-  startAgentServer,
-} from "../helpers/agents.ts";
+import { type Agent, type AgentServer } from "../helpers/agents.ts";
+import * as kit from "../helpers/agents.ts";
 import { SubscribePolicyUpdatesRequestSchema } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import type { Db } from "../../server/db/db.ts";
 
@@ -30,18 +22,18 @@ const PYTHON = "/usr/bin/python3";
 
 /** A group with a ~1 MiB policy, and an enrolled agent in it. */
 async function setUp(db: Db, server: AgentServer): Promise<{ group: string; agent: Agent }> {
-  const group = await createGroup(db, "readers");
-  const big = await releasedPolicy(db, {
+  const group = await kit.createGroup(db, "readers");
+  const big = await kit.releasedPolicy(db, {
     name: "big",
     content: JSON.stringify({ setting: "x".repeat(MIB) }),
   });
-  await bind(db, big, group);
-  return { group, agent: await enrollAgent(server, { name: "reader-1", groupId: group }) };
+  await kit.bind(db, big, group);
+  return { group, agent: await kit.enrollAgent(server, { name: "reader-1", groupId: group }) };
 }
 
 /** Makes the hub send the group's nodes a new snapshot (with the large policy in it). */
 async function anotherSnapshot(db: Db, group: string, i: number): Promise<void> {
-  await bind(db, await releasedPolicy(db, { name: `small-${i}` }), group);
+  await kit.bind(db, await kit.releasedPolicy(db, { name: `small-${i}` }), group);
 }
 
 function subscribeRequest(agent: Agent): Uint8Array {
@@ -108,12 +100,12 @@ function rawStream(server: AgentServer, agent: Agent) {
 }
 
 dbTest("ping policy: pings after data are free; pings on an idle connection still end it", async (db) => {
-  const server = await startAgentServer(db);
+  const server = await kit.startAgentServer(db);
   const { group, agent } = await setUp(db, server);
   const stream = rawStream(server, agent);
   try {
     const received = async (bytes: number, what: string) => {
-      await eventually(() => {
+      await kit.eventually(() => {
         assert.equal(stream.state.goaway, "", `${what}: GOAWAY after ${stream.state.pings} pings`);
         assert.equal(stream.state.ended, "", what);
         return Promise.resolve(stream.state.bytes >= bytes);
@@ -130,7 +122,7 @@ dbTest("ping policy: pings after data are free; pings on an idle connection stil
     stream.state.pingAfterData = false;
     const timer = setInterval(stream.ping, 20);
     try {
-      await eventually(() => Promise.resolve(stream.state.goaway !== ""), {
+      await kit.eventually(() => Promise.resolve(stream.state.goaway !== ""), {
         what: "GOAWAY for idle pings",
         timeoutMs: 30_000,
       });
@@ -155,7 +147,7 @@ if (grpcioMissing) console.warn(`ping policy with gRPC's C core skipped: ${grpci
 dbTest(
   "ping policy: Debian's python3-grpcio keeps its stream through several ~1 MiB snapshots",
   async (db) => {
-    const server = await startAgentServer(db);
+    const server = await kit.startAgentServer(db);
     const { group, agent } = await setUp(db, server);
     const child = new Deno.Command(PYTHON, {
       args: [new URL("../helpers/python_policy_stream.py", import.meta.url).pathname],
@@ -187,7 +179,7 @@ dbTest(
         }
       })();
       const received = async (wanted: number, what: string) => {
-        await eventually(() => {
+        await kit.eventually(() => {
           assert.equal(exited, "", `the Python client lost its stream before ${what}`);
           return Promise.resolve(bytes >= wanted);
         }, { what, timeoutMs: 120_000 });

@@ -3,22 +3,14 @@
  * refused, release permission, content validation on create/update/release, deprecation and delete rules.
  */
 import assert from "node:assert/strict";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  CONTENT,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  setState,
-} from "./domain_helpers.ts";
+import { CONTENT, expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
-dbTest("policy lifecycle: every transition of the state table, allowed and refused", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "lab");
-    const policy = await createPolicy(admin, { name: "Lock screen", type: "Dconf" });
+domain.domainTest(
+  "policy lifecycle: every transition of the state table, allowed and refused",
+  async ({ db, server, admin }, t) => {
+    const group = await domain.createGroup(admin, "lab");
+    const policy = await domain.createPolicy(admin, { name: "Lock screen", type: "Dconf" });
     const state = (target: string) =>
       admin.request("PUT", `/api/v1/policies/all/${policy.id}/state`, { state: target });
 
@@ -77,22 +69,16 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
     await t.step(
       "released → draft is refused while an enabled binding exists, allowed once disabled",
       async () => {
-        const binding = await bind(admin, policy.id, group, { enabled: true });
+        const binding = await domain.bind(admin, policy.id, group, { enabled: true });
         const refused = expectStatus(await state("draft"), 409);
         assert.match(
           refused.error.message,
           /cannot move policy to draft: 1 enabled binding\(s\) exist; disable them first/,
         );
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, binding, { state: "disabled" });
         assert.equal(expectStatus(await state("draft"), 200).state, "draft");
-        await setState(admin, policy.id, "released");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-          200,
-        );
+        await domain.setState(admin, policy.id, "released");
+        await putBinding(admin, binding, { state: "enabled" });
       },
     );
 
@@ -112,10 +98,7 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
         const [b] =
           expectStatus(await admin.request("GET", `/api/v1/policy-bindings?policy_id=${policy.id}`), 200)
             .items;
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${b.id}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, b.id, { state: "disabled" });
         assert.equal(expectStatus(await state("draft"), 200).state, "draft");
       },
     );
@@ -134,257 +117,242 @@ dbTest("policy lifecycle: every transition of the state table, allowed and refus
       );
       assert.equal(refused.error.fields[0].field, "content.entries");
     });
-  } finally {
-    await server.close();
-  }
-});
-
-dbTest(
-  "policy create/update validate content and names; list filters, sorts and paginates",
-  async (db, t) => {
-    const { server, admin } = await domainServer(db);
-    try {
-      await t.step("content validation errors are 422 naming the field and the fix", async () => {
-        const empty = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", { name: "p", type: "Polkit", content: "{}" }),
-          422,
-        );
-        assert.equal(empty.error.message, "content: policy content is empty");
-        const rule = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", {
-            name: "p",
-            type: "Polkit",
-            content: JSON.stringify({ rules: [{ result: "POLKIT_RESULT_NO" }] }),
-          }),
-          422,
-        );
-        assert.equal(rule.error.fields[0].field, "content.rules[0].action_ids");
-        assert.match(rule.error.message, /rules\[0\].action_ids: at least one action id/);
-        const malformed = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", {
-            name: "p",
-            type: "Firefox",
-            content: "{nope",
-          }),
-          422,
-        );
-        assert.match(malformed.error.message, /policy content is invalid: content is not valid JSON/);
-        const count = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policies");
-        assert.equal(count[0].n, 0, "nothing was written");
-      });
-
-      await t.step("body schema violations are 400 naming the field", async () => {
-        const missing = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", { type: "Firefox" }),
-          400,
-        );
-        assert.deepEqual(missing.error.fields.map((f: { field: string }) => f.field).sort(), [
-          "content",
-          "name",
-        ]);
-        const badType = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", {
-            name: "p",
-            type: "../firefox",
-            content: "{}",
-          }),
-          400,
-        );
-        assert.equal(badType.error.fields[0].field, "type");
-        const control = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", {
-            name: "a\nb",
-            type: "Firefox",
-            content: CONTENT.Firefox,
-          }),
-          400,
-        );
-        assert.equal(control.error.fields[0].field, "name");
-      });
-
-      await t.step("unknown types are accepted without validation", async () => {
-        const p = await createPolicy(admin, {
-          name: "future",
-          type: "FutureType",
-          content: "anything at all",
-        });
-        assert.equal(p.content, "anything at all");
-        await setState(admin, p.id, "released");
-      });
-
-      await t.step("names are unique", async () => {
-        await createPolicy(admin, { name: "dup" });
-        const res = expectStatus(
-          await admin.request("POST", "/api/v1/policies/all", {
-            name: "dup",
-            type: "Firefox",
-            content: CONTENT.Firefox,
-          }),
-          409,
-        );
-        assert.match(res.error.message, /a policy named "dup" already exists/);
-      });
-
-      await t.step("update bumps the version, validates, and honours the expected version", async () => {
-        const p = await createPolicy(admin, { name: "edit-me" });
-        const updated = expectStatus(
-          await admin.request("PUT", `/api/v1/policies/all/${p.id}`, {
-            content: JSON.stringify({ DisableTelemetry: false }),
-            version: 1,
-          }),
-          200,
-        );
-        assert.equal(updated.version, 2);
-        assert.equal(updated.content, '{"DisableTelemetry":false}');
-        const stale = expectStatus(
-          await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { description: "late", version: 1 }),
-          409,
-        );
-        assert.match(stale.error.message, /expected version 1, current version 2/);
-        const invalid = expectStatus(
-          await admin.request("PUT", `/api/v1/policies/all/${p.id}`, {
-            content: JSON.stringify({ SSLVersionMin: "ssl3" }),
-          }),
-          422,
-        );
-        assert.equal(invalid.error.fields[0].field, "content.SSLVersionMin");
-        const retype = expectStatus(
-          await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { type: "Polkit" }),
-          422,
-        );
-        assert.match(
-          retype.error.message,
-          /content/,
-          "changing the type re-validates the content for the new type",
-        );
-        const unknownField = expectStatus(
-          await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { colour: "red" }),
-          400,
-        );
-        assert.equal(unknownField.error.fields[0].field, "colour");
-      });
-
-      await t.step("list: filters, sort allow-list, pagination", async () => {
-        for (let i = 0; i < 5; i++) await createPolicy(admin, { name: `page-${i}`, type: "Dconf" });
-        const page = expectStatus(
-          await admin.request(
-            "GET",
-            "/api/v1/policies/all?type=Dconf&sort=name&order=desc&per_page=2&page=2",
-          ),
-          200,
-        );
-        assert.equal(page.total, 5);
-        assert.equal(page.page, 2);
-        assert.equal(page.per_page, 2);
-        assert.deepEqual(page.items.map((p: { name: string }) => p.name), ["page-2", "page-1"]);
-        assert.equal(page.items[0].content, undefined, "lists leave content out");
-        const released = expectStatus(await admin.request("GET", "/api/v1/policies/all?state=released"), 200);
-        assert.deepEqual(released.items.map((p: { name: string }) => p.name), ["future"]);
-        const search = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=PAGE-3"), 200);
-        assert.equal(search.total, 1);
-        const wildcard = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=%25"), 200);
-        assert.equal(wildcard.total, 0, "% is matched literally");
-        for (
-          const bad of ["sort=content", "sort=name;DROP", "per_page=201", "page=0", "order=up", "nope=1"]
-        ) {
-          expectStatus(await admin.request("GET", `/api/v1/policies/all?${bad}`), 400);
-        }
-      });
-
-      await t.step("reads: 404 for a missing policy, 400 for a malformed id", async () => {
-        expectStatus(await admin.request("GET", `/api/v1/policies/all/${crypto.randomUUID()}`), 404);
-        expectStatus(await admin.request("GET", "/api/v1/policies/all/not-a-uuid"), 400);
-      });
-
-      await t.step("permissions: a viewer cannot create, edit or delete", async () => {
-        const viewer = await server.loginAs({ permissions: ["policy:view"] });
-        expectStatus(await viewer.request("GET", "/api/v1/policies/all"), 200);
-        expectStatus(
-          await viewer.request("POST", "/api/v1/policies/all", {
-            name: "x",
-            type: "Firefox",
-            content: CONTENT.Firefox,
-          }),
-          403,
-        );
-      });
-    } finally {
-      await server.close();
-    }
   },
 );
 
-dbTest("deprecation and deletion", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const old = await createPolicy(admin, { name: "old" });
-    const replacement = await createPolicy(admin, { name: "new" });
-    const deprecate = (body: unknown) =>
-      admin.request("POST", `/api/v1/policies/all/${old.id}/deprecate`, body);
-
-    await t.step("the replacement must exist and not be the policy itself", async () => {
-      const self = expectStatus(await deprecate({ replacement_policy_id: old.id }), 422);
-      assert.equal(self.error.fields[0].field, "replacement_policy_id");
-      const missing = expectStatus(await deprecate({ replacement_policy_id: crypto.randomUUID() }), 422);
-      assert.match(missing.error.message, /does not exist/);
+domain.domainTest(
+  "policy create/update validate content and names; list filters, sorts and paginates",
+  async ({ db, server, admin }, t) => {
+    await t.step("content validation errors are 422 naming the field and the fix", async () => {
+      const empty = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", { name: "p", type: "Polkit", content: "{}" }),
+        422,
+      );
+      assert.equal(empty.error.message, "content: policy content is empty");
+      const rule = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", {
+          name: "p",
+          type: "Polkit",
+          content: JSON.stringify({ rules: [{ result: "POLKIT_RESULT_NO" }] }),
+        }),
+        422,
+      );
+      assert.equal(rule.error.fields[0].field, "content.rules[0].action_ids");
+      assert.match(rule.error.message, /rules\[0\].action_ids: at least one action id/);
+      const malformed = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", {
+          name: "p",
+          type: "Firefox",
+          content: "{nope",
+        }),
+        422,
+      );
+      assert.match(malformed.error.message, /policy content is invalid: content is not valid JSON/);
+      const count = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policies");
+      assert.equal(count[0].n, 0, "nothing was written");
     });
 
-    await t.step(
-      "deprecating sets flag, time, message and replacement; deprecated=false lifts it",
-      async () => {
-        const p = expectStatus(
-          await deprecate({ message: "use new", replacement_policy_id: replacement.id }),
-          200,
-        );
-        assert.equal(p.deprecated, true);
-        assert.equal(p.deprecation_message, "use new");
-        assert.equal(p.replacement_policy_id, replacement.id);
-        assert.ok(p.deprecated_at);
-        const lifted = expectStatus(await deprecate({ deprecated: false }), 200);
-        assert.equal(lifted.deprecated, false);
-        assert.equal(lifted.replacement_policy_id, null);
-        assert.equal(lifted.deprecated_at, null);
-      },
-    );
-
-    await t.step(
-      "delete is refused while an enabled binding exists; disabled bindings go with the policy",
-      async () => {
-        const group = await createGroup(admin, "g");
-        await setState(admin, old.id, "released");
-        const binding = await bind(admin, old.id, group, { enabled: true });
-        const refused = expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 409);
-        assert.match(refused.error.message, /cannot delete policy: 1 enabled binding\(s\) exist/);
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "disabled" }),
-          200,
-        );
-        expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 204);
-        expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 404);
-        expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 404);
-      },
-    );
-
-    await t.step("mutations are audited with the real policy id and name", async () => {
-      const rows = await db.query<
-        { action: string; resource_id: string; resource_name: string; outcome: string }
-      >(
-        "SELECT action, resource_id, resource_name, outcome FROM audit_logs WHERE resource_type = 'policy' ORDER BY id",
+    await t.step("body schema violations are 400 naming the field", async () => {
+      const missing = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", { type: "Firefox" }),
+        400,
       );
-      assert.ok(
-        rows.some((r) =>
-          r.action === "policy.deprecate" && r.resource_id === old.id && r.resource_name === "old"
+      assert.deepEqual(missing.error.fields.map((f: { field: string }) => f.field).sort(), [
+        "content",
+        "name",
+      ]);
+      const badType = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", {
+          name: "p",
+          type: "../firefox",
+          content: "{}",
+        }),
+        400,
+      );
+      assert.equal(badType.error.fields[0].field, "type");
+      const control = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", {
+          name: "a\nb",
+          type: "Firefox",
+          content: CONTENT.Firefox,
+        }),
+        400,
+      );
+      assert.equal(control.error.fields[0].field, "name");
+    });
+
+    await t.step("unknown types are accepted without validation", async () => {
+      const p = await domain.createPolicy(admin, {
+        name: "future",
+        type: "FutureType",
+        content: "anything at all",
+      });
+      assert.equal(p.content, "anything at all");
+      await domain.setState(admin, p.id, "released");
+    });
+
+    await t.step("names are unique", async () => {
+      await domain.createPolicy(admin, { name: "dup" });
+      const res = expectStatus(
+        await admin.request("POST", "/api/v1/policies/all", {
+          name: "dup",
+          type: "Firefox",
+          content: CONTENT.Firefox,
+        }),
+        409,
+      );
+      assert.match(res.error.message, /a policy named "dup" already exists/);
+    });
+
+    await t.step("update bumps the version, validates, and honours the expected version", async () => {
+      const p = await domain.createPolicy(admin, { name: "edit-me" });
+      const updated = expectStatus(
+        await admin.request("PUT", `/api/v1/policies/all/${p.id}`, {
+          content: JSON.stringify({ DisableTelemetry: false }),
+          version: 1,
+        }),
+        200,
+      );
+      assert.equal(updated.version, 2);
+      assert.equal(updated.content, '{"DisableTelemetry":false}');
+      const stale = expectStatus(
+        await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { description: "late", version: 1 }),
+        409,
+      );
+      assert.match(stale.error.message, /expected version 1, current version 2/);
+      const invalid = expectStatus(
+        await admin.request("PUT", `/api/v1/policies/all/${p.id}`, {
+          content: JSON.stringify({ SSLVersionMin: "ssl3" }),
+        }),
+        422,
+      );
+      assert.equal(invalid.error.fields[0].field, "content.SSLVersionMin");
+      const retype = expectStatus(
+        await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { type: "Polkit" }),
+        422,
+      );
+      assert.match(
+        retype.error.message,
+        /content/,
+        "changing the type re-validates the content for the new type",
+      );
+      const unknownField = expectStatus(
+        await admin.request("PUT", `/api/v1/policies/all/${p.id}`, { colour: "red" }),
+        400,
+      );
+      assert.equal(unknownField.error.fields[0].field, "colour");
+    });
+
+    await t.step("list: filters, sort allow-list, pagination", async () => {
+      for (let i = 0; i < 5; i++) await domain.createPolicy(admin, { name: `page-${i}`, type: "Dconf" });
+      const page = expectStatus(
+        await admin.request(
+          "GET",
+          "/api/v1/policies/all?type=Dconf&sort=name&order=desc&per_page=2&page=2",
         ),
+        200,
       );
-      assert.ok(
-        rows.some((r) => r.action === "delete" && r.resource_id === old.id && r.outcome === "success"),
-      );
-      assert.ok(
-        rows.some((r) => r.action === "delete" && r.outcome === "failure"),
-        "refusals are audited too",
+      assert.equal(page.total, 5);
+      assert.equal(page.page, 2);
+      assert.equal(page.per_page, 2);
+      assert.deepEqual(page.items.map((p: { name: string }) => p.name), ["page-2", "page-1"]);
+      assert.equal(page.items[0].content, undefined, "lists leave content out");
+      const released = expectStatus(await admin.request("GET", "/api/v1/policies/all?state=released"), 200);
+      assert.deepEqual(released.items.map((p: { name: string }) => p.name), ["future"]);
+      const search = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=PAGE-3"), 200);
+      assert.equal(search.total, 1);
+      const wildcard = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=%25"), 200);
+      assert.equal(wildcard.total, 0, "% is matched literally");
+      for (
+        const bad of ["sort=content", "sort=name;DROP", "per_page=201", "page=0", "order=up", "nope=1"]
+      ) {
+        expectStatus(await admin.request("GET", `/api/v1/policies/all?${bad}`), 400);
+      }
+    });
+
+    await t.step("reads: 404 for a missing policy, 400 for a malformed id", async () => {
+      expectStatus(await admin.request("GET", `/api/v1/policies/all/${crypto.randomUUID()}`), 404);
+      expectStatus(await admin.request("GET", "/api/v1/policies/all/not-a-uuid"), 400);
+    });
+
+    await t.step("permissions: a viewer cannot create, edit or delete", async () => {
+      const viewer = await server.loginAs({ permissions: ["policy:view"] });
+      expectStatus(await viewer.request("GET", "/api/v1/policies/all"), 200);
+      expectStatus(
+        await viewer.request("POST", "/api/v1/policies/all", {
+          name: "x",
+          type: "Firefox",
+          content: CONTENT.Firefox,
+        }),
+        403,
       );
     });
-  } finally {
-    await server.close();
-  }
+  },
+);
+
+domain.domainTest("deprecation and deletion", async ({ db, admin }, t) => {
+  const old = await domain.createPolicy(admin, { name: "old" });
+  const replacement = await domain.createPolicy(admin, { name: "new" });
+  const deprecate = (body: unknown) =>
+    admin.request("POST", `/api/v1/policies/all/${old.id}/deprecate`, body);
+
+  await t.step("the replacement must exist and not be the policy itself", async () => {
+    const self = expectStatus(await deprecate({ replacement_policy_id: old.id }), 422);
+    assert.equal(self.error.fields[0].field, "replacement_policy_id");
+    const missing = expectStatus(await deprecate({ replacement_policy_id: crypto.randomUUID() }), 422);
+    assert.match(missing.error.message, /does not exist/);
+  });
+
+  await t.step(
+    "deprecating sets flag, time, message and replacement; deprecated=false lifts it",
+    async () => {
+      const p = expectStatus(
+        await deprecate({ message: "use new", replacement_policy_id: replacement.id }),
+        200,
+      );
+      assert.equal(p.deprecated, true);
+      assert.equal(p.deprecation_message, "use new");
+      assert.equal(p.replacement_policy_id, replacement.id);
+      assert.ok(p.deprecated_at);
+      const lifted = expectStatus(await deprecate({ deprecated: false }), 200);
+      assert.equal(lifted.deprecated, false);
+      assert.equal(lifted.replacement_policy_id, null);
+      assert.equal(lifted.deprecated_at, null);
+    },
+  );
+
+  await t.step(
+    "delete is refused while an enabled binding exists; disabled bindings go with the policy",
+    async () => {
+      const group = await domain.createGroup(admin, "g");
+      await domain.setState(admin, old.id, "released");
+      const binding = await domain.bind(admin, old.id, group, { enabled: true });
+      const refused = expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 409);
+      assert.match(refused.error.message, /cannot delete policy: 1 enabled binding\(s\) exist/);
+      await putBinding(admin, binding, { state: "disabled" });
+      expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 204);
+      expectStatus(await admin.request("GET", `/api/v1/policy-bindings/${binding}`), 404);
+      expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${old.id}`), 404);
+    },
+  );
+
+  await t.step("mutations are audited with the real policy id and name", async () => {
+    const rows = await db.query<
+      { action: string; resource_id: string; resource_name: string; outcome: string }
+    >(
+      "SELECT action, resource_id, resource_name, outcome FROM audit_logs WHERE resource_type = 'policy' ORDER BY id",
+    );
+    assert.ok(
+      rows.some((r) =>
+        r.action === "policy.deprecate" && r.resource_id === old.id && r.resource_name === "old"
+      ),
+    );
+    assert.ok(
+      rows.some((r) => r.action === "delete" && r.resource_id === old.id && r.outcome === "success"),
+    );
+    assert.ok(
+      rows.some((r) => r.action === "delete" && r.outcome === "failure"),
+      "refusals are audited too",
+    );
+  });
 });

@@ -6,16 +6,8 @@
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  report,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 import { assertReachConsistent } from "./reach_helpers.ts";
 
 const assertConsistent = assertReachConsistent;
@@ -28,126 +20,109 @@ async function pairs(q: Queryable, policyId: string): Promise<Record<string, num
   return Object.fromEntries(rows.map((r) => [r.name, r.paths]));
 }
 
-dbTest(
+domain.domainTest(
   "policy reach and compliance counters follow bindings, memberships, policy states and deletions",
-  async (db, t) => {
-    const { server, admin } = await domainServer(db);
-    try {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
-      const n1 = await seedNode(db, { name: "n1", groups: [office] });
-      const n2 = await seedNode(db, { name: "n2", groups: [office, lab] });
-      const n3 = await seedNode(db, { name: "n3", groups: [lab] });
-      const browser = await createPolicy(admin, { name: "browser" });
-      const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-      const draft = await createPolicy(admin, { name: "draft", type: "Polkit" });
-      await setState(admin, browser.id, "released");
-      await setState(admin, screen.id, "released");
-      const browserOffice = await bind(admin, browser.id, office, { enabled: true });
-      await bind(admin, browser.id, lab, { enabled: true });
-      const screenLab = await bind(admin, screen.id, lab);
-      const doomed = await createPolicy(admin, { name: "doomed", type: "Dconf" });
-      await setState(admin, doomed.id, "released");
-      await bind(admin, doomed.id, lab, { enabled: true });
-      const draftOffice = await bind(admin, draft.id, office);
-      await report(db, n1, browser.id, "compliant");
-      await report(db, n2, browser.id, "error");
-      await report(db, n3, screen.id, "compliant"); // not reached yet: the binding is disabled
-      await report(db, n1, draft.id, "non_compliant"); // not reached: the policy is a draft
-      await report(db, n3, doomed.id, "error");
+  async ({ db, admin }, t) => {
+    const office = await domain.createGroup(admin, "office");
+    const lab = await domain.createGroup(admin, "lab");
+    const n1 = await domain.seedNode(db, { name: "n1", groups: [office] });
+    const n2 = await domain.seedNode(db, { name: "n2", groups: [office, lab] });
+    const n3 = await domain.seedNode(db, { name: "n3", groups: [lab] });
+    const browser = await domain.createPolicy(admin, { name: "browser" });
+    const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+    const draft = await domain.createPolicy(admin, { name: "draft", type: "Polkit" });
+    await domain.setState(admin, browser.id, "released");
+    await domain.setState(admin, screen.id, "released");
+    const browserOffice = await domain.bind(admin, browser.id, office, { enabled: true });
+    await domain.bind(admin, browser.id, lab, { enabled: true });
+    const screenLab = await domain.bind(admin, screen.id, lab);
+    const doomed = await domain.createPolicy(admin, { name: "doomed", type: "Dconf" });
+    await domain.setState(admin, doomed.id, "released");
+    await domain.bind(admin, doomed.id, lab, { enabled: true });
+    const draftOffice = await domain.bind(admin, draft.id, office);
+    await domain.report(db, n1, browser.id, "compliant");
+    await domain.report(db, n2, browser.id, "error");
+    await domain.report(db, n3, screen.id, "compliant"); // not reached yet: the binding is disabled
+    await domain.report(db, n1, draft.id, "non_compliant"); // not reached: the policy is a draft
+    await domain.report(db, n3, doomed.id, "error");
 
-      await t.step(
-        "paths count every enabled binding through which a released policy reaches a node",
-        async () => {
-          assert.deepEqual(await pairs(db, browser.id), { n1: 1, n2: 2, n3: 1 });
-          assert.deepEqual(await pairs(db, screen.id), {});
-          assert.deepEqual(await pairs(db, draft.id), {});
-          await assertConsistent(db, "setup");
-        },
+    await t.step(
+      "paths count every enabled binding through which a released policy reaches a node",
+      async () => {
+        assert.deepEqual(await pairs(db, browser.id), { n1: 1, n2: 2, n3: 1 });
+        assert.deepEqual(await pairs(db, screen.id), {});
+        assert.deepEqual(await pairs(db, draft.id), {});
+        await assertConsistent(db, "setup");
+      },
+    );
+
+    await t.step("enabling and disabling bindings", async () => {
+      await putBinding(admin, screenLab, { state: "enabled" });
+      assert.deepEqual(await pairs(db, screen.id), { n2: 1, n3: 1 });
+      await assertConsistent(db, "enabling screen → lab");
+      await putBinding(admin, browserOffice, { state: "disabled" });
+      assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
+      await assertConsistent(db, "disabling browser → office");
+      await putBinding(admin, browserOffice, { priority: 5 });
+      await assertConsistent(db, "a priority change");
+    });
+
+    await t.step("releasing and archiving policies", async () => {
+      await domain.setState(admin, draft.id, "released");
+      assert.deepEqual(await pairs(db, draft.id), {});
+      await putBinding(admin, draftOffice, { state: "enabled" });
+      assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1 });
+      await assertConsistent(db, "releasing draft and enabling its binding");
+      await domain.setState(admin, browser.id, "archived");
+      assert.deepEqual(await pairs(db, browser.id), {});
+      await assertConsistent(db, "archiving browser");
+      // The console refuses to re-release with enabled bindings in place; the table follows any state change.
+      await db.query("UPDATE policies SET state = 'released' WHERE id = $1", [browser.id]);
+      assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
+      await assertConsistent(db, "releasing browser with its lab binding enabled");
+      await domain.setState(admin, browser.id, "archived");
+      await assertConsistent(db, "archiving browser again");
+    });
+
+    await t.step("group membership changes", async () => {
+      expectStatus(
+        await admin.request("POST", `/api/v1/node-groups/${office}/members`, { node_ids: [n3] }),
+        200,
       );
+      assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1, n3: 1 });
+      await assertConsistent(db, "adding n3 to office");
+      const removed = await admin.request("DELETE", `/api/v1/node-groups/${lab}/members/${n2}`);
+      assert.ok(removed.status === 200 || removed.status === 204, removed.text);
+      assert.deepEqual(await pairs(db, screen.id), { n3: 1 });
+      await assertConsistent(db, "removing n2 from lab");
+    });
 
-      await t.step("enabling and disabling bindings", async () => {
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${screenLab}`, { state: "enabled" }),
-          200,
-        );
-        assert.deepEqual(await pairs(db, screen.id), { n2: 1, n3: 1 });
-        await assertConsistent(db, "enabling screen → lab");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${browserOffice}`, { state: "disabled" }),
-          200,
-        );
-        assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
-        await assertConsistent(db, "disabling browser → office");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${browserOffice}`, { priority: 5 }),
-          200,
-        );
-        await assertConsistent(db, "a priority change");
-      });
+    await t.step("results moving between statuses, and removed", async () => {
+      await domain.report(db, n3, screen.id, "non_compliant");
+      await domain.report(db, n1, draft.id, "inapplicable");
+      await assertConsistent(db, "result updates");
+      await db.query("DELETE FROM compliance_results WHERE node_id = $1 AND policy_id = $2", [
+        n3,
+        screen.id,
+      ]);
+      await assertConsistent(db, "a deleted result");
+    });
 
-      await t.step("releasing and archiving policies", async () => {
-        await setState(admin, draft.id, "released");
-        assert.deepEqual(await pairs(db, draft.id), {});
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${draftOffice}`, { state: "enabled" }),
-          200,
-        );
-        assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1 });
-        await assertConsistent(db, "releasing draft and enabling its binding");
-        await setState(admin, browser.id, "archived");
-        assert.deepEqual(await pairs(db, browser.id), {});
-        await assertConsistent(db, "archiving browser");
-        // The console refuses to re-release with enabled bindings in place; the table follows any state change.
-        await db.query("UPDATE policies SET state = 'released' WHERE id = $1", [browser.id]);
-        assert.deepEqual(await pairs(db, browser.id), { n2: 1, n3: 1 });
-        await assertConsistent(db, "releasing browser with its lab binding enabled");
-        await setState(admin, browser.id, "archived");
-        await assertConsistent(db, "archiving browser again");
-      });
-
-      await t.step("group membership changes", async () => {
-        expectStatus(
-          await admin.request("POST", `/api/v1/node-groups/${office}/members`, { node_ids: [n3] }),
-          200,
-        );
-        assert.deepEqual(await pairs(db, draft.id), { n1: 1, n2: 1, n3: 1 });
-        await assertConsistent(db, "adding n3 to office");
-        const removed = await admin.request("DELETE", `/api/v1/node-groups/${lab}/members/${n2}`);
-        assert.ok(removed.status === 200 || removed.status === 204, removed.text);
-        assert.deepEqual(await pairs(db, screen.id), { n3: 1 });
-        await assertConsistent(db, "removing n2 from lab");
-      });
-
-      await t.step("results moving between statuses, and removed", async () => {
-        await report(db, n3, screen.id, "non_compliant");
-        await report(db, n1, draft.id, "inapplicable");
-        await assertConsistent(db, "result updates");
-        await db.query("DELETE FROM compliance_results WHERE node_id = $1 AND policy_id = $2", [
-          n3,
-          screen.id,
-        ]);
-        await assertConsistent(db, "a deleted result");
-      });
-
-      await t.step("deleting a node, a policy, a binding and a group", async () => {
-        const res = await admin.request("DELETE", `/api/v1/nodes/${n1}`);
-        assert.ok(res.status === 200 || res.status === 204, res.text);
-        await assertConsistent(db, "deleting n1");
-        const gone = await admin.request("DELETE", `/api/v1/policy-bindings/${screenLab}`);
-        assert.ok(gone.status === 200 || gone.status === 204, gone.text);
-        await assertConsistent(db, "deleting the screen binding");
-        // Its bindings, reached pairs and results all go at once.
-        await db.query("DELETE FROM policies WHERE id = $1", [doomed.id]);
-        await assertConsistent(db, "deleting a released, bound policy with results");
-        const group = await admin.request("DELETE", `/api/v1/node-groups/${office}?force=true`);
-        assert.ok(group.status === 200 || group.status === 204, group.text);
-        assert.deepEqual(await pairs(db, draft.id), {});
-        await assertConsistent(db, "deleting office");
-      });
-    } finally {
-      await server.close();
-    }
+    await t.step("deleting a node, a policy, a binding and a group", async () => {
+      const res = await admin.request("DELETE", `/api/v1/nodes/${n1}`);
+      assert.ok(res.status === 200 || res.status === 204, res.text);
+      await assertConsistent(db, "deleting n1");
+      const gone = await admin.request("DELETE", `/api/v1/policy-bindings/${screenLab}`);
+      assert.ok(gone.status === 200 || gone.status === 204, gone.text);
+      await assertConsistent(db, "deleting the screen binding");
+      // Its bindings, reached pairs and results all go at once.
+      await db.query("DELETE FROM policies WHERE id = $1", [doomed.id]);
+      await assertConsistent(db, "deleting a released, bound policy with results");
+      const group = await admin.request("DELETE", `/api/v1/node-groups/${office}?force=true`);
+      assert.ok(group.status === 200 || group.status === 204, group.text);
+      assert.deepEqual(await pairs(db, draft.id), {});
+      await assertConsistent(db, "deleting office");
+    });
   },
 );
 

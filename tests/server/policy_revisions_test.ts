@@ -6,27 +6,19 @@
  */
 import assert from "node:assert/strict";
 import { loadDeliveredPolicies } from "../../server/hub/snapshot.ts";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  hubEvents,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const OLD = JSON.stringify({ DisableTelemetry: true });
 const NEW = JSON.stringify({ DisableTelemetry: true, DisablePocket: true });
 
-dbTest("a released policy changes through a revision without a gap", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "lab");
-    const policy = await createPolicy(admin, { name: "Browser", type: "Firefox", content: OLD });
-    await setState(admin, policy.id, "released");
-    await bind(admin, policy.id, group, { enabled: true });
+domain.domainTest(
+  "a released policy changes through a revision without a gap",
+  async ({ db, server, admin }, t) => {
+    const group = await domain.createGroup(admin, "lab");
+    const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox", content: OLD });
+    await domain.setState(admin, policy.id, "released");
+    await domain.bind(admin, policy.id, group, { enabled: true });
     const released = expectStatus(await admin.request("GET", `/api/v1/policies/all/${policy.id}`), 200);
     const delivered = async () => {
       const rows = await loadDeliveredPolicies(db, [group]);
@@ -34,7 +26,7 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
       return { content: rows[0].content, version: rows[0].version, description: rows[0].description };
     };
     const before = await delivered();
-    const eventsBefore = (await hubEvents(db)).length;
+    const eventsBefore = (await domain.hubEvents(db)).length;
     const path = `/api/v1/policies/all/${policy.id}/revision`;
 
     await t.step("no revision at first: 404 naming it, and the policy says none is pending", async () => {
@@ -49,7 +41,7 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
       assert.equal(rev.content, '{"DisablePocket":true,"DisableTelemetry":true}', "stored canonical");
       assert.equal(rev.description, "v2");
       assert.deepEqual(await delivered(), before);
-      assert.equal((await hubEvents(db)).length, eventsBefore, "a revision publishes nothing");
+      assert.equal((await domain.hubEvents(db)).length, eventsBefore, "a revision publishes nothing");
       const read = expectStatus(await admin.request("GET", `/api/v1/policies/all/${policy.id}`), 200);
       assert.equal(read.revision_pending, true);
       assert.equal(read.content, released.content);
@@ -89,7 +81,7 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
         version: released.version + 1,
         description: "v2",
       });
-      const events = (await hubEvents(db)).slice(eventsBefore);
+      const events = (await domain.hubEvents(db)).slice(eventsBefore);
       assert.deepEqual(events.map((e) => e.groups), [[group]], "one resync for the reached group");
       expectStatus(await admin.request("GET", path), 404);
       expectStatus(await admin.request("POST", `${path}/release`, {}), 404);
@@ -97,13 +89,13 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
 
     await t.step("discard leaves the policy untouched", async () => {
       const current = expectStatus(await admin.request("GET", `/api/v1/policies/all/${policy.id}`), 200);
-      const seen = (await hubEvents(db)).length;
+      const seen = (await domain.hubEvents(db)).length;
       expectStatus(await admin.request("PUT", path, { content: OLD }), 200);
       expectStatus(await admin.request("DELETE", path), 204);
       const again = expectStatus(await admin.request("GET", `/api/v1/policies/all/${policy.id}`), 200);
       assert.deepEqual({ ...again, revision_pending: false }, { ...current, revision_pending: false });
       assert.equal(again.revision_pending, false);
-      assert.equal((await hubEvents(db)).length, seen, "a discard publishes nothing");
+      assert.equal((await domain.hubEvents(db)).length, seen, "a discard publishes nothing");
       expectStatus(await admin.request("DELETE", path), 404);
     });
 
@@ -120,7 +112,7 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
     await t.step("each step is audited with its action", async () => {
       const rows = await db.query<{ action: string; outcome: string; resource_id: string; details: unknown }>(
         `SELECT action, outcome, resource_id, details FROM audit_logs WHERE action LIKE 'policy.revision_%'
-         ORDER BY id`,
+       ORDER BY id`,
       );
       const actions = rows.map((r) => `${r.action}:${r.outcome}`);
       for (
@@ -136,15 +128,13 @@ dbTest("a released policy changes through a revision without a gap", async (db, 
       const details = release.details as { from_version: number; to_version: number };
       assert.deepEqual([details.from_version, details.to_version], [released.version, released.version + 1]);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("revisions are refused for drafts and invalid at release; duplicate makes a draft", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const draft = await createPolicy(admin, { name: "Draft", type: "Firefox", content: OLD });
+domain.domainTest(
+  "revisions are refused for drafts and invalid at release; duplicate makes a draft",
+  async ({ db, server, admin }, t) => {
+    const draft = await domain.createPolicy(admin, { name: "Draft", type: "Firefox", content: OLD });
 
     await t.step("a draft is edited directly, not through a revision", async () => {
       const refused = expectStatus(
@@ -155,12 +145,12 @@ dbTest("revisions are refused for drafts and invalid at release; duplicate makes
     });
 
     await t.step("a revision of a policy moved back to draft cannot be released", async () => {
-      await setState(admin, draft.id, "released");
+      await domain.setState(admin, draft.id, "released");
       expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${draft.id}/revision`, { content: NEW }),
         200,
       );
-      await setState(admin, draft.id, "archived");
+      await domain.setState(admin, draft.id, "archived");
       const refused = expectStatus(
         await admin.request("POST", `/api/v1/policies/all/${draft.id}/revision/release`, {}),
         409,
@@ -171,8 +161,8 @@ dbTest("revisions are refused for drafts and invalid at release; duplicate makes
     });
 
     await t.step("content that no longer validates is refused at release, nothing changes", async () => {
-      await setState(admin, draft.id, "draft");
-      await setState(admin, draft.id, "released");
+      await domain.setState(admin, draft.id, "draft");
+      await domain.setState(admin, draft.id, "released");
       await db.query("UPDATE policy_revisions SET content = $2 WHERE policy_id = $1", [
         draft.id,
         JSON.stringify({ DisableTelemetry: "no" }),
@@ -217,12 +207,10 @@ dbTest("revisions are refused for drafts and invalid at release; duplicate makes
     });
 
     await t.step("deleting the policy removes its revision", async () => {
-      await setState(admin, draft.id, "archived");
+      await domain.setState(admin, draft.id, "archived");
       expectStatus(await admin.request("DELETE", `/api/v1/policies/all/${draft.id}`), 204);
       const [row] = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM policy_revisions");
       assert.equal(row.n, 0);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -6,17 +6,8 @@
 import assert from "node:assert/strict";
 import * as grpc from "@grpc/grpc-js";
 import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  enrollAgent,
-  eventually,
-  nodeStatus,
-  releasedPolicy,
-  type StreamWatcher,
-  subscribe,
-  withAgentServer,
-} from "../helpers/agents.ts";
+import { type StreamWatcher } from "../helpers/agents.ts";
+import * as kit from "../helpers/agents.ts";
 import type { Db } from "../../server/db/db.ts";
 import { deleteBinding, updateBinding } from "../../server/domain/bindings.ts";
 import { addMembers } from "../../server/domain/node_groups.ts";
@@ -52,7 +43,7 @@ async function appendEvents(
 
 /** Waits until the stream's initial sync is done (its node_streams row exists) — also when nothing was sent. */
 async function registered(db: Db, nodeId: string, count = 1): Promise<void> {
-  await eventually(async () => {
+  await kit.eventually(async () => {
     const rows = await db.query("SELECT 1 FROM node_streams WHERE node_id = $1", [nodeId]);
     return rows.length === count;
   }, { what: `${count} recorded stream(s) of node ${nodeId}` });
@@ -75,14 +66,14 @@ async function expectQuiet(db: Db, streams: StreamWatcher[], groups: string[]): 
 }
 
 dbTest("initial sync: revision 0 or ahead of the server gets a full snapshot", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    await bind(db, await releasedPolicy(db, { name: "a" }), group);
-    await bind(db, await releasedPolicy(db, { name: "b" }), group);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "a" }), group);
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "b" }), group);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
     const current = await revision(db);
 
-    const fresh = subscribe(agent.policy, { lastKnownRevision: 0 });
+    const fresh = kit.subscribe(agent.policy, { lastKnownRevision: 0 });
     const first = await fresh.nextSnapshot();
     assert.deepEqual(names(first), ["a", "b"]);
     assert.equal(first.revision, current);
@@ -92,7 +83,7 @@ dbTest("initial sync: revision 0 or ahead of the server gets a full snapshot", a
     fresh.cancel();
 
     // An agent that saw a higher revision (e.g. before the database was restored) must be resynced.
-    const ahead = subscribe(agent.policy, { lastKnownRevision: current + 1000 });
+    const ahead = kit.subscribe(agent.policy, { lastKnownRevision: current + 1000 });
     assert.deepEqual(names(await ahead.nextSnapshot()), ["a", "b"]);
     ahead.cancel();
     agent.close();
@@ -100,17 +91,17 @@ dbTest("initial sync: revision 0 or ahead of the server gets a full snapshot", a
 });
 
 dbTest("initial sync: an up-to-date agent is sent nothing, then still gets later snapshots", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    await bind(db, await releasedPolicy(db, { name: "a" }), group);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const stream = subscribe(agent.policy, { lastKnownRevision: await revision(db) });
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "a" }), group);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = kit.subscribe(agent.policy, { lastKnownRevision: await revision(db) });
     await registered(db, agent.nodeId);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(stream.messages.length, 0);
-    assert.equal(await nodeStatus(db, agent.nodeId), "online");
+    assert.equal(await kit.nodeStatus(db, agent.nodeId), "online");
 
-    await bind(db, await releasedPolicy(db, { name: "b" }), group);
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "b" }), group);
     assert.deepEqual(names(await stream.nextSnapshot()), ["a", "b"]);
     stream.cancel();
     agent.close();
@@ -118,13 +109,13 @@ dbTest("initial sync: an up-to-date agent is sent nothing, then still gets later
 });
 
 dbTest("initial sync: events still logged and none a resync are replayed", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    const other = await createGroup(db, "elsewhere");
-    const kept = await releasedPolicy(db, { name: "kept" });
-    const gone = await releasedPolicy(db, { name: "gone" });
-    await bind(db, kept, group);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    const other = await kit.createGroup(db, "elsewhere");
+    const kept = await kit.releasedPolicy(db, { name: "kept" });
+    const gone = await kit.releasedPolicy(db, { name: "gone" });
+    await kit.bind(db, kept, group);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
     const base = await revision(db);
     const [r1, , r3] = await appendEvents(db, [
       { kind: "updated", policyId: kept, groups: [group] },
@@ -132,7 +123,7 @@ dbTest("initial sync: events still logged and none a resync are replayed", async
       { kind: "deleted", policyId: gone, groups: [group] },
     ]);
 
-    const stream = subscribe(agent.policy, { lastKnownRevision: base });
+    const stream = kit.subscribe(agent.policy, { lastKnownRevision: base });
     const updated = await stream.waitFor((m) => m.type === EventType.UPDATED);
     const deleted = await stream.waitFor((m) => m.type === EventType.DELETED);
     // The event for another group is skipped; order and revisions are the log's.
@@ -148,11 +139,11 @@ dbTest("initial sync: events still logged and none a resync are replayed", async
 });
 
 dbTest("initial sync: a compacted log or a resync among the events gives a full snapshot", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    const policy = await releasedPolicy(db, { name: "a" });
-    await bind(db, policy, group);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    const policy = await kit.releasedPolicy(db, { name: "a" });
+    await kit.bind(db, policy, group);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
 
     // Replayable events, but the first one was compacted away.
     let base = await revision(db);
@@ -161,7 +152,7 @@ dbTest("initial sync: a compacted log or a resync among the events gives a full 
       { kind: "updated", policyId: policy, groups: [group] },
     ]);
     await db.query("DELETE FROM hub_events WHERE revision = $1", [first]);
-    const compacted = subscribe(agent.policy, { lastKnownRevision: base });
+    const compacted = kit.subscribe(agent.policy, { lastKnownRevision: base });
     const snap = await compacted.nextSnapshot();
     assert.deepEqual(names(snap), ["a"]);
     assert.equal(compacted.messages[0].type, EventType.SNAPSHOT);
@@ -173,7 +164,7 @@ dbTest("initial sync: a compacted log or a resync among the events gives a full 
       { kind: "updated", policyId: policy, groups: [group] },
       { kind: "resync", groups: [group] },
     ]);
-    const resync = subscribe(agent.policy, { lastKnownRevision: base });
+    const resync = kit.subscribe(agent.policy, { lastKnownRevision: base });
     assert.deepEqual(names(await resync.nextSnapshot()), ["a"]);
     assert.equal(resync.messages[0].type, EventType.SNAPSHOT);
     resync.cancel();
@@ -184,13 +175,15 @@ dbTest("initial sync: a compacted log or a resync among the events gives a full 
 dbTest(
   "snapshot: empty is one message without policy; only released policies with enabled bindings",
   async (db) => {
-    await withAgentServer(db, async (server) => {
-      const group = await createGroup(db, "lab");
-      const other = await createGroup(db, "other");
-      await bind(db, await releasedPolicy(db, { name: "disabled-binding" }), group, { enabled: false });
-      await bind(db, await releasedPolicy(db, { name: "other-group" }), other);
-      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const stream = subscribe(agent.policy);
+    await kit.withAgentServer(db, async (server) => {
+      const group = await kit.createGroup(db, "lab");
+      const other = await kit.createGroup(db, "other");
+      await kit.bind(db, await kit.releasedPolicy(db, { name: "disabled-binding" }), group, {
+        enabled: false,
+      });
+      await kit.bind(db, await kit.releasedPolicy(db, { name: "other-group" }), other);
+      const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = kit.subscribe(agent.policy);
       const empty = await stream.nextSnapshot();
       assert.equal(empty.messages.length, 1);
       assert.equal(empty.messages[0].policy, undefined);
@@ -198,8 +191,8 @@ dbTest(
       assert.equal(empty.messages[0].type, EventType.SNAPSHOT);
 
       // Archived (no longer released) policies leave the snapshot.
-      const archived = await releasedPolicy(db, { name: "archived" });
-      await bind(db, archived, group);
+      const archived = await kit.releasedPolicy(db, { name: "archived" });
+      await kit.bind(db, archived, group);
       assert.deepEqual(names(await stream.nextSnapshot()), ["archived"]);
       await db.query("UPDATE policies SET state = 'archived' WHERE id = $1", [archived]);
       await db.transaction((tx) => publishResync(tx, [group]));
@@ -211,14 +204,14 @@ dbTest(
 );
 
 dbTest("snapshot: priority is the highest among enabled bindings; typed content is parsed", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const a = await createGroup(db, "a");
-    const b = await createGroup(db, "b");
-    const c = await createGroup(db, "c");
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: a });
+  await kit.withAgentServer(db, async (server) => {
+    const a = await kit.createGroup(db, "a");
+    const b = await kit.createGroup(db, "b");
+    const c = await kit.createGroup(db, "c");
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: a });
     await db.transaction((tx) => addMembers(tx, b, [agent.nodeId]));
     await db.transaction((tx) => addMembers(tx, c, [agent.nodeId]));
-    const firefox = await releasedPolicy(db, {
+    const firefox = await kit.releasedPolicy(db, {
       name: "ff",
       type: "Firefox",
       content: '{"DisablePocket": true}',
@@ -230,11 +223,11 @@ dbTest("snapshot: priority is the highest among enabled bindings; typed content 
         firefox,
       ],
     );
-    await bind(db, firefox, a, { priority: 5 });
-    await bind(db, firefox, b, { priority: 7 });
-    const highDisabled = await bind(db, firefox, c, { priority: 100, enabled: false });
+    await kit.bind(db, firefox, a, { priority: 5 });
+    await kit.bind(db, firefox, b, { priority: 7 });
+    const highDisabled = await kit.bind(db, firefox, c, { priority: 100, enabled: false });
 
-    const stream = subscribe(agent.policy);
+    const stream = kit.subscribe(agent.policy);
     const snap = await stream.nextSnapshot();
     assert.equal(snap.policies.length, 1);
     const p = snap.policies[0]!;
@@ -251,17 +244,17 @@ dbTest("snapshot: priority is the highest among enabled bindings; typed content 
 });
 
 dbTest("snapshot: content that does not parse is sent without typed content and logged", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
     // Stored before a validator existed (or by a newer server): a string where a boolean is expected.
     const [row] = await db.query<{ id: string }>(
       `INSERT INTO policies (name, type, content, state) VALUES ('legacy', 'Firefox', '{"DisablePocket": "yes"}', 'released')
        RETURNING id`,
     );
-    await bind(db, row.id, group);
-    await bind(db, await releasedPolicy(db, { name: "fine" }), group);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const stream = subscribe(agent.policy);
+    await kit.bind(db, row.id, group);
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "fine" }), group);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = kit.subscribe(agent.policy);
     const snap = await stream.nextSnapshot();
     const legacy = snap.policies.find((p) => p!.name === "legacy")!;
     assert.equal(legacy.typedContent.case, undefined);
@@ -276,15 +269,15 @@ dbTest("snapshot: content that does not parse is sent without typed content and 
 dbTest(
   "binding enable, disable, priority change and delete each send one snapshot to affected streams only",
   async (db) => {
-    await withAgentServer(db, async (server) => {
-      const ga = await createGroup(db, "ga");
-      const gb = await createGroup(db, "gb");
-      const policy = await releasedPolicy(db, { name: "p" });
-      const binding = await bind(db, policy, ga, { enabled: false });
-      const a1 = await enrollAgent(server, { name: "a1", groupId: ga });
-      const a2 = await enrollAgent(server, { name: "a2", groupId: ga });
-      const b1 = await enrollAgent(server, { name: "b1", groupId: gb });
-      const [s1, s2, s3] = [subscribe(a1.policy), subscribe(a2.policy), subscribe(b1.policy)];
+    await kit.withAgentServer(db, async (server) => {
+      const ga = await kit.createGroup(db, "ga");
+      const gb = await kit.createGroup(db, "gb");
+      const policy = await kit.releasedPolicy(db, { name: "p" });
+      const binding = await kit.bind(db, policy, ga, { enabled: false });
+      const a1 = await kit.enrollAgent(server, { name: "a1", groupId: ga });
+      const a2 = await kit.enrollAgent(server, { name: "a2", groupId: ga });
+      const b1 = await kit.enrollAgent(server, { name: "b1", groupId: gb });
+      const [s1, s2, s3] = [kit.subscribe(a1.policy), kit.subscribe(a2.policy), kit.subscribe(b1.policy)];
       for (const s of [s1, s2, s3]) await s.nextSnapshot();
 
       const steps: [
@@ -326,16 +319,18 @@ dbTest(
 dbTest(
   "a stream opened after a change gets the change, although the group's old snapshot was cached",
   async (db) => {
-    await withAgentServer(db, async (server) => {
-      const group = await createGroup(db, "lab");
-      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const first = subscribe(agent.policy);
+    await kit.withAgentServer(db, async (server) => {
+      const group = await kit.createGroup(db, "lab");
+      const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const first = kit.subscribe(agent.policy);
       assert.equal((await first.nextSnapshot()).policies.length, 0);
       first.cancel();
-      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", { what: "offline" });
+      await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "offline", {
+        what: "offline",
+      });
       // No stream of this group is open to rebuild the snapshot when the change is announced.
-      await bind(db, await releasedPolicy(db, { name: "new" }), group);
-      const second = subscribe(agent.policy);
+      await kit.bind(db, await kit.releasedPolicy(db, { name: "new" }), group);
+      const second = kit.subscribe(agent.policy);
       assert.deepEqual(names(await second.nextSnapshot()), ["new"]);
       second.cancel();
       agent.close();
@@ -344,12 +339,12 @@ dbTest(
 );
 
 dbTest("membership changes reach the agent on its next reconnect, not before", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const ga = await createGroup(db, "ga");
-    const gb = await createGroup(db, "gb");
-    await bind(db, await releasedPolicy(db, { name: "in-b" }), gb);
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: ga });
-    const stream = subscribe(agent.policy);
+  await kit.withAgentServer(db, async (server) => {
+    const ga = await kit.createGroup(db, "ga");
+    const gb = await kit.createGroup(db, "gb");
+    await kit.bind(db, await kit.releasedPolicy(db, { name: "in-b" }), gb);
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: ga });
+    const stream = kit.subscribe(agent.policy);
     assert.equal((await stream.nextSnapshot()).policies.length, 0);
     await db.transaction((tx) => addMembers(tx, gb, [agent.nodeId]));
     // A resync for gb does not concern this stream: its groups were read when it opened.
@@ -357,7 +352,7 @@ dbTest("membership changes reach the agent on its next reconnect, not before", a
     await expectQuiet(db, [stream], [ga]);
     assert.equal(stream.snapshotCount(), 2);
     stream.cancel();
-    const again = subscribe(agent.policy);
+    const again = kit.subscribe(agent.policy);
     assert.deepEqual(names(await again.nextSnapshot()), ["in-b"]);
     again.cancel();
     agent.close();
@@ -367,13 +362,13 @@ dbTest("membership changes reach the agent on its next reconnect, not before", a
 dbTest(
   "METADATA_REQUEST and DISK_ENCRYPTION_TASK go to the targeted node only and keep the revision",
   async (db) => {
-    await withAgentServer(db, async (server) => {
-      const group = await createGroup(db, "lab");
-      await bind(db, await releasedPolicy(db, { name: "p" }), group);
-      const target = await enrollAgent(server, { name: "target", groupId: group });
-      const bystander = await enrollAgent(server, { name: "bystander", groupId: group });
-      const st = subscribe(target.policy);
-      const sb = subscribe(bystander.policy);
+    await kit.withAgentServer(db, async (server) => {
+      const group = await kit.createGroup(db, "lab");
+      await kit.bind(db, await kit.releasedPolicy(db, { name: "p" }), group);
+      const target = await kit.enrollAgent(server, { name: "target", groupId: group });
+      const bystander = await kit.enrollAgent(server, { name: "bystander", groupId: group });
+      const st = kit.subscribe(target.policy);
+      const sb = kit.subscribe(bystander.policy);
       const snap = await st.nextSnapshot();
       await sb.nextSnapshot();
       await registered(db, target.nodeId);
@@ -400,23 +395,25 @@ dbTest(
 );
 
 dbTest("node status: online after the initial sync, offline only when its last stream closes", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    assert.equal(await nodeStatus(db, agent.nodeId), "unknown");
-    const first = subscribe(agent.policy);
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    assert.equal(await kit.nodeStatus(db, agent.nodeId), "unknown");
+    const first = kit.subscribe(agent.policy);
     await first.nextSnapshot();
     await registered(db, agent.nodeId);
-    assert.equal(await nodeStatus(db, agent.nodeId), "online");
+    assert.equal(await kit.nodeStatus(db, agent.nodeId), "online");
 
-    const second = subscribe(agent.policy);
+    const second = kit.subscribe(agent.policy);
     await second.nextSnapshot();
     await registered(db, agent.nodeId, 2);
     first.cancel();
     await registered(db, agent.nodeId, 1);
-    assert.equal(await nodeStatus(db, agent.nodeId), "online");
+    assert.equal(await kit.nodeStatus(db, agent.nodeId), "online");
     second.cancel();
-    await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", { what: "offline" });
+    await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "offline", {
+      what: "offline",
+    });
     const [row] = await db.query<{ status_reason: string }>("SELECT status_reason FROM nodes WHERE id = $1", [
       agent.nodeId,
     ]);
@@ -428,12 +425,12 @@ dbTest("node status: online after the initial sync, offline only when its last s
 dbTest(
   "node status: degraded while the agent is unhealthy or a delivered policy reports ERROR",
   async (db) => {
-    await withAgentServer(db, async (server) => {
-      const group = await createGroup(db, "lab");
-      const policy = await releasedPolicy(db, { name: "p" });
-      const binding = await bind(db, policy, group);
-      const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-      const stream = subscribe(agent.policy);
+    await kit.withAgentServer(db, async (server) => {
+      const group = await kit.createGroup(db, "lab");
+      const policy = await kit.releasedPolicy(db, { name: "p" });
+      const binding = await kit.bind(db, policy, group);
+      const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+      const stream = kit.subscribe(agent.policy);
       await stream.nextSnapshot();
       await registered(db, agent.nodeId);
       const reason = async () =>
@@ -485,20 +482,22 @@ dbTest(
       assert.equal((await reason()).status, "online");
 
       stream.cancel();
-      await eventually(async () => (await nodeStatus(db, agent.nodeId)) === "offline", { what: "offline" });
+      await kit.eventually(async () => (await kit.nodeStatus(db, agent.nodeId)) === "offline", {
+        what: "offline",
+      });
       // Reports while disconnected never bring a node back online.
       await agent.policy.heartbeat({ clientId: "pc-1", healthy: true });
-      assert.equal(await nodeStatus(db, agent.nodeId), "offline");
+      assert.equal(await kit.nodeStatus(db, agent.nodeId), "offline");
       agent.close();
     });
   },
 );
 
 dbTest("a negative last_known_revision is refused", async (db) => {
-  await withAgentServer(db, async (server) => {
-    const group = await createGroup(db, "lab");
-    const agent = await enrollAgent(server, { name: "pc-1", groupId: group });
-    const stream = subscribe(agent.policy, { lastKnownRevision: -1 });
+  await kit.withAgentServer(db, async (server) => {
+    const group = await kit.createGroup(db, "lab");
+    const agent = await kit.enrollAgent(server, { name: "pc-1", groupId: group });
+    const stream = kit.subscribe(agent.policy, { lastKnownRevision: -1 });
     const err = await stream.ended;
     assert.ok(err instanceof GrpcError);
     assert.equal(err.code, grpc.status.INVALID_ARGUMENT);

@@ -7,24 +7,24 @@
  */
 import assert from "node:assert/strict";
 import { loadDeliveredPolicies } from "../../server/hub/snapshot.ts";
-import { dbTest } from "../helpers/db.ts";
-import { bind, createGroup, createPolicy, domainServer, expectStatus, setState } from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 const V1 = JSON.stringify({ DisableTelemetry: true });
 const V2 = JSON.stringify({ DisableTelemetry: true, DisablePocket: true });
 
-dbTest("released versions are kept and a rollback is a new revision, never a rewrite", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "lab");
-    const policy = await createPolicy(admin, { name: "Browser", type: "Firefox", content: V1 });
+domain.domainTest(
+  "released versions are kept and a rollback is a new revision, never a rewrite",
+  async ({ db, server, admin }, t) => {
+    const group = await domain.createGroup(admin, "lab");
+    const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox", content: V1 });
     const base = `/api/v1/policies/all/${policy.id}`;
     const versions = async () => expectStatus(await admin.request("GET", `${base}/versions`), 200).items;
 
     await t.step("a draft has no history; releasing it records version 1 with who released it", async () => {
       assert.deepEqual(await versions(), []);
-      await setState(admin, policy.id, "released");
-      await bind(admin, policy.id, group, { enabled: true });
+      await domain.setState(admin, policy.id, "released");
+      await domain.bind(admin, policy.id, group, { enabled: true });
       const [v1] = await versions();
       assert.equal(v1.version, 1);
       assert.equal(v1.released_by, admin.user.username);
@@ -111,13 +111,13 @@ dbTest("released versions are kept and a rollback is a new revision, never a rew
     });
 
     await t.step("an archived policy is refused; a draft is edited to the old content", async () => {
-      const other = await createPolicy(admin, { name: "Other", type: "Firefox", content: V1 });
+      const other = await domain.createPolicy(admin, { name: "Other", type: "Firefox", content: V1 });
       const path = `/api/v1/policies/all/${other.id}`;
-      await setState(admin, other.id, "released");
-      await setState(admin, other.id, "archived");
+      await domain.setState(admin, other.id, "released");
+      await domain.setState(admin, other.id, "archived");
       const refused = expectStatus(await admin.request("POST", `${path}/versions/1/restore`), 409);
       assert.match(refused.error.message, /archived; move it to draft first/);
-      await setState(admin, other.id, "draft");
+      await domain.setState(admin, other.id, "draft");
       expectStatus(await admin.request("PUT", path, { content: V2 }), 200);
       const restored = expectStatus(await admin.request("POST", `${path}/versions/1/restore`), 200);
       assert.equal(restored.revision, null);
@@ -125,7 +125,5 @@ dbTest("released versions are kept and a rollback is a new revision, never a rew
       assert.equal(restored.policy.content, '{"DisableTelemetry":true}');
       assert.equal(restored.policy.version, 3);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

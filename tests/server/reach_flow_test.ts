@@ -11,20 +11,10 @@ import { refreshReachStep } from "../../server/domain/reach.ts";
 import { domainRoutes } from "../../server/http/routes/mod.ts";
 import { ComplianceStatus } from "../../shared/gen/svc/policy/v1/policy_pb.ts";
 import { dbTest } from "../helpers/db.ts";
-import {
-  type Agent,
-  type AgentServer,
-  bind,
-  createGroup,
-  enrollAgent,
-  eventually,
-  nodeStatus,
-  releasedPolicy,
-  startAgentServer,
-  subscribe,
-} from "../helpers/agents.ts";
+import { type Agent, type AgentServer } from "../helpers/agents.ts";
+import * as kit from "../helpers/agents.ts";
 import type { TestClient } from "../helpers/app.ts";
-import { expectStatus } from "./domain_helpers.ts";
+import { putBinding } from "./domain_helpers.ts";
 import {
   assertReachConsistent,
   pendingRefreshes,
@@ -36,13 +26,13 @@ import {
 /** A group of `count` seeded nodes and one streaming agent, and a released policy bound (disabled) to it. */
 async function fleet(server: AgentServer, count: number) {
   const db = server.ctx.db;
-  const group = await createGroup(db, "fleet");
+  const group = await kit.createGroup(db, "fleet");
   await seedNodes(db, { prefix: "pc", count, groupId: group });
-  const early = await enrollAgent(server, { name: "early", groupId: group });
-  const stream = subscribe(early.policy);
+  const early = await kit.enrollAgent(server, { name: "early", groupId: group });
+  const stream = kit.subscribe(early.policy);
   assert.deepEqual((await stream.nextSnapshot()).policies, []);
-  const policy = await releasedPolicy(db, { name: "browser" });
-  const binding = await bind(db, policy, group, { enabled: false });
+  const policy = await kit.releasedPolicy(db, { name: "browser" });
+  const binding = await kit.bind(db, policy, group, { enabled: false });
   return { group, early, stream, policy, binding };
 }
 
@@ -63,7 +53,7 @@ async function withServer(
   fn: (server: AgentServer, admin: TestClient) => Promise<void>,
 ): Promise<void> {
   const { db, close } = await queueEveryChange(info);
-  const server = await startAgentServer(db, { routes: (ctx) => domainRoutes(ctx) });
+  const server = await kit.startAgentServer(db, { routes: (ctx) => domainRoutes(ctx) });
   try {
     await fn(server, await server.test.loginAs({ superAdmin: true }));
   } finally {
@@ -78,10 +68,7 @@ dbTest(
     await withServer(info, async (server, admin) => {
       const db = server.ctx.db;
       const { group, early, stream, policy, binding } = await fleet(server, 120);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { state: "enabled" });
       // The agent has the change at its commit: snapshots read the binding tables, not the lagging model.
       assert.deepEqual((await stream.nextSnapshot()).policies.map((p) => p?.id), [policy]);
       assert.equal(await pendingRefreshes(db), 1);
@@ -89,15 +76,15 @@ dbTest(
       // The agent reports on the new policy before the model holds its pair: accepted (delivery is read from
       // the binding tables), and an error degrades the node at once.
       await reportOn(early, policy, ComplianceStatus.ERROR);
-      await eventually(async () => await nodeStatus(db, early.nodeId) === "degraded", {
+      await kit.eventually(async () => await kit.nodeStatus(db, early.nodeId) === "degraded", {
         what: "an error on a just-delivered policy to degrade the node",
       });
       assert.equal(await reachedNodes(db, policy), 0);
       assert.equal((await refreshReachStep(db, { batchNodes: 30 }))?.done, false);
 
       // Catch-up under way: a node enrolls into the bound group and has the policy, pair and counter at once.
-      const late = await enrollAgent(server, { name: "late", groupId: group });
-      const lateStream = subscribe(late.policy);
+      const late = await kit.enrollAgent(server, { name: "late", groupId: group });
+      const lateStream = kit.subscribe(late.policy);
       assert.deepEqual((await lateStream.nextSnapshot()).policies.map((p) => p?.id), [policy]);
       assert.deepEqual(await resultsOf(server, late.nodeId), {
         compliant: 0,
@@ -108,7 +95,7 @@ dbTest(
       await reportOn(late, policy, ComplianceStatus.NON_COMPLIANT);
       assert.equal((await resultsOf(server, late.nodeId)).non_compliant, 1);
       // And another admin change: a priority change of the same binding reaches the agents.
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { priority: 9 }), 200);
+      await putBinding(admin, binding, { priority: 9 });
       assert.equal((await stream.nextSnapshot()).policies[0]?.priority, 9);
       assert.equal(await pendingRefreshes(db), 1, "all of it happened while the catch-up was under way");
 
@@ -130,10 +117,7 @@ dbTest(
     await withServer(info, async (server, admin) => {
       const db = server.ctx.db;
       const { group, early, stream, policy, binding } = await fleet(server, 120);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { state: "enabled" });
       await stream.nextSnapshot();
       let opened = () => {};
       const batchOpen = new Promise<void>((resolve) => opened = resolve);
@@ -149,11 +133,11 @@ dbTest(
       try {
         await batchOpen;
         // The batch has written its pairs and holds 40 nodes' locks, uncommitted. Meanwhile:
-        const during = await enrollAgent(server, { name: "during", groupId: group });
+        const during = await kit.enrollAgent(server, { name: "during", groupId: group });
         await reportOn(during, policy, ComplianceStatus.COMPLIANT);
-        expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { priority: 3 }), 200);
-        const other = await releasedPolicy(db, { name: "other" });
-        await bind(db, other, group);
+        await putBinding(admin, binding, { priority: 3 });
+        const other = await kit.releasedPolicy(db, { name: "other" });
+        await kit.bind(db, other, group);
         assert.equal(await pendingRefreshes(db), 2, "both changes still queued while the batch is open");
         during.close();
       } finally {

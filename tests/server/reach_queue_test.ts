@@ -6,14 +6,16 @@
  * nodes stand for the 100,000 of bench/binding_change.ts.
  */
 import assert from "node:assert/strict";
-import type { Queryable } from "../../server/db/db.ts";
+import type { Db, Queryable } from "../../server/db/db.ts";
+import type { TestClient } from "../helpers/app.ts";
 import { refreshReachStep } from "../../server/domain/reach.ts";
 import { startReadModelWorker } from "../../server/hub/read_model_worker.ts";
 import { collectDatabaseFamilies } from "../../server/metrics/collector.ts";
 import { createLogger } from "../../server/core/log.ts";
-import { dbTest } from "../helpers/db.ts";
+import { dbTest, type TestDb } from "../helpers/db.ts";
 import { eventually } from "../helpers/agents.ts";
-import { createGroup, createPolicy, domainServer, expectStatus, report, setState } from "./domain_helpers.ts";
+import { putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 import {
   assertCountersFollowPairs,
   assertReachConsistent,
@@ -22,6 +24,24 @@ import {
   reachedNodes,
   seedNodes,
 } from "./reach_helpers.ts";
+
+/**
+ * Runs `fn` on a database where every change goes through the refresh queue, with a domain server on it
+ * and its Super Admin client; closes both.
+ */
+async function withQueuedServer(
+  info: TestDb,
+  fn: (fixture: { db: Db; admin: TestClient }) => Promise<void>,
+): Promise<void> {
+  const { db, close } = await queueEveryChange(info);
+  const { server, admin } = await domain.domainServer(db);
+  try {
+    await fn({ db, admin });
+  } finally {
+    await server.close();
+    await close();
+  }
+}
 
 /** Drains the queue in batches of `batchNodes`; returns the steps taken. */
 async function drain(db: Parameters<typeof refreshReachStep>[0], batchNodes = 25): Promise<number> {
@@ -38,11 +58,9 @@ async function cursor(q: Queryable): Promise<string | null> {
 dbTest(
   "a binding change over the queue commits without writing reach, and batches bring the model to its definition",
   async (_db, t, info) => {
-    const { db, close } = await queueEveryChange(info);
-    const { server, admin } = await domainServer(db);
-    try {
-      const office = await createGroup(admin, "office");
-      const lab = await createGroup(admin, "lab");
+    await withQueuedServer(info, async ({ db, admin }) => {
+      const office = await domain.createGroup(admin, "office");
+      const lab = await domain.createGroup(admin, "lab");
       const officeNodes = await seedNodes(db, { prefix: "pc", count: 60, groupId: office });
       await seedNodes(db, { prefix: "lab", count: 15, groupId: lab });
       // A tenth of the office is in the lab too: those pairs have two paths once both bindings are on.
@@ -50,23 +68,13 @@ dbTest(
         "INSERT INTO node_group_members (node_id, node_group_id) SELECT unnest($1::uuid[]), $2",
         [officeNodes.slice(0, 6), lab],
       );
-      const browser = await createPolicy(admin, { name: "browser" });
-      await setState(admin, browser.id, "released");
-      const officeBinding = expectStatus(
-        await admin.request("POST", "/api/v1/policy-bindings", {
-          policy_id: browser.id,
-          node_group_id: office,
-        }),
-        201,
-      ).id;
-      const labBinding = expectStatus(
-        await admin.request("POST", "/api/v1/policy-bindings", { policy_id: browser.id, node_group_id: lab }),
-        201,
-      ).id;
+      const browser = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, browser.id, "released");
+      const officeBinding = await domain.bind(admin, browser.id, office);
+      const labBinding = await domain.bind(admin, browser.id, lab);
       // A result that waits for its pair: counted once the pair exists.
-      await report(db, officeNodes[0], browser.id, "non_compliant");
-      const put = async (id: string, body: unknown) =>
-        expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${id}`, body), 200);
+      await domain.report(db, officeNodes[0], browser.id, "non_compliant");
+      const put = (id: string, body: unknown) => putBinding(admin, id, body);
 
       await t.step("enabling commits one queue row and no pair yet", async () => {
         await put(officeBinding, { state: "enabled" });
@@ -122,15 +130,9 @@ dbTest(
 
       await t.step("memberships, results, node deletions and a release between batches", async () => {
         await put(officeBinding, { state: "enabled" });
-        const screen = await createPolicy(admin, { name: "screen", type: "Dconf" });
-        const screenOffice = expectStatus(
-          await admin.request("POST", "/api/v1/policy-bindings", {
-            policy_id: screen.id,
-            node_group_id: office,
-          }),
-          201,
-        ).id;
-        await setState(admin, screen.id, "released");
+        const screen = await domain.createPolicy(admin, { name: "screen", type: "Dconf" });
+        const screenOffice = await domain.bind(admin, screen.id, office);
+        await domain.setState(admin, screen.id, "released");
         await put(screenOffice, { state: "enabled" });
         await refreshReachStep(db, { batchNodes: 10 });
         await db.query("DELETE FROM nodes WHERE id = $1", [officeNodes[30]]);
@@ -139,43 +141,29 @@ dbTest(
           office,
         ]);
         const late = await seedNodes(db, { prefix: "late", count: 3, groupId: office });
-        await report(db, officeNodes[50], browser.id, "compliant");
-        await report(db, late[0], screen.id, "error");
+        await domain.report(db, officeNodes[50], browser.id, "compliant");
+        await domain.report(db, late[0], screen.id, "error");
         await refreshReachStep(db, { batchNodes: 10 });
-        await setState(admin, browser.id, "archived");
+        await domain.setState(admin, browser.id, "archived");
         await assertCountersFollowPairs(db, "interleaved changes");
         await drain(db, 10);
         await assertReachConsistent(db, "interleaved changes");
         assert.equal(await reachedNodes(db, browser.id), 0);
       });
-    } finally {
-      await server.close();
-      await close();
-    }
+    });
   },
 );
 
 dbTest(
   "a batch that fails before its commit leaves the queue as it was; a new worker finishes",
   async (_db, _t, info) => {
-    const { db, close } = await queueEveryChange(info);
-    const { server, admin } = await domainServer(db);
-    try {
-      const group = await createGroup(admin, "fleet");
+    await withQueuedServer(info, async ({ db, admin }) => {
+      const group = await domain.createGroup(admin, "fleet");
       const nodes = await seedNodes(db, { prefix: "pc", count: 50, groupId: group });
-      const policy = await createPolicy(admin, { name: "browser" });
-      await setState(admin, policy.id, "released");
-      const binding = expectStatus(
-        await admin.request("POST", "/api/v1/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id: group,
-        }),
-        201,
-      ).id;
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      const policy = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, group);
+      await putBinding(admin, binding, { state: "enabled" });
       await refreshReachStep(db, { batchNodes: 20 });
       // The process dies after the second batch wrote its pairs, before it committed.
       await assert.rejects(
@@ -202,36 +190,25 @@ dbTest(
         await worker.stop();
       }
       await assertReachConsistent(db, "the restarted catch-up");
-    } finally {
-      await server.close();
-      await close();
-    }
+    });
   },
 );
 
 dbTest(
   "the worker wakes on the queue's notification, and the backlog shows in the metrics",
   async (_db, _t, info) => {
-    const { db, close } = await queueEveryChange(info);
-    const { server, admin } = await domainServer(db);
-    const log = createLogger("error");
-    const backlog = async () => {
-      const families = await collectDatabaseFamilies(db, log);
-      const value = (name: string) => families.find((f) => f.name === name)?.samples[0];
-      return { pending: value("svc_read_model_pending_changes"), lag: value("svc_read_model_lag_seconds") };
-    };
-    try {
-      const group = await createGroup(admin, "fleet");
+    await withQueuedServer(info, async ({ db, admin }) => {
+      const log = createLogger("error");
+      const backlog = async () => {
+        const families = await collectDatabaseFamilies(db, log);
+        const value = (name: string) => families.find((f) => f.name === name)?.samples[0];
+        return { pending: value("svc_read_model_pending_changes"), lag: value("svc_read_model_lag_seconds") };
+      };
+      const group = await domain.createGroup(admin, "fleet");
       await seedNodes(db, { prefix: "pc", count: 30, groupId: group });
-      const policy = await createPolicy(admin, { name: "browser" });
-      await setState(admin, policy.id, "released");
-      const binding = expectStatus(
-        await admin.request("POST", "/api/v1/policy-bindings", {
-          policy_id: policy.id,
-          node_group_id: group,
-        }),
-        201,
-      ).id;
+      const policy = await domain.createPolicy(admin, { name: "browser" });
+      await domain.setState(admin, policy.id, "released");
+      const binding = await domain.bind(admin, policy.id, group);
       const idle = await backlog();
       assert.deepEqual(idle.pending, {
         name: "svc_read_model_pending_changes",
@@ -239,10 +216,7 @@ dbTest(
         value: 0,
       });
       assert.equal(idle.lag?.value, 0);
-      expectStatus(
-        await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "enabled" }),
-        200,
-      );
+      await putBinding(admin, binding, { state: "enabled" });
       await eventually(async () => ((await backlog()).lag?.value ?? 0) > 0, { what: "the lag to show" });
       assert.equal((await backlog()).pending?.value, 1);
       // Polling an hour apart: only the start-up look and the notification can drain the queue here.
@@ -250,10 +224,7 @@ dbTest(
       try {
         await eventually(async () => await pendingRefreshes(db) === 0, { what: "the start-up drain" });
         await assertReachConsistent(db, "the start-up drain");
-        expectStatus(
-          await admin.request("PUT", `/api/v1/policy-bindings/${binding}`, { state: "disabled" }),
-          200,
-        );
+        await putBinding(admin, binding, { state: "disabled" });
         await eventually(async () => await pendingRefreshes(db) === 0, { what: "the notified drain" });
         assert.equal(await reachedNodes(db, policy.id), 0);
         await assertReachConsistent(db, "the notified drain");
@@ -261,10 +232,7 @@ dbTest(
       } finally {
         await worker.stop();
       }
-    } finally {
-      await server.close();
-      await close();
-    }
+    });
   },
 );
 

@@ -6,58 +6,49 @@
  */
 import assert from "node:assert/strict";
 import { changePolicyState } from "../../server/domain/policies.ts";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  hubEvents,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus, putBinding } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
-dbTest("exactly the listed mutations publish resyncs, for the right node groups", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
+domain.domainTest(
+  "exactly the listed mutations publish resyncs, for the right node groups",
+  async ({ db, admin }, t) => {
     let seen = 0;
     /** Asserts the events published since the last call. */
     const published = async (expected: string[][], what: string) => {
-      const events = await hubEvents(db);
+      const events = await domain.hubEvents(db);
       const fresh = events.slice(seen).map((e) => e.groups);
       seen = events.length;
       assert.deepEqual(fresh, expected.map((g) => [...g].sort()), what);
     };
     const sorted = (...ids: string[]) => [...ids].sort();
 
-    const a = await createGroup(admin, "a");
-    const b = await createGroup(admin, "b");
-    const c = await createGroup(admin, "c");
-    const policy = await createPolicy(admin, { name: "p" });
-    const ab = await bind(admin, policy.id, a);
-    const bb = await bind(admin, policy.id, b);
-    const cb = await bind(admin, policy.id, c);
-    const node = await seedNode(db, { name: "n1" });
+    const a = await domain.createGroup(admin, "a");
+    const b = await domain.createGroup(admin, "b");
+    const c = await domain.createGroup(admin, "c");
+    const policy = await domain.createPolicy(admin, { name: "p" });
+    const ab = await domain.bind(admin, policy.id, a);
+    const bb = await domain.bind(admin, policy.id, b);
+    const cb = await domain.bind(admin, policy.id, c);
+    const node = await domain.seedNode(db, { name: "n1" });
 
     await t.step("creates publish nothing", () => published([], "policy, group and binding creation"));
 
     await t.step("state change of a policy that reaches no group publishes nothing", async () => {
-      await setState(admin, policy.id, "released");
+      await domain.setState(admin, policy.id, "released");
       await published([], "release without enabled bindings");
     });
 
     await t.step("enabling and disabling a binding publish for its group", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${ab}`, { state: "enabled" }), 200);
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "enabled" }), 200);
+      await putBinding(admin, ab, { state: "enabled" });
+      await putBinding(admin, bb, { state: "enabled" });
       await published([[a], [b]], "enable");
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "enabled" }), 200);
+      await putBinding(admin, bb, { state: "enabled" });
       await published([], "a no-op update publishes nothing");
     });
 
     await t.step("a priority change publishes for an enabled binding only", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${ab}`, { priority: 7 }), 200);
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${cb}`, { priority: 7 }), 200);
+      await putBinding(admin, ab, { priority: 7 });
+      await putBinding(admin, cb, { priority: 7 });
       await published([[a]], "priority change");
     });
 
@@ -67,7 +58,7 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
         200,
       );
       await published([sorted(a, b)], "deprecate");
-      await setState(admin, policy.id, "archived");
+      await domain.setState(admin, policy.id, "archived");
       await published([sorted(a, b)], "archive");
     });
 
@@ -91,7 +82,7 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     });
 
     await t.step("disable and delete of bindings", async () => {
-      expectStatus(await admin.request("PUT", `/api/v1/policy-bindings/${bb}`, { state: "disabled" }), 200);
+      await putBinding(admin, bb, { state: "disabled" });
       await published([[b]], "disable");
       expectStatus(await admin.request("DELETE", `/api/v1/policy-bindings/${cb}`), 204);
       await published([], "deleting a disabled binding");
@@ -100,8 +91,8 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     });
 
     await t.step("draft edits reach nobody; node deletion publishes no resync", async () => {
-      const draft = await createPolicy(admin, { name: "draft" });
-      await bind(admin, draft.id, b);
+      const draft = await domain.createPolicy(admin, { name: "draft" });
+      await domain.bind(admin, draft.id, b);
       expectStatus(await admin.request("PUT", `/api/v1/policies/all/${draft.id}`, { description: "x" }), 200);
       expectStatus(await admin.request("DELETE", `/api/v1/nodes/${node}`), 204);
       await published([], "draft edit and node delete");
@@ -110,9 +101,9 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     await t.step(
       "force-deleting a group deletes its enabled bindings, which publishes for that group",
       async () => {
-        const live = await createPolicy(admin, { name: "live" });
-        await setState(admin, live.id, "released");
-        await bind(admin, live.id, c, { enabled: true });
+        const live = await domain.createPolicy(admin, { name: "live" });
+        await domain.setState(admin, live.id, "released");
+        await domain.bind(admin, live.id, c, { enabled: true });
         await published([[c]], "enable");
         expectStatus(await admin.request("DELETE", `/api/v1/node-groups/${c}?force=true`), 204);
         await published([[c]], "forced group delete");
@@ -121,7 +112,7 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
 
     await t.step("refused mutations publish nothing", async () => {
       const live = expectStatus(await admin.request("GET", "/api/v1/policies/all?name=live"), 200).items[0];
-      await bind(admin, live.id, b, { enabled: true });
+      await domain.bind(admin, live.id, b, { enabled: true });
       await published([[b]], "enable");
       expectStatus(
         await admin.request("PUT", `/api/v1/policies/all/${live.id}/state`, { state: "released" }),
@@ -136,24 +127,22 @@ dbTest("exactly the listed mutations publish resyncs, for the right node groups"
     });
 
     await t.step("revisions increase by one per event", async () => {
-      const events = await hubEvents(db);
+      const events = await domain.hubEvents(db);
       assert.deepEqual(events.map((e) => e.revision), events.map((_, i) => i + 1));
       const [state] = await db.query<{ revision: number }>("SELECT revision FROM hub_state");
       assert.equal(state.revision, events.length);
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
 
-dbTest("a resync is part of the change's transaction: a rollback leaves no event", async (db) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const group = await createGroup(admin, "g");
-    const policy = await createPolicy(admin, { name: "p" });
-    await setState(admin, policy.id, "released");
-    await bind(admin, policy.id, group, { enabled: true });
-    const before = await hubEvents(db);
+domain.domainTest(
+  "a resync is part of the change's transaction: a rollback leaves no event",
+  async ({ db, admin }) => {
+    const group = await domain.createGroup(admin, "g");
+    const policy = await domain.createPolicy(admin, { name: "p" });
+    await domain.setState(admin, policy.id, "released");
+    await domain.bind(admin, policy.id, group, { enabled: true });
+    const before = await domain.hubEvents(db);
     await assert.rejects(
       db.transaction(async (tx) => {
         await changePolicyState(tx, policy.id, "archived");
@@ -163,10 +152,8 @@ dbTest("a resync is part of the change's transaction: a rollback leaves no event
       }),
       /abort/,
     );
-    assert.deepEqual(await hubEvents(db), before);
+    assert.deepEqual(await domain.hubEvents(db), before);
     const [p] = await db.query<{ state: string }>("SELECT state FROM policies WHERE id = $1", [policy.id]);
     assert.equal(p.state, "released");
-  } finally {
-    await server.close();
-  }
-});
+  },
+);

@@ -5,16 +5,8 @@
  */
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
-import { dbTest } from "../helpers/db.ts";
-import {
-  bind,
-  createGroup,
-  createPolicy,
-  domainServer,
-  expectStatus,
-  seedNode,
-  setState,
-} from "./domain_helpers.ts";
+import { expectStatus } from "./domain_helpers.ts";
+import * as domain from "./domain_helpers.ts";
 
 async function reportOn(q: Queryable, node: string, policy: string, status: string, version: number) {
   await q.query(
@@ -26,21 +18,21 @@ async function reportOn(q: Queryable, node: string, policy: string, status: stri
   );
 }
 
-dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db, t) => {
-  const { server, admin } = await domainServer(db);
-  try {
-    const lab = await createGroup(admin, "lab");
-    const office = await createGroup(admin, "office");
-    const policy = await createPolicy(admin, { name: "Browser", type: "Firefox" });
-    const other = await createPolicy(admin, { name: "Unbound", type: "Firefox" });
-    await setState(admin, policy.id, "released");
-    await bind(admin, policy.id, lab, { enabled: true, priority: 5 });
-    await bind(admin, policy.id, office, { enabled: true });
-    const a = await seedNode(db, { name: "a-ok", groups: [lab], status: "online" });
-    const b = await seedNode(db, { name: "b-both", groups: [lab, office], status: "online" });
-    const c = await seedNode(db, { name: "c-offline", groups: [office], status: "offline" });
-    const d = await seedNode(db, { name: "d-error", groups: [office], status: "online" });
-    await seedNode(db, { name: "e-outside", status: "online" });
+domain.domainTest(
+  "rollout: reached nodes, bindings, states, filters and counts",
+  async ({ db, server, admin }, t) => {
+    const lab = await domain.createGroup(admin, "lab");
+    const office = await domain.createGroup(admin, "office");
+    const policy = await domain.createPolicy(admin, { name: "Browser", type: "Firefox" });
+    const other = await domain.createPolicy(admin, { name: "Unbound", type: "Firefox" });
+    await domain.setState(admin, policy.id, "released");
+    await domain.bind(admin, policy.id, lab, { enabled: true, priority: 5 });
+    await domain.bind(admin, policy.id, office, { enabled: true });
+    const a = await domain.seedNode(db, { name: "a-ok", groups: [lab], status: "online" });
+    const b = await domain.seedNode(db, { name: "b-both", groups: [lab, office], status: "online" });
+    const c = await domain.seedNode(db, { name: "c-offline", groups: [office], status: "offline" });
+    const d = await domain.seedNode(db, { name: "d-error", groups: [office], status: "online" });
+    await domain.seedNode(db, { name: "e-outside", status: "online" });
     await db.query("UPDATE nodes SET last_seen = '2026-01-02T03:04:05Z' WHERE id = $1", [c]);
     await reportOn(db, a, policy.id, "compliant", 1);
     await reportOn(db, b, policy.id, "non_compliant", 1);
@@ -192,7 +184,5 @@ dbTest("rollout: reached nodes, bindings, states, filters and counts", async (db
         404,
       );
     });
-  } finally {
-    await server.close();
-  }
-});
+  },
+);
