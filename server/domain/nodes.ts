@@ -222,7 +222,9 @@ export async function listNodes(
   options: ListOptions,
 ): Promise<Page<NodeListItem>> {
   const params = new Params();
-  const where = nodeFilterWhere(filter, params);
+  const narrowed = nodeFilterWhere({ ...filter, search: undefined }, params);
+  const searched = filter.search ? nodeFilterWhere({ search: filter.search }, params) : [];
+  const where = [...narrowed, ...searched];
   const sortOptions = {
     columns: NODE_SORT_COLUMNS,
     fallback: "name",
@@ -244,7 +246,13 @@ export async function listNodes(
     // A search's matches may sit anywhere in the sort's order, and the planner, walking the sort column's index
     // and testing each node, read 40,000 nodes for page 1 of "node-04" at 100,000. Behind the fence (OFFSET 0)
     // the matches are found first (the trigram index, migration 0023) and only they are sorted.
-    keyFrom: filter.search ? `(SELECT * FROM nodes n WHERE ${where.join(" AND ")} OFFSET 0) n` : undefined,
+    // The other conditions are tested on the matches, outside the fence (inside too, each match would be
+    // rechecked twice).
+    keyFrom: filter.search ? `(SELECT * FROM nodes n WHERE ${searched.join(" AND ")} OFFSET 0) n` : undefined,
+    keyWhere: filter.search ? narrowed : undefined,
+    // The index only proposes candidates (10,366 for the 10,000 nodes matching "node-04" at 100,000): each is
+    // rechecked against its text, ~30 ms for these. Counted with the page, they are rechecked once, not twice.
+    countWithPage: Boolean(filter.search),
   });
 }
 

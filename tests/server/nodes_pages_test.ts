@@ -3,7 +3,8 @@
  * list, in its order, for each sort (ties and nulls included) and filter: an unfiltered or status-only list
  * takes its total from the status totals and reads a page past the middle from the far end, the others count
  * their matches, and the indexes of migration 0025 (status then last seen, operating system then agent
- * version) serve the filters without changing a row.
+ * version) serve the filters without changing a row; a search counts its matches with its page (one recheck
+ * of each match), a page past the end apart.
  */
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
@@ -14,13 +15,16 @@ import { dbTest } from "../helpers/db.ts";
 const NODES = 300;
 const PER_PAGE = 7;
 
-/** Records the LIMIT/OFFSET of each query run through it. */
-function recording(q: Queryable): { q: Queryable; limits: string[] } {
+/** Records each query run through it, and its LIMIT/OFFSET. */
+function recording(q: Queryable): { q: Queryable; limits: string[]; queries: string[] } {
   const limits: string[] = [];
+  const queries: string[] = [];
   return {
     limits,
+    queries,
     q: {
       query(text, params) {
+        queries.push(text);
         const m = /LIMIT \d+ OFFSET \d+/.exec(text);
         if (m) limits.push(m[0]);
         return q.query(text, params);
@@ -68,6 +72,16 @@ dbTest("node list: every page by number equals the reference order, read from th
       fromEnd: false,
     },
   ];
+  // A search is counted with its page (one pass over the matches); with other filters beside it.
+  cases.push(
+    { filter: { search: "node-1" }, where: "name LIKE '%node-1%'", fromEnd: false },
+    {
+      filter: { search: "DE-2", status: "online", group },
+      where:
+        `name ILIKE '%de-2%' AND status = 'online' AND id IN (SELECT node_id FROM node_group_members WHERE node_group_id = '${group}')`,
+      fromEnd: false,
+    },
+  );
   const sorts: Array<{ sort: SortRequest; order: string }> = [
     { sort: {}, order: "name ASC, id" },
     { sort: { field: "last_seen", order: "desc" }, order: "last_seen DESC NULLS LAST, name, id" },
@@ -95,6 +109,9 @@ dbTest("node list: every page by number equals the reference order, read from th
           `${label}: page ${page}`,
         );
         seen.push(...names);
+        if (filter.search && page <= pages) {
+          assert.equal(rec.queries.length, 1, `${label}: page ${page} and its count in one query`);
+        }
         if (page === pages) {
           // The last page counted from the far end skips nothing; counted from the start it skips the rest.
           const offset = Number(/OFFSET (\d+)/.exec(rec.limits[0] ?? "")?.[1]);
