@@ -11,3 +11,9 @@ DROP INDEX nodes_status_idx;
 -- node's row to test `os_name`: 3,000 pages, ~30 ms. From this index the nodes of one operating system are
 -- read without their rows, and in the order of a sort by agent version (the list's version view).
 CREATE INDEX nodes_os_agent_version_idx ON nodes (os_name, agent_version, name, id);
+
+-- A policy's compliance page (server/domain/compliance.ts policyCompliance) is sorted by node name: the
+-- planner either walked the node names probing each for the policy's reach (4,192 probes for page 5 of a
+-- policy on 4% of the fleet) or read every node's row to hash them. With the name beside the id, the
+-- policy's nodes are looked up by id without their rows and only they are sorted: 69-146 ms → 10-16 ms.
+CREATE INDEX nodes_id_name_idx ON nodes (id) INCLUDE (name);
