@@ -69,11 +69,23 @@ export interface PageQuery {
    */
   keyFrom?: string;
   /**
+   * With `keyFrom`: the conditions the page is chosen with, when `keyFrom` already applies some of `where`
+   * (e.g. behind a fence): each is then tested once per row, not again on `keyFrom`'s output.
+   */
+  keyWhere?: readonly string[];
+  /**
    * With `pageKey` and `total`: `orderBy` exactly reversed (e.g. {@link orderBy} with `reverse`). A page in
    * the second half is then read from the end (an offset counts the rows it skips, and from the end those are
    * fewer), and its rows put back in `orderBy`'s order: the last page of 125,000 reads 50 rows, not 125,000.
    */
   reverseOrderBy?: string;
+  /**
+   * With `pageKey` and no `total`: the matches are counted by the page's own query (a window count over them
+   * before the limit), not by a second query. For a filter each match of which costs a recheck (a trigram
+   * search rechecks every candidate row's text) that finds them once instead of twice; a page past the end,
+   * which has no row to carry the count, counts them apart.
+   */
+  countWithPage?: boolean;
 }
 
 /** Counts the rows a list query matches and reads the requested page of them. */
@@ -82,6 +94,11 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
   const { page, perPage } = query.page;
   const offset = (page - 1) * perPage;
   // Numbers only (validated integers), so safe to inline.
+  const keyWhere = query.keyWhere === undefined
+    ? where
+    : query.keyWhere.length
+    ? `WHERE ${query.keyWhere.join(" AND ")}`
+    : "";
   let limit = `LIMIT ${perPage} OFFSET ${offset}`;
   let pageOrder = query.orderBy;
   // The count and the page are read at the same time: on PostgreSQL on two connections (a filter no index
@@ -97,6 +114,9 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
     limit = `LIMIT ${take} OFFSET ${query.total - offset - take}`;
     pageOrder = query.reverseOrderBy;
   }
+  if (query.countWithPage && query.pageKey !== undefined && query.total === undefined) {
+    return await selectPageCounted<T>(q, { ...query, pageKey: query.pageKey }, keyWhere, pageOrder, limit);
+  }
   const [counted, rows] = await Promise.allSettled([
     query.total ?? q.query<{ total: number }>(
       `SELECT count(*)::int AS total FROM ${query.from} ${where}`,
@@ -107,7 +127,7 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
         ? `SELECT ${query.columns} FROM ${query.from}
           WHERE (${query.pageKey}) IN (SELECT ${query.pageKey} FROM ${
           query.keyFrom ?? query.from
-        } ${where} ${pageOrder} ${limit})
+        } ${keyWhere} ${pageOrder} ${limit})
           ${query.orderBy}`
         : `SELECT ${query.columns} FROM ${query.from} ${where} ${query.orderBy} ${limit}`,
       query.params,
@@ -117,6 +137,39 @@ export async function selectPage<T>(q: Queryable, query: PageQuery): Promise<Pag
   if (counted.status === "rejected") throw counted.reason;
   if (rows.status === "rejected") throw rows.reason;
   return { items: rows.value, total: counted.value, page, per_page: perPage };
+}
+
+/** {@link selectPage} with {@link PageQuery.countWithPage}: one query gives the page and the count. */
+async function selectPageCounted<T>(
+  q: Queryable,
+  query: PageQuery & { pageKey: string },
+  keyWhere: string,
+  pageOrder: string,
+  limit: string,
+): Promise<Page<T>> {
+  const { page, perPage } = query.page;
+  // The key's columns as the CTE names them (`n.id` → `id`).
+  const keyColumns = query.pageKey.split(",").map((column) => column.trim().replace(/^\w+\./, "")).join(", ");
+  const rows = await q.query<T & { page_total: number }>(
+    `WITH page AS MATERIALIZED (
+       SELECT ${query.pageKey}, count(*) OVER ()::int AS page_total FROM ${
+      query.keyFrom ?? query.from
+    } ${keyWhere}
+       ${pageOrder} ${limit})
+     SELECT ${query.columns}, (SELECT page_total FROM page LIMIT 1) AS page_total FROM ${query.from}
+     WHERE (${query.pageKey}) IN (SELECT ${keyColumns} FROM page)
+     ${query.orderBy}`,
+    query.params,
+  );
+  let total = rows[0]?.page_total;
+  if (total === undefined) {
+    total = page === 1 ? 0 : (await q.query<{ total: number }>(
+      `SELECT count(*)::int AS total FROM ${query.keyFrom ?? query.from} ${keyWhere}`,
+      query.params,
+    ))[0].total;
+  }
+  const items = rows.map(({ page_total: _, ...item }) => item as unknown as T);
+  return { items, total, page, per_page: perPage };
 }
 
 /** The requested page of a list that is already in memory (short lists, e.g. a user's role bindings). */
