@@ -9,13 +9,8 @@
 import type { Db, Queryable } from "../db/db.ts";
 import { BINDING_STATES, type BindingState } from "./bindings.ts";
 import { type FleetSummary, fleetSummary } from "./compliance.ts";
-import {
-  EXPIRY_BUCKETS,
-  type ExpiryBucket,
-  NODE_STATUS_COUNTS_SQL,
-  NODE_STATUSES,
-  type NodeStatus,
-} from "./nodes.ts";
+import { EXPIRY_BUCKETS, type ExpiryBucket, NODE_STATUSES, type NodeStatus } from "./nodes.ts";
+import { NODE_STATUS_COUNTS_SQL } from "../db/fleet_totals.ts";
 import { POLICY_STATES, type PolicyState } from "./policies.ts";
 
 /** The buckets are the node list's too (its `cert_expiry` filter); re-exported for the dashboard route. */

@@ -5,6 +5,7 @@
  * close. Deleting a node revokes first, so a deleted node's certificate stays refused.
  */
 import { type Queryable, queryOne } from "../db/db.ts";
+import { NODE_STATUS_COUNTS_SQL } from "../db/fleet_totals.ts";
 import { isNodeConnected, sendNodeCommand } from "../events/hub_notice.ts";
 import { publishLiveHint } from "../events/publish.ts";
 import { NODE_COUNTS, nodeComplianceSummary, type StatusCounts } from "./compliance.ts";
@@ -49,25 +50,6 @@ export const EXPIRY_BUCKET_SQL = `CASE
     WHEN n.cert_not_after <= now() + interval '90 days' THEN 'within_90_days'
     ELSE 'later'
   END`;
-
-/**
- * SQL: nodes per status, from the signed deltas that node inserts, deletes and status changes append
- * (migrations/0024): a few rows per status however large the fleet, exact at every commit.
- */
-export const NODE_STATUS_COUNTS_SQL =
-  "SELECT s.status AS key, sum(s.n)::int AS n FROM node_status_sizes s GROUP BY s.status";
-
-/**
- * Folds the node status deltas into one row per status (the read-model worker runs it now and then); deltas
- * appended meanwhile are left for the next fold.
- */
-export async function foldNodeStatusSizes(q: Queryable): Promise<void> {
-  await q.query(
-    `WITH folded AS (DELETE FROM node_status_sizes RETURNING status, n)
-     INSERT INTO node_status_sizes (status, n)
-     SELECT status, sum(n) FROM folded GROUP BY status HAVING sum(n) <> 0`,
-  );
-}
 
 /** A node in a list. */
 export interface NodeSummary {

@@ -13,8 +13,7 @@ import type { Db } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import { DEFAULT_BATCH_NODES, READ_MODEL_CHANNEL, refreshReachStep } from "../domain/reach.ts";
 import { foldGroupSizes } from "../domain/node_groups.ts";
-import { foldFleetTotals } from "../domain/compliance.ts";
-import { foldNodeStatusSizes } from "../domain/nodes.ts";
+import { foldFleetTotals, foldNodeStatusSizes } from "../db/fleet_totals.ts";
 
 /** Options of {@link startReadModelWorker}. */
 export interface ReadModelWorkerOptions {

@@ -25,8 +25,7 @@ import type { Db, Queryable } from "../db/db.ts";
 import type { Logger } from "../core/log.ts";
 import type { MetricFamily, MetricSample } from "./exposition.ts";
 import { createNodeSeriesCache, type NodeSeriesCache } from "./node_series.ts";
-import { fleetTotals } from "../domain/compliance.ts";
-import { NODE_STATUS_COUNTS_SQL } from "../domain/nodes.ts";
+import { fleetTotals, NODE_STATUS_COUNTS_SQL } from "../db/fleet_totals.ts";
 
 /** Node statuses always present in `svc_nodes_total`. */
 export const NODE_STATUSES = ["online", "degraded", "offline", "unknown"] as const;

@@ -8,9 +8,10 @@
 import assert from "node:assert/strict";
 import type { Queryable } from "../../server/db/db.ts";
 import { refreshReachStep } from "../../server/domain/reach.ts";
-import { fleetSummary, foldFleetTotals } from "../../server/domain/compliance.ts";
+import { fleetSummary } from "../../server/domain/compliance.ts";
+import { foldFleetTotals, foldNodeStatusSizes } from "../../server/db/fleet_totals.ts";
 import { certificateExpiryCounts, nodeStatusCounts } from "../../server/domain/dashboard.ts";
-import { EXPIRY_BUCKET_SQL, foldNodeStatusSizes } from "../../server/domain/nodes.ts";
+import { EXPIRY_BUCKET_SQL } from "../../server/domain/nodes.ts";
 import { dbTest } from "../helpers/db.ts";
 import { assertCountersFollowPairs, queueEveryChange } from "./reach_helpers.ts";
 
