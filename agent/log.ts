@@ -2,30 +2,18 @@
  * The agent's logger: one readable line per event on stderr (journald adds the time stamp
  * and unit), details as `key=value`; or, with `log.format: json`, one JSON object per line
  * (`time`, `level`, `msg`, then the details; a detail named like one of those gets a trailing
- * `_`). The agent ships alone, so it has its own copy of this small helper instead of importing
- * the server's.
+ * `_`). The types are shared with the server's logger (shared/log_types.ts); the line format is
+ * the agent's own.
  *
  * @module
  */
 
-/** Log levels in increasing severity. */
-export type LogLevel = "debug" | "info" | "warn" | "error";
+import type { LogFormat, Logger, LogLevel } from "../shared/log_types.ts";
+export { LOG_FORMATS } from "../shared/log_types.ts";
+export type { LogFormat, Logger, LogLevel } from "../shared/log_types.ts";
 
 /** Every level, in increasing severity. */
 export const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
-
-/** Line formats (`log.format`). */
-export type LogFormat = "text" | "json";
-/** Every line format. */
-export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];
-
-/** A logger. */
-export interface Logger {
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
 
 /** Options of {@linkcode createLogger}. */
 export interface LoggerOptions {

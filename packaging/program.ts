@@ -17,32 +17,28 @@
 import type { App, ArchInfo } from "./targets.ts";
 import { run } from "./exec.ts";
 import { readMigrations } from "../server/db/migrate.ts";
+import { PORTABLE_RUN_FLAGS } from "../shared/portable_run.ts";
+
+/** Every permission flag: both programs need all of them, each for its own reasons (below). */
+const ALL_PERMISSIONS: readonly string[] = [
+  "--allow-net",
+  "--allow-read",
+  "--allow-write",
+  "--allow-env",
+  "--allow-sys",
+  "--allow-run",
+  "--allow-ffi",
+];
 
 /** Deno permissions each program runs with (the launcher and `deno compile` pass exactly these). */
 export const PERMISSIONS: Record<App, string[]> = {
   // Listeners, database and CA files, configuration from the environment, host name for the replica id;
   // starting its own policy workers (server.policy_workers) again from the same runtime and bundle; the
   // system's libgssapi_krb5 (KerberosEnroll) and a PKCS#11 module (CA key on a token) through FFI.
-  "svc-server": [
-    "--allow-net",
-    "--allow-read",
-    "--allow-write",
-    "--allow-env",
-    "--allow-sys",
-    "--allow-run",
-    "--allow-ffi",
-  ],
+  "svc-server": [...ALL_PERMISSIONS],
   // As the server, plus running the system tools policies are enforced and read back with; FFI for the
   // machine keytab's SPNEGO token (Kerberos enrollment through the system GSSAPI).
-  "svc-agent": [
-    "--allow-net",
-    "--allow-read",
-    "--allow-write",
-    "--allow-env",
-    "--allow-sys",
-    "--allow-run",
-    "--allow-ffi",
-  ],
+  "svc-agent": [...ALL_PERMISSIONS],
 };
 
 /**
@@ -71,12 +67,7 @@ function v8FlagArgs(flags: readonly string[]): string[] {
 export function portableRunArgs(app: App, v8Flags: readonly string[] = V8_FLAGS[app]): string[] {
   return [
     "run",
-    "--no-config",
-    "--no-lock",
-    "--no-remote",
-    "--no-npm",
-    "--cached-only",
-    "--no-code-cache",
+    ...PORTABLE_RUN_FLAGS,
     ...v8FlagArgs(v8Flags),
     ...PERMISSIONS[app],
   ];

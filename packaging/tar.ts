@@ -7,6 +7,8 @@
  * @module
  */
 
+import { concatBytes } from "../shared/bytes.ts";
+
 /** One member of an archive. Paths are relative (`usr/bin/svc-agent`), directories without a slash. */
 export interface TarEntry {
   path: string;
@@ -115,13 +117,5 @@ export function writeTar(entries: TarEntry[], options: TarOptions): Uint8Array<A
     if (data.length > 0) parts.push(...padded(data));
   }
   if (options.trailer !== false) parts.push(new Uint8Array(BLOCK * 2));
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 }

@@ -5,7 +5,7 @@
 import { hostname } from "node:os";
 import type { ServerConfig } from "./config/config.ts";
 import { contextBase, type ServerContext } from "./context.ts";
-import { type Db, migrate, openDatabase, openHeartbeatDatabase } from "./db/mod.ts";
+import { type Db, migrate, openDatabase } from "./db/mod.ts";
 import { connectionBudgetWarning } from "./db/connection_budget.ts";
 import { createLogger, type LogFormat, type Logger, type LogLevel } from "./core/log.ts";
 import { openServerPki } from "./pki/server_pki.ts";
@@ -17,7 +17,7 @@ import { createApp } from "./http/app.ts";
 import { buildRoutes } from "./http/routes/mod.ts";
 import { createRouteHooks } from "./http/auth_hooks.ts";
 import { spaHandler } from "./http/spa.ts";
-import { createHub, type HubOptions } from "./hub/hub.ts";
+import { type HubOptions, startConfiguredHub } from "./hub/hub.ts";
 import { startReadModelWorker } from "./hub/read_model_worker.ts";
 import { startPolicyServer } from "./grpc/policy_server.ts";
 import { createEnrollmentHandlers } from "./grpc/enrollment_service.ts";
@@ -107,14 +107,7 @@ export async function startServer(config: ServerConfig, options: StartOptions = 
     await identity.start();
     cleanups.unshift(() => identity.stop());
 
-    const replicaTimeoutMs = config.server.replicaTimeoutSeconds * 1000;
-    const hub = createHub(ctx, {
-      heartbeatDb: await openHeartbeatDatabase(db, config.database.url),
-      replicaTimeoutMs,
-      heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
-      ...options.hub,
-    });
-    await hub.start();
+    const hub = await startConfiguredHub(ctx, db, options.hub);
     cleanups.unshift(() => hub.stop());
     // Large binding and policy changes queue their reach refresh; every replica works the queue off.
     const readModels = await startReadModelWorker(ctx);

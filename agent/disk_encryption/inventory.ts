@@ -7,6 +7,7 @@
  *
  * @module
  */
+import type { VolumeFacts } from "../../shared/disk_encryption_volume.ts";
 import type { RootFs } from "../fs.ts";
 import type { Runner } from "../runner.ts";
 import { type LuksHeader, readHeader } from "./cryptsetup.ts";
@@ -19,24 +20,10 @@ export { devicesFromLsblk, type LsblkDevice } from "./lsblk.ts";
 export type SlotKind = "passphrase" | "recovery" | "tpm2" | "tang" | "fido2" | "pkcs11";
 
 /** One volume of the inventory. */
-export interface Volume {
-  /** Node path as reported, e.g. /dev/nvme0n1p3. */
-  device: string;
+export interface Volume extends VolumeFacts {
   /** Host path cryptsetup works on (the node path under the agent's root). */
   hostPath: string;
-  uuid: string;
-  mapperName: string;
-  mountPoint: string;
-  root: boolean;
-  /** 0 when not encrypted. */
-  luksVersion: number;
-  cipher: string;
-  keySizeBits: number;
-  pbkdf: string;
   slots: { slot: number; kind: SlotKind; managed: boolean }[];
-  tpm2Enrolled: boolean;
-  tpm2Pcrs: number[];
-  tangEnrolled: boolean;
 }
 
 function decodeSegment(segment: string): Record<string, unknown> | undefined {

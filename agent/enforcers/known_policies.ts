@@ -25,6 +25,7 @@
  */
 
 import type { EnforcerIO } from "../sync/types.ts";
+import { readCapped } from "../../shared/bytes.ts";
 
 /** Policy names a browser build knows. */
 export interface KnownPolicies {
@@ -153,20 +154,11 @@ async function inflateRaw(data: Uint8Array, maxBytes: number): Promise<Uint8Arra
   const stream = new Blob([data as Uint8Array<ArrayBuffer>]).stream().pipeThrough(
     new DecompressionStream("deflate-raw"),
   );
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of stream) {
-    total += chunk.length;
-    if (total > maxBytes) throw new Error(`inflated entry is larger than ${maxBytes} bytes`);
-    chunks.push(chunk);
-  }
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.length;
-  }
-  return out;
+  return await readCapped(
+    stream,
+    maxBytes,
+    () => new Error(`inflated entry is larger than ${maxBytes} bytes`),
+  );
 }
 
 /**

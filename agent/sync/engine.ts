@@ -38,6 +38,7 @@ import {
   type EnforcerIO,
   type PolicyResult,
   sortPolicies,
+  type SyncContext,
 } from "./types.ts";
 
 /** A stream event as the engine sees it (decoded from the wire by `agent/stream.ts`). */
@@ -285,21 +286,9 @@ export class SyncEngine {
         continue;
       }
       const started = performance.now();
-      let results: PolicyResult[];
-      try {
-        const companions = sortPolicies((enforcer.companions ?? []).flatMap((t) => byType.get(t) ?? []));
-        const outcome = await enforcer.sync(policies, this.#lockedIo(type), { companions });
-        results = outcome.policies;
-        if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
-      } catch (err) {
-        logger.error("enforcer failed", { type, error: err });
-        results = policies.map((p) => ({
-          policyId: p.id,
-          status: "ERROR",
-          message: `${type} sync failed: ${(err as Error).message}`,
-          items: [],
-        }));
-      }
+      const results = await this.#syncType(enforcer, type, policies, summary, () => ({
+        companions: sortPolicies((enforcer.companions ?? []).flatMap((t) => byType.get(t) ?? [])),
+      }));
       logger.debug("type synced", {
         type,
         policies: policies.length,
@@ -368,20 +357,7 @@ export class SyncEngine {
           ),
         );
         const summary: SyncSummary = { changed: new Map(), managed: [], results: [] };
-        let results: PolicyResult[];
-        try {
-          const outcome = await enforcer.sync(policies, this.#lockedIo(type));
-          results = outcome.policies;
-          if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
-        } catch (err) {
-          logger.error("enforcer failed", { type, error: err });
-          results = policies.map((p) => ({
-            policyId: p.id,
-            status: "ERROR",
-            message: `${type} sync failed: ${(err as Error).message}`,
-            items: [],
-          }));
-        }
+        const results = await this.#syncType(enforcer, type, policies, summary);
         const byId = new Map(results.map((r) => [r.policyId, r]));
         for (const policy of policies) {
           summary.results.push({
@@ -410,6 +386,35 @@ export class SyncEngine {
   }
 
   /** {@linkcode SyncEngine.#io} whose managed-file writes never overlap those of another lane. */
+  /**
+   * Runs one enforcer over its policies (foreground pass or background lane alike), recording what it changed
+   * in `summary`. A throwing enforcer turns into an ERROR result for each of its policies, so one broken type
+   * never stops the others. `context` is built inside the guard for the same reason.
+   */
+  async #syncType(
+    enforcer: Enforcer,
+    type: string,
+    policies: CachedPolicy[],
+    summary: SyncSummary,
+    context?: () => SyncContext,
+  ): Promise<PolicyResult[]> {
+    try {
+      const outcome = context
+        ? await enforcer.sync(policies, this.#lockedIo(type), context())
+        : await enforcer.sync(policies, this.#lockedIo(type));
+      if (outcome.changed.length) summary.changed.set(type, [...outcome.changed]);
+      return outcome.policies;
+    } catch (err) {
+      this.#options.logger.error("enforcer failed", { type, error: err });
+      return policies.map((p) => ({
+        policyId: p.id,
+        status: "ERROR",
+        message: `${type} sync failed: ${(err as Error).message}`,
+        items: [],
+      }));
+    }
+  }
+
   #lockedIo(type: string): EnforcerIO {
     const io = this.#io(type);
     const exclusive = <T>(work: () => Promise<T>): Promise<T> => {

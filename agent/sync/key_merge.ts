@@ -211,21 +211,21 @@ export function readBackItems(
 ): ItemResult[] {
   const items: ItemResult[] = [];
   for (const unit of merge.wanted.get(policy.id) ?? []) {
-    const item = unit.kind === "union"
-      ? unionItem(merge, policy, unit, actual, schemaId)
-      : replaceItem(merge, policy, unit, actual, schemaId);
+    const item = (unit.kind === "union" ? unionItem : replaceItem)({ merge, policy, actual, schemaId }, unit);
     items.push(options.adjust ? options.adjust(unit.path, item) : item);
   }
   return items;
 }
 
-function replaceItem(
-  merge: KeyMerge,
-  policy: CachedPolicy,
-  unit: Unit,
-  actual: Record<string, unknown>,
-  schemaId: string,
-): ItemResult {
+/** What each unit of one policy's read-back is checked against. */
+interface ReadBackContext {
+  merge: KeyMerge;
+  policy: CachedPolicy;
+  actual: Record<string, unknown>;
+  schemaId: string;
+}
+
+function replaceItem({ merge, policy, actual, schemaId }: ReadBackContext, unit: Unit): ItemResult {
   const key = unitLabel(unit.path);
   const merged = merge.units.get(unitId(unit.path));
   const found = lookupPath(actual, unit.path);
@@ -250,13 +250,7 @@ function replaceItem(
   };
 }
 
-function unionItem(
-  merge: KeyMerge,
-  policy: CachedPolicy,
-  unit: Unit,
-  actual: Record<string, unknown>,
-  schemaId: string,
-): ItemResult {
+function unionItem({ merge, policy, actual, schemaId }: ReadBackContext, unit: Unit): ItemResult {
   const key = unitLabel(unit.path);
   const owners = merge.units.get(unitId(unit.path))?.owners;
   const found = lookupPath(actual, unit.path);

@@ -49,6 +49,11 @@ export function relyingPartyOf(config: Pick<ServerConfig, "server">): RelyingPar
   };
 }
 
+/** What a key's answer must match: the challenge sent and one of this server's origins and RP ids. */
+function expectedBy(rp: RelyingParty, challenge: string) {
+  return { expectedChallenge: challenge, expectedOrigin: rp.origins, expectedRPID: rp.rpIds };
+}
+
 /** The RP ID for a request from `origin` (a configured host), else the first configured one. */
 export function rpIdFor(rp: RelyingParty, origin: string | undefined): string {
   const i = origin ? rp.origins.indexOf(origin) : -1;
@@ -155,9 +160,7 @@ export async function finishRegistration(
   try {
     verification = await verifyRegistrationResponse({
       response: input.response,
-      expectedChallenge: pending.challenge,
-      expectedOrigin: rp.origins,
-      expectedRPID: rp.rpIds,
+      ...expectedBy(rp, pending.challenge),
       requireUserVerification: false,
     });
   } catch (err) {
@@ -267,9 +270,7 @@ export async function verifyAssertion(
   try {
     verification = await verifyAuthenticationResponse({
       response: input.response,
-      expectedChallenge: input.challenge,
-      expectedOrigin: rp.origins,
-      expectedRPID: rp.rpIds,
+      ...expectedBy(rp, input.challenge),
       credential: {
         id: credentialId,
         publicKey: fromBase64Url(row.public_key),

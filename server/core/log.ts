@@ -4,22 +4,11 @@
  * details; a detail named like one of those gets a trailing `_`).
  */
 
-/** Log levels in order. */
-export type LogLevel = "debug" | "info" | "warn" | "error";
+import type { LogFormat, Logger, LogLevel } from "../../shared/log_types.ts";
+export { LOG_FORMATS } from "../../shared/log_types.ts";
+export type { LogFormat, Logger, LogLevel } from "../../shared/log_types.ts";
+
 const ORDER: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
-
-/** Line formats (`log.format`). */
-export type LogFormat = "text" | "json";
-/** Every line format. */
-export const LOG_FORMATS: readonly LogFormat[] = ["text", "json"];
-
-/** A logger. */
-export interface Logger {
-  debug(msg: string, fields?: Record<string, unknown>): void;
-  info(msg: string, fields?: Record<string, unknown>): void;
-  warn(msg: string, fields?: Record<string, unknown>): void;
-  error(msg: string, fields?: Record<string, unknown>): void;
-}
 
 const RESERVED = new Set(["time", "level", "msg"]);
 

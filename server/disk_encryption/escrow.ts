@@ -9,6 +9,7 @@
  *
  * @module
  */
+import type { VolumeFacts } from "../../shared/disk_encryption_volume.ts";
 import type { Db, Queryable } from "../db/db.ts";
 import { conflictError, DomainError, notFoundError } from "../core/errors.ts";
 import { sendNodeCommand } from "../events/hub_notice.ts";
@@ -23,20 +24,8 @@ import {
 import { effectivePolicy } from "./policy.ts";
 
 /** A reported volume after validation. */
-export interface VolumeReport {
-  device: string;
-  uuid: string;
-  mapperName: string;
-  mountPoint: string;
-  root: boolean;
-  luksVersion: number;
-  cipher: string;
-  keySizeBits: number;
-  pbkdf: string;
+export interface VolumeReport extends VolumeFacts {
   keySlots: { slot: number; kind: string; managed: boolean }[];
-  tpm2Enrolled: boolean;
-  tpm2Pcrs: number[];
-  tangEnrolled: boolean;
   escrowedKeyId: string;
 }
 

@@ -4,7 +4,7 @@
  * node and replaced by every report. Entries shipped with the server (`source = 'builtin'`) are never
  * overwritten by an agent: an agent may add what the server does not know, not rewrite what it does.
  */
-import type { Db } from "../db/db.ts";
+import type { Db, Queryable } from "../db/db.ts";
 import type {
   GSettingsSchema,
   PolkitAction,
@@ -97,16 +97,27 @@ export async function storeSchemaCatalogue(
        WHERE dconf_schemas.source = 'agent'`,
       [JSON.stringify(rows)],
     );
-    await tx.query("DELETE FROM node_dconf_schemas WHERE node_id = $1", [nodeId]);
-    await tx.query(
-      "INSERT INTO node_dconf_schemas (node_id, schema_id) SELECT $1, unnest($2::text[])",
-      [nodeId, rows.map((r) => r.schema_id)],
-    );
+    await replaceNodeEntries(tx, "node_dconf_schemas", "schema_id", nodeId, rows.map((r) => r.schema_id));
     await tx.query("UPDATE nodes SET gnome_version = $2, updated_at = now() WHERE id = $1", [
       nodeId,
       request.gnomeVersion,
     ]);
   });
+}
+
+/**
+ * Makes `ids` the whole list of catalogue entries `nodeId` reported in the link table `table` (`column` holds
+ * the entry's id): the node's old list is dropped, so an entry the node no longer has stops counting for it.
+ */
+async function replaceNodeEntries(
+  tx: Queryable,
+  table: "node_dconf_schemas" | "node_polkit_actions",
+  column: "schema_id" | "action_id",
+  nodeId: string,
+  ids: string[],
+): Promise<void> {
+  await tx.query(`DELETE FROM ${table} WHERE node_id = $1`, [nodeId]);
+  await tx.query(`INSERT INTO ${table} (node_id, ${column}) SELECT $1, unnest($2::text[])`, [nodeId, ids]);
 }
 
 function actionRow(action: PolkitAction, i: number) {
@@ -159,10 +170,6 @@ export async function storePolkitCatalogue(
        WHERE polkit_actions.source = 'agent'`,
       [JSON.stringify(rows)],
     );
-    await tx.query("DELETE FROM node_polkit_actions WHERE node_id = $1", [nodeId]);
-    await tx.query(
-      "INSERT INTO node_polkit_actions (node_id, action_id) SELECT $1, unnest($2::text[])",
-      [nodeId, rows.map((r) => r.action_id)],
-    );
+    await replaceNodeEntries(tx, "node_polkit_actions", "action_id", nodeId, rows.map((r) => r.action_id));
   });
 }

@@ -127,14 +127,17 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
       } catch (err) {
         throw invalid("node_name", (err as Error).message);
       }
-      const refused = async (message: string) => {
-        await audit({
+      // An enrollment turned away is audited with its reason: "denied" (no valid token) or "failure".
+      const auditRefusal = (outcome: "denied" | "failure", message: string) =>
+        audit({
           action: "node.enroll",
-          outcome: "denied",
+          outcome,
           actor: {},
           resource: { type: "node", name: nodeName },
           details: { reason: message },
         }, peer);
+      const refused = async (message: string) => {
+        await auditRefusal("denied", message);
         return new GrpcError(grpc.status.UNAUTHENTICATED, message);
       };
       const tokenHash = sha256Hex(token);
@@ -173,13 +176,7 @@ export function createEnrollmentHandlers(ctx: ServerContext): EnrollmentHandlers
           ? "the node of this re-enrollment token was deleted; create a new token"
           : `this re-enrollment token is for node "${known.node_name}", not "${nodeName}"; set ` +
             `agent.client_id to "${known.node_name}" or create a token for the right node`;
-        await audit({
-          action: "node.enroll",
-          outcome: "failure",
-          actor: {},
-          resource: { type: "node", name: nodeName },
-          details: { reason: message },
-        }, peer);
+        await auditRefusal("failure", message);
         throw new GrpcError(grpc.status.FAILED_PRECONDITION, message);
       }
       let signed: Awaited<ReturnType<ServerContext["ca"]["signCsr"]>>;

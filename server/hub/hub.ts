@@ -19,7 +19,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import type { ServerContext } from "../context.ts";
-import type { Db } from "../db/mod.ts";
+import { type Db, openHeartbeatDatabase } from "../db/mod.ts";
 import { GrpcError } from "../../shared/grpc/adapter.ts";
 import { observePolicyPropagation } from "../metrics/counters.ts";
 import { HUB_CHANNEL, type HubNotice } from "../events/hub_notice.ts";
@@ -89,6 +89,23 @@ export interface HubStats {
  * (snapshot_cache.ts), the streams (stream_delivery.ts) and the replica's liveness (replica_liveness.ts).
  * This function holds what ties them: the notices, the periodic checks, and start and stop.
  */
+/**
+ * The hub of a serving process (the main server or a policy worker), started with the configured replica
+ * timeout: its own heartbeat connection, and a heartbeat a third of the timeout (at most 5 s) so that two
+ * missed beats never look like a dead replica. `overrides` (tests) win.
+ */
+export async function startConfiguredHub(ctx: ServerContext, db: Db, overrides?: HubOptions): Promise<Hub> {
+  const replicaTimeoutMs = ctx.config.server.replicaTimeoutSeconds * 1000;
+  const hub = createHub(ctx, {
+    heartbeatDb: await openHeartbeatDatabase(db, ctx.config.database.url),
+    replicaTimeoutMs,
+    heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
+    ...overrides,
+  });
+  await hub.start();
+  return hub;
+}
+
 export function createHub(ctx: ServerContext, options: HubOptions = {}): Hub {
   const { db, log, replicaId } = ctx;
   const heartbeatMs = options.heartbeatIntervalMs ?? 5_000;

@@ -8,11 +8,11 @@
  * @module
  */
 import { contextBase, type ServerContext } from "../context.ts";
-import { openDatabase, openHeartbeatDatabase } from "../db/mod.ts";
+import { openDatabase } from "../db/mod.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../core/log.ts";
 import { openServerPki } from "../pki/server_pki.ts";
 import { createAuditRecorder } from "../audit/recorder.ts";
-import { createHub } from "../hub/hub.ts";
+import { startConfiguredHub } from "../hub/hub.ts";
 import { startPolicyServer } from "../grpc/policy_server.ts";
 import { metricsRegistry } from "../metrics/counters.ts";
 import { familiesFromRegistry } from "../metrics/exposition.ts";
@@ -60,14 +60,7 @@ export async function runPolicyWorker(): Promise<never> {
     const audit = createAuditRecorder(base);
     cleanups.unshift(() => audit.close());
     const ctx: ServerContext = { ...base, audit };
-    const replicaTimeoutMs = config.server.replicaTimeoutSeconds * 1000;
-    const hub = createHub(ctx, {
-      heartbeatDb: await openHeartbeatDatabase(db, config.database.url),
-      replicaTimeoutMs,
-      heartbeatIntervalMs: Math.min(5000, Math.floor(replicaTimeoutMs / 3)),
-      ...boot.hub,
-    });
-    await hub.start();
+    const hub = await startConfiguredHub(ctx, db, boot.hub);
     cleanups.unshift(() => hub.stop());
     const policy = await startPolicyServer(ctx, hub, { port: boot.port, reusePort: true });
     cleanups.unshift(() => policy.stop());

@@ -12,6 +12,7 @@
  * @module
  */
 import { hostname } from "node:os";
+import { PORTABLE_RUN_FLAGS } from "../../shared/portable_run.ts";
 import type { ServerContext } from "../context.ts";
 import type { HubOptions } from "../hub/hub.ts";
 import { markNodesOffline } from "../hub/node_status.ts";
@@ -106,12 +107,7 @@ export function workerCommand(): { program: string; args: string[] } {
     program,
     args: [
       "run",
-      "--no-config",
-      "--no-lock",
-      "--no-remote",
-      "--no-npm",
-      "--cached-only",
-      "--no-code-cache",
+      ...PORTABLE_RUN_FLAGS,
       ...granted,
       bundle,
       POLICY_WORKER_COMMAND,

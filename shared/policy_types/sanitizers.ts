@@ -157,22 +157,16 @@ export function urlWithScheme(schemes: readonly string[]): Checker {
 }
 
 /** A Unix user name (local or directory: letters, digits, `_`, `.`, `@`, `-`, optional trailing `$`). */
-export function unixUserName(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,254}\$?$/.test(value)
-    ? undefined
-    : "must be a user name: letters, digits, '_', '.', '@' and '-' (no spaces or quotes)";
-}
+export const unixUserName: Checker = matches(
+  /^[A-Za-z0-9_][A-Za-z0-9_.@-]{0,254}\$?$/,
+  "a user name: letters, digits, '_', '.', '@' and '-' (no spaces or quotes)",
+);
 
 /** A Unix or directory group name; like a user name, but inner spaces are allowed ("domain users"). */
-export function unixGroupName(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9_](?:[A-Za-z0-9_.@ -]{0,253}[A-Za-z0-9_.@$-])?$/.test(value)
-    ? undefined
-    : "must be a group name: letters, digits, '_', '.', '@', '-' and inner spaces (no quotes)";
-}
+export const unixGroupName: Checker = matches(
+  /^[A-Za-z0-9_](?:[A-Za-z0-9_.@ -]{0,253}[A-Za-z0-9_.@$-])?$/,
+  "a group name: letters, digits, '_', '.', '@', '-' and inner spaces (no quotes)",
+);
 
 /**
  * sudoers(5) reads a word in capitals (`[A-Z][A-Z0-9_]*`) as an alias, and `ALL` as everyone: an account so
@@ -218,13 +212,10 @@ export function gsettingsSchemaId(value: string): string | undefined {
 }
 
 /** A dconf key name (no `/`, no brackets, no `=`, no whitespace). */
-export function dconfKeyName(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$/.test(value)
-    ? undefined
-    : "must be a key name such as lock-delay: letters, digits, '-' and '_'";
-}
+export const dconfKeyName: Checker = matches(
+  /^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$/,
+  "a key name such as lock-delay: letters, digits, '-' and '_'",
+);
 
 /** A dconf directory path such as `/org/gnome/terminal/legacy/profiles:/:abc/` (starts and ends with `/`). */
 export function dconfPath(value: string): string | undefined {
@@ -264,13 +255,10 @@ export function gvariantText(value: string): string | undefined {
 }
 
 /** A polkit action id or prefix: lowercase-ish dotted name, e.g. `org.freedesktop.udisks2.filesystem-mount`. */
-export function polkitActionId(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/.test(value)
-    ? undefined
-    : "must be a polkit action id such as org.freedesktop.udisks2.filesystem-mount (letters, digits, '.', '_', '-')";
-}
+export const polkitActionId: Checker = matches(
+  /^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$/,
+  "a polkit action id such as org.freedesktop.udisks2.filesystem-mount (letters, digits, '.', '_', '-')",
+);
 
 /**
  * A firewalld zone name: letters, digits, `_` and `-`, 1 to 17 characters (firewalld 1.3's own rule: it allows
@@ -290,13 +278,10 @@ export function firewalldZoneName(value: string): string | undefined {
 }
 
 /** A firewalld service, protocol or ICMP type name. */
-export function firewalldName(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/.test(value)
-    ? undefined
-    : "must be a name such as ssh or echo-request: letters, digits, '.', '_', '+' and '-'";
-}
+export const firewalldName: Checker = matches(
+  /^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/,
+  "a name such as ssh or echo-request: letters, digits, '.', '_', '+' and '-'",
+);
 
 /** A port (`443`) or inclusive range (`5000-6000`) within 1–65535. */
 export function portSpec(value: string): string | undefined {
@@ -365,13 +350,10 @@ export function firewalldSource(value: string): string | undefined {
 }
 
 /** A network interface name (Linux: at most 15 characters, no `/` or whitespace). */
-export function interfaceName(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,14}$/.test(value)
-    ? undefined
-    : "must be an interface name such as eth0 (at most 15 characters)";
-}
+export const interfaceName: Checker = matches(
+  /^[A-Za-z0-9][A-Za-z0-9_.@:-]{0,14}$/,
+  "an interface name such as eth0 (at most 15 characters)",
+);
 
 /** Base64 text (standard alphabet, optional padding, whitespace between lines allowed). */
 export function base64Text(value: string): string | undefined {
@@ -384,13 +366,10 @@ export function base64Text(value: string): string | undefined {
 }
 
 /** "HH:MM" on a 24-hour clock. */
-export function clockTime(value: string): string | undefined {
-  const line = singleLine(value);
-  if (line) return line;
-  return /^([01]\d|2[0-3]):[0-5]\d$/.test(value)
-    ? undefined
-    : "must be a time HH:MM on a 24-hour clock, e.g. 08:30";
-}
+export const clockTime: Checker = matches(
+  /^([01]\d|2[0-3]):[0-5]\d$/,
+  "a time HH:MM on a 24-hour clock, e.g. 08:30",
+);
 
 /** An IANA time zone name such as `Europe/Berlin` (also safe as a path below /usr/share/zoneinfo). */
 export function timeZoneName(value: string): string | undefined {
