@@ -23,6 +23,7 @@ import {
   queueEveryChange,
   reachedNodes,
   seedNodes,
+  seedOverlappingFleet,
 } from "./reach_helpers.ts";
 
 /**
@@ -241,30 +242,7 @@ dbTest(
   async (_db, _t, info) => {
     const { db, close } = await queueEveryChange(info);
     try {
-      const groups = await db.query<{ id: string }>(
-        "INSERT INTO node_groups (name) SELECT 'g' || i FROM generate_series(1, 4) i RETURNING id",
-      );
-      const policies = await db.query<{ id: string }>(
-        `INSERT INTO policies (name, type, content, state) SELECT 'p' || i, 'Firefox', '{}', 'released'
-         FROM generate_series(1, 3) i RETURNING id`,
-      );
-      const nodes = await db.query<{ id: string }>(
-        "INSERT INTO nodes (name) SELECT 'node' || i FROM generate_series(1, 40) i RETURNING id",
-      );
-      for (const [i, n] of nodes.entries()) {
-        await db.query(
-          "INSERT INTO node_group_members (node_id, node_group_id) VALUES ($1, $2), ($1, $3)",
-          [n.id, groups[i % 4].id, groups[(i + 1) % 4].id],
-        );
-      }
-      for (const p of policies) {
-        for (const g of groups.slice(0, 3)) {
-          await db.query(
-            "INSERT INTO policy_bindings (policy_id, node_group_id, state) VALUES ($1, $2, 'enabled')",
-            [p.id, g.id],
-          );
-        }
-      }
+      const { groups, policies, nodes } = await seedOverlappingFleet(db);
       await drain(db);
       await assertReachConsistent(db, "setup");
 
